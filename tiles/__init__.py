@@ -1,0 +1,26 @@
+"""tiles: write GPU kernels in Triton's tile language, run them anywhere."""
+
+from . import language  # noqa: F401
+from .backends.registry import set_backend
+from .core.errors import CompilationError, KernelRuntimeError, LaunchError, TilesError, UnsupportedError
+from .language.core import constexpr
+from .runtime.jit import JITFunction, jit
+
+__version__ = "0.1.0"
+
+
+def cdiv(x: int, y: int) -> int:
+    """Ceiling division of two ints."""
+    return (x + y - 1) // y
+
+
+def next_power_of_2(n: int) -> int:
+    """The smallest power of two >= n (1 for n <= 1)."""
+    n = int(n)
+    return 1 if n <= 1 else 1 << (n - 1).bit_length()
+
+
+__all__ = [
+    "CompilationError", "JITFunction", "KernelRuntimeError", "LaunchError", "TilesError",
+    "UnsupportedError", "cdiv", "constexpr", "jit", "next_power_of_2", "set_backend",
+]

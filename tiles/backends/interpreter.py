@@ -1,0 +1,54 @@
+"""The NumPy interpreter as a backend: the reference every other backend is checked against."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core.printer import format_kernel
+from .base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+
+
+def host_array(value: Any) -> np.ndarray:
+    """A NumPy view of an array-like argument that shares its memory where possible."""
+    if isinstance(value, np.ndarray):
+        return value
+    mod = type(value).__module__
+    if mod.startswith("torch"):
+        if value.device.type != "cpu":
+            raise TypeError(f"the interpreter needs CPU tensors, got one on {value.device}")
+        import torch
+        if value.dtype == torch.bfloat16:
+            import ml_dtypes
+            return value.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+        return value.numpy()
+    if hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
+        return np.asarray(value)
+    raise TypeError(f"cannot use a {type(value).__name__} as a kernel array argument")
+
+
+class InterpreterBackend(Backend):
+    name = "interpreter"
+
+    def available(self) -> tuple[bool, str]:
+        return True, ""
+
+    def target(self) -> Target:
+        return Target("interpreter", "numpy", warp_size=1)
+
+    def stages(self, options: Options) -> dict[str, Stage]:
+        return {"ir": lambda kernel, compiled: kernel}
+
+    def compile(self, kernel: Any, options: Options) -> CompiledKernel:
+        compiled = CompiledKernel(kernel.name, kernel, options)
+        compiled.asm["ir"] = format_kernel(kernel)
+        compiled.handle = kernel
+        return compiled
+
+    def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
+               args: Sequence[LaunchArg]) -> None:
+        from ..interp import interpret
+        values = [host_array(a.value) if a.is_pointer else a.value for a in args]
+        interpret(compiled.ir, grid, values)

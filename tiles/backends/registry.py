@@ -1,0 +1,96 @@
+"""Finding backends: built-in ones by name, third-party ones by entry point.
+
+Modules are imported lazily, so a missing pycuda or pyopencl never breaks
+``import tiles``; an unavailable backend says why.
+"""
+
+from __future__ import annotations
+
+import importlib
+from importlib.metadata import entry_points
+from typing import Any
+
+from .. import config
+from ..core.errors import TilesError
+from .base import Backend
+
+BUILTIN: dict[str, str] = {
+    "interpreter": "tiles.backends.interpreter:InterpreterBackend",
+    "cuda": "tiles.backends.cuda:CUDABackend",
+    "opencl": "tiles.backends.opencl:OpenCLBackend",
+    "rocm": "tiles.backends.rocm:ROCmBackend",
+}
+PREFERENCE = ("cuda", "rocm", "opencl", "interpreter")
+ENTRY_POINT_GROUP = "tiles.backends"
+
+_instances: dict[str, Backend] = {}
+_override: list[str] = []
+
+
+class BackendUnavailable(TilesError):
+    pass
+
+
+def _load(spec: str) -> Any:
+    module, _, attr = spec.partition(":")
+    obj: Any = importlib.import_module(module)
+    for part in attr.split(".") if attr else ():
+        obj = getattr(obj, part)
+    return obj
+
+
+def known() -> dict[str, str]:
+    """Every backend name with where it comes from (built-in or entry point)."""
+    names = dict(BUILTIN)
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        names.setdefault(ep.name, ep.value)
+    return names
+
+
+def get(name: str) -> Backend:
+    """The backend called ``name`` or given as ``module:object``; raises if it cannot load."""
+    if name in _instances:
+        return _instances[name]
+    spec = known().get(name, name if ":" in name else None)
+    if spec is None:
+        raise BackendUnavailable(f"unknown backend {name!r}; known: {', '.join(known())}")
+    try:
+        obj = _load(spec)
+    except ImportError as e:
+        raise BackendUnavailable(f"backend {name!r} cannot be imported: {e}") from None
+    backend = obj() if isinstance(obj, type) else obj
+    if not isinstance(backend, Backend):
+        raise BackendUnavailable(f"{spec} is not a tiles Backend")
+    _instances[name] = backend
+    return backend
+
+
+def status(name: str) -> tuple[bool, str]:
+    try:
+        return get(name).available()
+    except BackendUnavailable as e:
+        return False, str(e)
+
+
+def default() -> Backend:
+    """The backend kernels launch on: override, then TILES_BACKEND, then the best available."""
+    chosen = (_override[-1] if _override else None) or config.backend_name()
+    if chosen:
+        backend = get(chosen)
+        ok, why = backend.available()
+        if not ok:
+            raise BackendUnavailable(f"backend {chosen!r} is not available: {why}")
+        return backend
+    for name in PREFERENCE:
+        ok, _ = status(name)
+        if ok:
+            return get(name)
+    raise BackendUnavailable("no backend is available")
+
+
+def set_backend(name: str | None) -> None:
+    """Choose the backend for later launches in this process (None: back to the default)."""
+    _override.clear()
+    if name is not None:
+        get(name)
+        _override.append(name)

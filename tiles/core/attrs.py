@@ -1,0 +1,135 @@
+"""Typed attribute records of the IR ops (one small frozen record per need)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .dtypes import DType
+
+
+@dataclass(frozen=True)
+class Const:
+    """CONST: the value splatted over the result (a Python bool, int or float)."""
+
+    value: bool | int | float
+    dtype: DType
+    shape: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class Arange:
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class Axis:
+    """PROGRAM_ID / NUM_PROGRAMS: the grid axis (0, 1 or 2)."""
+
+    axis: int
+
+
+@dataclass(frozen=True)
+class Cast:
+    """CAST / BITCAST: the target element type."""
+
+    dtype: DType
+    fp_downcast_rounding: str = "rtne"
+
+
+@dataclass(frozen=True)
+class Hint:
+    """HINT: ``kind`` is ``multiple_of`` or ``max_contiguous``; one value per axis."""
+
+    kind: str
+    values: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Shape:
+    """BROADCAST / RESHAPE: the result shape."""
+
+    shape: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Permute:
+    order: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class Reduce:
+    """REDUCE / SCAN: ``kind`` is sum, prod, max, min, max_nan, min_nan, xor, and, or,
+    or ``custom`` (the op's region combines: args (a0.., b0..) -> yields (r0..))."""
+
+    axis: int
+    kind: str
+    reverse: bool = False
+
+
+@dataclass(frozen=True)
+class ArgReduce:
+    axis: int
+    kind: str  # "max" or "min"
+
+
+@dataclass(frozen=True)
+class Sort:
+    descending: bool
+
+
+@dataclass(frozen=True)
+class Histogram:
+    bins: int
+
+
+@dataclass(frozen=True)
+class Gather:
+    axis: int
+
+
+@dataclass(frozen=True)
+class Dot:
+    """DOT: operands (a, b, acc); ``input_precision`` is tf32, tf32x3 or ieee."""
+
+    input_precision: str = "ieee"
+    max_num_imprecise_acc: int | None = None
+
+
+@dataclass(frozen=True)
+class Load:
+    """LOAD operands: (ptr, [mask], [other])."""
+
+    masked: bool
+    has_other: bool
+    cache_modifier: str = ""
+    eviction_policy: str = ""
+    volatile: bool = False
+
+
+@dataclass(frozen=True)
+class Store:
+    """STORE operands: (ptr, value, [mask])."""
+
+    masked: bool
+    cache_modifier: str = ""
+    eviction_policy: str = ""
+
+
+@dataclass(frozen=True)
+class Atomic:
+    """ATOMIC operands: (ptr, value, [mask]); ATOMIC_CAS: (ptr, cmp, value)."""
+
+    kind: str  # add, max, min, and, or, xor, xchg, cas
+    masked: bool
+    sem: str = "acq_rel"
+    scope: str = "gpu"
+    result_used: bool = True
+
+
+@dataclass(frozen=True)
+class Message:
+    """DEVICE_ASSERT / DEVICE_PRINT text."""
+
+    text: str
+    hex: bool = False

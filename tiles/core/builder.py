@@ -1,0 +1,123 @@
+"""Building IR while a kernel is traced: the block stack and source locations."""
+
+from __future__ import annotations
+
+import linecache
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from types import CodeType
+from typing import Any
+
+from .errors import CompilationError
+from .ir import UNKNOWN_LOC, Block, Instr, Loc, TileType, Value
+from .ops import Op
+from .typerules import IRTypeError, infer
+
+# Code objects of rewritten kernels (and their nested helpers): frames running one
+# of these are user code, which is where error locations point.
+KERNEL_CODES: set[CodeType] = set()
+
+
+def register_code(code: CodeType) -> None:
+    KERNEL_CODES.add(code)
+    for const in code.co_consts:
+        if isinstance(const, CodeType):
+            register_code(const)
+
+
+def user_loc(frame: Any = None) -> Loc:
+    """The location of the innermost kernel frame on the current stack."""
+    f = frame or sys._getframe(1)
+    while f is not None:
+        if f.f_code in KERNEL_CODES:
+            name = f.f_code.co_name
+            if name.startswith("__tiles_"):
+                name = _outer_name(f)
+            line = f.f_lineno or 0
+            src = linecache.getline(f.f_code.co_filename, line).strip()
+            return Loc(f.f_code.co_filename, line, name, src)
+        f = f.f_back
+    return UNKNOWN_LOC
+
+
+def _outer_name(frame: Any) -> str:
+    f = frame
+    while f is not None:
+        if f.f_code in KERNEL_CODES and not f.f_code.co_name.startswith("__tiles_"):
+            return f.f_code.co_name
+        f = f.f_back
+    return frame.f_code.co_name
+
+
+def tb_loc(tb: Any) -> Loc:
+    """The innermost kernel location in a traceback."""
+    found = UNKNOWN_LOC
+    while tb is not None:
+        if tb.tb_frame.f_code in KERNEL_CODES:
+            code = tb.tb_frame.f_code
+            line = tb.tb_lineno
+            name = code.co_name if not code.co_name.startswith("__tiles_") else _outer_name(tb.tb_frame)
+            found = Loc(code.co_filename, line, name, linecache.getline(code.co_filename, line).strip())
+        tb = tb.tb_next
+    return found
+
+
+class Builder:
+    """Appends instructions to the innermost open block."""
+
+    def __init__(self) -> None:
+        self.blocks: list[Block] = [Block()]
+
+    @property
+    def block(self) -> Block:
+        return self.blocks[-1]
+
+    def emit(self, op: Op, operands: Sequence[Value], attrs: Any = None,
+             result_types: Sequence[TileType] | None = None,
+             regions: Sequence[Block] = ()) -> tuple[Value, ...]:
+        if result_types is None:
+            try:
+                result_types = infer(op, [v.type for v in operands], attrs)
+            except IRTypeError as e:
+                raise CompilationError(str(e), user_loc()) from None
+        results = tuple(Value(t) for t in result_types)
+        self.block.instrs.append(Instr(op, tuple(operands), results, attrs, tuple(regions), user_loc()))
+        return results
+
+    def emit1(self, op: Op, operands: Sequence[Value], attrs: Any = None,
+              result_type: TileType | None = None) -> Value:
+        types = None if result_type is None else (result_type,)
+        return self.emit(op, operands, attrs, types)[0]
+
+    @contextmanager
+    def region(self, args: Sequence[Value] = ()) -> Iterator[Block]:
+        block = Block(list(args))
+        self.blocks.append(block)
+        try:
+            yield block
+        finally:
+            self.blocks.pop()
+
+
+_current: list[Builder] = []
+
+
+def current() -> Builder:
+    if not _current:
+        raise CompilationError("tiles.language functions can only be called inside a @tiles.jit "
+                               "kernel that is being compiled or launched", UNKNOWN_LOC)
+    return _current[-1]
+
+
+def is_tracing() -> bool:
+    return bool(_current)
+
+
+@contextmanager
+def tracing(builder: Builder) -> Iterator[Builder]:
+    _current.append(builder)
+    try:
+        yield builder
+    finally:
+        _current.pop()

@@ -1,0 +1,256 @@
+"""Element types of tiles and Triton's promotion rules.
+
+A ``DType`` is an element type (``int32``, ``float16``...); a ``PointerType`` is a
+pointer to elements of a ``DType``.  Both are immutable and compare by value.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import ml_dtypes
+import numpy as np
+
+
+class Kind(enum.IntEnum):
+    """Kinds ordered as Triton orders them for scalar promotion."""
+
+    BOOL = 0
+    UINT = 1
+    INT = 2
+    FLOAT = 3
+
+
+@dataclass(frozen=True)
+class DType:
+    name: str
+    kind: Kind
+    bits: int
+    mantissa: int = 0  # explicit mantissa bits, floats only
+
+    @property
+    def np(self) -> np.dtype:
+        return _NUMPY[self.name]
+
+    @property
+    def itemsize(self) -> int:
+        return max(1, self.bits // 8)
+
+    @property
+    def is_floating(self) -> bool:
+        return self.kind is Kind.FLOAT
+
+    @property
+    def is_int(self) -> bool:
+        return self.kind in (Kind.INT, Kind.UINT, Kind.BOOL)
+
+    @property
+    def is_signed(self) -> bool:
+        return self.kind is Kind.INT
+
+    @property
+    def is_bool(self) -> bool:
+        return self.kind is Kind.BOOL
+
+    @property
+    def is_fp8(self) -> bool:
+        return self.kind is Kind.FLOAT and self.bits == 8
+
+    @property
+    def is_ptr(self) -> bool:
+        return False
+
+    def min(self) -> int | float:
+        return _limits(self)[0]
+
+    def max(self) -> int | float:
+        return _limits(self)[1]
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __str__(self) -> str:
+        return self.name
+
+    # Triton spells these as methods; kernels that inspect dtypes use them.
+    def is_fp16(self) -> bool:
+        return self.name == "float16"
+
+    def is_bf16(self) -> bool:
+        return self.name == "bfloat16"
+
+    def is_fp32(self) -> bool:
+        return self.name == "float32"
+
+    def is_fp64(self) -> bool:
+        return self.name == "float64"
+
+    @property
+    def primitive_bitwidth(self) -> int:
+        return self.bits
+
+
+@dataclass(frozen=True)
+class PointerType:
+    element: DType
+    address_space: int = 1
+
+    kind = Kind.UINT
+    bits = 64
+    itemsize = 8
+
+    @property
+    def is_ptr(self) -> bool:
+        return True
+
+    @property
+    def is_floating(self) -> bool:
+        return False
+
+    @property
+    def is_int(self) -> bool:
+        return False
+
+    @property
+    def is_bool(self) -> bool:
+        return False
+
+    @property
+    def name(self) -> str:
+        return f"ptr<{self.element.name}>"
+
+    @property
+    def element_ty(self) -> DType:
+        return self.element
+
+    def __repr__(self) -> str:
+        return self.name
+
+    __str__ = __repr__
+
+
+ScalarType = DType | PointerType
+
+int1 = DType("int1", Kind.BOOL, 1)
+int8 = DType("int8", Kind.INT, 8)
+int16 = DType("int16", Kind.INT, 16)
+int32 = DType("int32", Kind.INT, 32)
+int64 = DType("int64", Kind.INT, 64)
+uint8 = DType("uint8", Kind.UINT, 8)
+uint16 = DType("uint16", Kind.UINT, 16)
+uint32 = DType("uint32", Kind.UINT, 32)
+uint64 = DType("uint64", Kind.UINT, 64)
+float8e4nv = DType("float8e4nv", Kind.FLOAT, 8, 3)
+float8e5 = DType("float8e5", Kind.FLOAT, 8, 2)
+float16 = DType("float16", Kind.FLOAT, 16, 10)
+bfloat16 = DType("bfloat16", Kind.FLOAT, 16, 7)
+float32 = DType("float32", Kind.FLOAT, 32, 23)
+float64 = DType("float64", Kind.FLOAT, 64, 52)
+
+ALL_DTYPES: tuple[DType, ...] = (
+    int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
+    float8e4nv, float8e5, float16, bfloat16, float32, float64,
+)
+BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
+BY_NAME.update({"fp16": float16, "bf16": bfloat16, "fp32": float32, "fp64": float64,
+                "i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64,
+                "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64,
+                "fp8e4nv": float8e4nv, "fp8e5": float8e5, "bool": int1})
+
+_NUMPY: dict[str, np.dtype] = {
+    "int1": np.dtype(np.bool_), "int8": np.dtype(np.int8), "int16": np.dtype(np.int16),
+    "int32": np.dtype(np.int32), "int64": np.dtype(np.int64), "uint8": np.dtype(np.uint8),
+    "uint16": np.dtype(np.uint16), "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64),
+    "float8e4nv": np.dtype(ml_dtypes.float8_e4m3fn), "float8e5": np.dtype(ml_dtypes.float8_e5m2),
+    "float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16),
+    "float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
+}
+_FROM_NUMPY: dict[np.dtype, DType] = {v: BY_NAME[k] for k, v in _NUMPY.items()}
+
+
+def from_numpy(dtype: np.dtype | type) -> DType:
+    """The tiles dtype of a NumPy dtype; TypeError when tiles has none."""
+    try:
+        return _FROM_NUMPY[np.dtype(dtype)]
+    except (KeyError, TypeError):
+        raise TypeError(f"tiles has no element type for NumPy dtype {dtype!r}") from None
+
+
+def _limits(d: DType) -> tuple[int | float, int | float]:
+    if d.is_bool:
+        return 0, 1
+    if d.is_int:
+        info = np.iinfo(d.np)
+        return int(info.min), int(info.max)
+    finfo = ml_dtypes.finfo(d.np)
+    return float(finfo.min), float(finfo.max)
+
+
+# ---------------------------------------------------------------- promotion
+
+
+def integer_promote(a: DType, b: DType) -> DType:
+    """C-like promotion of two integer types (Triton's rules)."""
+    if a.kind == b.kind:
+        return a if a.bits >= b.bits else b
+    if a.is_bool:
+        return b
+    if b.is_bool:
+        return a
+    if a.kind is Kind.UINT:
+        return a if a.bits >= b.bits else b
+    return b if b.bits >= a.bits else a
+
+
+def computation_type(a: DType, a_is_literal: bool, b: DType, b_is_literal: bool,
+                     div_or_mod: bool = False) -> DType:
+    """The type two operands are converted to before a binary arithmetic op.
+
+    A Python literal of a lower-or-equal kind than the tile it meets does not
+    widen it (``uint8_tile + 1`` stays uint8).  fp16 beats bf16; bf16 with any
+    other float gives fp32; ``/`` and ``%`` on 16-bit floats compute in fp32.
+    """
+    if a_is_literal != b_is_literal:
+        lit, tile = (a, b) if a_is_literal else (b, a)
+        if lit.kind <= tile.kind:
+            if div_or_mod and tile in (float16, bfloat16):
+                return float32
+            return tile
+    if float64 in (a, b):
+        return float64
+    if float32 in (a, b):
+        return float32
+    if float16 in (a, b):
+        return float32 if div_or_mod else float16
+    if a == bfloat16 and b == bfloat16:
+        return float32 if div_or_mod else bfloat16
+    if bfloat16 in (a, b):
+        return float32
+    if a.is_fp8 and b.is_fp8:
+        return a if a == b else float16
+    if a.is_floating or b.is_floating:
+        return a if a.is_floating else b
+    if div_or_mod and a.is_signed != b.is_signed and not (a.is_bool or b.is_bool):
+        raise TypeError(f"cannot use / or % with {a} and {b}: they differ in signedness; "
+                        "cast one operand first")
+    return integer_promote(a, b)
+
+
+def literal_type(value: bool | int | float) -> DType:
+    """The dtype Triton gives a Python number."""
+    if isinstance(value, bool):
+        return int1
+    if isinstance(value, int):
+        if -(2**31) <= value < 2**31:
+            return int32
+        if 2**31 <= value < 2**32:
+            return uint32
+        if -(2**63) <= value < 2**63:
+            return int64
+        if 2**63 <= value < 2**64:
+            return uint64
+        raise OverflowError(f"integer literal {value} does not fit in 64 bits")
+    if isinstance(value, float):
+        return float32
+    raise TypeError(f"{value!r} is not a number")

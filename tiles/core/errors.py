@@ -1,0 +1,43 @@
+"""Errors that point at the user's kernel source."""
+
+from __future__ import annotations
+
+from .ir import UNKNOWN_LOC, Loc
+
+
+class TilesError(Exception):
+    """Base of every error tiles raises on purpose."""
+
+
+class CompilationError(TilesError):
+    """A kernel could not be traced or lowered; names the kernel's file:line."""
+
+    def __init__(self, message: str, loc: Loc = UNKNOWN_LOC) -> None:
+        self.message = message
+        self.loc = loc
+        text = message
+        if loc.line:
+            text = f"{loc}: {message}"
+            if loc.source:
+                text += f"\n    {loc.source}"
+        super().__init__(text)
+
+
+class UnsupportedError(CompilationError):
+    """A backend cannot lower an op or dtype the kernel uses."""
+
+
+class KernelRuntimeError(TilesError):
+    """A kernel misbehaved while running (out-of-bounds access, failed device_assert)."""
+
+    def __init__(self, message: str, loc: Loc = UNKNOWN_LOC) -> None:
+        self.message = message
+        self.loc = loc
+        text = message if not loc.line else f"{loc}: {message}"
+        if loc.source:
+            text += f"\n    {loc.source}"
+        super().__init__(text)
+
+
+class LaunchError(TilesError):
+    """The arguments or grid of a launch are wrong."""

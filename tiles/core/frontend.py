@@ -1,0 +1,305 @@
+"""The AST rewrite that lets kernels use ordinary ``for``/``while``/``if``.
+
+Each statement whose outcome may depend on run-time values becomes a call into
+``tiles.language.control`` with its body as a nested function of the names it
+assigns::
+
+    for i in range(lo, hi):          def __tiles_for_1(__tiles_iv, acc):
+        acc += f(i)          ==>         i = __tiles_iv
+                                         acc += f(i)
+                                         return (acc,)
+                                     (acc,) = __tiles__.for_(__tiles__.range(lo, hi),
+                                         __tiles_for_1, ('acc',), __tiles__.lookup(locals(), ('acc',)))
+
+``and``/``or``/``not``, chained comparisons, ``x if c else y``, ``min``/``max``,
+``print`` and ``assert`` become helper calls that work on tiles and on Python
+values alike.  An ``if`` that returns early takes the rest of the block into its
+other branch, so ``if pid >= n: return`` needs no special IR.  Line numbers are
+kept, so every op records the user's file:line.
+"""
+
+from __future__ import annotations
+
+import ast
+import copy
+import inspect
+import itertools
+import textwrap
+from collections.abc import Callable
+from typing import Any
+
+from .builder import register_code
+from .errors import CompilationError
+from .ir import Loc
+
+RET = "_tiles_ret_"
+_counter = itertools.count(1)
+
+
+def _error(node: ast.AST, filename: str, message: str) -> CompilationError:
+    return CompilationError(message, Loc(filename, getattr(node, "lineno", 0)))
+
+
+def _h(attr: str) -> ast.Attribute:
+    return ast.Attribute(ast.Name("__tiles__", ast.Load()), attr, ast.Load())
+
+
+def _call(attr: str, *args: ast.expr) -> ast.Call:
+    return ast.Call(_h(attr), list(args), [])
+
+
+def _lambda(body: ast.expr) -> ast.Lambda:
+    args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
+                         kwarg=None, defaults=[])
+    return ast.Lambda(args=args, body=body)
+
+
+def _fdef(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
+    args = ast.arguments(posonlyargs=[], args=[ast.arg(p) for p in params], vararg=None,
+                         kwonlyargs=[], kw_defaults=[], kwarg=None, defaults=[])
+    return ast.FunctionDef(name=name, args=args, body=body, decorator_list=[])
+
+
+def _names_tuple(names: list[str]) -> ast.Tuple:
+    return ast.Tuple([ast.Constant(n) for n in names], ast.Load())
+
+
+def _assigned(stmts: list[ast.stmt]) -> list[str]:
+    """Names a statement list binds at its own level (not inside nested functions)."""
+    found: dict[str, None] = {}
+
+    def visit(node: ast.AST) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef,
+                             ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)):
+            return
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            if not node.id.startswith("__tiles"):
+                found[node.id] = None
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    for s in stmts:
+        visit(s)
+    return list(found)
+
+
+def _pin(node: ast.AST, line: int) -> None:
+    """Give generated nodes one line: the statement they replace (for error locations)."""
+    for n in ast.walk(node):
+        if isinstance(n, (ast.expr, ast.stmt)) and not hasattr(n, "_tiles_user"):
+            n.lineno = n.end_lineno = line
+            n.col_offset = n.end_col_offset = 0
+
+
+def _contains(stmts: list[ast.stmt], kinds: tuple[type, ...]) -> bool:
+    def visit(node: ast.AST) -> bool:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            return False
+        if isinstance(node, kinds):
+            return True
+        return any(visit(c) for c in ast.iter_child_nodes(node))
+    return any(visit(s) for s in stmts)
+
+
+def _ends_with_return(stmts: list[ast.stmt]) -> bool:
+    return bool(stmts) and isinstance(stmts[-1], ast.Return)
+
+
+class _Rewriter:
+    def __init__(self, filename: str) -> None:
+        self.filename = filename
+
+    # -- early returns ----------------------------------------------------
+    def lower_returns(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for i, s in enumerate(stmts):
+            if isinstance(s, (ast.For, ast.While)) and _contains(s.body + s.orelse, (ast.Return,)):
+                raise _error(s, self.filename, "return inside a loop is not supported; "
+                             "keep a flag in the loop and return after it")
+            if isinstance(s, ast.If) and _contains([s], (ast.Return,)):
+                rest = stmts[i + 1:]
+                body = s.body if _ends_with_return(s.body) else s.body + copy.deepcopy(rest)
+                orelse = s.orelse if _ends_with_return(s.orelse) else s.orelse + copy.deepcopy(rest)
+                body, orelse = self.lower_returns(body), self.lower_returns(orelse)
+                valued = any(_ends_with_return(b) and b[-1].value is not None  # type: ignore[attr-defined]
+                             for b in (body, orelse))
+                s.body = self._tail_to_assign(body) or [ast.Pass()]
+                s.orelse = self._tail_to_assign(orelse)
+                out.append(s)
+                if valued:
+                    out.append(ast.Return(ast.Name(RET, ast.Load())))
+                return out
+            out.append(s)
+        return out
+
+    def _tail_to_assign(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        if not _ends_with_return(stmts):
+            return stmts
+        ret = stmts[-1]
+        assert isinstance(ret, ast.Return)
+        if ret.value is None:
+            return stmts[:-1]
+        assign = ast.Assign([ast.Name(RET, ast.Store())], ret.value)
+        return stmts[:-1] + [ast.copy_location(assign, ret)]
+
+    # -- statements ---------------------------------------------------------
+    def block(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for s in stmts:
+            out.extend(self.stmt(s))
+        return out
+
+    def stmt(self, s: ast.stmt) -> list[ast.stmt]:
+        if isinstance(s, (ast.Break, ast.Continue)):
+            raise _error(s, self.filename, f"`{type(s).__name__.lower()}` is not supported in kernels; "
+                         "use a while loop with a condition or a mask")
+        if isinstance(s, ast.For):
+            return self.for_(s)
+        if isinstance(s, ast.While):
+            return self.while_(s)
+        if isinstance(s, ast.If):
+            return self.if_(s)
+        if isinstance(s, ast.Assert):
+            msg = s.msg if s.msg is not None else ast.Constant(ast.unparse(s.test))
+            call = _call("assert_", _Exprs().visit(s.test), _Exprs().visit(msg))
+            return [ast.copy_location(ast.Expr(call), s)]
+        if isinstance(s, (ast.FunctionDef, ast.ClassDef)):
+            return [s]
+        return [_Exprs().visit(s)]
+
+    def _def(self, name: str, params: list[str], body: list[ast.stmt], returns: list[str],
+             at: ast.stmt) -> ast.FunctionDef:
+        ret = ast.Return(ast.Tuple([ast.Name(n, ast.Load()) for n in returns], ast.Load()))
+        fn = _fdef(name, params, body + [ret])
+        for node in (fn, ret):
+            ast.copy_location(node, at)
+        ast.fix_missing_locations(fn)
+        return fn
+
+    def _bind(self, names: list[str], call: ast.Call, at: ast.stmt) -> ast.stmt:
+        if not names:
+            stmt: ast.stmt = ast.Expr(call)
+        else:
+            target = ast.Tuple([ast.Name(n, ast.Store()) for n in names], ast.Store())
+            stmt = ast.Assign([target], call)
+        _pin(stmt, at.lineno)
+        return stmt
+
+    def _lookup(self, names: list[str]) -> ast.Call:
+        locals_call = ast.Call(ast.Name("locals", ast.Load()), [], [])
+        return _call("lookup", locals_call, _names_tuple(names))
+
+    def for_(self, s: ast.For) -> list[ast.stmt]:
+        if s.orelse:
+            raise _error(s, self.filename, "for ... else is not supported in kernels")
+        body = self.block(s.body)
+        target_names = _assigned([ast.Assign([s.target], ast.Constant(0))])
+        names = [n for n in _assigned(body) if n not in target_names]
+        n = next(_counter)
+        iv = "__tiles_iv"
+        bind_target = ast.copy_location(ast.Assign([s.target], ast.Name(iv, ast.Load())), s)
+        fn = self._def(f"__tiles_for_{n}", [iv, *names], [bind_target, *body], names, s)
+        it = _Exprs().visit(s.iter)
+        if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+            it = ast.Call(_h("range"), it.args, it.keywords)
+        call = _call("for_", it, ast.Name(fn.name, ast.Load()), _names_tuple(names), self._lookup(names))
+        return [fn, self._bind(names, call, s)]
+
+    def while_(self, s: ast.While) -> list[ast.stmt]:
+        if s.orelse:
+            raise _error(s, self.filename, "while ... else is not supported in kernels")
+        body = self.block(s.body)
+        names = _assigned(body)
+        n = next(_counter)
+        cond_ret = ast.copy_location(ast.Return(_Exprs().visit(s.test)), s)
+        cond = _fdef(f"__tiles_cond_{n}", names, [cond_ret])
+        ast.copy_location(cond, s)
+        fn = self._def(f"__tiles_while_{n}", names, body, names, s)
+        call = _call("while_", ast.Name(cond.name, ast.Load()), ast.Name(fn.name, ast.Load()),
+                     _names_tuple(names), self._lookup(names))
+        return [cond, fn, self._bind(names, call, s)]
+
+    def if_(self, s: ast.If) -> list[ast.stmt]:
+        body, orelse = self.block(s.body), self.block(s.orelse)
+        names = _assigned(body + orelse)
+        n = next(_counter)
+        then_fn = self._def(f"__tiles_then_{n}", names, body or [ast.Pass()], names, s)
+        else_fn = self._def(f"__tiles_else_{n}", names, orelse or [ast.Pass()], names, s)
+        call = _call("if_", _Exprs().visit(s.test), ast.Name(then_fn.name, ast.Load()),
+                     ast.Name(else_fn.name, ast.Load()), _names_tuple(names), self._lookup(names))
+        return [then_fn, else_fn, self._bind(names, call, s)]
+
+
+class _Exprs(ast.NodeTransformer):
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:  # noqa: N802
+        values = [self.visit(v) for v in node.values]
+        helper = "and_" if isinstance(node.op, ast.And) else "or_"
+        out = values[-1]
+        for v in reversed(values[:-1]):
+            out = _call(helper, v, _lambda(out))
+        return ast.copy_location(out, node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:  # noqa: N802
+        self.generic_visit(node)
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(_call("not_", node.operand), node)
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.expr:  # noqa: N802
+        self.generic_visit(node)
+        if len(node.ops) == 1:
+            return node
+        parts = []
+        left = node.left
+        for op, right in zip(node.ops, node.comparators):
+            parts.append(ast.Compare(left, [op], [right]))
+            left = right
+        out: ast.expr = parts[-1]
+        for p in reversed(parts[:-1]):
+            out = _call("and_", p, _lambda(out))
+        return ast.copy_location(out, node)
+
+    def visit_IfExp(self, node: ast.IfExp) -> ast.expr:  # noqa: N802
+        self.generic_visit(node)
+        return ast.copy_location(_call("ifexp", node.test, _lambda(node.body), _lambda(node.orelse)), node)
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:  # noqa: N802
+        self.generic_visit(node)
+        if isinstance(node.func, ast.Name) and node.func.id in ("min", "max", "print"):
+            node.func = ast.copy_location(_h(f"builtin_{node.func.id}"), node.func)
+        return node
+
+
+def rewrite(fn: Callable[..., Any]) -> tuple[Callable[..., Any], str]:
+    """The kernel function with control flow rewritten, and its source text."""
+    try:
+        lines, first = inspect.getsourcelines(fn)
+    except (OSError, TypeError) as e:
+        raise CompilationError(f"cannot read the source of {fn.__qualname__}: {e}; "
+                               "kernels must be defined in a file") from None
+    source = textwrap.dedent("".join(lines))
+    filename = inspect.getsourcefile(fn) or "<unknown>"
+    tree = ast.parse(source)
+    ast.increment_lineno(tree, first - 1)
+    fdef = tree.body[0]
+    if not isinstance(fdef, ast.FunctionDef):
+        raise CompilationError(f"{fn.__qualname__} is not a plain function", Loc(filename, first))
+    fdef.decorator_list = []
+    fdef.returns = None
+    for a in fdef.args.args + fdef.args.kwonlyargs:
+        a.annotation = None
+    rw = _Rewriter(filename)
+    fdef.body = rw.block(rw.lower_returns(fdef.body))
+    freevars = list(fn.__code__.co_freevars)
+    factory = _fdef("__tiles_factory", freevars, [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))])
+    module = ast.Module([factory], [])
+    ast.fix_missing_locations(module)
+    code = compile(module, filename, "exec")
+    register_code(code)
+    from ..language import control
+    namespace = fn.__globals__
+    namespace.setdefault("__tiles__", control)
+    scope: dict[str, Any] = {}
+    exec(code, namespace, scope)
+    cells = [c.cell_contents for c in (fn.__closure__ or ())]
+    return scope["__tiles_factory"](*cells), source

@@ -1,0 +1,133 @@
+"""The tile IR: typed SSA values, instructions with regions, kernels.
+
+A kernel is a flat list of instructions in a ``Block``; ``FOR``/``WHILE``/``IF``
+own nested blocks.  A block's ``args`` are the values it receives (loop index,
+carried values) and ``yields`` the values it hands back.  Nothing here knows
+about threads or layouts.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from .dtypes import DType, PointerType, ScalarType
+from .ops import Op
+
+
+@dataclass(frozen=True)
+class TileType:
+    dtype: ScalarType
+    shape: tuple[int, ...] = ()
+
+    @property
+    def numel(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def is_scalar(self) -> bool:
+        return not self.shape
+
+    @property
+    def element(self) -> DType:
+        """The element dtype (for pointers, the pointee)."""
+        d = self.dtype
+        return d.element if isinstance(d, PointerType) else d
+
+    def with_dtype(self, dtype: ScalarType) -> TileType:
+        return TileType(dtype, self.shape)
+
+    def with_shape(self, shape: tuple[int, ...]) -> TileType:
+        return TileType(self.dtype, tuple(shape))
+
+    def __str__(self) -> str:
+        if not self.shape:
+            return str(self.dtype)
+        return f"<{'x'.join(map(str, self.shape))}x{self.dtype}>"
+
+
+@dataclass(frozen=True)
+class Loc:
+    """Where an op came from in the user's kernel."""
+
+    filename: str
+    line: int
+    function: str = ""
+    source: str = ""
+
+    def __str__(self) -> str:
+        text = f"{self.filename}:{self.line}"
+        if self.function:
+            text += f" in {self.function}"
+        return text
+
+
+UNKNOWN_LOC = Loc("<unknown>", 0)
+_ids = itertools.count()
+
+
+class Value:
+    """An SSA value; identity is the object itself."""
+
+    __slots__ = ("type", "id", "name")
+
+    def __init__(self, type: TileType, name: str = "") -> None:
+        self.type = type
+        self.id = next(_ids)
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"%{self.name or self.id}"
+
+
+@dataclass(frozen=True, eq=False)
+class Instr:
+    op: Op
+    operands: tuple[Value, ...]
+    results: tuple[Value, ...]
+    attrs: Any = None
+    regions: tuple[Block, ...] = ()
+    loc: Loc = UNKNOWN_LOC
+
+    @property
+    def result(self) -> Value:
+        assert len(self.results) == 1, self.op
+        return self.results[0]
+
+
+@dataclass(eq=False)
+class Block:
+    args: list[Value] = field(default_factory=list)
+    instrs: list[Instr] = field(default_factory=list)
+    yields: list[Value] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Param:
+    """A kernel argument: its value in the body and what the launch promised."""
+
+    name: str
+    value: Value
+    divisibility: int = 1  # 16 when the launch value (or address) is a multiple of 16
+
+
+@dataclass(eq=False)
+class Kernel:
+    name: str
+    params: list[Param]
+    body: Block
+    loc: Loc = UNKNOWN_LOC
+    constants: dict[str, Any] = field(default_factory=dict)
+
+    def walk(self):
+        """Every instruction, nested regions included, in program order."""
+        return walk_block(self.body)
+
+
+def walk_block(block: Block):
+    for instr in block.instrs:
+        yield instr
+        for region in instr.regions:
+            yield from walk_block(region)

@@ -1,0 +1,83 @@
+"""Shared IR passes (``Kernel -> Kernel``) and the pipeline that orders them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from .. import config
+from . import attrs as A
+from .ir import Block, Instr, Kernel, Value
+from .ops import Op, SIDE_EFFECTS
+from .verify import verify
+
+
+def _uses(block: Block, counts: dict[Value, int]) -> None:
+    for instr in block.instrs:
+        for v in instr.operands:
+            counts[v] = counts.get(v, 0) + 1
+        for region in instr.regions:
+            _uses(region, counts)
+    for y in block.yields:
+        counts[y] = counts.get(y, 0) + 1
+
+
+def _has_effects(instr: Instr) -> bool:
+    if instr.op in SIDE_EFFECTS:
+        return True
+    return any(_has_effects(i) for r in instr.regions for i in r.instrs)
+
+
+def dead_code_elimination(kernel: Kernel) -> Kernel:
+    """Drop instructions without side effects whose results nobody uses."""
+    changed = True
+    while changed:
+        counts: dict[Value, int] = {}
+        _uses(kernel.body, counts)
+        changed = False
+
+        def sweep(block: Block) -> None:
+            nonlocal changed
+            kept = []
+            for instr in block.instrs:
+                if not _has_effects(instr) and all(counts.get(r, 0) == 0 for r in instr.results):
+                    changed = True
+                    continue
+                for region in instr.regions:
+                    sweep(region)
+                kept.append(instr)
+            block.instrs = kept
+
+        sweep(kernel.body)
+    return kernel
+
+
+def mark_unused_atomics(kernel: Kernel) -> Kernel:
+    """Tell backends which atomics' old values nobody reads (they can skip returning them)."""
+    counts: dict[Value, int] = {}
+    _uses(kernel.body, counts)
+
+    def visit(block: Block) -> None:
+        for i, instr in enumerate(block.instrs):
+            if instr.op is Op.ATOMIC and isinstance(instr.attrs, A.Atomic) and instr.attrs.result_used \
+                    and counts.get(instr.results[0], 0) == 0:
+                block.instrs[i] = dataclasses.replace(
+                    instr, attrs=dataclasses.replace(instr.attrs, result_used=False))
+            for region in instr.regions:
+                visit(region)
+
+    visit(kernel.body)
+    return kernel
+
+
+PIPELINE = (dead_code_elimination, mark_unused_atomics)
+
+
+def run_pipeline(kernel: Kernel) -> Kernel:
+    check = config.check_ir()
+    if check:
+        verify(kernel)
+    for p in PIPELINE:
+        kernel = p(kernel)
+        if check:
+            verify(kernel)
+    return kernel

@@ -1,0 +1,130 @@
+"""Exact floating-point rounding on NumPy arrays.
+
+NumPy rounds float64 -> float32 and float64 -> float16 correctly, but ml_dtypes
+converts float64 -> bfloat16/fp8 through float32 (rounding twice), and NumPy has
+no fused multiply-add.  The tools here make every conversion and FMA round once:
+
+* ``round_to_odd_f32``: float64 -> float32 rounding *to odd*; rounding that result
+  again to any format with <= 22 mantissa bits equals one correct rounding.
+* ``narrow``: float64 -> any tiles float type, round-to-nearest-even or toward zero.
+* ``fma``: ``a * b + c`` with a single rounding (Boldo & Melquiond's emulation).
+* ``round_tf32``: fp32 -> tf32 (10 mantissa bits), nearest-even, kept in fp32.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..core import dtypes as D
+from ..core.dtypes import DType
+
+_F64, _F32, _U64, _U32 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.uint64), np.dtype(np.uint32)
+_UINT_OF_SIZE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: _U32, 8: _U64}
+
+
+def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """s + e == a + b exactly, s = fl(a + b) (Knuth)."""
+    s = a + b
+    bb = s - a
+    e = (a - (s - bb)) + (b - bb)
+    return s, e
+
+
+def _split(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    c = a * 134217729.0  # 2**27 + 1 (Veltkamp)
+    hi = c - (c - a)
+    return hi, a - hi
+
+
+def two_prod(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """p + e == a * b exactly (Dekker), barring overflow/underflow."""
+    p = a * b
+    ah, al = _split(a)
+    bh, bl = _split(b)
+    e = ((ah * bh - p) + ah * bl + al * bh) + al * bl
+    return p, e
+
+
+def _toward(bits: np.ndarray, value_mag_up: np.ndarray, cond: np.ndarray) -> np.ndarray:
+    """Move float bit patterns one ulp in magnitude (up where value_mag_up) where cond."""
+    one = bits.dtype.type(1)
+    return np.where(cond, np.where(value_mag_up, bits + one, bits - one), bits)
+
+
+def add_round_odd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """a + b in float64 rounded to odd (exact, or the neighbour with an odd last bit)."""
+    s, e = two_sum(a, b)
+    bits = np.ascontiguousarray(s).view(_U64)
+    inexact = (e != 0) & np.isfinite(e) & np.isfinite(s) & ((bits & 1) == 0)
+    if not inexact.any():
+        return s
+    up = np.signbit(e) == np.signbit(s)
+    return _toward(bits, up, inexact).view(_F64)
+
+
+def round_to_odd_f32(x: np.ndarray) -> np.ndarray:
+    """float64 -> float32, rounding to odd (finite results only; overflow gives inf)."""
+    x = np.asarray(x, _F64)
+    f = x.astype(_F32)
+    fx = f.astype(_F64)
+    bits = np.ascontiguousarray(f).view(_U32)
+    adjust = (fx != x) & np.isfinite(f) & ((bits & 1) == 0)
+    if not adjust.any():
+        return f
+    up = np.abs(fx) < np.abs(x)
+    return _toward(bits, up, adjust).view(_F32)
+
+
+def _rn_from_f64(x: np.ndarray, dst: DType) -> np.ndarray:
+    if dst == D.float64:
+        return x
+    if dst in (D.float32, D.float16):
+        return x.astype(dst.np)  # NumPy rounds these directly from float64
+    return round_to_odd_f32(x).astype(dst.np)
+
+
+def narrow(x: np.ndarray, dst: DType, rounding: str = "rtne") -> np.ndarray:
+    """Round float64 values to the float type ``dst`` once ("rtne" or "rtz")."""
+    with np.errstate(all="ignore"):
+        x = np.asarray(x, _F64)
+        r = np.asarray(_rn_from_f64(x, dst))
+        if rounding != "rtz" or dst == D.float64:
+            return r
+        rv = r.astype(_F64)
+        finite = np.isfinite(x)
+        too_big = finite & (np.abs(rv) > np.abs(x))  # includes finite -> inf
+        nan_from_finite = finite & np.isnan(rv)  # float8e4nv has no inf: overflow is NaN
+        if not (too_big.any() or nan_from_finite.any()):
+            return r
+        udt = _UINT_OF_SIZE[dst.itemsize]
+        bits = np.ascontiguousarray(r).view(udt)
+        bits = np.where(too_big, bits - udt.type(1), bits)
+        out = bits.view(dst.np)
+        if nan_from_finite.any():
+            big = np.copysign(float(dst.max()), x)
+            out = np.where(nan_from_finite, big.astype(dst.np), out)
+        return out
+
+
+def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dst: DType) -> np.ndarray:
+    """a * b + c rounded once to ``dst`` (operands already of type ``dst``)."""
+    with np.errstate(all="ignore"):
+        a64, b64, c64 = (np.asarray(v).astype(_F64) for v in (a, b, c))
+        if dst != D.float64:
+            # the float64 product of two <= 24-bit significands is exact
+            return narrow(add_round_odd(a64 * b64, c64), dst)
+        uh, ul = two_prod(a64, b64)
+        th, tl = two_sum(c64, uh)
+        r = th + add_round_odd(tl, ul)
+        plain = a64 * b64 + c64
+        ok = np.isfinite(r) & np.isfinite(ul) & np.isfinite(tl)
+        return np.where(ok, r, plain)
+
+
+def round_tf32(x: np.ndarray) -> np.ndarray:
+    """fp32 values rounded to tf32 (10 explicit mantissa bits), nearest-even, as fp32."""
+    bits = np.ascontiguousarray(x, _F32).view(_U32)
+    lsb = (bits >> np.uint32(13)) & np.uint32(1)
+    rounded = (bits + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)
+    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
+    return np.where(special, bits, rounded).view(_F32)

@@ -1,0 +1,373 @@
+"""Run-time control flow: what the frontend's rewritten ``for``/``while``/``if`` call.
+
+A loop or branch hands its body over as a function of the names it assigns; we
+trace the body once into a region, with every tile-valued name as an explicit
+carried value.  Constexpr conditions and ``tl.static_range`` run in Python, so
+dead branches are never traced.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from ..core import dtypes as D
+from ..core.builder import current
+from ..core.ir import Value
+from ..core.ops import Op
+from . import semantic as S
+from .tensor import tensor
+
+
+class _Undefined:
+    """A name not bound on every path; any use explains why."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<undefined {self.name}>"
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise S.error(f"variable {self.name!r} is not defined on every path through the "
+                      "preceding if/loop; assign it before the branch")
+
+    __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __getattr__ = _fail
+    __truediv__ = __floordiv__ = __mod__ = __lt__ = __gt__ = __le__ = __ge__ = _fail
+    __getitem__ = __call__ = __neg__ = __bool__ = __and__ = __or__ = _fail
+
+
+def lookup(scope: dict[str, Any], names: Sequence[str]) -> tuple[Any, ...]:
+    return tuple(scope.get(n, _Undefined(n)) for n in names)
+
+
+class range:  # noqa: N801, A001
+    """``range``/``tl.range`` inside kernels: a run-time loop (never unrolled)."""
+
+    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None, num_stages: Any = None,
+                 loop_unroll_factor: Any = None, disallow_acc_multi_buffer: Any = False,
+                 flatten: Any = False, warp_specialize: Any = False) -> None:
+        if arg2 is None:
+            self.start, self.end = 0, arg1
+        else:
+            self.start, self.end = arg1, arg2
+        self.step = 1 if step is None else step
+        self.num_stages = num_stages
+
+
+class static_range:  # noqa: N801
+    """A loop unrolled while tracing; bounds must be compile-time integers."""
+
+    def __init__(self, arg1: Any, arg2: Any = None, step: Any = None) -> None:
+        vals = [S.unwrap(a) for a in (arg1, arg2, step) if a is not None]
+        if any(not isinstance(v, int) for v in vals):
+            raise S.error("tl.static_range bounds must be compile-time integers")
+        self.values = builtins.range(*vals)
+
+    def __iter__(self):
+        return iter(self.values)
+
+
+# ---------------------------------------------------------------- carried values
+
+
+def _flatten(x: Any) -> tuple[list[Any], Any]:
+    if isinstance(x, _Undefined):
+        return [x], None
+    if hasattr(x, "tiles_flatten"):
+        leaves, aux = x.tiles_flatten()
+        return leaves, (type(x), aux)
+    if isinstance(x, tuple):
+        parts = [_flatten(v) for v in x]
+        return [leaf for p in parts for leaf in p[0]], (tuple, [(len(p[0]), p[1]) for p in parts])
+    return [x], None
+
+
+def _unflatten(aux: Any, leaves: list[Any]) -> Any:
+    if aux is None:
+        return leaves[0]
+    kind, inner = aux
+    if kind is tuple:
+        out, i = [], 0
+        for n, sub in inner:
+            out.append(_unflatten(sub, leaves[i:i + n]))
+            i += n
+        return tuple(out)
+    return kind.tiles_unflatten(inner, leaves)
+
+
+def _is_dynamic(x: Any) -> bool:
+    return isinstance(x, tensor) or S.is_number(S.unwrap(x))
+
+
+def _carried_type_error(name: str, before: Any, after: Any) -> Exception:
+    b = before.type if isinstance(before, tensor) else repr(before)
+    a = after.type if isinstance(after, tensor) else repr(after)
+    return S.error(f"loop-carried variable {name!r} is {b} before the loop but {a} after an "
+                   f"iteration; give it its final type and shape before the loop "
+                   f"(e.g. tl.zeros([...], dtype=...) or x.to(...))")
+
+
+def _coerce_to(value: Any, like: tensor, name: str, before: Any) -> tensor:
+    if isinstance(value, tensor):
+        if value.type == like.type:
+            return value
+        if value.shape == like.shape and not isinstance(value.dtype, D.PointerType) \
+                and S.is_number(S.unwrap(before)):
+            return S.cast(value, like.dtype)
+        raise _carried_type_error(name, before, value)
+    if S.is_number(S.unwrap(value)):
+        return S.const(S.unwrap(value), like.dtype, like.shape)  # type: ignore[arg-type]
+    raise _carried_type_error(name, before, value)
+
+
+class _Carried:
+    """The dynamic leaves of a set of named values, and how to rebuild them."""
+
+    def __init__(self, names: Sequence[str], values: Sequence[Any]) -> None:
+        self.names = list(names)
+        self.values = list(values)
+        self.structure: list[tuple[Any, list[Any]]] = [_flatten(v)[::-1] for v in values]
+        self.slots: list[tuple[int, int, tensor]] = []  # (name index, leaf index, initial tensor)
+        for i, (_aux, leaves) in enumerate(self.structure):
+            if isinstance(values[i], _Undefined):
+                continue
+            for j, leaf in enumerate(leaves):
+                if _is_dynamic(leaf):
+                    self.slots.append((i, j, S.to_tensor(leaf)))
+
+    def initial(self) -> list[Value]:
+        return [t.handle for _, _, t in self.slots]
+
+    def rebuild(self, handles: Sequence[Value]) -> list[Any]:
+        leaves = [list(ls) for _, ls in self.structure]
+        for (i, j, _), h in zip(self.slots, handles):
+            leaves[i][j] = S.wrap(h)
+        return [self.values[i] if isinstance(self.values[i], _Undefined)
+                else _unflatten(aux, leaves[i]) for i, (aux, _) in enumerate(self.structure)]
+
+    def yields(self, new_values: Sequence[Any]) -> list[Value]:
+        out = []
+        flat = [_flatten(v)[0] for v in new_values]
+        for i, j, init in self.slots:
+            if len(flat[i]) != len(self.structure[i][1]):
+                raise _carried_type_error(self.names[i], self.values[i], new_values[i])
+            out.append(_coerce_to(flat[i][j], init, self.names[i], self.structure[i][1][j]).handle)
+        for i, (_, leaves) in enumerate(self.structure):
+            if isinstance(self.values[i], _Undefined):
+                continue
+            for j, leaf in enumerate(leaves):
+                if not _is_dynamic(leaf) and flat[i][j] is not leaf and flat[i][j] != leaf:
+                    raise S.error(f"{self.names[i]!r} is a compile-time value ({leaf!r}) that the loop "
+                                  f"changes to {flat[i][j]!r}; compile-time values cannot be loop-carried")
+        return out
+
+
+# ---------------------------------------------------------------- for / while / if
+
+
+def for_(iterable: Any, body: Callable[..., tuple[Any, ...]], names: Sequence[str],
+         values: Sequence[Any]) -> tuple[Any, ...]:
+    if not isinstance(iterable, range):
+        results = tuple(values)
+        for item in iterable:
+            results = body(item, *results)
+        return results
+    lb, ub, step = (S.unwrap(v) for v in (iterable.start, iterable.end, iterable.step))
+    if all(isinstance(v, int) for v in (lb, ub, step)) and step == 0:
+        raise S.error("range() step must not be zero")
+    bounds = [S.to_tensor(v) for v in (lb, ub, step)]
+    for b in bounds:
+        if not b.dtype.is_int or b.dtype.is_bool or b.shape:
+            raise S.error(f"loop bounds must be integer scalars, got {b.type}")
+    ity = D.int64 if any(b.dtype.bits == 64 for b in bounds) else D.int32
+    bounds = [S.cast(b, ity) for b in bounds]
+    carried = _Carried(names, values)
+    builder = current()
+    iv = Value(bounds[0].type)
+    args = [Value(h.type) for h in carried.initial()]
+    with builder.region([iv, *args]) as block:
+        new = body(S.wrap(iv), *carried.rebuild(args))
+        block.yields = carried.yields(new)
+    results = builder.emit(Op.FOR, [b.handle for b in bounds] + carried.initial(),
+                           result_types=[a.type for a in args], regions=[block])
+    return tuple(carried.rebuild(results))
+
+
+def while_(cond: Callable[..., Any], body: Callable[..., tuple[Any, ...]], names: Sequence[str],
+           values: Sequence[Any]) -> tuple[Any, ...]:
+    carried = _Carried(names, values)
+    builder = current()
+    cargs = [Value(h.type) for h in carried.initial()]
+    with builder.region(cargs) as cblock:
+        c = S.to_tensor(cond(*carried.rebuild(cargs)))
+        if c.shape:
+            raise S.error(f"a while condition must be a scalar, got a tile of shape {list(c.shape)}")
+        if c.dtype != D.int1:
+            c = S.compare("ne", c, 0)
+        cblock.yields = [c.handle]
+    bargs = [Value(h.type) for h in carried.initial()]
+    with builder.region(bargs) as bblock:
+        new = body(*carried.rebuild(bargs))
+        bblock.yields = carried.yields(new)
+    results = builder.emit(Op.WHILE, carried.initial(), result_types=[a.type for a in bargs],
+                           regions=[cblock, bblock])
+    return tuple(carried.rebuild(results))
+
+
+def _merge(name: str, a: Any, b: Any) -> tuple[str, Any, Any]:
+    """('same', v) when both branches agree statically, ('dyn', ta, tb) otherwise."""
+    if a is b:
+        return ("same", a, None)
+    if isinstance(a, _Undefined) or isinstance(b, _Undefined):
+        return ("same", _Undefined(name), None)
+    if not _is_dynamic(a) or not _is_dynamic(b):
+        if not _is_dynamic(a) and not _is_dynamic(b) and a == b:
+            return ("same", a, None)
+        raise S.error(f"{name!r} gets different compile-time values in the two branches of a "
+                      f"run-time if ({a!r} and {b!r})")
+    return ("dyn", a, b)
+
+
+def if_(cond: Any, then: Callable[..., tuple[Any, ...]], otherwise: Callable[..., tuple[Any, ...]],
+        names: Sequence[str], values: Sequence[Any]) -> tuple[Any, ...]:
+    c = S.unwrap(cond)
+    if not isinstance(c, tensor):
+        return (then if c else otherwise)(*values)
+    if c.shape:
+        raise S.error(f"an if condition must be a scalar, got a tile of shape {list(c.shape)}; "
+                      "use tl.where for elementwise choices")
+    if c.dtype != D.int1:
+        c = S.compare("ne", c, 0)
+    builder = current()
+    with builder.region() as tblock:
+        tvals = then(*values)
+    with builder.region() as eblock:
+        evals = otherwise(*values)
+    out: list[Any] = []
+    plan: list[tuple[int, Any, list[tuple[Any, ...]]]] = []
+    for i, name in enumerate(names):
+        fa, fb = _flatten(tvals[i]), _flatten(evals[i])
+        if fa[1] != fb[1] or len(fa[0]) != len(fb[0]):
+            out.append(_merge(name, tvals[i], evals[i])[1])
+            continue
+        out.append(None)
+        plan.append((i, fa[1], [_merge(name, la, lb) for la, lb in zip(fa[0], fb[0])]))
+    then_yields, else_yields = [], []
+    for i, _aux, slots in plan:
+        for slot in slots:
+            if slot[0] != "dyn":
+                continue
+            _, a, b = slot
+            with _in_block(builder, tblock):
+                ua = _coerce_branch(a, b)
+            with _in_block(builder, eblock):
+                ub = _coerce_branch(b, a)
+            if ua.type != ub.type:
+                raise S.error(f"{names[i]!r} is {ua.type} in one branch and {ub.type} in the other")
+            then_yields.append(ua.handle)
+            else_yields.append(ub.handle)
+    tblock.yields, eblock.yields = then_yields, else_yields
+    results = list(builder.emit(Op.IF, [c.handle], result_types=[v.type for v in then_yields],
+                                regions=[tblock, eblock]))
+    for i, aux, slots in plan:
+        leaves = [slot[1] if slot[0] == "same" else S.wrap(results.pop(0)) for slot in slots]
+        out[i] = _unflatten(aux, leaves)
+    return tuple(out)
+
+
+@contextmanager
+def _in_block(builder: Any, block: Any) -> Iterator[None]:
+    builder.blocks.append(block)
+    try:
+        yield
+    finally:
+        builder.blocks.pop()
+
+
+def _coerce_branch(mine: Any, other: Any) -> tensor:
+    """This branch's value as a tensor typed to agree with the other branch's."""
+    if isinstance(mine, tensor):
+        if isinstance(other, tensor) and other.shape == mine.shape and other.dtype != mine.dtype \
+                and not isinstance(mine.dtype, D.PointerType):
+            return S.cast(mine, D.computation_type(mine.dtype, False, other.dtype, False))  # type: ignore[arg-type]
+        return mine
+    if isinstance(other, tensor):
+        return S.const(S.unwrap(mine), other.dtype, other.shape)  # type: ignore[arg-type]
+    return S.to_tensor(mine)
+
+
+# ---------------------------------------------------------------- boolean helpers
+
+
+def not_(x: Any) -> Any:
+    if isinstance(x, tensor):
+        return S.compare("eq", x, 0) if x.dtype != D.int1 else S.invert(x)
+    return not x
+
+
+def and_(a: Any, b: Callable[[], Any]) -> Any:
+    if isinstance(a, tensor):
+        return S.bitwise("and", _as_bool(a), _as_bool(b()))
+    if not a:
+        return a
+    v = b()
+    return _as_bool(v) if isinstance(v, tensor) else v
+
+
+def or_(a: Any, b: Callable[[], Any]) -> Any:
+    if isinstance(a, tensor):
+        return S.bitwise("or", _as_bool(a), _as_bool(b()))
+    if a:
+        return a
+    v = b()
+    return _as_bool(v) if isinstance(v, tensor) else v
+
+
+def _as_bool(x: Any) -> tensor:
+    t = S.to_tensor(x)
+    return t if t.dtype == D.int1 else S.compare("ne", t, 0)
+
+
+def ifexp(c: Any, a: Callable[[], Any], b: Callable[[], Any]) -> Any:
+    if isinstance(c, tensor):
+        return S.where(c, a(), b())
+    return a() if c else b()
+
+
+def builtin_min(*args: Any, **kwargs: Any) -> Any:
+    if len(args) >= 2 and any(isinstance(a, tensor) for a in args):
+        out = args[0]
+        for a in args[1:]:
+            out = S.minmax("min", out, a)
+        return out
+    return builtins.min(*args, **kwargs)
+
+
+def builtin_max(*args: Any, **kwargs: Any) -> Any:
+    if len(args) >= 2 and any(isinstance(a, tensor) for a in args):
+        out = args[0]
+        for a in args[1:]:
+            out = S.minmax("max", out, a)
+        return out
+    return builtins.max(*args, **kwargs)
+
+
+def assert_(cond: Any, msg: Any) -> None:
+    if isinstance(cond, tensor):
+        from .core import device_assert
+        device_assert(cond, str(msg))
+    elif not cond:
+        raise S.error(f"assertion failed: {msg}")
+
+
+def builtin_print(*args: Any, **kwargs: Any) -> None:
+    if any(isinstance(a, tensor) for a in args):
+        from .core import device_print
+        prefix = " ".join(str(a) for a in args if not isinstance(a, tensor))
+        device_print(prefix, *[a for a in args if isinstance(a, tensor)])
+    else:
+        print(*args, **kwargs)

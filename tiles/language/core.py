@@ -1,0 +1,256 @@
+"""Creation, shape, cast and math functions of ``tiles.language``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import attrs as A
+from ..core import dtypes as D
+from ..core.builder import current
+from ..core.ops import Op
+from . import semantic as S
+from .tensor import tensor
+
+
+class constexpr:  # noqa: N801
+    """Annotation for compile-time arguments; ``constexpr(v)`` is just ``v``."""
+
+    def __new__(cls, value: Any = None) -> Any:  # type: ignore[misc]
+        return value
+
+
+def program_id(axis: Any) -> tensor:
+    axis = S.unwrap(axis)
+    if axis not in (0, 1, 2):
+        raise S.error(f"program_id axis must be 0, 1 or 2, got {axis!r}")
+    return S.wrap(current().emit1(Op.PROGRAM_ID, [], A.Axis(axis)))
+
+
+def num_programs(axis: Any) -> tensor:
+    axis = S.unwrap(axis)
+    if axis not in (0, 1, 2):
+        raise S.error(f"num_programs axis must be 0, 1 or 2, got {axis!r}")
+    return S.wrap(current().emit1(Op.NUM_PROGRAMS, [], A.Axis(axis)))
+
+
+def arange(start: Any, end: Any) -> tensor:
+    start, end = S.unwrap(start), S.unwrap(end)
+    if not isinstance(start, int) or not isinstance(end, int):
+        raise S.error("tl.arange bounds must be compile-time integers (tl.constexpr), "
+                      f"got {start!r}, {end!r}")
+    n = end - start
+    if n <= 0 or n & (n - 1):
+        raise S.error(f"tl.arange(start, end) needs end - start to be a positive power of two, "
+                      f"got {n}; round up with tiles.next_power_of_2 and mask the extra lanes")
+    if not (-(2**31) <= start and end <= 2**31):
+        raise S.error("tl.arange bounds must fit in int32")
+    return S.wrap(current().emit1(Op.ARANGE, [], A.Arange(start, end)))
+
+
+def full(shape: Any, value: Any, dtype: Any) -> tensor:
+    shape = S.shape_arg(shape if isinstance(shape, (tuple, list)) else (shape,))
+    dtype = S.as_dtype(dtype)
+    value = S.unwrap(value)
+    if isinstance(value, tensor):
+        return S.broadcast_to(S.cast(value, dtype), shape)
+    return S.const(value, dtype, shape)
+
+
+def zeros(shape: Any, dtype: Any) -> tensor:
+    return full(shape, 0, dtype)
+
+
+def zeros_like(x: tensor) -> tensor:
+    return full(x.shape, 0, x.dtype)
+
+
+def full_like(x: tensor, value: Any) -> tensor:
+    return full(x.shape, value, x.dtype)
+
+
+def cast(x: Any, dtype: Any, fp_downcast_rounding: str | None = None, bitcast: bool = False) -> tensor:
+    return S.cast(x, dtype, bitcast=bitcast, rounding=fp_downcast_rounding)
+
+
+def to_tensor(x: Any) -> tensor:
+    return S.to_tensor(x)
+
+
+def where(condition: Any, x: Any, y: Any) -> tensor:
+    return S.where(condition, x, y)
+
+
+# shape -------------------------------------------------------------------
+
+def reshape(x: Any, *shape: Any, can_reorder: bool = False) -> tensor:
+    return S.reshape(x, S.shape_arg(shape))
+
+
+def view(x: Any, *shape: Any) -> tensor:
+    return S.reshape(x, S.shape_arg(shape))
+
+
+def trans(x: Any, *dims: Any) -> tensor:
+    return S.trans(x, *dims)
+
+
+def permute(x: Any, *dims: Any) -> tensor:
+    return S.permute(x, S.shape_arg(dims))
+
+
+def expand_dims(x: Any, axis: Any) -> tensor:
+    return S.expand_dims(x, axis)
+
+
+def broadcast_to(x: Any, *shape: Any) -> tensor:
+    return S.broadcast_to(x, S.shape_arg(shape))
+
+
+def broadcast(x: Any, y: Any) -> tuple[tensor, tensor]:
+    a, b = S.to_tensor(x), S.to_tensor(y)
+    shape = S.broadcast_shapes(a.shape, b.shape)
+    return S.broadcast_to(a, shape), S.broadcast_to(b, shape)
+
+
+def join(a: Any, b: Any) -> tensor:
+    x, y = S.to_tensor(a), S.to_tensor(b)
+    if x.dtype != y.dtype:
+        raise S.error(f"tl.join needs equal dtypes, got {x.dtype} and {y.dtype}")
+    shape = S.broadcast_shapes(x.shape, y.shape)
+    return S.emit(Op.JOIN, [S.broadcast_to(x, shape), S.broadcast_to(y, shape)])
+
+
+def split(a: tensor) -> tuple[tensor, tensor]:
+    return S.split(a)
+
+
+def cat(a: tensor, b: tensor, can_reorder: bool = False) -> tensor:
+    if a.dtype != b.dtype or a.shape[1:] != b.shape[1:]:
+        raise S.error(f"tl.cat needs equal dtypes and trailing shapes, got {a.type} and {b.type}")
+    return S.emit(Op.CAT, [a, b])
+
+
+def ravel(x: tensor, can_reorder: bool = False) -> tensor:
+    return S.reshape(x, (x.numel,))
+
+
+# math --------------------------------------------------------------------
+
+def _math1(name: str):
+    def fn(x: Any) -> tensor:
+        return S.unary_math(name, x)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise {name} of a floating-point tile."
+    return fn
+
+
+exp = _math1("exp")
+exp2 = _math1("exp2")
+log = _math1("log")
+log2 = _math1("log2")
+sqrt = _math1("sqrt")
+sqrt_rn = _math1("sqrt")
+rsqrt = _math1("rsqrt")
+sin = _math1("sin")
+cos = _math1("cos")
+erf = _math1("erf")
+floor = _math1("floor")
+ceil = _math1("ceil")
+abs = _math1("abs")  # noqa: A001
+
+
+def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> tensor:
+    return S.truediv(x, y)
+
+
+def div_rn(x: Any, y: Any) -> tensor:
+    return S.truediv(x, y)
+
+
+def fma(x: Any, y: Any, z: Any) -> tensor:
+    return S.fma(x, y, z)
+
+
+def umulhi(x: Any, y: Any) -> tensor:
+    return S.umulhi(x, y)
+
+
+class PropagateNan:
+    NONE = 0
+    ALL = 0xFFFF
+
+
+def maximum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> tensor:
+    return S.minmax("max", x, y, bool(S.unwrap(propagate_nan)))
+
+
+def minimum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> tensor:
+    return S.minmax("min", x, y, bool(S.unwrap(propagate_nan)))
+
+
+def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = PropagateNan.NONE) -> tensor:  # noqa: A002
+    return minimum(maximum(x, min, propagate_nan), max, propagate_nan)
+
+
+def sigmoid(x: Any) -> tensor:
+    t = S.to_tensor(x)
+    return 1.0 / (1.0 + exp(-t))
+
+
+def isnan(x: Any) -> tensor:
+    return S.emit(Op.ISNAN, [S.to_tensor(x)])
+
+
+def cdiv(x: Any, div: Any) -> Any:
+    return (x + div - 1) // div
+
+
+def multiple_of(x: tensor, values: Any) -> tensor:
+    vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
+    return S.emit(Op.HINT, [x], A.Hint("multiple_of", tuple(int(S.unwrap(v)) for v in vals)))
+
+
+def max_contiguous(x: tensor, values: Any) -> tensor:
+    vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
+    return S.emit(Op.HINT, [x], A.Hint("max_contiguous", tuple(int(S.unwrap(v)) for v in vals)))
+
+
+def max_constancy(x: tensor, values: Any) -> tensor:
+    return x
+
+
+def dot(input: tensor, other: tensor, acc: tensor | None = None, input_precision: Any = None,
+        allow_tf32: Any = None, max_num_imprecise_acc: Any = None,
+        out_dtype: Any = D.float32) -> tensor:
+    from .reduction import dot as _dot
+    return _dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
+
+
+def static_assert(cond: Any, msg: str = "") -> None:
+    cond = S.unwrap(cond)
+    if isinstance(cond, tensor):
+        raise S.error("tl.static_assert needs a compile-time condition")
+    if not cond:
+        raise S.error(f"static_assert failed: {msg}" if msg else "static_assert failed")
+
+
+def static_print(*values: Any, sep: str = " ", end: str = "\n") -> None:
+    print(*values, sep=sep, end=end)
+
+
+def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
+    c = S.to_tensor(cond)
+    if c.dtype != D.int1:
+        c = S.compare("ne", c, 0)
+    if mask is not None:
+        c = S.bitwise("or", c, S.invert(S.cast(mask, D.int1)))
+    current().emit(Op.DEVICE_ASSERT, [c.handle], A.Message(str(msg)))
+
+
+def device_print(prefix: str, *args: Any, hex: bool = False) -> None:  # noqa: A002
+    values = [S.to_tensor(a).handle for a in args]
+    current().emit(Op.DEVICE_PRINT, values, A.Message(str(prefix), hex))
+
+
+def debug_barrier() -> None:
+    current().emit(Op.BARRIER, [])

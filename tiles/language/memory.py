@@ -1,0 +1,283 @@
+"""Loads, stores, atomics, block pointers and tensor descriptors.
+
+Block pointers and tensor descriptors are trace-time objects: their loads and
+stores lower to plain pointer tiles with bounds masks, so the IR has one way to
+touch memory.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core import attrs as A
+from ..core import dtypes as D
+from ..core.builder import current
+from ..core.dtypes import PointerType
+from ..core.ops import Op
+from . import semantic as S
+from .core import arange
+from .tensor import tensor
+
+
+def _pointer(p: Any, what: str) -> tensor:
+    if not isinstance(p, tensor) or not isinstance(p.dtype, PointerType):
+        raise S.error(f"{what} expects a pointer (a kernel argument given an array, plus offsets), "
+                      f"got {getattr(p, 'type', type(p).__name__)}")
+    return p
+
+
+def _mask(mask: Any, shape: tuple[int, ...]) -> tensor:
+    m = S.to_tensor(mask)
+    if m.dtype != D.int1:
+        m = S.compare("ne", m, 0) if not isinstance(m.dtype, PointerType) else m
+    return S.broadcast_to(m, shape)
+
+
+def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any = (),
+         padding_option: str = "", cache_modifier: str = "", eviction_policy: str = "",
+         volatile: bool = False) -> tensor:
+    if isinstance(pointer, block_ptr):
+        return pointer.load(boundary_check, padding_option)
+    p = _pointer(pointer, "tl.load")
+    shape = p.shape
+    if mask is not None:
+        shape = S.broadcast_shapes(shape, S.to_tensor(mask).shape)
+    if other is not None and mask is None:
+        other = None
+    if other is not None:
+        shape = S.broadcast_shapes(shape, S.to_tensor(other).shape if isinstance(other, tensor) else ())
+    operands = [S.broadcast_to(p, shape)]
+    if mask is not None:
+        operands.append(_mask(mask, shape))
+    if other is not None:
+        elem = p.dtype.element  # type: ignore[union-attr]
+        operands.append(S.broadcast_to(S.cast(other, elem), shape) if isinstance(other, tensor)
+                        else S.const(S.unwrap(other), elem, shape))
+    attrs = A.Load(mask is not None, other is not None, cache_modifier, eviction_policy, bool(volatile))
+    return S.emit(Op.LOAD, operands, attrs)
+
+
+def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (),
+          cache_modifier: str = "", eviction_policy: str = "") -> None:
+    if isinstance(pointer, block_ptr):
+        pointer.store(value, boundary_check)
+        return
+    p = _pointer(pointer, "tl.store")
+    shape = p.shape
+    if mask is not None:
+        shape = S.broadcast_shapes(shape, S.to_tensor(mask).shape)
+    elem = p.dtype.element  # type: ignore[union-attr]
+    v = S.to_tensor(value) if isinstance(value, tensor) else S.const(S.unwrap(value), elem)
+    if len(v.shape) > len(shape) or S.broadcast_shapes(shape, v.shape) != shape:
+        raise S.error(f"tl.store: value of shape {list(v.shape)} does not fit pointer tile "
+                      f"of shape {list(shape)}")
+    operands = [S.broadcast_to(p, shape), S.broadcast_to(S.cast(v, elem), shape)]
+    if mask is not None:
+        operands.append(_mask(mask, shape))
+    current().emit(Op.STORE, [o.handle for o in operands],
+                   A.Store(mask is not None, cache_modifier, eviction_policy))
+
+
+_SEMS = (None, "acquire", "release", "acq_rel", "relaxed")
+_SCOPES = (None, "gpu", "cta", "sys")
+
+
+def _atomic(kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any) -> tensor:
+    p = _pointer(pointer, f"tl.atomic_{kind}")
+    if sem not in _SEMS or scope not in _SCOPES:
+        raise S.error(f"atomic sem must be one of {_SEMS[1:]} and scope one of {_SCOPES[1:]}")
+    elem = p.dtype.element  # type: ignore[union-attr]
+    if kind in ("and", "or", "xor") and not elem.is_int:
+        raise S.error(f"tl.atomic_{kind} needs an integer pointer, got {p.dtype}")
+    if elem.bits < 16 or elem.is_fp8:
+        raise S.error(f"atomics on {elem} are not supported (16-, 32- and 64-bit types only)")
+    v = S.to_tensor(val) if isinstance(val, tensor) else S.const(S.unwrap(val), elem)
+    shape = S.broadcast_shapes(p.shape, v.shape)
+    if mask is not None:
+        shape = S.broadcast_shapes(shape, S.to_tensor(mask).shape)
+    operands = [S.broadcast_to(p, shape), S.broadcast_to(S.cast(v, elem), shape)]
+    if mask is not None:
+        operands.append(_mask(mask, shape))
+    attrs = A.Atomic(kind, mask is not None, sem or "acq_rel", scope or "gpu")
+    return S.emit(Op.ATOMIC, operands, attrs)
+
+
+def atomic_add(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    return _atomic("add", pointer, val, mask, sem, scope)
+
+
+def atomic_max(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    return _atomic("max", pointer, val, mask, sem, scope)
+
+
+def atomic_min(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    return _atomic("min", pointer, val, mask, sem, scope)
+
+
+def atomic_and(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    return _atomic("and", pointer, val, mask, sem, scope)
+
+
+def atomic_or(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    return _atomic("or", pointer, val, mask, sem, scope)
+
+
+def atomic_xor(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    return _atomic("xor", pointer, val, mask, sem, scope)
+
+
+def atomic_xchg(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    return _atomic("xchg", pointer, val, mask, sem, scope)
+
+
+def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> tensor:
+    p = _pointer(pointer, "tl.atomic_cas")
+    elem = p.dtype.element  # type: ignore[union-attr]
+    c = S.to_tensor(cmp) if isinstance(cmp, tensor) else S.const(S.unwrap(cmp), elem)
+    v = S.to_tensor(val) if isinstance(val, tensor) else S.const(S.unwrap(val), elem)
+    shape = S.broadcast_shapes(S.broadcast_shapes(p.shape, c.shape), v.shape)
+    operands = [S.broadcast_to(p, shape), S.broadcast_to(S.cast(c, elem), shape),
+                S.broadcast_to(S.cast(v, elem), shape)]
+    return S.emit(Op.ATOMIC_CAS, operands, A.Atomic("cas", False, sem or "acq_rel", scope or "gpu"))
+
+
+# ---------------------------------------------------------------- block pointers
+
+
+def _index_tiles(block_shape: tuple[int, ...], offsets: list[Any], shape: list[Any],
+                 strides: list[Any], checks: tuple[int, ...]) -> tuple[tensor, tensor | None]:
+    """Offsets (in elements) of every element of the block, and its in-bounds mask."""
+    ndim = len(block_shape)
+    total: tensor | None = None
+    mask: tensor | None = None
+    for d in range(ndim):
+        idx = S.add(arange(0, block_shape[d]), S.cast(offsets[d], D.int32)
+                    if isinstance(offsets[d], tensor) else offsets[d])
+        view = tuple(block_shape[d] if i == d else 1 for i in range(ndim))
+        idx = S.reshape(idx, view)
+        term = S.mul(S.cast(idx, D.int64), strides[d])
+        total = term if total is None else S.add(total, term)
+        if d in checks:
+            ok = S.bitwise("and", S.compare("ge", idx, 0), S.compare("lt", idx, shape[d]))
+            mask = ok if mask is None else S.bitwise("and", mask, ok)
+    assert total is not None
+    total = S.broadcast_to(total, block_shape)
+    if mask is not None:
+        mask = S.broadcast_to(mask, block_shape)
+    return total, mask
+
+
+class block_ptr:  # noqa: N801
+    """``tl.make_block_ptr``: a window of ``block_shape`` over a strided tensor."""
+
+    def __init__(self, base: tensor, shape: list[Any], strides: list[Any], offsets: list[Any],
+                 block_shape: tuple[int, ...], order: tuple[int, ...]) -> None:
+        self.base, self.shape, self.strides = base, shape, strides
+        self.offsets, self.block_shape, self.order = offsets, block_shape, order
+
+    def _checks(self, boundary_check: Any) -> tuple[int, ...]:
+        checks = tuple(int(S.unwrap(c)) for c in (boundary_check or ()))
+        for c in checks:
+            if not 0 <= c < len(self.block_shape):
+                raise S.error(f"boundary_check axis {c} is out of range for a {len(self.block_shape)}D block")
+        return checks
+
+    def load(self, boundary_check: Any, padding_option: str) -> tensor:
+        offs, mask = _index_tiles(self.block_shape, self.offsets, self.shape, self.strides,
+                                  self._checks(boundary_check))
+        ptrs = S.add(self.base, offs)
+        if mask is None:
+            return load(ptrs)
+        other = float("nan") if padding_option == "nan" else 0
+        return load(ptrs, mask, other)
+
+    def store(self, value: Any, boundary_check: Any) -> None:
+        offs, mask = _index_tiles(self.block_shape, self.offsets, self.shape, self.strides,
+                                  self._checks(boundary_check))
+        store(S.add(self.base, offs), value, mask)
+
+    def advance(self, offsets: Any) -> block_ptr:
+        if len(offsets) != len(self.offsets):
+            raise S.error(f"tl.advance needs {len(self.offsets)} offsets, got {len(offsets)}")
+        new = [S.add(o, d) if isinstance(o, tensor) or isinstance(d, tensor) else o + d
+               for o, d in zip(self.offsets, offsets)]
+        return block_ptr(self.base, self.shape, self.strides, new, self.block_shape, self.order)
+
+    # loop-carried flattening (see tiles.language.control)
+    def tiles_flatten(self) -> tuple[list[Any], Any]:
+        leaves = [self.base, *self.shape, *self.strides, *self.offsets]
+        return leaves, (len(self.shape), self.block_shape, self.order)
+
+    @classmethod
+    def tiles_unflatten(cls, aux: Any, leaves: list[Any]) -> block_ptr:
+        n, block_shape, order = aux
+        base, rest = leaves[0], leaves[1:]
+        return cls(base, rest[:n], rest[n:2 * n], rest[2 * n:3 * n], block_shape, order)
+
+
+def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,
+                   order: Any) -> block_ptr:
+    b = _pointer(base, "tl.make_block_ptr")
+    bs = S.shape_arg(tuple(block_shape))
+    n = len(bs)
+    if not (len(shape) == len(strides) == len(offsets) == n):
+        raise S.error("tl.make_block_ptr: shape, strides, offsets and block_shape need one entry per axis")
+    return block_ptr(b, [S.cast(s, D.int64) if isinstance(s, tensor) else S.unwrap(s) for s in shape],
+                     [S.cast(s, D.int64) if isinstance(s, tensor) else S.unwrap(s) for s in strides],
+                     [S.cast(o, D.int32) if isinstance(o, tensor) else S.unwrap(o) for o in offsets],
+                     bs, tuple(S.unwrap(o) for o in order))
+
+
+def advance(base: block_ptr, offsets: Any) -> block_ptr:
+    if not isinstance(base, block_ptr):
+        raise S.error("tl.advance expects a block pointer from tl.make_block_ptr")
+    return base.advance(list(offsets))
+
+
+class tensor_descriptor:  # noqa: N801
+    """``tl.make_tensor_descriptor``: out-of-bounds reads give zero, writes are dropped."""
+
+    def __init__(self, base: tensor, shape: list[Any], strides: list[Any],
+                 block_shape: tuple[int, ...]) -> None:
+        self.base, self.shape, self.strides, self.block_shape = base, shape, strides, block_shape
+
+    @property
+    def dtype(self) -> Any:
+        return self.base.dtype.element  # type: ignore[union-attr]
+
+    def _tiles(self, offsets: Any) -> tuple[tensor, tensor | None]:
+        offs = list(offsets)
+        if len(offs) != len(self.block_shape):
+            raise S.error(f"a {len(self.block_shape)}D tensor descriptor needs {len(self.block_shape)} offsets")
+        return _index_tiles(self.block_shape, offs, self.shape, self.strides,
+                            tuple(range(len(self.block_shape))))
+
+    def load(self, offsets: Any) -> tensor:
+        offs, mask = self._tiles(offsets)
+        return load(S.add(self.base, offs), mask, 0)
+
+    def store(self, offsets: Any, value: Any) -> None:
+        offs, mask = self._tiles(offsets)
+        store(S.add(self.base, offs), value, mask)
+
+    def atomic_add(self, offsets: Any, value: Any) -> tensor:
+        offs, mask = self._tiles(offsets)
+        return atomic_add(S.add(self.base, offs), value, mask)
+
+    def tiles_flatten(self) -> tuple[list[Any], Any]:
+        return [self.base, *self.shape, *self.strides], (len(self.shape), self.block_shape)
+
+    @classmethod
+    def tiles_unflatten(cls, aux: Any, leaves: list[Any]) -> tensor_descriptor:
+        n, block_shape = aux
+        return cls(leaves[0], leaves[1:1 + n], leaves[1 + n:1 + 2 * n], block_shape)
+
+
+def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any) -> tensor_descriptor:
+    b = _pointer(base, "tl.make_tensor_descriptor")
+    bs = S.shape_arg(tuple(block_shape))
+    if not (len(shape) == len(strides) == len(bs)):
+        raise S.error("tl.make_tensor_descriptor: shape, strides and block_shape need one entry per axis")
+    return tensor_descriptor(b, [S.cast(s, D.int64) if isinstance(s, tensor) else S.unwrap(s) for s in shape],
+                             [S.cast(s, D.int64) if isinstance(s, tensor) else S.unwrap(s) for s in strides],
+                             bs)

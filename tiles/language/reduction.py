@@ -1,0 +1,256 @@
+"""Reductions, scans, sort, histogram, gather and dot."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..core import attrs as A
+from ..core import dtypes as D
+from ..core.builder import current
+from ..core.ir import TileType, Value
+from ..core.ops import Op
+from . import semantic as S
+from .tensor import tensor
+
+
+def _axis(t: tensor, axis: Any) -> int:
+    axis = S.unwrap(axis)
+    if isinstance(axis, tensor) or not isinstance(axis, int):
+        raise S.error(f"axis must be a compile-time integer, got {axis!r}")
+    a = axis + t.ndim if axis < 0 else axis
+    if not 0 <= a < t.ndim:
+        raise S.error(f"axis {axis} is out of range for a tile of shape {list(t.shape)}")
+    return a
+
+
+def _prepare(x: Any, axis: Any) -> tuple[tensor, int]:
+    t = S.to_tensor(x)
+    if S.unwrap(axis) is None:
+        t = S.reshape(t, (t.numel,)) if t.ndim != 1 else t
+        return t, 0
+    if t.ndim == 0:
+        raise S.error("cannot reduce a scalar")
+    return t, _axis(t, axis)
+
+
+def _keep(r: tensor, axis: int, keep_dims: bool, ndim: int, full: bool) -> tensor:
+    if not S.unwrap(keep_dims):
+        return r
+    if full:
+        return S.reshape(r, (1,) * ndim)
+    return S.expand_dims(r, axis)
+
+
+def _reduce_kind(x: Any, axis: Any, kind: str, keep_dims: Any, dtype: DTypeArg = None) -> tensor:
+    orig = S.to_tensor(x)
+    t, ax = _prepare(orig, axis)
+    if isinstance(t.dtype, D.PointerType):
+        raise S.error("cannot reduce a tile of pointers")
+    if dtype is not None:
+        t = S.cast(t, dtype)
+    (r,) = current().emit(Op.REDUCE, [t.handle], A.Reduce(ax, kind))
+    return _keep(S.wrap(r), ax, keep_dims, orig.ndim, S.unwrap(axis) is None)
+
+
+DTypeArg = Any
+
+
+def sum(input: Any, axis: Any = None, keep_dims: Any = False, dtype: Any = None) -> tensor:  # noqa: A001
+    t = S.to_tensor(input)
+    if dtype is None and t.dtype.is_int and t.dtype.bits < 32:
+        dtype = D.uint32 if t.dtype.kind is D.Kind.UINT else D.int32
+    return _reduce_kind(t, axis, "sum", keep_dims, dtype)
+
+
+def xor_sum(input: Any, axis: Any = None, keep_dims: Any = False) -> tensor:
+    t = S.to_tensor(input)
+    if not t.dtype.is_int:
+        raise S.error(f"xor_sum needs an integer tile, got {t.dtype}")
+    return _reduce_kind(t, axis, "xor", keep_dims)
+
+
+def _minmax(kind: str, input: Any, axis: Any, return_indices: Any, tie_break_left: Any,
+            keep_dims: Any) -> Any:
+    t = S.to_tensor(input)
+    if t.dtype.is_bool:
+        t = S.cast(t, D.int8)
+    values = _reduce_kind(t, axis, kind, keep_dims)
+    if S.unwrap(return_indices):
+        return values, _arg(kind, t, axis, keep_dims)
+    return values
+
+
+def max(input: Any, axis: Any = None, return_indices: Any = False,  # noqa: A001
+        return_indices_tie_break_left: Any = True, keep_dims: Any = False) -> Any:
+    return _minmax("max", input, axis, return_indices, return_indices_tie_break_left, keep_dims)
+
+
+def min(input: Any, axis: Any = None, return_indices: Any = False,  # noqa: A001
+        return_indices_tie_break_left: Any = True, keep_dims: Any = False) -> Any:
+    return _minmax("min", input, axis, return_indices, return_indices_tie_break_left, keep_dims)
+
+
+def _arg(kind: str, input: Any, axis: Any, keep_dims: Any) -> tensor:
+    orig = S.to_tensor(input)
+    t, ax = _prepare(orig, axis)
+    if t.dtype.is_bool:
+        t = S.cast(t, D.int8)
+    (r,) = current().emit(Op.ARGREDUCE, [t.handle], A.ArgReduce(ax, kind))
+    return _keep(S.wrap(r), ax, keep_dims, orig.ndim, S.unwrap(axis) is None)
+
+
+def argmax(input: Any, axis: Any, tie_break_left: Any = True, keep_dims: Any = False) -> tensor:
+    return _arg("max", input, axis, keep_dims)
+
+
+def argmin(input: Any, axis: Any, tie_break_left: Any = True, keep_dims: Any = False) -> tensor:
+    return _arg("min", input, axis, keep_dims)
+
+
+def _combine_region(fn: Callable[..., Any], types: list[TileType]) -> tuple[Any, list[TileType]]:
+    """Trace ``fn`` on scalars into a combine region: args (a.., b..) -> yields (r..)."""
+    builder = current()
+    scalar_types = [TileType(t.dtype) for t in types]
+    args = [Value(t) for t in scalar_types + scalar_types]
+    with builder.region(args) as block:
+        n = len(types)
+        wrapped = [S.wrap(a) for a in args]
+        out = fn(*wrapped[:n], *wrapped[n:])
+        outs = list(out) if isinstance(out, tuple) else [out]
+        if len(outs) != n:
+            raise S.error(f"the combine function returned {len(outs)} values, expected {n}")
+        vals = [S.cast(o, t.dtype) for o, t in zip(outs, scalar_types)]
+        block.yields = [v.handle for v in vals]
+    return block, types
+
+
+def _custom(op: Op, input: Any, axis: Any, combine_fn: Any, keep_dims: Any, reverse: bool) -> Any:
+    inputs = list(input) if isinstance(input, tuple) else [input]
+    tensors = [S.to_tensor(x) for x in inputs]
+    shape = tensors[0].shape
+    for t in tensors[1:]:
+        if t.shape != shape:
+            raise S.error(f"all inputs of a reduction must have one shape, got {shape} and {t.shape}")
+    flat = S.unwrap(axis) is None
+    if flat:
+        tensors = [S.reshape(t, (t.numel,)) for t in tensors]
+        ax = 0
+    else:
+        ax = _axis(tensors[0], axis)
+    fn = getattr(combine_fn, "fn", combine_fn)
+    block, _ = _combine_region(fn, [t.type for t in tensors])
+    attrs = A.Reduce(ax, "custom", reverse)
+    if op is Op.REDUCE:
+        types = [t.type.with_shape(t.shape[:ax] + t.shape[ax + 1:]) for t in tensors]
+    else:
+        types = [t.type for t in tensors]
+    results = current().emit(op, [t.handle for t in tensors], attrs, types, regions=[block])
+    outs = [S.wrap(r) for r in results]
+    if op is Op.REDUCE:
+        outs = [_keep(o, ax, keep_dims, len(shape), flat) for o in outs]
+    return tuple(outs) if isinstance(input, tuple) else outs[0]
+
+
+def reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: Any = False) -> Any:
+    return _custom(Op.REDUCE, input, axis, combine_fn, keep_dims, False)
+
+
+def associative_scan(input: Any, axis: Any, combine_fn: Any, reverse: Any = False) -> Any:
+    return _custom(Op.SCAN, input, axis, combine_fn, False, bool(S.unwrap(reverse)))
+
+
+def _scan_kind(kind: str, input: Any, axis: Any, reverse: Any, dtype: Any) -> tensor:
+    t = S.to_tensor(input)
+    if dtype is not None:
+        t = S.cast(t, dtype)
+    elif t.dtype.is_int and t.dtype.bits < 32:
+        t = S.cast(t, D.uint32 if t.dtype.kind is D.Kind.UINT else D.int32)
+    ax = _axis(t, axis)
+    (r,) = current().emit(Op.SCAN, [t.handle], A.Reduce(ax, kind, bool(S.unwrap(reverse))))
+    return S.wrap(r)
+
+
+def cumsum(input: Any, axis: Any = 0, reverse: Any = False, dtype: Any = None) -> tensor:
+    return _scan_kind("sum", input, axis, reverse, dtype)
+
+
+def cumprod(input: Any, axis: Any = 0, reverse: Any = False, dtype: Any = None) -> tensor:
+    return _scan_kind("prod", input, axis, reverse, dtype)
+
+
+def sort(x: Any, dim: Any = None, descending: Any = False) -> tensor:
+    t = S.to_tensor(x)
+    d = S.unwrap(dim)
+    if d is not None and _axis(t, d) != t.ndim - 1:
+        raise S.error("tl.sort sorts along the last axis only; permute the tile first")
+    n = t.shape[-1] if t.shape else 0
+    if n & (n - 1):
+        raise S.error(f"tl.sort needs a power-of-two length, got {n}")
+    return S.wrap(current().emit1(Op.SORT, [t.handle], A.Sort(bool(S.unwrap(descending)))))
+
+
+def histogram(input: Any, num_bins: Any, mask: Any = None) -> tensor:
+    t = S.to_tensor(input)
+    bins = S.unwrap(num_bins)
+    if not isinstance(bins, int) or bins <= 0:
+        raise S.error(f"num_bins must be a positive compile-time integer, got {bins!r}")
+    if mask is not None:
+        t = S.where(mask, t, -1 if t.dtype.is_signed else bins)
+    return S.wrap(current().emit1(Op.HISTOGRAM, [t.handle], A.Histogram(bins)))
+
+
+def gather(src: tensor, index: tensor, axis: Any) -> tensor:
+    ax = _axis(src, axis)
+    return S.wrap(current().emit1(Op.GATHER, [src.handle, index.handle], A.Gather(ax)))
+
+
+def softmax(x: Any, dim: Any = None, keep_dims: Any = False, ieee_rounding: Any = False) -> tensor:
+    from .core import exp
+    t = S.to_tensor(x)
+    axis = t.ndim - 1 if S.unwrap(dim) is None else _axis(t, dim)
+    z = t - max(t, axis, keep_dims=True)
+    num = exp(z)
+    den = sum(num, axis, keep_dims=True)
+    return S.truediv(num, den)
+
+
+def dot(a: tensor, b: tensor, acc: tensor | None, input_precision: Any, allow_tf32: Any,
+        max_num_imprecise_acc: Any, out_dtype: Any) -> tensor:
+    a, b = S.to_tensor(a), S.to_tensor(b)
+    if a.ndim not in (2, 3) or a.ndim != b.ndim:
+        raise S.error(f"tl.dot needs two 2D or two 3D tiles, got {list(a.shape)} and {list(b.shape)}")
+    if a.shape[-1] != b.shape[-2]:
+        raise S.error(f"tl.dot: inner dimensions differ: {list(a.shape)} @ {list(b.shape)}")
+    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
+    if m < 16 or n < 16 or k < 16:
+        raise S.error(f"tl.dot needs M, N and K of at least 16, got M={m}, N={n}, K={k}")
+    if a.dtype != b.dtype:
+        if a.dtype.is_floating and b.dtype.is_floating:
+            ctype = D.computation_type(a.dtype, False, b.dtype, False)
+            a, b = S.cast(a, ctype), S.cast(b, ctype)
+        else:
+            raise S.error(f"tl.dot operands differ in type: {a.dtype} and {b.dtype}")
+    prec = S.unwrap(input_precision)
+    if prec is None:
+        prec = "tf32" if S.unwrap(allow_tf32) in (None, True) else "ieee"
+    if prec not in ("tf32", "tf32x3", "ieee"):
+        raise S.error(f"input_precision must be 'tf32', 'tf32x3' or 'ieee', got {prec!r}")
+    if a.dtype != D.float32:
+        prec = "ieee"
+    if a.dtype.is_int:
+        out = D.int32
+    else:
+        out = S.as_dtype(out_dtype)
+    shape = (*a.shape[:-1], n)
+    if acc is None:
+        acc_t = S.const(0, out, shape)
+    else:
+        acc_t = S.to_tensor(acc)
+        if acc_t.shape != shape:
+            raise S.error(f"tl.dot accumulator has shape {list(acc_t.shape)}, expected {list(shape)}")
+        if acc_t.dtype != out and not a.dtype.is_int:
+            out = acc_t.dtype
+    imprecise = S.unwrap(max_num_imprecise_acc)
+    return S.wrap(current().emit1(Op.DOT, [a.handle, b.handle, acc_t.handle],
+                                  A.Dot(prec, imprecise)))

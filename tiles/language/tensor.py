@@ -1,0 +1,138 @@
+"""``tl.tensor``: the proxy a kernel computes with while it is traced.
+
+Each operator records one or more IR instructions through ``semantic``; Python
+numbers mixed in stay Python numbers until they meet a tile (Triton's constexpr
+semantics: ``7 // -2`` is Python's ``-4`` but ``tile // -2`` truncates).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..core.dtypes import DType, PointerType, ScalarType
+from ..core.ir import TileType, Value
+
+
+class tensor:  # noqa: N801  (Triton's spelling)
+    __slots__ = ("handle",)
+
+    def __init__(self, handle: Value) -> None:
+        self.handle = handle
+
+    @property
+    def type(self) -> TileType:
+        return self.handle.type
+
+    @property
+    def dtype(self) -> ScalarType:
+        return self.handle.type.dtype
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.handle.type.shape
+
+    @property
+    def numel(self) -> int:
+        return self.handle.type.numel
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __repr__(self) -> str:
+        return f"tensor({self.handle!r}: {self.type})"
+
+    def __bool__(self) -> bool:
+        from ..core.builder import user_loc
+        from ..core.errors import CompilationError
+        raise CompilationError(
+            "the truth value of a tile is only known when the kernel runs; use tl.where, "
+            "or an `if` on a scalar (ifs are rewritten into IR only at statement level)",
+            user_loc())
+
+    def __index__(self) -> int:
+        from ..core.builder import user_loc
+        from ..core.errors import CompilationError
+        raise CompilationError("a run-time value was used where a Python int (constexpr) is "
+                               "needed; mark the argument `tl.constexpr`", user_loc())
+
+    # arithmetic ------------------------------------------------------------
+    def __add__(self, o: Any) -> tensor: return S.add(self, o)
+    def __radd__(self, o: Any) -> tensor: return S.add(o, self)
+    def __sub__(self, o: Any) -> tensor: return S.sub(self, o)
+    def __rsub__(self, o: Any) -> tensor: return S.sub(o, self)
+    def __mul__(self, o: Any) -> tensor: return S.mul(self, o)
+    def __rmul__(self, o: Any) -> tensor: return S.mul(o, self)
+    def __truediv__(self, o: Any) -> tensor: return S.truediv(self, o)
+    def __rtruediv__(self, o: Any) -> tensor: return S.truediv(o, self)
+    def __floordiv__(self, o: Any) -> tensor: return S.floordiv(self, o)
+    def __rfloordiv__(self, o: Any) -> tensor: return S.floordiv(o, self)
+    def __mod__(self, o: Any) -> tensor: return S.mod(self, o)
+    def __rmod__(self, o: Any) -> tensor: return S.mod(o, self)
+    def __and__(self, o: Any) -> tensor: return S.bitwise("and", self, o)
+    def __rand__(self, o: Any) -> tensor: return S.bitwise("and", o, self)
+    def __or__(self, o: Any) -> tensor: return S.bitwise("or", self, o)
+    def __ror__(self, o: Any) -> tensor: return S.bitwise("or", o, self)
+    def __xor__(self, o: Any) -> tensor: return S.bitwise("xor", self, o)
+    def __rxor__(self, o: Any) -> tensor: return S.bitwise("xor", o, self)
+    def __lshift__(self, o: Any) -> tensor: return S.shift("shl", self, o)
+    def __rlshift__(self, o: Any) -> tensor: return S.shift("shl", o, self)
+    def __rshift__(self, o: Any) -> tensor: return S.shift("shr", self, o)
+    def __rrshift__(self, o: Any) -> tensor: return S.shift("shr", o, self)
+    def __neg__(self) -> tensor: return S.neg(self)
+    def __pos__(self) -> tensor: return self
+    def __invert__(self) -> tensor: return S.invert(self)
+    def __abs__(self) -> tensor: return S.unary_math("abs", self)
+
+    def __eq__(self, o: Any) -> tensor: return S.compare("eq", self, o)  # type: ignore[override]
+    def __ne__(self, o: Any) -> tensor: return S.compare("ne", self, o)  # type: ignore[override]
+    def __lt__(self, o: Any) -> tensor: return S.compare("lt", self, o)
+    def __le__(self, o: Any) -> tensor: return S.compare("le", self, o)
+    def __gt__(self, o: Any) -> tensor: return S.compare("gt", self, o)
+    def __ge__(self, o: Any) -> tensor: return S.compare("ge", self, o)
+
+    __hash__ = object.__hash__
+
+    # shape ---------------------------------------------------------------
+    def __getitem__(self, index: Any) -> tensor:
+        return S.subscript(self, index)
+
+    @property
+    def T(self) -> tensor:  # noqa: N802
+        return S.permute(self, tuple(reversed(range(self.ndim))))
+
+    def to(self, dtype: DType | PointerType, fp_downcast_rounding: str | None = None,
+           bitcast: bool = False) -> tensor:
+        return S.cast(self, dtype, bitcast=bitcast, rounding=fp_downcast_rounding)
+
+    def reshape(self, *shape: Any, can_reorder: bool = False) -> tensor:
+        return S.reshape(self, S.shape_arg(shape))
+
+    def view(self, *shape: Any) -> tensor:
+        return S.reshape(self, S.shape_arg(shape))
+
+    def trans(self, *dims: Any) -> tensor:
+        return S.trans(self, *dims)
+
+    def permute(self, *dims: Any) -> tensor:
+        return S.permute(self, S.shape_arg(dims))
+
+    def broadcast_to(self, *shape: Any) -> tensor:
+        return S.broadcast_to(self, S.shape_arg(shape))
+
+    def expand_dims(self, axis: Any) -> tensor:
+        return S.expand_dims(self, axis)
+
+    def split(self) -> tuple[tensor, tensor]:
+        return S.split(self)
+
+    # reductions as methods (Triton exposes many tl functions on tensors) --------
+    def __getattr__(self, name: str) -> Any:
+        from . import _methods
+        fn = _methods.METHODS.get(name)
+        if fn is None:
+            raise AttributeError(f"tl.tensor has no attribute {name!r}")
+        return lambda *a, **k: fn(self, *a, **k)
+
+
+from . import semantic as S  # noqa: E402  (cycle: semantic builds tensors)

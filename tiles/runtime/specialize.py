@@ -1,0 +1,100 @@
+"""Classifying launch arguments: what each one contributes to the specialization key."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..core import dtypes as D
+from ..core.dtypes import DType, PointerType, ScalarType
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """How one argument specializes the kernel: constexpr value, or run-time type."""
+
+    name: str
+    constexpr: bool
+    value: Any = None            # the value when constexpr
+    type: ScalarType | None = None
+    divisibility: int = 1        # 16 when the address / integer is a multiple of 16
+
+    def key(self) -> tuple[Any, ...]:
+        if self.constexpr:
+            return (self.name, "c", _hashable(self.value))
+        return (self.name, str(self.type), self.divisibility)
+
+
+def _hashable(v: Any) -> Any:
+    try:
+        hash(v)
+        return v
+    except TypeError:
+        return repr(v)
+
+
+def array_dtype(value: Any) -> DType | None:
+    """The element type of an array-like argument, or None when it is not one."""
+    if isinstance(value, np.ndarray):
+        return D.from_numpy(value.dtype)
+    dt = getattr(value, "dtype", None)
+    if dt is None:
+        return None
+    mod = type(value).__module__
+    if mod.startswith("torch"):
+        name = str(dt).replace("torch.", "")
+        alias = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5"}
+        return D.BY_NAME.get(alias.get(name, name))
+    if hasattr(value, "shape") and (hasattr(value, "gpudata") or hasattr(value, "data")
+                                    or hasattr(value, "__cuda_array_interface__")):
+        try:
+            return D.from_numpy(dt)
+        except TypeError:
+            return None
+    return None
+
+
+def address_of(value: Any) -> int | None:
+    if isinstance(value, np.ndarray):
+        return value.__array_interface__["data"][0]
+    if hasattr(value, "data_ptr"):
+        return int(value.data_ptr())
+    if hasattr(value, "__cuda_array_interface__"):
+        return int(value.__cuda_array_interface__["data"][0])
+    if hasattr(value, "gpudata"):
+        return int(value.gpudata)
+    return None
+
+
+def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpec:
+    if constexpr:
+        return ArgSpec(name, True, value)
+    if value is None or isinstance(value, (DType, PointerType, str)):
+        return ArgSpec(name, True, value)
+    if isinstance(value, (bool, np.bool_)):
+        return ArgSpec(name, False, type=D.int1)
+    if isinstance(value, (int, np.integer)):
+        v = int(value)
+        if specialize and v == 1:
+            return ArgSpec(name, True, 1)
+        if -(2**31) <= v < 2**31:
+            ty: DType = D.int32
+        elif -(2**63) <= v < 2**63:
+            ty = D.int64
+        elif v < 2**64:
+            ty = D.uint64
+        else:
+            raise OverflowError(f"argument {name}={v} does not fit in 64 bits")
+        div = 16 if specialize and v % 16 == 0 else 1
+        return ArgSpec(name, False, type=ty, divisibility=div)
+    if isinstance(value, (float, np.floating)):
+        return ArgSpec(name, False, type=D.float32)
+    dt = array_dtype(value)
+    if dt is not None:
+        addr = address_of(value)
+        div = 16 if specialize and addr is not None and addr % 16 == 0 else 1
+        return ArgSpec(name, False, type=PointerType(dt), divisibility=div)
+    raise TypeError(f"argument {name!r}: cannot pass a {type(value).__name__} to a kernel "
+                    "(expected an array, a tensor, a number, or a constexpr)")
