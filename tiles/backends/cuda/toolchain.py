@@ -1,0 +1,77 @@
+"""LLVM IR text -> optimized module -> PTX, all through llvmlite; ptxas when present."""
+
+from __future__ import annotations
+
+import functools
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import llvmlite
+import llvmlite.binding as llvm
+
+TRIPLE = "nvptx64-nvidia-cuda"
+DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
+
+
+@functools.cache
+def _target_machine(arch: str, ptx_version: int):
+    llvm.initialize_all_targets()
+    llvm.initialize_all_asmprinters()
+    target = llvm.Target.from_triple(TRIPLE)
+    return target.create_target_machine(cpu=arch, features=f"+ptx{ptx_version}", opt=3)
+
+
+def ptx_version_for(arch: str) -> int:
+    """The PTX ISA version LLVM should emit for ``arch`` (sm_90a needs 8.0)."""
+    num = int(re.sub(r"\D", "", arch) or 80)
+    return 80 if num >= 90 else 78
+
+
+def optimize(llir: str, arch: str) -> llvm.ModuleRef:
+    module = llvm.parse_assembly(llir)
+    module.verify()
+    tm = _target_machine(arch, ptx_version_for(arch))
+    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    pb.getModulePassManager().run(module, pb)
+    return module
+
+
+def to_ptx(llir: str, arch: str) -> str:
+    module = optimize(llir, arch)
+    return _target_machine(arch, ptx_version_for(arch)).emit_assembly(module)
+
+
+def toolchain_version() -> str:
+    return f"llvmlite-{llvmlite.__version__}"
+
+
+def ptxas_path() -> str | None:
+    return shutil.which("ptxas")
+
+
+def ptxas_info(ptx: str, arch: str) -> dict[str, int]:
+    """Assemble with ptxas (when on PATH) and return registers, spills and shared memory."""
+    exe = ptxas_path()
+    if exe is None:
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        src = Path(tmp) / "k.ptx"
+        src.write_text(ptx)
+        proc = subprocess.run([exe, f"-arch={arch}", "-v", str(src), "-o", str(Path(tmp) / "k.cubin")],
+                              capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ptxas rejected the PTX:\n{proc.stderr}")
+    text = proc.stderr
+    info: dict[str, int] = {}
+    for key, pattern in (("registers", r"Used (\d+) registers"),
+                         ("spill_stores", r"(\d+) bytes spill stores"),
+                         ("spill_loads", r"(\d+) bytes spill loads"),
+                         ("shared_memory", r"(\d+) bytes smem"),
+                         ("stack_frame", r"(\d+) bytes stack frame")):
+        m = re.search(pattern, text)
+        if m:
+            info[key] = int(m.group(1))
+    return info
