@@ -1,0 +1,1 @@
+"""LLVM IR generation shared by the CUDA (NVPTX) and ROCm (AMDGPU) backends."""

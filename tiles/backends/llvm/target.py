@@ -1,0 +1,29 @@
+"""What the shared LLVM emitter needs to know about a GPU target.
+
+One ``LLVMTarget`` per architecture family: the CUDA backend fills it for NVPTX,
+the ROCm backend for AMDGPU.  The emitter never names a vendor directly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class LLVMTarget:
+    triple: str
+    data_layout: str
+    arch: str                      # sm_90a, gfx942, ...
+    warp_size: int
+    global_addrspace: int = 1
+    shared_addrspace: int = 3
+    # How a kernel entry is declared: e.g. "ptx_kernel" or "amdgpu_kernel" calling convention.
+    kernel_calling_conv: str = ""
+    # Intrinsics returning i32: thread id x, block id x/y/z, grid dims x/y/z.
+    thread_id: str = ""
+    block_id: tuple[str, str, str] = ("", "", "")
+    num_blocks: tuple[str, str, str] = ("", "", "")
+    barrier: str = ""              # intrinsic called with no arguments
+    # Extra function attributes for the kernel (e.g. amdgpu-flat-work-group-size).
+    kernel_attributes: dict[str, str] = field(default_factory=dict)
+    module_flags: tuple[str, ...] = ()
