@@ -203,6 +203,11 @@ def integer_promote(a: DType, b: DType) -> DType:
     return b if b.bits >= a.bits else a
 
 
+def _literal_rank(d: DType) -> int:
+    """Triton's kind order for literals: bool < integer (signed or not) < float."""
+    return 0 if d.is_bool else 2 if d.is_floating else 1
+
+
 def computation_type(a: DType, a_is_literal: bool, b: DType, b_is_literal: bool,
                      div_or_mod: bool = False) -> DType:
     """The type two operands are converted to before a binary arithmetic op.
@@ -213,7 +218,7 @@ def computation_type(a: DType, a_is_literal: bool, b: DType, b_is_literal: bool,
     """
     if a_is_literal != b_is_literal:
         lit, tile = (a, b) if a_is_literal else (b, a)
-        if lit.kind <= tile.kind:
+        if _literal_rank(lit) <= _literal_rank(tile):
             if div_or_mod and tile in (float16, bfloat16):
                 return float32
             return tile
