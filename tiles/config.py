@@ -6,6 +6,7 @@
 | ``TILES_BACKEND=<name>`` | run kernels on this backend (``interpreter``, ``opencl``, ``cuda``, ``rocm``) |
 | ``TILES_DUMP=<stage>[,<stage>]`` | print these compile stages (``ir``, ``opencl``, ``llir``, ``ptx``...) |
 | ``TILES_CHECK=1`` | run the IR verifier after every pass |
+| ``TILES_DEBUG=1`` | compile with ``debug=True`` (keeps ``tl.device_assert``) unless ``@jit(debug=)`` says |
 | ``TILES_CACHE_DIR`` | on-disk compile cache (default: ``~/.cache/tiles``) |
 | ``TILES_ALWAYS_COMPILE=1`` | ignore the on-disk cache |
 | ``TILES_PRINT_AUTOTUNING=1`` | print the configuration the autotuner picks |
@@ -38,6 +39,10 @@ def dump_stages() -> set[str]:
 
 def check_ir() -> bool:
     return _flag("TILES_CHECK")
+
+
+def debug() -> bool:
+    return _flag("TILES_DEBUG")
 
 
 def cache_dir() -> Path:

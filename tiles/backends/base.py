@@ -87,6 +87,18 @@ class Backend(abc.ABC):
                args: Sequence[LaunchArg]) -> None:
         """Run the compiled kernel over ``grid`` programs."""
 
+    def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Kernel,
+                    options: Options) -> CompiledKernel | None:
+        """Rebuild a kernel from the ``str``/``bytes`` stages of an on-disk cache entry.
+
+        The default (None) means "not cacheable": nothing is written to the disk cache.
+        """
+        return None
+
+    def toolchain_version(self) -> str:
+        """Versions of the compilers this backend calls; part of the disk-cache key."""
+        return ""
+
     def unsupported(self, kernel: Kernel) -> list[str]:
         """Human-readable reasons this backend cannot run ``kernel`` (empty when it can)."""
         target = self.target()

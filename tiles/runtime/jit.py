@@ -15,7 +15,7 @@ from ..core.builder import Builder, is_tracing, tb_loc, tracing
 from ..core.dtypes import PointerType
 from ..core.errors import CompilationError, LaunchError, TilesError
 from ..core.frontend import rewrite
-from ..core.ir import Kernel, Loc, Param, Value, TileType
+from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
 from .specialize import ArgSpec, classify
 
@@ -65,7 +65,7 @@ class JITFunction:
         bound.apply_defaults()
         return self.rewritten(*bound.args, **bound.kwargs)
 
-    def __getitem__(self, grid: Grid) -> Callable[..., None]:
+    def __getitem__(self, grid: Grid) -> Callable[..., CompiledKernel]:
         return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -124,8 +124,11 @@ class JITFunction:
         key = (backend.name, options, *(s.key() for s in specs))
         compiled = self.cache.get(key)
         if compiled is None:
+            from .cache import compile_cached
             kernel = self.trace(specs)
-            compiled = backend.compile(kernel, options)
+            if not options.debug:
+                kernel = _without_device_asserts(kernel)
+            compiled = compile_cached(self, specs, backend, options, kernel)
             compiled.asm.setdefault("ir", format_kernel(kernel))
             for stage in config.dump_stages():
                 if stage in compiled.asm:
@@ -136,12 +139,9 @@ class JITFunction:
     def run(self, *args: Any, grid: Grid, num_warps: int = 4, num_stages: int = 3,
             backend: str | Backend | None = None, **kwargs: Any) -> CompiledKernel:
         bound = self._bind(args, kwargs)
-        be = backend if isinstance(backend, Backend) else (
-            registry.get(backend) if backend else registry.default())
+        be = _resolve_backend(backend)
         specs = self.specialize(bound)
-        options = Options(num_warps=int(num_warps), num_stages=int(num_stages),
-                          debug=bool(self.debug))
-        compiled = self.compile_for(specs, be, options)
+        compiled = self.compile_for(specs, be, self._options(num_warps, num_stages))
         g = grid(bound) if callable(grid) else grid
         launch_grid = _normalize_grid(g, self.__name__)
         written = _written_params(compiled.ir)
@@ -153,13 +153,88 @@ class JITFunction:
         return compiled
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int = 4, num_stages: int = 3,
-               backend: str | Backend | None = None, **kwargs: Any) -> CompiledKernel:
-        """Compile for these arguments without launching."""
+               backend: str | Backend | None = None, signature: dict[str | int, str] | None = None,
+               constexprs: dict[str | int, Any] | None = None, **kwargs: Any) -> CompiledKernel:
+        """Compile for these arguments (or for ``signature``/``constexprs``) without launching."""
+        if signature is not None:
+            merged: dict[str | int, Any] = {**constexprs} if constexprs else {}
+            merged.update(kwargs)
+            return self.compile(signature, merged, backend=backend,
+                                num_warps=num_warps, num_stages=num_stages)
         bound = self._bind(args, kwargs)
-        be = backend if isinstance(backend, Backend) else (
-            registry.get(backend) if backend else registry.default())
-        return self.compile_for(self.specialize(bound), be,
-                                Options(int(num_warps), int(num_stages), bool(self.debug)))
+        return self.compile_for(self.specialize(bound), _resolve_backend(backend),
+                                self._options(num_warps, num_stages))
+
+    def compile(self, signature: dict[str | int, str], constexprs: dict[str | int, Any] | None = None,
+                backend: str | Backend | None = None, num_warps: int = 4,
+                num_stages: int = 3) -> CompiledKernel:
+        """Compile from type strings, without arguments, a launch or (where the toolchain allows)
+        a device: ``compile(signature={"x": "*fp32", "n": "i32"}, constexprs={"BLOCK": 1024})``.
+
+        Types: ``*fp32``, ``*fp16``, ``*i8``, ``i32``, ``i64``, ``fp32``... (any tiles dtype
+        name); ``:16`` after one promises that the address or value is a multiple of 16.
+        """
+        specs = self.specs_from_signature(signature, constexprs or {})
+        return self.compile_for(specs, _resolve_backend(backend), self._options(num_warps, num_stages))
+
+    def specs_from_signature(self, signature: dict[str | int, str],
+                             constexprs: dict[str | int, Any]) -> list[ArgSpec]:
+        def by_name(table: dict[str | int, Any]) -> dict[str, Any]:
+            return {self.arg_names[k] if isinstance(k, int) else k: v for k, v in table.items()}
+        types, values = by_name(signature), by_name(constexprs)
+        unknown = sorted((set(types) | set(values)) - set(self.arg_names))
+        if unknown:
+            raise LaunchError(f"{self.__name__} has no parameter {', '.join(unknown)}; "
+                              f"its parameters: {', '.join(self.arg_names)}")
+        specs = []
+        for name, param in self.signature.parameters.items():
+            if name in values or (name not in types and name in self.constexprs
+                                  and param.default is not inspect.Parameter.empty):
+                specs.append(ArgSpec(name, True, values.get(name, param.default)))
+            elif name in types:
+                specs.append(_parse_type_string(name, types[name]))
+            elif param.default is not inspect.Parameter.empty:
+                specs.append(self.specialize({name: param.default})[0])
+            else:
+                kind = "constexprs" if name in self.constexprs else "signature"
+                raise LaunchError(f"{self.__name__}: give a type for {name!r} in {kind}")
+        return specs
+
+    def _options(self, num_warps: int, num_stages: int) -> Options:
+        debug = config.debug() if self.debug is None else bool(self.debug)
+        return Options(num_warps=int(num_warps), num_stages=int(num_stages), debug=debug)
+
+
+def _resolve_backend(backend: str | Backend | None) -> Backend:
+    if isinstance(backend, Backend):
+        return backend
+    return registry.get(backend) if backend else registry.default()
+
+
+def _parse_type_string(name: str, text: str) -> ArgSpec:
+    """``"*fp32:16"`` -> pointer to float32 whose address is a multiple of 16."""
+    from ..core.dtypes import BY_NAME
+    type_text, _, hint = text.strip().partition(":")
+    pointer = type_text.startswith("*")
+    dtype = BY_NAME.get(type_text.lstrip("*"))
+    if dtype is None or (hint and not hint.isdigit()):
+        raise LaunchError(f"parameter {name!r}: cannot read type {text!r}; expected e.g. '*fp32', "
+                          f"'i32', 'fp16' or '*fp32:16' (known: {', '.join(sorted(BY_NAME))})")
+    return ArgSpec(name, False, type=PointerType(dtype) if pointer else dtype,
+                   divisibility=16 if hint and int(hint) % 16 == 0 else 1)
+
+
+def _without_device_asserts(kernel: Kernel) -> Kernel:
+    """Triton drops ``tl.device_assert`` unless the kernel is compiled with ``debug``."""
+    from ..core.ops import Op
+
+    def strip(block: Any) -> None:
+        block.instrs = [i for i in block.instrs if i.op is not Op.DEVICE_ASSERT]
+        for instr in block.instrs:
+            for region in instr.regions:
+                strip(region)
+    strip(kernel.body)
+    return kernel
 
 
 def _normalize_grid(g: Any, name: str) -> tuple[int, int, int]:
