@@ -1,9 +1,11 @@
 """tiles: write GPU kernels in Triton's tile language, run them anywhere."""
 
-from . import language  # noqa: F401
+from . import language, testing  # noqa: F401  (tiles.testing, as triton.testing)
 from .backends.registry import set_backend
 from .core.errors import CompilationError, KernelRuntimeError, LaunchError, TilesError, UnsupportedError
 from .language.core import constexpr
+from .runtime.autotune import AutotuneError, Autotuner, Config, autotune
+from .runtime.heuristics import Heuristics, heuristics
 from .runtime.jit import JITFunction, jit
 
 __version__ = "0.1.0"
@@ -21,6 +23,7 @@ def next_power_of_2(n: int) -> int:
 
 
 __all__ = [
+    "AutotuneError", "Autotuner", "Config", "Heuristics", "autotune", "heuristics", "testing",
     "CompilationError", "JITFunction", "KernelRuntimeError", "LaunchError", "TilesError",
     "UnsupportedError", "cdiv", "constexpr", "jit", "next_power_of_2", "set_backend",
 ]

@@ -1,0 +1,341 @@
+"""``@tiles.autotune``: time a list of configurations, remember the fastest per tuning key.
+
+Triton's semantics: the tuning key is the values of the ``key`` arguments plus
+the dtypes of every array argument (plus the backend here).  Each configuration's
+meta-parameters are passed as constexpr keywords (the grid function sees them),
+its ``num_warps``/``num_stages`` as options.  A configuration that fails to
+compile, or that a backend refuses for lack of resources at launch, is skipped
+with its reason; when every one fails, ``AutotuneError`` lists the reasons.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .. import config as env
+from ..backends.base import CompiledKernel
+from ..core.errors import KernelRuntimeError, TilesError
+from .heuristics import named_arguments, unwrap
+from .jit import Grid
+
+PROGRESS_MIN_CONFIGS = 4  # tuning at least this many configurations reports progress on stderr
+
+
+class AutotuneError(TilesError):
+    """No configuration could run."""
+
+
+class Config:
+    """One candidate: constexpr meta-parameters plus launch options."""
+
+    def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3,
+                 pre_hook: Callable[[dict[str, Any]], Any] | None = None) -> None:
+        self.kwargs = dict(kwargs)
+        self.num_warps = num_warps
+        self.num_stages = num_stages
+        self.pre_hook = pre_hook
+
+    def all_kwargs(self) -> dict[str, Any]:
+        return {**self.kwargs, "num_warps": self.num_warps, "num_stages": self.num_stages}
+
+    def _identity(self) -> tuple[Any, ...]:
+        return (tuple(sorted((k, repr(v)) for k, v in self.kwargs.items())),
+                self.num_warps, self.num_stages)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and self._identity() == other._identity()
+
+    def __hash__(self) -> int:
+        return hash(self._identity())
+
+    def __str__(self) -> str:
+        return ", ".join(f"{k}: {v}" for k, v in self.all_kwargs().items())
+
+    def __repr__(self) -> str:
+        return f"Config({self})"
+
+
+# ---------------------------------------------------------------- protecting in-place arguments
+
+
+def _zero(array: Any) -> None:
+    if hasattr(array, "zero_"):
+        array.zero_()
+    elif hasattr(array, "fill"):
+        array.fill(0)
+    else:
+        array[...] = 0
+
+
+def _snapshot(array: Any) -> Any:
+    if hasattr(array, "clone"):
+        return array.clone()
+    if hasattr(array, "get") and not hasattr(array, "__array_interface__"):
+        return array.get()  # pycuda / pyopencl: keep a host copy
+    return array.copy()
+
+
+def _restore(array: Any, saved: Any) -> None:
+    if hasattr(array, "copy_"):
+        array.copy_(saved)
+    elif hasattr(array, "set") and not hasattr(array, "__array_interface__"):
+        array.set(saved)
+    else:
+        array[...] = saved
+
+
+def _is_resource_error(error: Exception) -> bool:
+    text = f"{type(error).__name__}: {error}".lower()
+    return any(s in text for s in ("outofresources", "out of resources", "too many resources",
+                                   "shared memory", "registers"))
+
+
+# ---------------------------------------------------------------- the autotuner
+
+
+class Autotuner:
+    """A kernel launched with the fastest of ``configs`` for each tuning key."""
+
+    def __init__(self, fn: Any, configs: Sequence[Config], key: Sequence[str],
+                 prune_configs_by: dict[str, Any] | None = None,
+                 reset_to_zero: Sequence[str] | None = None, restore_value: Sequence[str] | None = None,
+                 pre_hook: Callable[..., Any] | None = None, post_hook: Callable[..., Any] | None = None,
+                 warmup: float = 25, rep: float = 100, cache_results: bool = False,
+                 do_bench: Callable[[Callable[[], Any]], float] | None = None) -> None:
+        self.fn = fn
+        self.jit_fn = unwrap(fn)
+        self.arg_names = self.jit_fn.arg_names
+        self.__name__ = self.jit_fn.__name__
+        self.configs = list(configs) or [Config({})]
+        self.keys = list(key)
+        prune = prune_configs_by or {}
+        self.perf_model = prune.get("perf_model")
+        self.top_k = prune.get("top_k", 1.0)
+        self.early_config_prune = prune.get("early_config_prune")
+        self.reset_to_zero = list(reset_to_zero or ())
+        self.restore_value = list(restore_value or ())
+        self.user_pre_hook = pre_hook
+        self.user_post_hook = post_hook
+        self.warmup_ms = warmup
+        self.rep_ms = rep
+        self.cache_results = cache_results
+        self.custom_do_bench = do_bench
+        self.cache: dict[tuple[Any, ...], Config] = {}
+        self.best_config: Config | None = None
+        self.configs_timings: dict[Config, float] | None = None
+        self.failures: dict[Config, str] = {}
+        self.bench_time_s = 0.0
+        unknown = [n for n in (*self.keys, *self.reset_to_zero, *self.restore_value)
+                   if n not in self.arg_names]
+        if unknown:
+            raise ValueError(f"autotune of {self.__name__}: {', '.join(unknown)} not among its "
+                             f"parameters ({', '.join(self.arg_names)})")
+
+    # -- keys and pruning ----------------------------------------------------
+    def tuning_key(self, named: dict[str, Any], kwargs: dict[str, Any]) -> tuple[Any, ...]:
+        values = [_hashable(named[k]) for k in self.keys if k in named]
+        dtypes = [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+        return (*values, *dtypes, _backend_name(kwargs.get("backend")))
+
+    def prune_configs(self, named: dict[str, Any], kwargs: dict[str, Any]) -> list[Config]:
+        pruned = list(self.configs)
+        if self.early_config_prune:
+            pruned = list(self.early_config_prune(pruned, named, **kwargs))
+        if self.perf_model:
+            top_k = self.top_k
+            if isinstance(top_k, float) and top_k <= 1.0:
+                top_k = max(1, int(len(pruned) * top_k))
+            if not isinstance(top_k, int):
+                raise TypeError(f"prune_configs_by['top_k'] must be an int or a float <= 1, got {top_k!r}")
+            if len(pruned) > top_k:
+                estimate = {c: self.perf_model(**named, **kwargs, **c.all_kwargs()) for c in pruned}
+                pruned = sorted(pruned, key=lambda c: estimate[c])[:top_k]
+        if not pruned:
+            raise AutotuneError(f"autotune of {self.__name__}: pruning left no configuration")
+        return pruned
+
+    # -- timing ----------------------------------------------------------------
+    def _bench_one(self, config: Config, args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid,
+                   named: dict[str, Any], saved: dict[str, Any]) -> float | str:
+        """The config's time in ms, or the reason it cannot run."""
+        current = {**kwargs, **config.all_kwargs()}
+        try:
+            self.fn.warmup(*args, **current)
+        except Exception as e:  # any compile failure only rules this config out
+            return f"{type(e).__name__}: {e}"
+        full_nargs = {**named, **current}
+
+        def kernel_call() -> None:
+            if config.pre_hook:
+                config.pre_hook(full_nargs)
+            for name in self.reset_to_zero:
+                _zero(named[name])
+            if self.user_pre_hook:
+                self.user_pre_hook(full_nargs)
+            try:
+                self.fn.run(*args, grid=grid, **current)
+            finally:
+                for name, value in saved.items():
+                    _restore(named[name], value)
+                if self.user_post_hook:
+                    self.user_post_hook(full_nargs, exception=None)
+
+        try:
+            if self.custom_do_bench is not None:
+                return float(self.custom_do_bench(kernel_call))
+            from ..testing import do_bench
+            return float(do_bench(kernel_call, warmup=self.warmup_ms, rep=self.rep_ms))
+        except KernelRuntimeError:
+            raise
+        except Exception as e:
+            if _is_resource_error(e):
+                return f"{type(e).__name__}: {e}"
+            raise
+
+    def _tune(self, configs: list[Config], args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid,
+              named: dict[str, Any]) -> Config:
+        saved = {name: _snapshot(named[name]) for name in self.restore_value}
+        timings: dict[Config, float] = {}
+        failures: dict[Config, str] = {}
+        start = time.perf_counter()
+        progress = _Progress(self.__name__, len(configs))
+        for i, config in enumerate(configs):
+            progress.update(i, config)
+            result = self._bench_one(config, args, kwargs, grid, named, saved)
+            if isinstance(result, str):
+                failures[config] = result
+            else:
+                timings[config] = result
+        self.bench_time_s = time.perf_counter() - start
+        self.configs_timings, self.failures = timings, failures
+        if not timings:
+            reasons = "\n".join(f"  {c}: {why}" for c, why in failures.items())
+            raise AutotuneError(f"autotune of {self.__name__}: every configuration failed:\n{reasons}")
+        best = min(timings, key=lambda c: timings[c])
+        progress.done(best, timings[best], self.bench_time_s)
+        return best
+
+    # -- launch ----------------------------------------------------------------
+    def run(self, *args: Any, grid: Grid, **kwargs: Any) -> CompiledKernel:
+        named = named_arguments(self.jit_fn, args, kwargs)
+        conflicts = sorted(set(kwargs) & {k for c in self.configs for k in c.all_kwargs()})
+        if conflicts:
+            raise ValueError(f"{self.__name__}: {', '.join(conflicts)} given at launch and also set "
+                             "by the autotuning configs; remove one of them")
+        tuned_now = False
+        if len(self.configs) > 1:
+            key = self.tuning_key(named, kwargs)
+            if key not in self.cache:
+                found = self._load_result(key) if self.cache_results else None
+                if found is None:
+                    found = self._tune(self.prune_configs(named, kwargs), args, kwargs, grid, named)
+                    tuned_now = True
+                    if self.cache_results:
+                        self._save_result(key, found)
+                self.cache[key] = found
+                if env.print_autotuning():
+                    how = f"after {self.bench_time_s:.2f}s" if tuned_now else "(from the disk cache)"
+                    print(f"tiles autotuning for {self.__name__} finished {how}; "
+                          f"best config: {found}")
+            config = self.cache[key]
+        else:
+            config = self.configs[0]
+        self.best_config = config
+        current = {**kwargs, **config.all_kwargs()}
+        if tuned_now:
+            for name in self.reset_to_zero:
+                _zero(named[name])
+        if config.pre_hook:
+            config.pre_hook({**named, **current})
+        return self.fn.run(*args, grid=grid, **current)
+
+    def warmup(self, *args: Any, **kwargs: Any) -> list[CompiledKernel]:
+        """Compile every (pruned) configuration for these arguments without launching."""
+        named = named_arguments(self.jit_fn, args, kwargs)
+        return [self.fn.warmup(*args, **kwargs, **c.all_kwargs())
+                for c in self.prune_configs(named, kwargs)]
+
+    def __getitem__(self, grid: Grid) -> Callable[..., CompiledKernel]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+    # -- results on disk -------------------------------------------------------
+    def _result_path(self, key: tuple[Any, ...]) -> Any:
+        from .cache import entry_path, source_fingerprint
+        parts = [source_fingerprint(self.jit_fn), repr(key), [str(c) for c in self.configs]]
+        return entry_path(hashlib.sha256(json.dumps(parts).encode()).hexdigest(), "autotune")
+
+    def _load_result(self, key: tuple[Any, ...]) -> Config | None:
+        from .cache import read_json
+        entry = read_json(self._result_path(key))
+        if not isinstance(entry, dict):
+            return None
+        by_text = {str(c): c for c in self.configs}
+        best = by_text.get(entry.get("best", ""))
+        if best is not None:
+            timings = entry.get("timings", {})
+            self.configs_timings = {by_text[t]: float(ms) for t, ms in timings.items() if t in by_text}
+        return best
+
+    def _save_result(self, key: tuple[Any, ...], best: Config) -> None:
+        from .cache import write_json
+        timings = {str(c): ms for c, ms in (self.configs_timings or {}).items()}
+        write_json(self._result_path(key), {"kernel": self.__name__, "best": str(best), "timings": timings})
+
+
+class _Progress:
+    """A one-line progress report on stderr while many configurations are timed."""
+
+    def __init__(self, name: str, total: int) -> None:
+        self.name, self.total = name, total
+        self.enabled = total >= PROGRESS_MIN_CONFIGS
+        self.live = self.enabled and sys.stderr.isatty()
+
+    def update(self, index: int, config: Config) -> None:
+        if self.live:
+            sys.stderr.write(f"\rtiles: autotuning {self.name} [{index + 1}/{self.total}] {config}\x1b[K")
+            sys.stderr.flush()
+
+    def done(self, best: Config, ms: float, seconds: float) -> None:
+        if self.enabled:
+            sys.stderr.write(f"{chr(13) if self.live else ''}tiles: autotuned {self.name} over "
+                             f"{self.total} configs in {seconds:.1f}s; best {best} ({ms:.4g} ms)\n")
+
+
+def _hashable(value: Any) -> Any:
+    try:
+        hash(value)
+        return value
+    except TypeError:
+        return repr(value)
+
+
+def _backend_name(backend: Any) -> str:
+    if backend is not None:
+        return str(getattr(backend, "name", backend))
+    from ..backends import registry
+    try:
+        return registry.default().name
+    except TilesError:
+        return ""
+
+
+def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: dict[str, Any] | None = None,
+             reset_to_zero: Sequence[str] | None = None, restore_value: Sequence[str] | None = None,
+             pre_hook: Callable[..., Any] | None = None, post_hook: Callable[..., Any] | None = None,
+             warmup: float = 25, rep: float = 100, cache_results: bool = False,
+             do_bench: Callable[[Callable[[], Any]], float] | None = None) -> Callable[[Any], Autotuner]:
+    """Decorator: time ``configs`` on first launch per tuning key and launch the fastest.
+
+    ``prune_configs_by``: ``{"early_config_prune": f(configs, named_args, **kwargs),
+    "perf_model": f(**named_args, **kwargs, **config) -> estimate, "top_k": int | fraction}``.
+    ``reset_to_zero``: arguments zeroed before every trial (and before the real launch);
+    ``restore_value``: arguments copied before tuning and restored after every trial.
+    ``cache_results``: keep the choice in a JSON under ``TILES_CACHE_DIR/autotune``.
+    """
+    return lambda fn: Autotuner(fn, configs, key, prune_configs_by, reset_to_zero, restore_value,
+                                pre_hook, post_hook, warmup, rep, cache_results, do_bench)

@@ -1,0 +1,71 @@
+"""``@tiles.heuristics``: meta-parameters computed from the launch arguments.
+
+Stacks like Triton's: ``@autotune`` outermost, then ``@heuristics``, then ``@jit``.
+Each rule receives a dict of the named arguments (defaults included, plus the
+values earlier rules produced) and its result is passed as a constexpr keyword.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ..backends.base import CompiledKernel
+from .jit import Grid, JITFunction
+
+Rule = Callable[[dict[str, Any]], Any]
+
+
+def unwrap(fn: Any) -> JITFunction:
+    """The ``@jit`` function under any stack of ``@autotune``/``@heuristics`` wrappers."""
+    inner = fn
+    while not isinstance(inner, JITFunction):
+        if not hasattr(inner, "fn"):
+            raise TypeError(f"{fn!r} is not a @tiles.jit function (or one wrapped by "
+                            "@tiles.autotune / @tiles.heuristics)")
+        inner = inner.fn
+    return inner
+
+
+def named_arguments(jit_fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+    """Launch arguments by parameter name, defaults filled in; extra keywords kept as given."""
+    params = {k: v for k, v in kwargs.items() if k in jit_fn.arg_names}
+    try:
+        bound = jit_fn.signature.bind_partial(*args, **params)
+    except TypeError:
+        return {**dict(zip(jit_fn.arg_names, args)), **kwargs}
+    bound.apply_defaults()
+    return {**kwargs, **bound.arguments}
+
+
+class Heuristics:
+    """A kernel whose listed meta-parameters are computed by ``values[name](args)``."""
+
+    def __init__(self, fn: Any, values: dict[str, Rule]) -> None:
+        self.fn = fn
+        self.values = dict(values)
+        self.jit_fn = unwrap(fn)
+        self.arg_names = self.jit_fn.arg_names
+        self.__name__ = self.jit_fn.__name__
+
+    def _with_heuristics(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
+        kwargs = dict(kwargs)
+        for name, rule in self.values.items():
+            kwargs[name] = rule(named_arguments(self.jit_fn, args, kwargs))
+        return kwargs
+
+    def run(self, *args: Any, grid: Grid, **kwargs: Any) -> CompiledKernel:
+        return self.fn.run(*args, grid=grid, **self._with_heuristics(args, kwargs))
+
+    def warmup(self, *args: Any, **kwargs: Any) -> CompiledKernel:
+        return self.fn.warmup(*args, **self._with_heuristics(args, kwargs))
+
+    def __getitem__(self, grid: Grid) -> Callable[..., CompiledKernel]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
+
+
+def heuristics(values: dict[str, Rule]) -> Callable[[Any], Heuristics]:
+    """Decorator: ``@tiles.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})``."""
+    if not isinstance(values, dict) or not all(callable(v) for v in values.values()):
+        raise TypeError("tiles.heuristics takes a dict of meta-parameter name -> function(args)")
+    return lambda fn: Heuristics(fn, values)
