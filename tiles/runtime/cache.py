@@ -27,6 +27,7 @@ import hashlib
 import inspect
 import json
 import os
+import re
 import tempfile
 import types
 from collections.abc import Iterator, Sequence
@@ -204,7 +205,11 @@ def _decode_asm(encoded: dict[str, dict[str, str]]) -> dict[str, str | bytes]:
 
 
 def _ir_hash(kernel: Kernel) -> str:
-    return hashlib.sha256(format_kernel(kernel).encode()).hexdigest()
+    """A hash of the IR text with value ids renumbered (ids are global, so they differ per trace)."""
+    numbering: dict[str, str] = {}
+    text = re.sub(r"%\d+\b", lambda m: numbering.setdefault(m.group(), f"%v{len(numbering)}"),
+                  format_kernel(kernel))
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def is_cacheable(backend: Backend) -> bool:
