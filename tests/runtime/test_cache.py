@@ -9,7 +9,7 @@ import textwrap
 
 import numpy as np
 import pytest
-import rt_kernels as K
+import rt_kernels as kernels
 
 from tiles.backends.base import Options
 from tiles.runtime import cache
@@ -19,14 +19,14 @@ SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 
 @pytest.fixture
 def backend():
-    K.CachingBackend.compiles = K.CachingBackend.loads = 0
-    K.add_kernel.cache.clear()
-    return K.CachingBackend()
+    kernels.CachingBackend.compiles = kernels.CachingBackend.loads = 0
+    kernels.add_kernel.cache.clear()
+    return kernels.CachingBackend()
 
 
 def compile_add(backend, block=64):
-    K.add_kernel.cache.clear()  # forget the in-memory cache: only the disk can serve
-    return K.add_kernel.compile(SIGNATURE, {"BLOCK": block}, backend=backend)
+    kernels.add_kernel.cache.clear()  # forget the in-memory cache: only the disk can serve
+    return kernels.add_kernel.compile(SIGNATURE, {"BLOCK": block}, backend=backend)
 
 
 def only_entry(cache_dir):
@@ -48,9 +48,9 @@ def test_second_compile_is_served_from_disk(backend, private_cache_dir):
 def test_cached_kernel_launches_correctly(backend):
     x, y = np.arange(100, dtype=np.float32), np.ones(100, np.float32)
     for _ in range(2):
-        K.add_kernel.cache.clear()
+        kernels.add_kernel.cache.clear()
         out = np.zeros_like(x)
-        K.add_kernel[(2,)](x, y, out, 100, BLOCK=64, backend=backend)
+        kernels.add_kernel[(2,)](x, y, out, 100, BLOCK=64, backend=backend)
         np.testing.assert_array_equal(out, 2 * x + 1)
     assert (backend.compiles, backend.loads) == (1, 1)
 
@@ -58,13 +58,13 @@ def test_cached_kernel_launches_correctly(backend):
 def test_key_covers_constexprs_options_and_backend(backend):
     compile_add(backend, 64)
     compile_add(backend, 128)
-    K.add_kernel.cache.clear()
-    K.add_kernel.compile(SIGNATURE, {"BLOCK": 64}, backend=backend, num_warps=8)
+    kernels.add_kernel.cache.clear()
+    kernels.add_kernel.compile(SIGNATURE, {"BLOCK": 64}, backend=backend, num_warps=8)
     assert (backend.compiles, backend.loads) == (3, 0)
-    specs = K.add_kernel.specs_from_signature(SIGNATURE, {"BLOCK": 64})
-    key = cache.compile_key(K.add_kernel, specs, backend, Options())
-    assert key == cache.compile_key(K.add_kernel, specs, backend, Options())
-    assert key != cache.compile_key(K.add_kernel, specs, backend, Options(debug=True))
+    specs = kernels.add_kernel.specs_from_signature(SIGNATURE, {"BLOCK": 64})
+    key = cache.compile_key(kernels.add_kernel, specs, backend, Options())
+    assert key == cache.compile_key(kernels.add_kernel, specs, backend, Options())
+    assert key != cache.compile_key(kernels.add_kernel, specs, backend, Options(debug=True))
 
 
 def test_always_compile_bypasses_the_cache(backend, monkeypatch):
@@ -75,14 +75,14 @@ def test_always_compile_bypasses_the_cache(backend, monkeypatch):
 
 
 def test_uncacheable_backend_writes_nothing(private_cache_dir):
-    K.add_kernel.cache.clear()
-    K.add_kernel.compile(SIGNATURE, {"BLOCK": 64}, backend="interpreter")
+    kernels.add_kernel.cache.clear()
+    kernels.add_kernel.compile(SIGNATURE, {"BLOCK": 64}, backend="interpreter")
     assert not (private_cache_dir / "kernels").exists()
 
 
 def test_called_jit_functions_are_found():
-    assert K.double in cache.called_jit_functions(K.add_kernel.fn)
-    assert cache.called_jit_functions(K.double.fn) == []
+    assert kernels.double in cache.called_jit_functions(kernels.add_kernel.fn)
+    assert cache.called_jit_functions(kernels.double.fn) == []
 
 
 def test_fingerprint_follows_the_source_of_called_helpers(tmp_path, monkeypatch):
@@ -183,8 +183,8 @@ def test_concurrent_writers_leave_readers_a_whole_entry(tmp_path):
 def _compile_in_child(cache_dir: str) -> None:
     import os
     os.environ["TILES_CACHE_DIR"] = cache_dir
-    K.add_kernel.cache.clear()
-    K.add_kernel.compile(SIGNATURE, {"BLOCK": 32}, backend=K.CachingBackend())
+    kernels.add_kernel.cache.clear()
+    kernels.add_kernel.compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
 
 
 def test_processes_compiling_the_same_kernel_share_one_valid_entry(private_cache_dir):
@@ -197,7 +197,7 @@ def test_processes_compiling_the_same_kernel_share_one_valid_entry(private_cache
         assert p.exitcode == 0
     entry = only_entry(private_cache_dir)
     assert cache.read_entry(entry) is not None
-    K.CachingBackend.compiles = K.CachingBackend.loads = 0
-    K.add_kernel.cache.clear()
-    K.add_kernel.compile(SIGNATURE, {"BLOCK": 32}, backend=K.CachingBackend())
-    assert (K.CachingBackend.compiles, K.CachingBackend.loads) == (0, 1)
+    kernels.CachingBackend.compiles = kernels.CachingBackend.loads = 0
+    kernels.add_kernel.cache.clear()
+    kernels.add_kernel.compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
+    assert (kernels.CachingBackend.compiles, kernels.CachingBackend.loads) == (0, 1)
