@@ -11,6 +11,7 @@
 | ``TILES_ALWAYS_COMPILE=1`` | ignore the on-disk cache |
 | ``TILES_PRINT_AUTOTUNING=1`` | print the configuration the autotuner picks |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
+| ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
 """
 
 from __future__ import annotations
@@ -59,3 +60,7 @@ def print_autotuning() -> bool:
 
 def interpreter_checks() -> set[str]:
     return {s.strip() for s in os.environ.get("TILES_INTERPRET_CHECKS", "").split(",") if s.strip()}
+
+
+def rocm_arch() -> str:
+    return os.environ.get("TILES_ROCM_ARCH", "").strip() or "gfx942"

@@ -1,0 +1,110 @@
+"""The ROCm backend: tile IR -> LLVM IR (shared emitter) -> AMDGPU ISA -> HSACO -> HIP.
+
+Compiling needs only llvmlite and an ``ld.lld``; launching needs hip-python and a ROCm
+device.  Stages: ``ir`` (tile IR text), ``llir``, ``amdgcn`` (ISA text), ``hsaco`` (bytes).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ... import config
+from ...core.errors import CompilationError, LaunchError, UnsupportedError
+from ...core.ir import Kernel
+from ...core.printer import format_kernel
+from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+from . import runtime, toolchain
+from .codeobject import CodeObject, KernelInfo, read_code_object
+from .kernargs import pack_arguments
+from .target import arch_info, backend_target, llvm_target
+
+__all__ = ["ROCmBackend"]
+
+# Code object version to write into LLVM IR when no linker is found to ask (LLVM's default).
+VERSION_WITHOUT_LINKER = 5
+EMITTER_MODULE = "tiles.backends.llvm.emit"
+
+
+def lower_to_llvm_ir(kernel: Kernel, arch: str, options: Options) -> str:
+    """The shared LLVM emitter's output for ``kernel`` on ``arch``."""
+    try:
+        from ..llvm.emit import lower_kernel  # type: ignore[import-not-found,unused-ignore]
+    except ModuleNotFoundError as e:
+        if e.name != EMITTER_MODULE:
+            raise
+        raise UnsupportedError("the shared LLVM emitter is not available yet", kernel.loc) from None
+    linker = toolchain.find_linker()
+    version = toolchain.code_object_version(linker, arch) if linker else VERSION_WITHOUT_LINKER
+    block = options.num_warps * arch_info(arch).wavefront_size
+    try:
+        target = llvm_target(arch, version, max_workgroup_size=block)
+    except ValueError as e:
+        raise UnsupportedError(f"num_warps={options.num_warps}: {e}", kernel.loc) from None
+    return lower_kernel(kernel, target, options)
+
+
+def kernel_in(code: CodeObject, name: str) -> KernelInfo:
+    """The kernel called ``name``, or the code object's only kernel."""
+    if len(code.kernels) == 1:
+        return code.kernels[0]
+    return code.kernel(name)
+
+
+class ROCmBackend(Backend):
+    name = "rocm"
+
+    def available(self) -> tuple[bool, str]:
+        return runtime.available()
+
+    def arch(self) -> str:
+        """The device's architecture when there is one, else ``TILES_ROCM_ARCH``."""
+        ok, _ = runtime.available()
+        return runtime.device_arch() if ok else config.rocm_arch()
+
+    def target(self) -> Target:
+        return backend_target(self.arch())
+
+    def stages(self, options: Options) -> dict[str, Stage]:
+        arch = self.arch()
+
+        def ir(kernel: Kernel, compiled: CompiledKernel) -> str:
+            return format_kernel(kernel)
+
+        def llir(_: str, compiled: CompiledKernel) -> str:
+            return lower_to_llvm_ir(compiled.ir, arch, options)
+
+        def amdgcn(llir_text: str, compiled: CompiledKernel) -> str:
+            code = toolchain.emit_machine_code(toolchain.optimize(llir_text, arch), arch)
+            compiled.metadata["amdgpu_object"] = code.object
+            return code.assembly
+
+        def hsaco(_: str, compiled: CompiledKernel) -> bytes:
+            try:
+                image = toolchain.link(compiled.metadata.pop("amdgpu_object"))
+            except toolchain.ToolchainError as e:
+                raise CompilationError(str(e), compiled.ir.loc) from None
+            code = read_code_object(image)
+            info = kernel_in(code, compiled.name)
+            compiled.metadata.update(arch=arch, kernel_name=info.name, warp_size=info.wavefront_size,
+                                     code_object_version=code.code_object_version, **info.resources())
+            return image
+
+        return {"ir": ir, "llir": llir, "amdgcn": amdgcn, "hsaco": hsaco}
+
+    def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
+               args: Sequence[LaunchArg]) -> None:
+        image: bytes = compiled.asm["hsaco"]
+        info = kernel_in(read_code_object(image), compiled.name)
+        if not isinstance(compiled.handle, runtime.LoadedKernel):
+            compiled.handle = runtime.LoadedKernel(image, info.name)
+        block = compiled.options.num_warps * info.wavefront_size
+        if block > info.max_flat_workgroup_size:
+            raise LaunchError(f"{compiled.name}: {block} work-items per program, but the code object "
+                              f"allows at most {info.max_flat_workgroup_size}")
+        dtypes = [p.value.type.dtype for p in compiled.ir.params]
+        staging = runtime.ArgumentStaging()
+        try:
+            kernargs = pack_arguments(info, args, dtypes, grid, staging.device_address)
+            compiled.handle.launch(grid, block, kernargs)
+        finally:
+            staging.finish()
