@@ -1,0 +1,55 @@
+"""A conformance case: one kernel launch whose outputs are compared across backends."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from tiles.runtime.jit import JITFunction
+
+from .compare import Rule
+
+ArgsMaker = Callable[[np.random.Generator], list[Any]]
+# (launch args) -> {output index: per-element absolute error bound}
+BoundsMaker = Callable[[list[Any]], dict[int, np.ndarray]]
+# (launch args before, reference args after, backend args after) -> None or what is wrong
+Checker = Callable[[list[Any], list[Any], list[Any]], "str | None"]
+
+
+@dataclass
+class Case:
+    """``outputs`` maps the position of each array argument the kernel writes to its rule."""
+
+    family: str
+    name: str
+    kernel: JITFunction | None
+    make_args: ArgsMaker
+    grid: tuple[int, ...]
+    outputs: dict[int, Rule]
+    constexprs: dict[str, Any] = field(default_factory=dict)
+    bounds: BoundsMaker | None = None
+    check: Checker | None = None
+    seed: int = 0
+    import_line: str = ""  # how a standalone script gets ``kernel``
+    # a self-checking program run on the backend instead of a launch compared with the reference
+    self_check: Callable[[Any], None] | None = None
+
+    @property
+    def id(self) -> str:
+        return f"{self.family}/{self.name}"
+
+    def args(self) -> list[Any]:
+        return self.make_args(np.random.default_rng(self.seed))
+
+
+def kernel_import(kernel: JITFunction) -> str:
+    module = kernel.fn.__module__
+    return f"from {module} import {kernel.fn.__name__} as kernel"
+
+
+def case(family: str, name: str, kernel: JITFunction, make_args: ArgsMaker, grid: tuple[int, ...],
+         outputs: dict[int, Rule], **extra: Any) -> Case:
+    return Case(family, name, kernel, make_args, grid, outputs, import_line=kernel_import(kernel),
+                **extra)

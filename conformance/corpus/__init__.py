@@ -1,0 +1,28 @@
+"""The curated corpus: one module per op family, each with ``cases(profile) -> list[Case]``."""
+
+from __future__ import annotations
+
+from ..case import Case
+from ..profiles import Profile
+from . import (
+    atomics,
+    casts,
+    control,
+    dot,
+    elementwise,
+    integer,
+    math_fns,
+    memory,
+    random_,
+    reductions,
+    shapes,
+)
+
+MODULES = (elementwise, integer, casts, math_fns, reductions, shapes, memory, atomics, dot, control, random_)
+
+
+def all_cases(profile: Profile) -> list[Case]:
+    out: list[Case] = []
+    for module in MODULES:
+        out.extend(module.cases(profile))
+    return out

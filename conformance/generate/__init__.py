@@ -1,0 +1,1 @@
+"""Generated programs: Hypothesis builds random well-typed kernels as Python source."""

@@ -1,0 +1,75 @@
+"""The per-family summary: a terminal table and a JSON document."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+from .runner import BROKEN, FAILED, PASSED, UNSUPPORTED, Outcome
+
+STATUSES = (PASSED, FAILED, UNSUPPORTED, BROKEN)
+
+
+@dataclass
+class Report:
+    backend: str
+    profile: str
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def add(self, outcome: Outcome) -> None:
+        self.outcomes.append(outcome)
+
+    def counts(self) -> dict[str, Counter[str]]:
+        table: dict[str, Counter[str]] = {}
+        for o in self.outcomes:
+            table.setdefault(o.family, Counter())[o.status] += 1
+        return dict(sorted(table.items()))
+
+    def count(self, status: str, family: str | None = None) -> int:
+        return sum(1 for o in self.outcomes if o.status == status and family in (None, o.family))
+
+    @property
+    def ok(self) -> bool:
+        return self.count(FAILED) == 0 and self.count(BROKEN) == 0
+
+    def to_json(self) -> dict:
+        return {
+            "backend": self.backend,
+            "profile": self.profile,
+            "families": {fam: {s: c[s] for s in STATUSES} for fam, c in self.counts().items()},
+            "totals": {s: self.count(s) for s in STATUSES},
+            "cases": [{"id": o.id, "family": o.family, "status": o.status, "message": o.message,
+                       "reproducer": o.reproducer} for o in self.outcomes],
+        }
+
+    def write_json(self, path: str) -> None:
+        with open(path, "w") as f:
+            json.dump(self.to_json(), f, indent=2)
+
+    def table(self) -> str:
+        rows = [(fam, *(str(c[s]) for s in STATUSES)) for fam, c in self.counts().items()]
+        rows.append(("total", *(str(self.count(s)) for s in STATUSES)))
+        header = ("family", *STATUSES)
+        widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
+
+        def line(cells: tuple[str, ...]) -> str:
+            return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
+                             for i, (c, w) in enumerate(zip(cells, widths)))
+
+        out = [f"conformance: backend {self.backend}, profile {self.profile}", line(header),
+               line(tuple("-" * w for w in widths))]
+        out += [line(r) for r in rows[:-1]] + [line(tuple("-" * w for w in widths)), line(rows[-1])]
+        return "\n".join(out)
+
+    def details(self, statuses: tuple[str, ...] = (FAILED, BROKEN, UNSUPPORTED)) -> str:
+        lines = []
+        for o in self.outcomes:
+            if o.status in statuses:
+                first = o.message.splitlines()[0] if o.message else ""
+                lines.append(f"{o.status.upper():11} {o.id}: {first}")
+                if o.status != UNSUPPORTED:
+                    lines += ["    " + m for m in o.message.splitlines()[1:12]]
+                if o.reproducer:
+                    lines.append(f"    reproducer: {o.reproducer}")
+        return "\n".join(lines)

@@ -1,0 +1,123 @@
+"""Running one case on the reference interpreter and on the backend under test."""
+
+from __future__ import annotations
+
+import copy
+import traceback
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from tiles.backends.base import Backend
+from tiles.core.errors import UnsupportedError
+from tiles.runtime.jit import JITFunction
+
+from .case import Case
+from .compare import compare
+
+PASSED, FAILED, UNSUPPORTED, BROKEN = "passed", "failed", "unsupported", "broken"
+
+
+@dataclass
+class Outcome:
+    """``broken``: the reference itself failed, so the case says nothing about the backend."""
+
+    family: str
+    name: str
+    status: str
+    message: str = ""
+    reproducer: str = ""
+
+    @property
+    def id(self) -> str:
+        return f"{self.family}/{self.name}"
+
+
+def copy_args(args: list[Any]) -> list[Any]:
+    return [a.copy() if isinstance(a, np.ndarray) else copy.copy(a) for a in args]
+
+
+def unsupported_reasons(kernel: JITFunction, args: list[Any], constexprs: dict[str, Any],
+                        backend: Backend) -> list[str]:
+    """What ``backend`` declares it cannot run in this kernel (Target.unsupported_ops / dtypes)."""
+    bound = kernel.signature.bind(*args, **constexprs)
+    bound.apply_defaults()
+    ir = kernel.trace(kernel.specialize(dict(bound.arguments)))
+    return backend.unsupported(ir)
+
+
+def launch(kernel: JITFunction, grid: tuple[int, ...], args: list[Any], constexprs: dict[str, Any],
+           backend: Backend) -> None:
+    kernel[grid](*args, **constexprs, backend=backend)
+
+
+def execute(kernel: JITFunction, grid: tuple[int, ...], args: list[Any], constexprs: dict[str, Any],
+            backend: Backend, reference: Backend) -> tuple[str, str, list[Any], list[Any]]:
+    """Run on both; (status, message, reference args after, backend args after).
+
+    Status is ``passed`` when both ran (comparing is the caller's job)."""
+    try:
+        reasons = unsupported_reasons(kernel, args, constexprs, backend)
+    except Exception as e:
+        return BROKEN, f"tracing failed: {type(e).__name__}: {e}", [], []
+    if reasons:
+        return UNSUPPORTED, "; ".join(dict.fromkeys(reasons)), [], []
+    ref_args = copy_args(args)
+    try:
+        launch(kernel, grid, ref_args, constexprs, reference)
+    except Exception as e:
+        return BROKEN, f"the reference interpreter failed: {type(e).__name__}: {e}", [], []
+    got_args = copy_args(args)
+    try:
+        launch(kernel, grid, got_args, constexprs, backend)
+    except UnsupportedError as e:
+        return UNSUPPORTED, str(e), ref_args, []
+    except Exception as e:
+        tb = traceback.format_exception_only(type(e), e)
+        return FAILED, f"{backend.name} raised: {''.join(tb).strip()}", ref_args, []
+    return PASSED, "", ref_args, got_args
+
+
+def compare_outputs(case: Case, inputs: list[Any], ref_args: list[Any], got_args: list[Any]) -> str:
+    """Empty when every output matches its rule, else a description of each mismatch."""
+    problems = []
+    bounds = case.bounds(inputs) if case.bounds else {}
+    for index, rule in case.outputs.items():
+        name = case.kernel.arg_names[index]
+        mismatch = compare(np.asarray(ref_args[index]), np.asarray(got_args[index]), rule,
+                           bounds.get(index))
+        if mismatch is not None:
+            problems.append(f"output {name!r}: {mismatch}")
+    if case.check is not None:
+        why = case.check(inputs, ref_args, got_args)
+        if why:
+            problems.append(why)
+    return "\n".join(problems)
+
+
+def run_self_check(case: Case, backend: Backend) -> Outcome:
+    assert case.self_check is not None
+    try:
+        case.self_check(backend)
+    except UnsupportedError as e:
+        return Outcome(case.family, case.name, UNSUPPORTED, str(e))
+    except Exception as e:
+        tb = traceback.format_exception_only(type(e), e)
+        return Outcome(case.family, case.name, FAILED, f"{backend.name}: {''.join(tb).strip()}")
+    return Outcome(case.family, case.name, PASSED)
+
+
+def run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
+    if case.self_check is not None:
+        return run_self_check(case, backend)
+    inputs = case.args()
+    status, message, ref_args, got_args = execute(case.kernel, case.grid, inputs, case.constexprs,
+                                                  backend, reference)
+    if status == PASSED:
+        message = compare_outputs(case, inputs, ref_args, got_args)
+        status = FAILED if message else PASSED
+    outcome = Outcome(case.family, case.name, status, message)
+    if status == FAILED:
+        from .reproducer import write_case_reproducer
+        outcome.reproducer = write_case_reproducer(case, inputs, backend)
+    return outcome
