@@ -1,0 +1,18 @@
+"""The language tests run every kernel on the NumPy interpreter."""
+
+import numpy as np
+import pytest
+
+import tiles
+
+
+@pytest.fixture(autouse=True)
+def _interpreter_backend():
+    tiles.set_backend("interpreter")
+    yield
+    tiles.set_backend(None)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng()
