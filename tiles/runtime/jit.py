@@ -142,7 +142,7 @@ class JITFunction:
         be = _resolve_backend(backend)
         specs = self.specialize(bound)
         compiled = self.compile_for(specs, be, self._options(num_warps, num_stages))
-        g = grid(bound) if callable(grid) else grid
+        g = grid({**bound, "num_warps": num_warps, "num_stages": num_stages}) if callable(grid) else grid
         launch_grid = _normalize_grid(g, self.__name__)
         written = _written_params(compiled.ir)
         launch_args = [LaunchArg(s.name, bound[s.name], isinstance(s.type, PointerType),

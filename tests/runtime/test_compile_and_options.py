@@ -1,0 +1,96 @@
+"""kernel.compile / warmup from a signature, and the jit options debug and do_not_specialize."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import rt_kernels as kernels
+
+import tiles
+from tiles.core.ops import Op
+
+
+def ops_of(compiled):
+    return {instr.op for instr in compiled.ir.walk()}
+
+
+def test_compile_from_signature_without_arrays():
+    compiled = kernels.add_kernel.compile(
+        signature={"x_ptr": "*fp32:16", "y_ptr": "*fp16", "out_ptr": "*fp32", "n": "i64"},
+        constexprs={"BLOCK": 128}, backend="interpreter")
+    ir = compiled.asm["ir"]
+    assert "x_ptr: ptr<float32> (div 16)" in ir
+    assert "y_ptr: ptr<float16>," in ir
+    assert "n: int64" in ir
+    assert "<128x" in ir
+    assert compiled.options.num_warps == 4
+
+
+def test_compile_by_position_and_warmup_with_signature():
+    by_position = kernels.add_kernel.compile({0: "*fp32", 1: "*fp32", 2: "*fp32", 3: "i32"}, {4: 32},
+                                             backend="interpreter")
+    assert "<32x" in by_position.asm["ir"]
+    warm = kernels.add_kernel.warmup(signature={"x_ptr": "*i8", "y_ptr": "*i8", "out_ptr": "*i8",
+                                                "n": "i32"}, BLOCK=16, backend="interpreter")
+    assert "ptr<int8>" in warm.asm["ir"]
+
+
+@pytest.mark.parametrize("signature, constexprs, message", [
+    ({"x_ptr": "*fp33", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {"BLOCK": 8}, "cannot read type"),
+    ({"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32"}, {"BLOCK": 8}, "give a type for 'n'"),
+    ({"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}, {}, "'BLOCK' in constexprs"),
+    ({"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32", "m": "i32"}, {"BLOCK": 8},
+     "no parameter m"),
+])
+def test_signature_mistakes_are_explained(signature, constexprs, message):
+    with pytest.raises(tiles.LaunchError, match=message):
+        kernels.add_kernel.compile(signature, constexprs, backend="interpreter")
+
+
+def test_compiled_kernel_from_signature_is_reused_by_a_matching_launch():
+    kernels.add_kernel.cache.clear()
+    compiled = kernels.add_kernel.compile({"x_ptr": "*fp32:16", "y_ptr": "*fp32:16",
+                                           "out_ptr": "*fp32:16", "n": "i32"}, {"BLOCK": 64},
+                                          backend="interpreter")
+    x = np.arange(100, dtype=np.float32)
+    out = np.zeros_like(x)
+    launched = kernels.add_kernel[(2,)](x, x, out, 100, BLOCK=64, backend="interpreter")
+    assert launched is compiled
+    np.testing.assert_array_equal(out, 3 * x)
+
+
+def test_device_assert_is_dropped_without_debug():
+    x = np.array([1.0, -1.0], dtype=np.float32)
+    compiled = kernels.positive_kernel[(1,)](x, 2, BLOCK=2)
+    assert Op.DEVICE_ASSERT not in ops_of(compiled)
+    assert compiled.options.debug is False
+
+
+def test_debug_keeps_device_assert_and_it_fires():
+    x = np.array([1.0, -1.0], dtype=np.float32)
+    compiled = kernels.positive_kernel_debug.warmup(x, 2, BLOCK=2)
+    assert Op.DEVICE_ASSERT in ops_of(compiled) and compiled.options.debug
+    with pytest.raises(tiles.KernelRuntimeError, match="x must be positive"):
+        kernels.positive_kernel_debug[(1,)](x, 2, BLOCK=2)
+    kernels.positive_kernel_debug[(1,)](np.abs(x), 2, BLOCK=2)
+
+
+def test_tiles_debug_environment_turns_debug_on(monkeypatch):
+    monkeypatch.setenv("TILES_DEBUG", "1")
+    compiled = kernels.positive_kernel.warmup(np.ones(2, np.float32), 2, BLOCK=2)
+    assert Op.DEVICE_ASSERT in ops_of(compiled)
+
+
+def test_do_not_specialize_keeps_one_and_multiples_of_16_generic():
+    x = np.zeros(32, np.float32)
+    out = np.zeros_like(x)
+    specialized = {n: kernels.copy_specialized.warmup(x, out, n, BLOCK=32).asm["ir"] for n in (1, 16)}
+    generic = {n: kernels.copy_unspecialized.warmup(x, out, n, BLOCK=32).asm["ir"] for n in (1, 16)}
+    assert "n: int32" not in specialized[1]          # n == 1 became a constant
+    assert "n: int32 (div 16)" in specialized[16]
+    assert "n: int32" in generic[1] and "(div 16)" not in generic[16].split("n: int32")[1][:10]
+    assert len(kernels.copy_unspecialized.cache) == 1  # one compilation serves every n
+    kernels.copy_unspecialized[(1,)](np.arange(32, dtype=np.float32), out, 1, BLOCK=32)
+    assert out[0] == 0 and out[1] == 0
+    kernels.copy_unspecialized[(1,)](np.arange(32, dtype=np.float32), out, 5, BLOCK=32)
+    np.testing.assert_array_equal(out[:6], [0, 1, 2, 3, 4, 0])
