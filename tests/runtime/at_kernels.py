@@ -27,3 +27,6 @@ def make_tuned_scale():
         kernels.scale_kernel)
     return tiles.autotune([tiles.Config({"BLOCK": b}) for b in BLOCKS], key=["n"], warmup=1, rep=2)(
         with_heuristics)
+
+
+tuned_scale = make_tuned_scale()
