@@ -1,0 +1,220 @@
+"""Reductions, scans, sort, histogram and gather."""
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+
+
+@tiles.jit
+def reduce_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, KIND: tl.constexpr, AXIS: tl.constexpr,
+                  KEEP: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :])
+    if KIND == "sum":
+        r = tl.sum(x, axis=AXIS, keep_dims=KEEP)
+    elif KIND == "max":
+        r = tl.max(x, axis=AXIS, keep_dims=KEEP)
+    elif KIND == "min":
+        r = x.min(AXIS, keep_dims=KEEP)
+    elif KIND == "argmax":
+        r = tl.argmax(x, axis=AXIS, keep_dims=KEEP)
+    elif KIND == "argmin":
+        r = tl.argmin(x, axis=AXIS, keep_dims=KEEP)
+    else:
+        r = tl.xor_sum(x, axis=AXIS, keep_dims=KEEP)
+    if AXIS is None:
+        tl.store(out_ptr, tl.reshape(r, []) if KEEP else r)
+    elif AXIS == 0:
+        tl.store(out_ptr + tl.arange(0, C), tl.reshape(r, [C]))
+    else:
+        tl.store(out_ptr + tl.arange(0, R), tl.reshape(r, [R]))
+
+
+NUMPY_REDUCTIONS = {"sum": np.sum, "max": np.max, "min": np.min, "argmax": np.argmax,
+                    "argmin": np.argmin, "xor": np.bitwise_xor.reduce}
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "argmax", "argmin", "xor"])
+@pytest.mark.parametrize("axis", [0, 1, None])
+@pytest.mark.parametrize("keep", [False, True])
+def test_int_reductions(kind, axis, keep):
+    rng = np.random.default_rng()
+    x = rng.integers(-1000, 1000, (8, 16)).astype(np.int32)
+    x[2, 3] = x[2, 5] = x.max() + 1  # ties: the lowest index wins
+    if kind in ("argmax", "argmin") and axis is None:
+        pytest.skip("argmax/argmin take an axis")
+    n = {0: 16, 1: 8, None: 1}[axis]
+    out = np.empty(n, np.int32)
+    reduce_kernel[(1,)](x, out, R=8, C=16, KIND=kind, AXIS=axis, KEEP=keep)
+    want = NUMPY_REDUCTIONS[kind](x, axis=axis) if axis is not None else NUMPY_REDUCTIONS[kind](x.ravel())
+    np.testing.assert_array_equal(out, np.atleast_1d(want))
+
+
+@pytest.mark.parametrize("kind", ["sum", "max", "min", "argmax", "argmin"])
+def test_float_reductions_ignore_nan_in_max_min(kind):
+    rng = np.random.default_rng()
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    x[1, 4] = np.nan
+    x[3, :] = np.nan                      # a row of NaN only
+    x[5, 7] = np.inf
+    x[6, 2] = -np.inf
+    out = np.empty(8, np.float32 if kind in ("sum", "max", "min") else np.int32)
+    reduce_kernel[(1,)](x, out, R=8, C=16, KIND=kind, AXIS=1, KEEP=False)
+    with np.errstate(all="ignore"):
+        want = {"sum": lambda: x.astype(np.float64).sum(1), "max": lambda: np.nanmax(x, 1),
+                "min": lambda: np.nanmin(x, 1)}.get(kind)
+    if want is not None:
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            np.testing.assert_allclose(out, want(), rtol=1e-5, equal_nan=True)
+    else:
+        fn = np.nanargmax if kind == "argmax" else np.nanargmin
+        rows = [r for r in range(8) if r != 3]
+        np.testing.assert_array_equal(out[rows], fn(x[rows], axis=1))
+
+
+@tiles.jit
+def small_int_sum_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    s = tl.sum(x, axis=0)
+    tl.static_assert(s.dtype == tl.int32, "sums of int8 accumulate in int32")
+    tl.store(out_ptr, s)
+
+
+def test_sum_of_int8_accumulates_in_int32():
+    x = np.full(128, 100, dtype=np.int8)
+    x[:5] = -128
+    out = np.empty(1, np.int32)
+    small_int_sum_kernel[(1,)](x, out, N=128)
+    assert out[0] == int(x.astype(np.int64).sum())
+
+
+@tiles.jit
+def multiply(a, b):
+    return a * b
+
+
+@tiles.jit
+def pick_larger_with_index(va, ia, vb, ib):
+    take_b = (vb > va) | ((vb == va) & (ib < ia))
+    return tl.where(take_b, vb, va), tl.where(take_b, ib, ia)
+
+
+@tiles.jit
+def custom_reduce_kernel(x_ptr, prod_ptr, val_ptr, idx_ptr, R: tl.constexpr, C: tl.constexpr):
+    rows = tl.arange(0, R)
+    cols = tl.arange(0, C)
+    x = tl.load(x_ptr + rows[:, None] * C + cols[None, :])
+    tl.store(prod_ptr + rows, tl.reduce(x, 1, multiply))
+    idx = tl.broadcast_to(cols[None, :], (R, C))
+    v, i = tl.reduce((x, idx), 1, pick_larger_with_index)
+    tl.store(val_ptr + rows, v)
+    tl.store(idx_ptr + rows, i)
+
+
+def test_reduce_with_custom_combine_functions():
+    rng = np.random.default_rng()
+    x = rng.integers(-3, 4, (4, 8)).astype(np.int32)
+    prod, val, idx = np.empty(4, np.int32), np.empty(4, np.int32), np.empty(4, np.int32)
+    custom_reduce_kernel[(1,)](x, prod, val, idx, R=4, C=8)
+    np.testing.assert_array_equal(prod, np.prod(x, axis=1))
+    np.testing.assert_array_equal(val, x.max(1))
+    np.testing.assert_array_equal(idx, x.argmax(1))
+
+
+@tiles.jit
+def running_max(a, b):
+    return tl.maximum(a, b)
+
+
+@tiles.jit
+def scan_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, REVERSE: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    x = tl.load(x_ptr + offs)
+    n = R * C
+    tl.store(out_ptr + offs, tl.cumsum(x, axis=1, reverse=REVERSE))
+    tl.store(out_ptr + n + offs, tl.cumprod(x, axis=0, reverse=REVERSE))
+    tl.store(out_ptr + 2 * n + offs, tl.associative_scan(x, 1, running_max, reverse=REVERSE))
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_scans(reverse):
+    rng = np.random.default_rng()
+    x = rng.integers(-3, 4, (4, 8)).astype(np.int32)
+    out = np.empty(3 * 32, np.int32)
+    scan_kernel[(1,)](x, out, R=4, C=8, REVERSE=reverse)
+
+    def scan(fn, a, axis):
+        if reverse:
+            return np.flip(fn(np.flip(a, axis), axis=axis), axis)
+        return fn(a, axis=axis)
+    parts = out.reshape(3, 4, 8)
+    np.testing.assert_array_equal(parts[0], scan(np.cumsum, x, 1))
+    np.testing.assert_array_equal(parts[1], scan(np.cumprod, x, 0))
+    np.testing.assert_array_equal(parts[2], scan(np.maximum.accumulate, x, 1))
+
+
+@tiles.jit
+def int8_cumsum_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(out_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), 0))
+
+
+def test_cumsum_of_int8_accumulates_in_int32():
+    x = np.full(64, 120, np.int8)
+    out = np.empty(64, np.int32)
+    int8_cumsum_kernel[(1,)](x, out, N=64)
+    np.testing.assert_array_equal(out, np.cumsum(x.astype(np.int32)))
+
+
+@tiles.jit
+def sort_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, DESCENDING: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    tl.store(out_ptr + offs, tl.sort(tl.load(x_ptr + offs), descending=DESCENDING))
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int16, np.uint8])
+@pytest.mark.parametrize("descending", [False, True])
+def test_sort(dtype, descending):
+    rng = np.random.default_rng()
+    x = (rng.standard_normal((4, 32)) * 50).astype(dtype)
+    out = np.empty_like(x)
+    sort_kernel[(1,)](x, out, R=4, C=32, DESCENDING=descending)
+    want = np.sort(x, axis=1)
+    np.testing.assert_array_equal(out, np.flip(want, 1) if descending else want)
+
+
+@tiles.jit
+def histogram_kernel(x_ptr, out_ptr, n, N: tl.constexpr, BINS: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(x, BINS, mask=offs < n))
+
+
+def test_histogram_with_mask():
+    rng = np.random.default_rng()
+    x = rng.integers(0, 16, 128).astype(np.int32)
+    out = np.empty(16, np.int32)
+    histogram_kernel[(1,)](x, out, 100, N=128, BINS=16)
+    np.testing.assert_array_equal(out, np.bincount(x[:100], minlength=16))
+
+
+@tiles.jit
+def gather_kernel(src_ptr, idx_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    src = tl.load(src_ptr + offs)
+    idx = tl.load(idx_ptr + offs)
+    tl.store(out_ptr + offs, tl.gather(src, idx, axis=1))
+    tl.store(out_ptr + R * C + offs, tl.gather(src, idx % R, axis=0))
+
+
+def test_gather():
+    rng = np.random.default_rng()
+    src = rng.standard_normal((4, 8)).astype(np.float32)
+    idx = rng.integers(0, 8, (4, 8)).astype(np.int32)
+    out = np.empty(64, np.float32)
+    gather_kernel[(1,)](src, idx, out, R=4, C=8)
+    np.testing.assert_array_equal(out[:32].reshape(4, 8), np.take_along_axis(src, idx, 1))
+    np.testing.assert_array_equal(out[32:].reshape(4, 8), np.take_along_axis(src, idx % 4, 0))
