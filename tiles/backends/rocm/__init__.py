@@ -7,6 +7,7 @@ device.  Stages: ``ir`` (tile IR text), ``llir``, ``amdgcn`` (ISA text), ``hsaco
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ... import config
 from ...core.errors import CompilationError, LaunchError, UnsupportedError
@@ -14,7 +15,7 @@ from ...core.ir import Kernel
 from ...core.printer import format_kernel
 from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
 from . import runtime, toolchain
-from .codeobject import CodeObject, KernelInfo, read_code_object
+from .codeobject import CodeObject, CodeObjectError, KernelInfo, read_code_object
 from .kernargs import pack_arguments
 from .target import arch_info, backend_target, llvm_target
 
@@ -90,6 +91,20 @@ class ROCmBackend(Backend):
             return image
 
         return {"ir": ir, "llir": llir, "amdgcn": amdgcn, "hsaco": hsaco}
+
+    def toolchain_version(self) -> str:
+        return toolchain.toolchain_version()
+
+    def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Kernel,
+                    options: Options) -> CompiledKernel | None:
+        image = asm.get("hsaco")
+        if not isinstance(image, bytes):
+            return None
+        try:
+            read_code_object(image)
+        except CodeObjectError:
+            return None
+        return CompiledKernel(kernel.name, kernel, options, dict(asm), dict(metadata), image)
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg]) -> None:
