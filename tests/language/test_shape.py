@@ -21,7 +21,8 @@ def shape_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
     column = tl.expand_dims(tl.sum(x, axis=1), 1)                                 # [R, 1]
     tl.store(out_ptr + 5 * n + rows[:, None] * C + cols[None, :], tl.broadcast_to(column, (R, C)))
     first_row = tl.load(x_ptr + cols)
-    tl.store(out_ptr + 6 * n + rows[:, None] * C + cols[None, :], first_row[None, :] + tl.zeros([R, C], x.dtype))
+    spread = first_row[None, :] + tl.zeros([R, C], x.dtype)
+    tl.store(out_ptr + 6 * n + rows[:, None] * C + cols[None, :], spread)
 
 
 def test_reshape_transpose_broadcast():

@@ -1,0 +1,104 @@
+"""tl.dot: 2D and batched 3D, fp16 -> fp32, int8 -> int32, accumulators, tf32 vs ieee."""
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+
+
+@tiles.jit
+def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+               PRECISION: tl.constexpr, OUT: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    c = tl.dot(a, b, input_precision=PRECISION, out_dtype=OUT)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], c)
+
+
+@pytest.mark.parametrize("m,n,k", [(16, 16, 16), (32, 64, 16), (16, 32, 64)])
+def test_fp32_ieee(m, n, k):
+    rng = np.random.default_rng()
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.empty((m, n), np.float32)
+    dot_kernel[(1,)](a, b, c, M=m, N=n, K=k, PRECISION="ieee", OUT=tl.float32)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+
+
+def round_to_tf32(x):
+    bits = x.view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0xFFF + ((bits >> 13) & 1)) & 0xFFFFE000
+    return rounded.astype(np.uint32).view(np.float32)
+
+
+def test_tf32_rounds_inputs_to_10_mantissa_bits():
+    a = np.full((16, 16), 1 + 2**-20, np.float32)   # not representable in tf32: rounds to 1
+    b = np.ones((16, 16), np.float32)
+    ieee, tf32 = np.empty((16, 16), np.float32), np.empty((16, 16), np.float32)
+    dot_kernel[(1,)](a, b, ieee, M=16, N=16, K=16, PRECISION="ieee", OUT=tl.float32)
+    dot_kernel[(1,)](a, b, tf32, M=16, N=16, K=16, PRECISION="tf32", OUT=tl.float32)
+    np.testing.assert_array_equal(ieee, np.float32(16 * (1 + 2**-20)))
+    np.testing.assert_array_equal(tf32, np.float32(16))
+    rng = np.random.default_rng()
+    a = rng.standard_normal((16, 32)).astype(np.float32)
+    b = rng.standard_normal((32, 16)).astype(np.float32)
+    c = np.empty((16, 16), np.float32)
+    dot_kernel[(1,)](a, b, c, M=16, N=16, K=32, PRECISION="tf32", OUT=tl.float32)
+    want = round_to_tf32(a).astype(np.float64) @ round_to_tf32(b)
+    np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
+
+
+def test_fp16_inputs_accumulate_in_fp32():
+    rng = np.random.default_rng()
+    a = rng.standard_normal((32, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 16)).astype(np.float16)
+    c = np.empty((32, 16), np.float32)
+    dot_kernel[(1,)](a, b, c, M=32, N=16, K=64, PRECISION="ieee", OUT=tl.float32)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-5, atol=1e-4)
+    c16 = np.empty((32, 16), np.float16)
+    dot_kernel[(1,)](a, b, c16, M=32, N=16, K=64, PRECISION="ieee", OUT=tl.float16)
+    np.testing.assert_allclose(c16.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
+                               rtol=2e-2, atol=5e-2)
+
+
+def test_int8_accumulates_in_int32():
+    rng = np.random.default_rng()
+    a = rng.integers(-128, 128, (16, 64)).astype(np.int8)
+    b = rng.integers(-128, 128, (64, 32)).astype(np.int8)
+    a[0, :] = -128
+    b[:, 0] = -128                                  # 64 * 16384: far beyond int16
+    c = np.empty((16, 32), np.int32)
+    dot_kernel[(1,)](a, b, c, M=16, N=32, K=64, PRECISION="ieee", OUT=tl.int32)
+    np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+
+
+@tiles.jit
+def batched_dot_kernel(a_ptr, b_ptr, acc_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr,
+                       K: tl.constexpr):
+    rb = tl.arange(0, B)[:, None, None]
+    rm = tl.arange(0, M)[None, :, None]
+    rn = tl.arange(0, N)[None, None, :]
+    rk_col = tl.arange(0, K)[None, None, :]
+    rk_row = tl.arange(0, K)[None, :, None]
+    a = tl.load(a_ptr + rb * M * K + rm * K + rk_col)
+    b = tl.load(b_ptr + rb * K * N + rk_row * N + rn)
+    acc = tl.load(acc_ptr + rb * M * N + rm * N + rn)
+    tl.store(c_ptr + rb * M * N + rm * N + rn, tl.dot(a, b, acc, input_precision="ieee"))
+
+
+def test_batched_3d_dot_with_accumulator():
+    rng = np.random.default_rng()
+    a = rng.standard_normal((2, 16, 32)).astype(np.float32)
+    b = rng.standard_normal((2, 32, 16)).astype(np.float32)
+    acc = rng.standard_normal((2, 16, 16)).astype(np.float32)
+    c = np.empty_like(acc)
+    batched_dot_kernel[(1,)](a, b, acc, c, B=2, M=16, N=16, K=32)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b + acc, rtol=1e-5, atol=1e-5)
+
+
+def test_dot_shape_errors():
+    a = np.ones((16, 16), np.float32)
+    with pytest.raises(tiles.CompilationError, match="at least 16"):
+        dot_kernel[(1,)](a, a, a, M=8, N=16, K=16, PRECISION="ieee", OUT=tl.float32)
