@@ -56,12 +56,12 @@ def test_registry_finds_the_backend():
 
 
 def test_unavailable_without_hip_python(monkeypatch):
-    runtime.hip.cache_clear()
+    runtime.load_hip.cache_clear()
     monkeypatch.setitem(sys.modules, "hip", None)
     try:
         ok, why = runtime.available()
     finally:
-        runtime.hip.cache_clear()
+        runtime.load_hip.cache_clear()
     assert not ok and "hip-python is not installed" in why
 
 

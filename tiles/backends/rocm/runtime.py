@@ -18,9 +18,7 @@ class HIPError(RuntimeError):
     pass
 
 
-@functools.cache
-def hip() -> Any:
-    """hip-python's ``hip`` module, initialized; raises HIPError saying why it cannot be used."""
+def _init_hip() -> Any:
     try:
         from hip import hip as hip_module
     except ImportError as e:
@@ -36,6 +34,22 @@ def hip() -> Any:
     return hip_module
 
 
+@functools.cache
+def load_hip() -> tuple[Any, str]:
+    """(hip-python's initialized ``hip`` module, "") or (None, why not); tried once per process."""
+    try:
+        return _init_hip(), ""
+    except HIPError as e:
+        return None, str(e)
+
+
+def hip() -> Any:
+    module, why = load_hip()
+    if module is None:
+        raise HIPError(why)
+    return module
+
+
 def check(result: Any, what: str, module: Any = None) -> Any:
     """The value(s) after a hip-python call's status; raises HIPError on failure."""
     module = module or hip()
@@ -48,11 +62,8 @@ def check(result: Any, what: str, module: Any = None) -> Any:
 
 
 def available() -> tuple[bool, str]:
-    try:
-        hip()
-    except HIPError as e:
-        return False, str(e)
-    return True, ""
+    module, why = load_hip()
+    return module is not None, why
 
 
 def device_properties() -> Any:
