@@ -27,8 +27,8 @@ def _operands(d: DType, op: str) -> tuple[np.ndarray, np.ndarray]:
         pairs = [(a, b) for a, b in pairs if b != 0 and not (d.is_signed and a == d.min() and b == -1)]
     if op in ("shl", "shr"):
         pairs = [(a, s) for a in values for s in sorted({0, 1, d.bits // 2, d.bits - 1})]
-    x = np.array([p[0] for p in pairs], dtype=np.int64).astype(d.np)
-    y = np.array([p[1] for p in pairs], dtype=np.int64).astype(d.np)
+    x = np.array([p[0] for p in pairs], dtype=d.np)
+    y = np.array([p[1] for p in pairs], dtype=d.np)
     return x, y
 
 
@@ -55,7 +55,7 @@ def cases(profile: Profile) -> list[Case]:
         for op in ("neg", "abs", "invert"):
             if op in ("neg", "abs") and not d.is_signed and op == "abs":
                 continue
-            values = np.array(sorted({int(v) for v in edge_values(d)}), dtype=np.int64).astype(d.np)
+            values = np.array(sorted({int(v) for v in edge_values(d)}), dtype=d.np)
             n = values.size
 
             def make1(rng, v=values, n=n, d=d):

@@ -1,0 +1,308 @@
+"""Hypothesis strategies for random well-typed kernels (``Program``) and their inputs.
+
+Undefined behaviour is never generated: divisors are guarded against 0 and
+MIN // -1, shift amounts are masked below the bit width, floats are clamped into
+range before a conversion to an integer type.  Signed overflow is fine (it wraps).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ml_dtypes
+from hypothesis import strategies as st
+
+from tiles.core import dtypes as D
+from tiles.core.dtypes import DType
+
+from ..compare import OP_RULES
+from ..values import edge_values
+from .program import Node, Program, Stmt, literal, tl_name
+
+INT_DTYPES = (D.int8, D.int16, D.int32, D.int64, D.uint8, D.uint16, D.uint32, D.uint64)
+FLOAT_DTYPES = (D.float16, D.bfloat16, D.float32)
+FLAVORS: dict[str, dict[str, Any]] = {
+    "int": {"dtypes": INT_DTYPES, "casts": INT_DTYPES + (D.int1,)},
+    "float": {"dtypes": FLOAT_DTYPES + (D.int32,),
+              "casts": FLOAT_DTYPES + (D.float8e4nv, D.float8e5, D.int8, D.int32, D.uint16)},
+    "mixed": {"dtypes": INT_DTYPES + FLOAT_DTYPES,
+              "casts": INT_DTYPES + FLOAT_DTYPES + (D.int1, D.float8e5, D.float64)},
+}
+SHAPES = ((4, 8), (1, 16), (8, 2), (2, 2), (16, 16))
+MATH = {"exp": "tl.exp", "log": "tl.log", "sqrt": "tl.sqrt", "sin": "tl.sin", "exp2": "tl.exp2"}
+
+Draw = Callable[[st.SearchStrategy[Any]], Any]
+
+
+def _ulps_of(fn: str) -> int:
+    from tiles.core.ops import Op
+    return OP_RULES[{"exp": Op.EXP, "log": Op.LOG, "sqrt": Op.SQRT, "sin": Op.SIN, "exp2": Op.EXP2,
+                     "div": Op.DIV}[fn]].ulps
+
+
+class Builder:
+    """Draws statements one at a time; each returns None when nothing in the pool fits."""
+
+    def __init__(self, draw: Draw, flavor: str, program: Program) -> None:
+        self.draw, self.flavor, self.program = draw, flavor, program
+        self.pool: list[Node] = []
+        self.count = 0
+
+    def fresh(self) -> str:
+        self.count += 1
+        return f"v{self.count}"
+
+    def pick(self, ok: Callable[[Node], bool]) -> Node | None:
+        candidates = [n for n in self.pool if ok(n)]
+        return self.draw(st.sampled_from(candidates)) if candidates else None
+
+    def add(self, node: Node, lines: list[str], uses: tuple[str, ...]) -> Node:
+        self.program.stmts.append(Stmt(node, lines, uses))
+        self.pool.append(node)
+        return node
+
+    # ------------------------------------------------------------ statements
+    def binary(self) -> Node | None:
+        op = self.draw(st.sampled_from(["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "/"]))
+        a = self.pick(lambda n: n.exact and not n.dtype.is_bool)
+        b = self.pick(lambda n: n.exact and not n.dtype.is_bool)
+        if a is None or b is None:
+            return None
+        ints = a.dtype.is_int and b.dtype.is_int
+        if op in ("//", "%", "/") and ints and a.dtype.is_signed != b.dtype.is_signed:
+            return None
+        if op in ("//", "&", "|", "^", "<<", ">>") and not ints:
+            return None
+        ctype = D.computation_type(a.dtype, False, b.dtype, False, op in ("//", "%", "/"))
+        name = self.fresh()
+        shape = _broadcast(a.shape, b.shape)
+        if op == "/":
+            if b.zero_sign_free:
+                return None
+            rtype = D.float32 if ctype.is_int else ctype
+            return self.add(Node(name, rtype, shape, ulps=_ulps_of("div")), [f"{name} = {a.name} / {b.name}"],
+                            (a.name, b.name))
+        if ctype.is_floating and op in ("+", "-") and (a.from_mul or b.from_mul):
+            return None
+        t = tl_name(ctype)
+        lines = [f"{name}_a = {a.name}.to({t})", f"{name}_b = {b.name}.to({t})"]
+        if op in ("//", "%") and ints:
+            guard = f"({name}_b == 0)"
+            if ctype.is_signed:
+                guard += f" | (({name}_b == -1) & ({name}_a == {int(ctype.min())}))"
+            lines.append(f"{name} = {name}_a {op} tl.where({guard}, 1, {name}_b)")
+        elif op in ("<<", ">>"):
+            lines.append(f"{name} = {name}_a {op} ({name}_b & {ctype.bits - 1})")
+        else:
+            if op == "%" and b.zero_sign_free:
+                return None
+            lines.append(f"{name} = {name}_a {op} {name}_b")
+        node = Node(name, ctype, shape, from_mul=ctype.is_floating and op == "*")
+        return self.add(node, lines, (a.name, b.name))
+
+    def minmax(self) -> Node | None:
+        a = self.pick(lambda n: True)
+        if a is None:
+            return None
+        b = self.pick(lambda n: n.dtype == a.dtype or (n.exact and a.exact))
+        if b is None:
+            return None
+        ctype = D.computation_type(a.dtype, False, b.dtype, False)
+        fn = self.draw(st.sampled_from(["tl.maximum", "tl.minimum"]))
+        nan = self.draw(st.booleans()) and ctype.is_floating
+        extra = ", propagate_nan=tl.PropagateNan.ALL" if nan else ""
+        name = self.fresh()
+        node = Node(name, ctype, _broadcast(a.shape, b.shape), max(a.ulps, b.ulps),
+                    zero_sign_free=ctype.is_floating)
+        return self.add(node, [f"{name} = {fn}({a.name}, {b.name}{extra})"], (a.name, b.name))
+
+    def compare(self) -> Node | None:
+        a = self.pick(lambda n: n.exact)
+        b = self.pick(lambda n: n.exact)
+        if a is None or b is None:
+            return None
+        op = self.draw(st.sampled_from(["<", "<=", "==", "!=", ">", ">="]))
+        name = self.fresh()
+        return self.add(Node(name, D.int1, _broadcast(a.shape, b.shape)), [f"{name} = {a.name} {op} {b.name}"],
+                        (a.name, b.name))
+
+    def where(self) -> Node | None:
+        c = self.pick(lambda n: n.dtype.is_bool and n.exact)
+        a = self.pick(lambda n: True)
+        if c is None or a is None:
+            return None
+        b = self.pick(lambda n: n.dtype == a.dtype or (n.exact and a.exact))
+        if b is None:
+            return None
+        ctype = D.computation_type(a.dtype, False, b.dtype, False)
+        name = self.fresh()
+        shape = _broadcast(c.shape, _broadcast(a.shape, b.shape))
+        node = Node(name, ctype, shape, max(a.ulps, b.ulps), a.zero_sign_free or b.zero_sign_free)
+        return self.add(node, [f"{name} = tl.where({c.name}, {a.name}, {b.name})"], (c.name, a.name, b.name))
+
+    def unary(self) -> Node | None:
+        op = self.draw(st.sampled_from(["-", "~", "tl.abs", "tl.floor", "tl.ceil"]))
+        a = self.pick(lambda n: not n.dtype.is_bool or op == "~")
+        if a is None or (op == "~" and not a.dtype.is_int):
+            return None
+        if op in ("tl.floor", "tl.ceil") and (not a.dtype.is_floating or not a.exact):
+            return None
+        name = self.fresh()
+        text = f"{op}({a.name})" if op.startswith("tl.") else f"{op}{a.name}"
+        node = Node(name, a.dtype, a.shape, a.ulps, a.zero_sign_free)
+        return self.add(node, [f"{name} = {text}"], (a.name,))
+
+    def math(self) -> Node | None:
+        a = self.pick(lambda n: n.exact and n.dtype in FLOAT_DTYPES)
+        if a is None:
+            return None
+        fn = self.draw(st.sampled_from(sorted(MATH)))
+        name = self.fresh()
+        node = Node(name, a.dtype, a.shape, _ulps_of(fn), a.zero_sign_free)
+        return self.add(node, [f"{name} = {MATH[fn]}({a.name})"], (a.name,))
+
+    def fma(self) -> Node | None:
+        a = self.pick(lambda n: n.exact and n.dtype == D.float32)
+        if a is None:
+            return None
+        b, c = self.pick(lambda n: n.exact and n.dtype == D.float32), self.pick(
+            lambda n: n.exact and n.dtype == D.float32)
+        assert b is not None and c is not None
+        name = self.fresh()
+        shape = _broadcast(a.shape, _broadcast(b.shape, c.shape))
+        return self.add(Node(name, D.float32, shape), [f"{name} = tl.fma({a.name}, {b.name}, {c.name})"],
+                        (a.name, b.name, c.name))
+
+    def cast(self) -> Node | None:
+        a = self.pick(lambda n: n.exact)
+        if a is None:
+            return None
+        dst = self.draw(st.sampled_from(FLAVORS[self.flavor]["casts"]))
+        name = self.fresh()
+        src = a.name
+        if a.dtype.is_floating and dst.is_int and not dst.is_bool:
+            src = _clamped(a.name, a.dtype, dst)
+        szf = a.zero_sign_free and dst.is_floating
+        return self.add(Node(name, dst, a.shape, zero_sign_free=szf), [f"{name} = {src}.to({tl_name(dst)})"],
+                        (a.name,))
+
+    def reduce(self) -> Node | None:
+        a = self.pick(lambda n: n.shape == "MN" and not n.dtype.is_bool)
+        if a is None:
+            return None
+        kinds = ["tl.max", "tl.min"] + (["tl.sum", "tl.xor_sum"] if a.dtype.is_int and a.exact else [])
+        fn = self.draw(st.sampled_from(kinds))
+        axis = self.draw(st.sampled_from([0, 1]))
+        dtype = a.dtype
+        if fn == "tl.sum" and dtype.bits < 32:
+            dtype = D.uint32 if dtype.kind is D.Kind.UINT else D.int32
+        name = self.fresh()
+        node = Node(name, dtype, "1N" if axis == 0 else "M1", a.ulps, dtype.is_floating)
+        return self.add(node, [f"{name} = {fn}({a.name}, axis={axis}, keep_dims=True)"], (a.name,))
+
+    def shuffle(self) -> Node | None:
+        a = self.pick(lambda n: n.shape == "MN")
+        if a is None:
+            return None
+        name = self.fresh()
+        node = Node(name, a.dtype, "MN", a.ulps, a.zero_sign_free, a.from_mul)
+        return self.add(node, [f"{name} = tl.reshape(tl.trans({a.name}), (M, N))"], (a.name,))
+
+    def dot(self) -> Node | None:
+        if (self.program.m, self.program.n) != (16, 16):
+            return None
+        a = self.pick(lambda n: n.exact and not n.dtype.is_bool)
+        b = self.pick(lambda n: n.exact and not n.dtype.is_bool)
+        if a is None or b is None:
+            return None
+        as_float = self.draw(st.booleans())
+        operand = "tl.float16" if as_float else "tl.int8"
+        name = self.fresh()
+        lines = [f"{name}_a = tl.broadcast_to({_clamped(a.name, a.dtype, D.int8)}.to(tl.int8), (M, N))",
+                 f"{name}_b = tl.broadcast_to({_clamped(b.name, b.dtype, D.int8)}.to(tl.int8), (M, N))",
+                 f"{name} = tl.dot({name}_a.to({operand}), {name}_b.to({operand}))"]
+        return self.add(Node(name, D.float32 if as_float else D.int32, "MN"), lines, (a.name, b.name))
+
+    def loop(self) -> Node | None:
+        acc = self.pick(lambda n: n.shape == "MN" and n.exact and not n.dtype.is_bool)
+        if acc is None:
+            return None
+        other = self.pick(lambda n: n.exact and not n.dtype.is_bool)
+        floating = acc.dtype.is_floating
+        op = self.draw(st.sampled_from(["+", "-", "*", "max"] + ([] if floating else ["^"])))
+        operand = "it" if other is None or self.draw(st.booleans()) else other.name
+        if floating and op in ("+", "-") and (acc.from_mul or (other is not None and other.from_mul
+                                                                and operand != "it")):
+            return None
+        if floating and op == "*":
+            return None  # a loop may mul then add across iterations; keep loops contraction-free
+        name = self.fresh()
+        step = f"tl.maximum({name}, {operand})" if op == "max" else f"{name} {op} {operand}"
+        lines = [f"{name} = {acc.name}", "for it in range(trips):",
+                 f"    {name} = ({step}).to({tl_name(acc.dtype)})"]
+        uses = (acc.name,) if operand == "it" else (acc.name, operand)
+        node = Node(name, acc.dtype, "MN", zero_sign_free=acc.zero_sign_free or (floating and op == "max"))
+        return self.add(node, lines, uses)
+
+    def branch(self) -> Node | None:
+        a = self.pick(lambda n: n.exact and not n.dtype.is_bool)
+        b = self.pick(lambda n: n.exact and not n.dtype.is_bool)
+        if a is None or b is None or a.from_mul or b.from_mul:
+            return None
+        ctype = D.computation_type(a.dtype, False, b.dtype, False)
+        name = self.fresh()
+        t = tl_name(ctype)
+        lines = ["if flag > 0:", f"    {name} = ({a.name} + {b.name}).to({t})", "else:",
+                 f"    {name} = tl.maximum({a.name}, {b.name}).to({t})"]
+        return self.add(Node(name, ctype, _broadcast(a.shape, b.shape), zero_sign_free=ctype.is_floating),
+                        lines, (a.name, b.name))
+
+
+KINDS = ("binary", "binary", "minmax", "compare", "where", "unary", "cast", "reduce", "shuffle", "loop",
+         "branch", "dot", "math", "fma")
+
+
+def _broadcast(a: str, b: str) -> str:
+    if a == b:
+        return a
+    return "MN"
+
+
+def _clamped(name: str, src: DType, dst: DType) -> str:
+    """``name`` limited to values whose conversion to ``dst`` is defined (NaN becomes the low bound)."""
+    if not src.is_floating:
+        lo, hi = max(int(dst.min()), -100), min(int(dst.max()), 100)
+        return f"tl.minimum(tl.maximum({name}, {lo}), {hi})"
+    fmax = float(ml_dtypes.finfo(src.np).max)
+    hi = min(float(2 ** (dst.bits - 2)), fmax)
+    lo = 0.0 if not dst.is_signed else -hi
+    return f"tl.minimum(tl.maximum({name}, {literal(lo)}), {literal(hi)})"
+
+
+def _other_literal(d: DType, draw: Draw) -> str:
+    value = draw(st.sampled_from(edge_values(d)))
+    if d.is_bool:
+        return repr(bool(value))
+    return literal(int(value) if d.is_int else float(value))
+
+
+@st.composite
+def programs(draw: Draw, flavor: str) -> Program:
+    m, n = draw(st.sampled_from(SHAPES))
+    dtypes = FLAVORS[flavor]["dtypes"]
+    inputs = []
+    for i in range(draw(st.integers(1, 3))):
+        d = draw(st.sampled_from(dtypes))
+        masked = draw(st.booleans())
+        inputs.append((f"in{i}", d, masked, _other_literal(d, draw) if masked else ""))
+    program = Program(inputs, m=m, n=n, programs=draw(st.sampled_from([1, 2])))
+    builder = Builder(draw, flavor, program)
+    builder.pool = [Node(name, d, "MN") for name, d, *_ in inputs]
+    wanted = draw(st.integers(1, 8))
+    for _ in range(3 * wanted):
+        if len(program.stmts) >= wanted:
+            break
+        getattr(builder, draw(st.sampled_from(KINDS)))()
+    program.output = builder.pool[-1]
+    return program
