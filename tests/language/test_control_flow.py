@@ -1,0 +1,183 @@
+"""Control flow: run-time for/while/if, static_range, early return, helper calls, boolean ops."""
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+
+
+@tiles.jit
+def for_kernel(x_ptr, out_ptr, lo, hi, step, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc = tl.zeros([BLOCK], dtype=tl.float32)
+    count = 0
+    for i in range(lo, hi, step):
+        acc += tl.load(x_ptr + i * BLOCK + offs)
+        count += 1
+    tl.store(out_ptr + offs, acc)
+    tl.store(out_ptr + BLOCK, count.to(tl.float32))
+
+
+@pytest.mark.parametrize("lo,hi,step", [(0, 7, 1), (2, 9, 3), (5, 5, 1), (6, 0, -2), (3, 1, 1)])
+def test_for_with_runtime_bounds_and_carried_tiles(lo, hi, step):
+    x = np.random.default_rng().standard_normal((10, 8)).astype(np.float32)
+    out = np.empty(9, np.float32)
+    for_kernel[(1,)](x, out, lo, hi, step, BLOCK=8)
+    rows = list(range(lo, hi, step))
+    want = x[rows].sum(0, dtype=np.float32) if rows else np.zeros(8, np.float32)
+    np.testing.assert_allclose(out[:8], want, rtol=1e-6)
+    assert out[8] == len(rows)
+
+
+@tiles.jit
+def per_program_trip_count_kernel(out_ptr):
+    pid = tl.program_id(0)
+    total = 0
+    i = 0
+    while i < pid:               # a different trip count in every program
+        total += i * i
+        i += 1
+    tl.store(out_ptr + pid, total)
+
+
+def test_while_with_per_program_trip_counts():
+    out = np.full(12, -1, np.int32)
+    per_program_trip_count_kernel[(12,)](out)
+    np.testing.assert_array_equal(out, [sum(i * i for i in range(p)) for p in range(12)])
+
+
+@tiles.jit
+def static_range_kernel(out_ptr, N: tl.constexpr):
+    offs = tl.arange(0, 8)
+    acc = tl.zeros([8], tl.int32)
+    for k in tl.static_range(1, N, 2):
+        acc += offs * k
+    tl.store(out_ptr + offs, acc)
+
+
+def test_static_range_unrolls():
+    out = np.empty(8, np.int32)
+    static_range_kernel[(1,)](out, N=7)
+    np.testing.assert_array_equal(out, np.arange(8) * (1 + 3 + 5))
+    assert "for(" not in static_range_kernel.ir(out, N=7)
+
+
+@tiles.jit
+def branch_kernel(x_ptr, out_ptr, MODE: tl.constexpr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    if x < 0:
+        y = -x * 10
+    elif x == 0:
+        y = x + 99
+    else:
+        y = x
+        if MODE == "double":
+            y = y * 2
+    tl.store(out_ptr + pid, y)
+
+
+@pytest.mark.parametrize("mode", ["plain", "double"])
+def test_if_elif_else_on_runtime_scalars_and_constexprs(mode):
+    x = np.array([-3, 0, 4, -1, 7, 0], np.int32)
+    out = np.empty(6, np.int32)
+    branch_kernel[(6,)](x, out, MODE=mode)
+    factor = 2 if mode == "double" else 1
+    np.testing.assert_array_equal(out, np.where(x < 0, -x * 10, np.where(x == 0, 99, x * factor)))
+
+
+@tiles.jit
+def early_return_kernel(x_ptr, out_ptr, n):
+    pid = tl.program_id(0)
+    if pid >= n:
+        return
+    tl.store(out_ptr + pid, tl.load(x_ptr + pid) + 1)
+
+
+def test_early_return():
+    x = np.arange(5, dtype=np.int32)
+    out = np.full(8, -1, np.int32)
+    early_return_kernel[(8,)](x, out, 5)
+    np.testing.assert_array_equal(out, [1, 2, 3, 4, 5, -1, -1, -1])
+
+
+@tiles.jit
+def clamp_to_unit(v, LIMIT: tl.constexpr):
+    if LIMIT > 0:
+        return tl.minimum(tl.maximum(v, -LIMIT), LIMIT)
+    return v
+
+
+@tiles.jit
+def sign_of(v):
+    if v > 0:
+        s = 1
+    else:
+        s = -1
+    return s
+
+
+@tiles.jit
+def helper_call_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, clamp_to_unit(x, 2.0))
+    tl.store(out_ptr + BLOCK + offs, clamp_to_unit(x, 0))
+    first = tl.load(x_ptr)
+    tl.store(out_ptr + 2 * BLOCK, sign_of(first).to(tl.float32))
+
+
+def test_calls_to_other_jit_functions():
+    x = (np.random.default_rng().standard_normal(16) * 3).astype(np.float32)
+    out = np.empty(33, np.float32)
+    helper_call_kernel[(1,)](x, out, BLOCK=16)
+    np.testing.assert_array_equal(out[:16], np.clip(x, -2, 2))
+    np.testing.assert_array_equal(out[16:32], x)
+    assert out[32] == (1 if x[0] > 0 else -1)
+
+
+@tiles.jit
+def boolean_kernel(x_ptr, out_ptr, FLAG: tl.constexpr):
+    pid = tl.program_id(0)
+    x = tl.load(x_ptr + pid)
+    both = (x > 0) and (x < 10)
+    either = x < -5 or x > 5
+    negated = not (x == 3)
+    pick = x * 2 if x > 2 else x - 100
+    const_pick = 1 if FLAG and not False else 2
+    tl.store(out_ptr + pid * 5, both.to(tl.int32))
+    tl.store(out_ptr + pid * 5 + 1, either.to(tl.int32))
+    tl.store(out_ptr + pid * 5 + 2, negated.to(tl.int32))
+    tl.store(out_ptr + pid * 5 + 3, pick)
+    tl.store(out_ptr + pid * 5 + 4, const_pick + 0 * x)
+    if 0 <= x < 5:               # a chained comparison on run-time values
+        tl.store(out_ptr + pid * 5 + 4, -7)
+
+
+def test_and_or_not_and_conditional_expressions():
+    x = np.array([-8, 0, 3, 4, 9, 12], np.int32)
+    out = np.empty(30, np.int32)
+    boolean_kernel[(6,)](x, out, FLAG=True)
+    got = out.reshape(6, 5)
+    np.testing.assert_array_equal(got[:, 0], (x > 0) & (x < 10))
+    np.testing.assert_array_equal(got[:, 1], (x < -5) | (x > 5))
+    np.testing.assert_array_equal(got[:, 2], x != 3)
+    np.testing.assert_array_equal(got[:, 3], np.where(x > 2, x * 2, x - 100))
+    np.testing.assert_array_equal(got[:, 4], np.where((0 <= x) & (x < 5), -7, 1))
+
+
+@tiles.jit
+def nested_loops_kernel(out_ptr, n, m):
+    total = 0
+    for i in range(n):
+        for j in range(i, m):
+            if (i + j) % 2 == 0:
+                total += i * j
+    tl.store(out_ptr, total)
+
+
+def test_nested_loops_with_branch():
+    out = np.empty(1, np.int32)
+    nested_loops_kernel[(1,)](out, 6, 9)
+    assert out[0] == sum(i * j for i in range(6) for j in range(i, 9) if (i + j) % 2 == 0)
