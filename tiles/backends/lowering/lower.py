@@ -1,0 +1,356 @@
+"""The walker: tile IR in, per-thread calls on an ``Emitter`` out.
+
+Every IR value becomes a list of handles, one per slot of its layout (see
+``layout.py``).  Rules live in ``RULES[op]``; this module holds the walker, the
+index arithmetic every rule shares, and the creation, elementwise and control
+flow rules.  Memory, layout changes and reductions register theirs from their
+own modules.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...core import attrs as A  # noqa: N812
+from ...core import dtypes as D  # noqa: N812
+from ...core.dtypes import DType, PointerType, ScalarType
+from ...core.errors import UnsupportedError
+from ...core.ir import Block, Instr, Kernel, Value
+from ...core.ops import BINARY_ARITH, COMPARISON, MATH, Op
+from .emitter import Emitter, Handle
+from .layout import Layout, choose_layout
+
+Index = int | Handle  # a Python int is a compile-time index, folded before it reaches the emitter
+Rule = Callable[["Lowering", Instr], list[list[Handle]]]
+RULES: dict[Op, Rule] = {}
+
+
+def rule(*ops: Op) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for op in ops:
+            RULES[op] = fn
+        return fn
+    return register
+
+
+_FOLD: dict[Op, Callable[[int, int], int]] = {
+    Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
+    Op.IDIV: lambda a, b: a // b, Op.MOD: lambda a, b: a % b,
+}
+
+
+def _is(x: Index, n: int) -> bool:
+    return isinstance(x, int) and x == n
+
+
+class Lowering:
+    """One kernel lowered onto one emitter with ``threads`` threads per program."""
+
+    def __init__(self, kernel: Kernel, emitter: Emitter, threads: int) -> None:
+        if threads & (threads - 1):
+            raise UnsupportedError(f"threads per program must be a power of two, got {threads}",
+                                   kernel.loc)
+        self.kernel = kernel
+        self.e = emitter
+        self.threads = threads
+        self.env: dict[Value, list[Handle]] = {}
+        self.local_bytes = 0
+        self._scopes: list[dict[Any, Handle]] = [{}]
+        from .axisinfo import analyze
+        self.info = analyze(kernel)
+
+    # ------------------------------------------------------------ driver
+    def run(self) -> Any:
+        params = [(p.name, p.value.type.dtype) for p in self.kernel.params]
+        handles = self.e.begin_kernel(self.kernel.name, params, self.threads)
+        self.tid = self.e.thread_id()
+        for p, h in zip(self.kernel.params, handles):
+            self.env[p.value] = [h]
+        self.lower_block(self.kernel.body)
+        return self.e.finish(self.local_bytes)
+
+    def lower_block(self, block: Block) -> list[list[Handle]]:
+        for instr in block.instrs:
+            fn = RULES.get(instr.op)
+            if fn is None:
+                raise UnsupportedError(f"op {instr.op.value} has no GPU lowering", instr.loc)
+            outs = fn(self, instr)
+            for v, hs in zip(instr.results, outs):
+                assert len(hs) == self.layout(v).per_thread, (instr.op, v.type)
+                self.env[v] = hs
+        return [self.env[y] for y in block.yields]
+
+    def in_scope(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        """Wrap a region callback so handles it caches do not leak out of its scope."""
+        def scoped(*args: Any) -> Any:
+            self._scopes.append({})
+            try:
+                return fn(*args)
+            finally:
+                self._scopes.pop()
+        return scoped
+
+    # ------------------------------------------------------------ layouts and indices
+    def layout(self, v: Value | tuple[int, ...]) -> Layout:
+        shape = v if isinstance(v, tuple) else v.type.shape
+        return choose_layout(shape, self.threads)
+
+    def const(self, value: bool | int | float, dtype: DType) -> Handle:
+        return self.e.constant(value, dtype)
+
+    def idx(self, x: Index) -> Handle:
+        return self.const(x, D.int32) if isinstance(x, int) else x
+
+    def iop(self, op: Op, a: Index, b: Index) -> Index:
+        """int32 index arithmetic, folded when both sides are known."""
+        if isinstance(a, int) and isinstance(b, int):
+            return _FOLD[op](a, b)
+        if _is(b, 0) and op in (Op.ADD, Op.SUB) or _is(b, 1) and op in (Op.MUL, Op.IDIV):
+            return a
+        if _is(a, 0) and op is Op.ADD or _is(a, 1) and op is Op.MUL:
+            return b
+        if op is Op.MUL and (_is(a, 0) or _is(b, 0)) or op is Op.MOD and _is(b, 1):
+            return 0
+        return self.e.binary(op, self.idx(a), self.idx(b), D.int32)
+
+    def cached(self, key: Any, make: Callable[[], Handle]) -> Handle:
+        for scope in reversed(self._scopes):
+            if key in scope:
+                return scope[key]
+        h = self._scopes[-1][key] = make()
+        return h
+
+    def chunk(self, layout: Layout, j: int) -> Index:
+        """The chunk slot ``j`` of this thread holds."""
+        r, _ = layout.slot(j)
+        if layout.round_is_full(r):
+            return self.iop(Op.ADD, r * layout.threads, self.tid)
+        return self.cached(("chunk", layout, r), lambda: self.iop(
+            Op.MOD, self.iop(Op.ADD, r * layout.threads, self.tid), layout.nchunks))
+
+    def flat_index(self, layout: Layout, j: int) -> Index:
+        """Row-major index of the element in slot ``j`` of this thread."""
+        if not layout.shape:
+            return 0
+        _, k = layout.slot(j)
+        return self.cached(("flat", layout, j), lambda: self.iop(
+            Op.ADD, self.iop(Op.MUL, self.chunk(layout, j), layout.vec), k))
+
+    def owner(self, layout: Layout, j: int) -> Handle | None:
+        """int1: this thread is the one that writes slot ``j`` (None: always)."""
+        r, _ = layout.slot(j)
+        if layout.round_is_full(r):
+            return None
+        return self.cached(("owner", layout, r), lambda: self.e.binary(
+            Op.LT, self.idx(self.iop(Op.ADD, r * layout.threads, self.tid)),
+            self.const(layout.nchunks, D.int32), D.int32))
+
+    def coords(self, shape: tuple[int, ...], flat: Index) -> list[Index]:
+        out: list[Index] = []
+        for d in reversed(shape):
+            out.append(self.iop(Op.MOD, flat, d))
+            flat = self.iop(Op.IDIV, flat, d)
+        return out[::-1]
+
+    def flatten(self, shape: tuple[int, ...], coords: Sequence[Index]) -> Index:
+        flat: Index = 0
+        for d, c in zip(shape, coords):
+            flat = self.iop(Op.ADD, self.iop(Op.MUL, flat, d), c)
+        return flat
+
+    def and_mask(self, a: Handle | None, b: Handle | None) -> Handle | None:
+        if a is None or b is None:
+            return b if a is None else a
+        return self.e.binary(Op.AND, a, b, D.int1)
+
+    def reserve_local(self, nbytes: int) -> None:
+        self.local_bytes = max(self.local_bytes, nbytes)
+
+    def local_size(self, dtype: ScalarType, n: int) -> int:
+        return -(-self.e.local_itemsize(dtype) * n // 16) * 16
+
+
+# ---------------------------------------------------------------- creation
+
+
+@rule(Op.CONST)
+def _const(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    a: A.Const = instr.attrs
+    h = lw.const(a.value, a.dtype)
+    return [[h] * lw.layout(instr.result).per_thread]
+
+
+@rule(Op.ARANGE)
+def _arange(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    a: A.Arange = instr.attrs
+    lay = lw.layout(instr.result)
+    return [[lw.idx(lw.iop(Op.ADD, lw.flat_index(lay, j), a.start)) for j in range(lay.per_thread)]]
+
+
+@rule(Op.PROGRAM_ID)
+def _program_id(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    return [[lw.e.program_id(instr.attrs.axis)]]
+
+
+@rule(Op.NUM_PROGRAMS)
+def _num_programs(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    return [[lw.e.num_programs(instr.attrs.axis)]]
+
+
+# ---------------------------------------------------------------- elementwise
+
+
+def _zip(lw: Lowering, instr: Instr, fn: Callable[..., Handle]) -> list[list[Handle]]:
+    cols = [lw.env[v] for v in instr.operands]
+    return [[fn(*xs) for xs in zip(*cols)]]
+
+
+@rule(*BINARY_ARITH, *COMPARISON)
+def _binary(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    dt = instr.operands[0].type.dtype
+    return _zip(lw, instr, lambda a, b: lw.e.binary(instr.op, a, b, dt))
+
+
+@rule(Op.NEG, Op.NOT, Op.ISNAN, *MATH)
+def _unary(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    dt = instr.operands[0].type.element
+    return _zip(lw, instr, lambda a: lw.e.unary(instr.op, a, dt))
+
+
+@rule(Op.FMA)
+def _fma(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    dt = instr.operands[0].type.element
+    return _zip(lw, instr, lambda a, b, c: lw.e.fma(a, b, c, dt))
+
+
+@rule(Op.CAST)
+def _cast(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    src, dst = instr.operands[0].type.element, instr.attrs.dtype
+    return _zip(lw, instr, lambda a: lw.e.cast(a, src, dst, instr.attrs.fp_downcast_rounding))
+
+
+@rule(Op.BITCAST)
+def _bitcast(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    src, dst = instr.operands[0].type.dtype, instr.attrs.dtype
+    return _zip(lw, instr, lambda a: lw.e.bitcast(a, src, dst))
+
+
+@rule(Op.WHERE)
+def _where(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    dt = instr.result.type.dtype
+    return _zip(lw, instr, lambda c, a, b: lw.e.select(c, a, b, dt))
+
+
+@rule(Op.ADDPTR)
+def _addptr(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    ptr = instr.operands[0].type.dtype
+    odt = instr.operands[1].type.element
+    assert isinstance(ptr, PointerType)
+    return _zip(lw, instr, lambda p, o: lw.e.ptr_offset(p, o, ptr, odt))
+
+
+@rule(Op.PTR_TO_INT)
+def _ptr_to_int(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    ptr = instr.operands[0].type.dtype
+    return _zip(lw, instr, lambda p: lw.e.ptr_to_int(p, ptr))
+
+
+@rule(Op.INT_TO_PTR)
+def _int_to_ptr(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    return _zip(lw, instr, lambda a: lw.e.int_to_ptr(a, instr.attrs.dtype))
+
+
+@rule(Op.HINT)
+def _hint(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    return [list(lw.env[instr.operands[0]])]
+
+
+# ---------------------------------------------------------------- control flow
+
+
+def _flat(lw: Lowering, values: Sequence[Value]) -> list[tuple[Handle, ScalarType]]:
+    return [(h, v.type.dtype) for v in values for h in lw.env[v]]
+
+
+def _split(lw: Lowering, values: Sequence[Value], handles: Sequence[Handle]) -> list[list[Handle]]:
+    out, i = [], 0
+    for v in values:
+        n = lw.layout(v).per_thread
+        out.append(list(handles[i:i + n]))
+        i += n
+    return out
+
+
+def _bind(lw: Lowering, args: Sequence[Value], handles: Sequence[Handle]) -> None:
+    for v, hs in zip(args, _split(lw, args, handles)):
+        lw.env[v] = hs
+
+
+def _yields(lw: Lowering, block: Block) -> list[Handle]:
+    return [h for hs in lw.lower_block(block) for h in hs]
+
+
+@rule(Op.FOR)
+def _for(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    lb, ub, step = (lw.env[v][0] for v in instr.operands[:3])
+    (body,) = instr.regions
+    iv_dtype = instr.operands[0].type.element
+
+    def run(iv: Handle, carried: list[Handle]) -> list[Handle]:
+        lw.env[body.args[0]] = [iv]
+        _bind(lw, body.args[1:], carried)
+        return _yields(lw, body)
+
+    outs = lw.e.for_range(lb, ub, step, iv_dtype, _flat(lw, instr.operands[3:]), lw.in_scope(run))
+    return _split(lw, instr.results, outs)
+
+
+@rule(Op.WHILE)
+def _while(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    cond_block, body = instr.regions
+
+    def cond(carried: list[Handle]) -> Handle:
+        _bind(lw, cond_block.args, carried)
+        return lw.lower_block(cond_block)[0][0]
+
+    def run(carried: list[Handle]) -> list[Handle]:
+        _bind(lw, body.args, carried)
+        return _yields(lw, body)
+
+    outs = lw.e.while_loop(_flat(lw, instr.operands), lw.in_scope(cond), lw.in_scope(run))
+    return _split(lw, instr.results, outs)
+
+
+@rule(Op.IF)
+def _if(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    then, otherwise = instr.regions
+    types = [v.type.dtype for v in instr.results for _ in range(lw.layout(v).per_thread)]
+    outs = lw.e.if_else(lw.env[instr.operands[0]][0], types,
+                        lw.in_scope(lambda: _yields(lw, then)),
+                        lw.in_scope(lambda: _yields(lw, otherwise)))
+    return _split(lw, instr.results, outs)
+
+
+@rule(Op.BARRIER)
+def _barrier(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    lw.e.barrier()
+    return []
+
+
+@rule(Op.DEVICE_PRINT)
+def _print(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    values = []
+    for v in instr.operands:
+        lay = lw.layout(v)
+        for j, h in enumerate(lw.env[v]):
+            if lay.round_is_full(lay.slot(j)[0]) or not lay.shape:
+                values.append((h, v.type.dtype))
+    lw.e.device_print(instr.attrs.text if instr.attrs else "", values)
+    return []
+
+
+def lower(kernel: Kernel, emitter: Emitter, threads: int) -> Any:
+    """Lower ``kernel`` onto ``emitter``; returns what ``emitter.finish`` returns."""
+    from . import memory, reductions, relayout  # noqa: F401  (they register their rules)
+    return Lowering(kernel, emitter, threads).run()

@@ -1,0 +1,117 @@
+"""Loads, stores and atomics: per slot, or one vector access per aligned chunk.
+
+Stores and atomics run only in the owner of each element (copies held by other
+threads must not write twice); an atomic's old value is then shared with the
+copies through local memory.
+"""
+
+from __future__ import annotations
+
+from ...core import attrs as A  # noqa: N812
+from ...core.dtypes import PointerType
+from ...core.ir import Instr
+from ...core.ops import Op
+from .axisinfo import vector_width
+from .emitter import Handle
+from .lower import Lowering, rule
+
+
+def _groups(lw: Lowering, instr: Instr, mask_index: int | None, other_index: int | None):
+    """(first slot, width) of every access: width > 1 for vectorizable chunks."""
+    ptr = instr.operands[0]
+    lay = lw.layout(ptr)
+    elem = ptr.type.dtype.element  # type: ignore[union-attr]
+    infos = [lw.info.get(instr.operands[i]) if i is not None else None
+             for i in (mask_index, other_index)]
+    w = 1
+    if lay.shape and lay.vec > 1:
+        w = vector_width(lay.vec, lw.info.get(ptr) or _NO_INFO, elem.itemsize, *infos)
+        if not lw.e.vector_ok(elem, w):  # type: ignore[attr-defined]
+            w = 1
+    return [(j, w) for j in range(0, lay.per_thread, w)]
+
+
+class _NoInfo:
+    contig = 1
+    div = 1
+    const = 1
+
+
+_NO_INFO = _NoInfo()
+
+
+@rule(Op.LOAD)
+def _load(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    a: A.Load = instr.attrs
+    ptrs = lw.env[instr.operands[0]]
+    elem = instr.result.type.dtype
+    masks = lw.env[instr.operands[1]] if a.masked else None
+    others = lw.env[instr.operands[2]] if a.has_other else None
+    out: list[Handle] = []
+    for j, w in _groups(lw, instr, 1 if a.masked else None, 2 if a.has_other else None):
+        m = masks[j] if masks else None
+        if w == 1:
+            out.append(lw.e.load(ptrs[j], elem, m, others[j] if others else None))
+        else:
+            out.extend(lw.e.load_vector(ptrs[j], elem, w, m, others[j:j + w] if others else None))
+    return [out]
+
+
+@rule(Op.STORE)
+def _store(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    a: A.Store = instr.attrs
+    ptr = instr.operands[0]
+    lay = lw.layout(ptr)
+    ptrs, values = lw.env[ptr], lw.env[instr.operands[1]]
+    masks = lw.env[instr.operands[2]] if a.masked else None
+    elem = instr.operands[1].type.dtype
+    for j, w in _groups(lw, instr, 2 if a.masked else None, None):
+        m = lw.and_mask(lw.owner(lay, j), masks[j] if masks else None)
+        if w == 1:
+            lw.e.store(ptrs[j], values[j], elem, m)
+        else:
+            lw.e.store_vector(ptrs[j], values[j:j + w], elem, m)
+    return []
+
+
+def _share_from_owners(lw: Lowering, instr: Instr, olds: list[Handle]) -> list[Handle]:
+    """Give every copy of an element the value its owner computed."""
+    lay = lw.layout(instr.result)
+    if lay.exact or not instr.attrs.result_used:
+        return olds
+    dt = instr.result.type.dtype
+    lw.reserve_local(lw.local_size(dt, lay.numel))
+    for j, h in enumerate(olds):
+        lw.e.local_store(0, lw.idx(lw.flat_index(lay, j)), h, dt, lw.owner(lay, j))
+    lw.e.barrier()
+    out = [lw.e.local_load(0, lw.idx(lw.flat_index(lay, j)), dt) for j in range(len(olds))]
+    lw.e.barrier()
+    return out
+
+
+@rule(Op.ATOMIC)
+def _atomic(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    a: A.Atomic = instr.attrs
+    ptr = instr.operands[0]
+    assert isinstance(ptr.type.dtype, PointerType)
+    lay = lw.layout(ptr)
+    ptrs, values = lw.env[ptr], lw.env[instr.operands[1]]
+    masks = lw.env[instr.operands[2]] if a.masked else None
+    elem = ptr.type.dtype.element
+    olds = []
+    for j in range(lay.per_thread):
+        m = lw.and_mask(lw.owner(lay, j), masks[j] if masks else None)
+        olds.append(lw.e.atomic_rmw(a.kind, ptrs[j], values[j], elem, m, instr.loc))
+    return [_share_from_owners(lw, instr, olds)]
+
+
+@rule(Op.ATOMIC_CAS)
+def _atomic_cas(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    ptr = instr.operands[0]
+    assert isinstance(ptr.type.dtype, PointerType)
+    lay = lw.layout(ptr)
+    ptrs, cmps, values = (lw.env[v] for v in instr.operands)
+    elem = ptr.type.dtype.element
+    olds = [lw.e.atomic_cas(ptrs[j], cmps[j], values[j], elem, lw.owner(lay, j), instr.loc)
+            for j in range(lay.per_thread)]
+    return [_share_from_owners(lw, instr, olds)]

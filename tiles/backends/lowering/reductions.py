@@ -1,0 +1,249 @@
+"""Ops that combine elements along an axis: reduce, argreduce, scan, sort,
+histogram and dot.
+
+Reductions have two paths.  *Per-thread rows*: when the whole tile reduces to
+one element, or the axis is the last one and every round of the layout lies in
+one row, each thread first combines the elements it holds (no data moves), then
+the threads combine their partials in a tree through local memory.  Otherwise
+(*staged*), the source goes to local memory and each result element is combined
+serially by the threads that hold it.  Scans, sort, histogram and dot are staged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ...core import dtypes as D  # noqa: N812
+from ...core.dtypes import DType, ScalarType
+from ...core.ir import Instr, Value
+from ...core.ops import Op
+from .emitter import Handle
+from .layout import Layout, row_major_strides
+from .lower import Index, Lowering, rule
+from .relayout import stage
+
+_BUILTIN = {"sum": Op.ADD, "prod": Op.MUL, "max": Op.MAXIMUM, "min": Op.MINIMUM,
+            "max_nan": Op.MAXIMUM_NAN, "min_nan": Op.MINIMUM_NAN, "xor": Op.XOR,
+            "and": Op.AND, "or": Op.OR}
+Combine = Callable[[list[Handle], list[Handle]], list[Handle]]
+
+
+def _wide(dt: ScalarType, kind: str) -> ScalarType:
+    """16-bit float sums and products accumulate in float32."""
+    if isinstance(dt, DType) and dt.is_floating and dt.bits < 32 and kind in ("sum", "prod"):
+        return D.float32
+    return dt
+
+
+def combiner(lw: Lowering, instr: Instr) -> tuple[list[ScalarType], Combine]:
+    """The operand types the combine works in, and the combine itself."""
+    if instr.op is Op.ARGREDUCE:
+        vdt = instr.operands[0].type.element
+        return [vdt, D.int32], _arg_combine(lw, instr.attrs.kind, vdt)
+    kind = instr.attrs.kind
+    if kind == "custom":
+        (region,) = instr.regions
+
+        def custom(a: list[Handle], b: list[Handle]) -> list[Handle]:
+            for v, h in zip(region.args, [*a, *b]):
+                lw.env[v] = [h]
+            return [hs[0] for hs in lw.lower_block(region)]
+        return [v.type.dtype for v in instr.operands], custom
+    types = [_wide(v.type.dtype, kind) for v in instr.operands]
+    op = _BUILTIN[kind]
+    return types, lambda a, b: [lw.e.binary(op, x, y, t) for x, y, t in zip(a, b, types)]
+
+
+def _arg_combine(lw: Lowering, kind: str, vdt: DType) -> Combine:
+    e = lw.e
+    better = Op.GT if kind == "max" else Op.LT
+
+    def combine(a: list[Handle], b: list[Handle]) -> list[Handle]:
+        (va, ia), (vb, ib) = a, b
+        lower = e.binary(Op.LT, ib, ia, D.int32)
+        take = e.binary(Op.OR, e.binary(better, vb, va, vdt),
+                        e.binary(Op.AND, e.binary(Op.EQ, vb, va, vdt), lower, D.int1), D.int1)
+        if vdt.is_floating:
+            na, nb = e.unary(Op.ISNAN, va, vdt), e.unary(Op.ISNAN, vb, vdt)
+            both = e.binary(Op.AND, na, nb, D.int1)
+            take = e.select(na, e.select(both, lower, e.constant(True, D.int1), D.int1),
+                            e.binary(Op.AND, take, e.unary(Op.NOT, nb, D.int1), D.int1), D.int1)
+        return [e.select(take, vb, va, vdt), e.select(take, ib, ia, D.int32)]
+    return combine
+
+
+def _inputs(lw: Lowering, instr: Instr, types: Sequence[ScalarType]) -> list[list[Handle]]:
+    """Per operand, the per-thread elements in the combine's types (argreduce: + index)."""
+    src = instr.operands[0]
+    lay = lw.layout(src)
+    if instr.op is Op.ARGREDUCE:
+        axis = instr.attrs.axis
+        inner = row_major_strides(src.type.shape)[axis]
+        idx = [lw.idx(lw.iop(Op.MOD, lw.iop(Op.IDIV, lw.flat_index(lay, j), inner), src.type.shape[axis]))
+               for j in range(lay.per_thread)]
+        return [lw.env[src], idx]
+    out = []
+    for v, t in zip(instr.operands, types):
+        hs = lw.env[v]
+        out.append(hs if v.type.dtype == t else [lw.e.cast(h, v.type.element, t) for h in hs])  # type: ignore[arg-type]
+    return out
+
+
+def _finish(lw: Lowering, instr: Instr, values: list[list[Handle]]) -> list[list[Handle]]:
+    if instr.op is Op.ARGREDUCE:
+        return [values[1]]
+    return [hs if t == v.type.dtype else [lw.e.cast(h, t, v.type.element) for h in hs]  # type: ignore[arg-type]
+            for v, hs, t in zip(instr.operands, values, combiner(lw, instr)[0])]
+
+
+@rule(Op.REDUCE, Op.ARGREDUCE)
+def _reduce(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    types, combine = combiner(lw, instr)
+    src = instr.operands[0]
+    lay, dst = lw.layout(src), lw.layout(instr.results[0])
+    axis = instr.attrs.axis
+    length = src.type.shape[axis]
+    inputs = _inputs(lw, instr, types)
+    last = axis == len(src.type.shape) - 1
+    if dst.numel == 1 or (last and length % (lay.threads * lay.vec) == 0):
+        return _finish(lw, instr, _tree(lw, lay, dst, length, types, combine, inputs))
+    return _finish(lw, instr, _staged(lw, instr, types, combine, inputs))
+
+
+def _tree(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequence[ScalarType],
+          combine: Combine, inputs: list[list[Handle]]) -> list[list[Handle]]:
+    e, threads = lw.e, lw.threads
+    rows = dst.numel
+    active = min(threads, lay.nchunks)          # threads holding at least one owned element
+    width = 1 << (active - 1).bit_length()
+    partial: dict[int, list[Handle]] = {}
+    for j in range(lay.per_thread):
+        r, _ = lay.slot(j)
+        row = 0 if rows == 1 else (r * threads * lay.vec) // length
+        x = [ins[j] for ins in inputs]
+        if row not in partial:
+            partial[row] = x
+            continue
+        merged = combine(partial[row], x)
+        own = lw.owner(lay, j)
+        partial[row] = merged if own is None else [
+            e.select(own, m, p, t) for m, p, t in zip(merged, partial[row], types)]
+    offsets, off = [], 0
+    for t in types:
+        offsets.append(off)
+        off += lw.local_size(t, rows * width)
+    lw.reserve_local(off)
+    in_tree = None if active == threads else e.binary(Op.LT, lw.tid, lw.const(active, D.int32), D.int32)
+    for row in range(rows):
+        for o, h, t in zip(offsets, partial[row], types):
+            e.local_store(o, lw.idx(lw.iop(Op.ADD, lw.tid, row * width)), h, t, in_tree)
+    e.barrier()
+    step = width // 2
+    while step:
+        def level(step: int = step) -> None:
+            for row in range(rows):
+                mine = lw.idx(lw.iop(Op.ADD, lw.tid, row * width))
+                theirs = lw.idx(lw.iop(Op.ADD, lw.tid, row * width + step))
+                a = [e.local_load(o, mine, t) for o, t in zip(offsets, types)]
+                b = [e.local_load(o, theirs, t) for o, t in zip(offsets, types)]
+                for o, h, t in zip(offsets, combine(a, b), types):
+                    e.local_store(o, mine, h, t, None)
+        cond = e.binary(Op.LT, lw.tid, lw.const(step, D.int32), D.int32)
+        if step * 2 > active:
+            cond = e.binary(Op.AND, cond, e.binary(Op.LT, lw.tid, lw.const(active - step, D.int32),
+                                                   D.int32), D.int1)
+        e.when(cond, lw.in_scope(level))
+        e.barrier()
+        step //= 2
+    outs: list[list[Handle]] = [[] for _ in types]
+    for j in range(dst.per_thread):
+        at = lw.idx(lw.iop(Op.MUL, lw.flat_index(dst, j), width))
+        for k, (o, t) in enumerate(zip(offsets, types)):
+            outs[k].append(e.local_load(o, at, t))
+    e.barrier()
+    return outs
+
+
+def _stage_all(lw: Lowering, src: Value, types: Sequence[ScalarType],
+               inputs: list[list[Handle]]) -> list[int]:
+    lay = lw.layout(src)
+    offsets, off = [], 0
+    for t, hs in zip(types, inputs):
+        offsets.append(off)
+        stage(lw, hs, lay, t, off)
+        off += lw.local_size(t, lay.numel)
+    lw.reserve_local(off)
+    lw.e.barrier()
+    return offsets
+
+
+def _row_start(lw: Lowering, shape: tuple[int, ...], axis: int, flat: Index, keep_axis: bool) -> Index:
+    """Row-major index of element 0 along ``axis`` of the row that ``flat`` is in."""
+    outer_shape = shape[:axis] + shape[axis + 1:] if not keep_axis else shape
+    cs = lw.coords(outer_shape, flat)
+    if keep_axis:
+        cs[axis] = 0
+        return lw.flatten(shape, cs)
+    return lw.flatten(shape, [*cs[:axis], 0, *cs[axis:]])
+
+
+def _staged(lw: Lowering, instr: Instr, types: Sequence[ScalarType], combine: Combine,
+            inputs: list[list[Handle]]) -> list[list[Handle]]:
+    src = instr.operands[0]
+    axis = instr.attrs.axis
+    shape = src.type.shape
+    stride, length = row_major_strides(shape)[axis], shape[axis]
+    dst = lw.layout(instr.results[0])
+    offsets = _stage_all(lw, src, types, inputs)
+    e = lw.e
+    outs: list[list[Handle]] = [[] for _ in types]
+    for j in range(dst.per_thread):
+        base = _row_start(lw, shape, axis, lw.flat_index(dst, j), keep_axis=False)
+        b = lw.idx(base)
+        init = [e.local_load(o, b, t) for o, t in zip(offsets, types)]
+
+        def body(k: Handle, acc: list[Handle], b: Handle = b) -> list[Handle]:
+            at = e.binary(Op.ADD, b, e.binary(Op.MUL, k, lw.const(stride, D.int32), D.int32), D.int32)
+            return combine(acc, [e.local_load(o, at, t) for o, t in zip(offsets, types)])
+        res = e.for_range(lw.const(1, D.int32), lw.const(length, D.int32), lw.const(1, D.int32),
+                          D.int32, list(zip(init, types)), lw.in_scope(body))
+        for k, h in enumerate(res):
+            outs[k].append(h)
+    e.barrier()
+    return outs
+
+
+@rule(Op.SCAN)
+def _scan(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    types, combine = combiner(lw, instr)
+    src = instr.operands[0]
+    axis, reverse = instr.attrs.axis, instr.attrs.reverse
+    shape = src.type.shape
+    stride, length = row_major_strides(shape)[axis], shape[axis]
+    lay = lw.layout(src)
+    offsets = _stage_all(lw, src, types, _inputs(lw, instr, types))
+    e = lw.e
+    outs: list[list[Handle]] = [[] for _ in types]
+    for j in range(lay.per_thread):
+        flat = lw.flat_index(lay, j)
+        pos = lw.coords(shape, flat)[axis]
+        base = lw.idx(_row_start(lw, shape, axis, flat, keep_axis=True))
+        first = lw.iop(Op.ADD, base, (length - 1) * stride if reverse else 0)
+        init = [e.local_load(o, lw.idx(first), t) for o, t in zip(offsets, types)]
+
+        def body(k: Handle, acc: list[Handle], base: Handle = base) -> list[Handle]:
+            at = e.binary(Op.ADD, base, e.binary(Op.MUL, k, lw.const(stride, D.int32), D.int32), D.int32)
+            return combine(acc, [e.local_load(o, at, t) for o, t in zip(offsets, types)])
+        if reverse:
+            lb, ub, step = lw.const(length - 2, D.int32), lw.idx(lw.iop(Op.SUB, pos, 1)), -1
+        else:
+            lb, ub, step = lw.const(1, D.int32), lw.idx(lw.iop(Op.ADD, pos, 1)), 1
+        res = e.for_range(lb, ub, lw.const(step, D.int32), D.int32, list(zip(init, types)),
+                          lw.in_scope(body))
+        for k, h in enumerate(res):
+            outs[k].append(h)
+    e.barrier()
+    return _finish(lw, instr, outs)
+
+
+from . import sorting  # noqa: E402,F401  (sort, histogram and dot register their rules)

@@ -1,0 +1,128 @@
+"""Ops that move elements between threads: broadcast, reshape, permute, join,
+split, cat, gather.
+
+Each is a *gather through local memory*: the owners write their elements at
+their row-major index, a barrier, every thread reads the source index of each of
+its result slots, a barrier (so the next conversion may reuse the space).  Cases
+that move nothing (broadcasting a single element, reshapes that keep the layout)
+skip local memory.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from ...core.dtypes import ScalarType, int32
+from ...core.ir import Instr, Value
+from ...core.ops import Op
+from .emitter import Handle
+from .layout import Layout
+from .lower import Index, Lowering, rule
+
+
+def stage(lw: Lowering, handles: Sequence[Handle], lay: Layout, dtype: ScalarType,
+          byte_offset: int = 0, first: int = 0) -> None:
+    """Owners write their elements to local[first + row-major index]."""
+    for j, h in enumerate(handles):
+        index = lw.idx(lw.iop(Op.ADD, lw.flat_index(lay, j), first))
+        lw.e.local_store(byte_offset, index, h, dtype, lw.owner(lay, j))
+
+
+def gather_local(lw: Lowering, sources: Sequence[Value], dst: Layout,
+                 source_index: Callable[[int, Index], Index]) -> list[Handle]:
+    """Result slot j reads staged element source_index(j, its row-major index);
+    the sources are staged one after the other."""
+    dtype = sources[0].type.dtype
+    total = sum(v.type.numel for v in sources)
+    lw.reserve_local(lw.local_size(dtype, total))
+    first = 0
+    for v in sources:
+        stage(lw, lw.env[v], lw.layout(v), dtype, 0, first)
+        first += v.type.numel
+    lw.e.barrier()
+    out = [lw.e.local_load(0, lw.idx(source_index(j, lw.flat_index(dst, j))), dtype)
+           for j in range(dst.per_thread)]
+    lw.e.barrier()
+    return out
+
+
+def same_layout(a: Layout, b: Layout) -> bool:
+    return a.numel == b.numel and (a.vec == b.vec or a.numel == 1)
+
+
+@rule(Op.BROADCAST)
+def _broadcast(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    src, dst = instr.operands[0], lw.layout(instr.result)
+    if src.type.numel == 1:
+        return [[lw.env[src][0]] * dst.per_thread]
+    shape = src.type.shape
+
+    def index(j: int, flat: Index) -> Index:
+        cs = lw.coords(dst.shape, flat)
+        return lw.flatten(shape, [0 if d == 1 else c for d, c in zip(shape, cs)])
+    return [gather_local(lw, [src], dst, index)]
+
+
+@rule(Op.RESHAPE)
+def _reshape(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    src, dst = instr.operands[0], lw.layout(instr.result)
+    if same_layout(lw.layout(src), dst):
+        return [[lw.env[src][0]] * dst.per_thread] if dst.numel == 1 else [list(lw.env[src])]
+    return [gather_local(lw, [src], dst, lambda j, flat: flat)]
+
+
+@rule(Op.PERMUTE)
+def _permute(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    src, dst = instr.operands[0], lw.layout(instr.result)
+    order = instr.attrs.order
+
+    def index(j: int, flat: Index) -> Index:
+        cs = lw.coords(dst.shape, flat)
+        src_coords: list[Index] = [0] * len(order)
+        for i, o in enumerate(order):
+            src_coords[o] = cs[i]
+        return lw.flatten(src.type.shape, src_coords)
+    return [gather_local(lw, [src], dst, index)]
+
+
+@rule(Op.JOIN)
+def _join(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    a, b = instr.operands
+    dst = lw.layout(instr.result)
+    n = a.type.numel
+    return [gather_local(lw, [a, b], dst, lambda j, flat: lw.iop(
+        Op.ADD, lw.iop(Op.MUL, lw.iop(Op.MOD, flat, 2), n), lw.iop(Op.IDIV, flat, 2)))]
+
+
+@rule(Op.SPLIT)
+def _split(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    (src,) = instr.operands
+    dst = lw.layout(instr.results[0])
+    outs = []
+    for half in (0, 1):
+        outs.append(gather_local(lw, [src], dst, lambda j, flat, h=half: lw.iop(
+            Op.ADD, lw.iop(Op.MUL, flat, 2), h)))
+    return outs
+
+
+@rule(Op.CAT)
+def _cat(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    a, b = instr.operands
+    return [gather_local(lw, [a, b], lw.layout(instr.result), lambda j, flat: flat)]
+
+
+@rule(Op.GATHER)
+def _gather(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    src, index = instr.operands
+    axis = instr.attrs.axis
+    dst = lw.layout(instr.result)
+    picks = lw.env[index]
+    idt = index.type.element
+
+    def at(j: int, flat: Index) -> Index:
+        cs = lw.coords(dst.shape, flat)
+        pick = picks[j] if idt.bits == 32 and idt.is_signed else lw.e.cast(picks[j], idt, int32)
+        cs[axis] = pick
+        return lw.flatten(src.type.shape, cs)
+    return [gather_local(lw, [src], dst, at)]
+

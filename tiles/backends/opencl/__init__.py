@@ -1,0 +1,87 @@
+"""The OpenCL backend: shared GPU lowering -> OpenCL C -> pyopencl build -> launch.
+
+Stages: ``ir`` (tile IR text), ``opencl`` (the generated OpenCL C), ``binary``
+(the device program pyopencl built).  ``TILES_OPENCL_DEVICE`` picks the device
+(an index into all platforms' devices, or part of "<platform> <device>").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...core import dtypes as D  # noqa: N812
+from ...core.ir import Kernel
+from ...core.ops import Op
+from ...core.printer import format_kernel
+from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+
+UNSUPPORTED_OPS = frozenset({Op.DEVICE_ASSERT})
+UNSUPPORTED_DTYPES = frozenset({D.float8e4nv, D.float8e5})
+
+
+class OpenCLBackend(Backend):
+    name = "opencl"
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            import pyopencl  # noqa: F401
+        except ImportError as e:
+            return False, f"pyopencl is not installed ({e})"
+        try:
+            from . import runtime
+            runtime.device()
+        except Exception as e:  # no platform, no device, ICD errors...
+            return False, f"no usable OpenCL device: {e}"
+        return True, ""
+
+    def target(self) -> Target:
+        from . import runtime
+        _, _, dev = runtime.device()
+        dtypes = set(D.ALL_DTYPES) - UNSUPPORTED_DTYPES
+        if not runtime.has_fp64():
+            dtypes.discard(D.float64)
+        return Target("opencl", arch=f"{dev.platform.name} / {dev.name}", warp_size=32,
+                      max_threads_per_block=dev.max_work_group_size,
+                      shared_memory=dev.local_mem_size, dtypes=frozenset(dtypes),
+                      unsupported_ops=UNSUPPORTED_OPS)
+
+    def unsupported(self, kernel: Kernel) -> list[str]:
+        reasons = super().unsupported(kernel)
+        for instr in kernel.walk():
+            if instr.op in (Op.ATOMIC, Op.ATOMIC_CAS) and instr.results[0].type.element.bits < 32:
+                reasons.append(f"{instr.loc}: atomics on {instr.results[0].type.element} are not "
+                               "supported on opencl (32- and 64-bit types only)")
+        return reasons
+
+    def stages(self, options: Options) -> dict[str, Stage]:
+        return {"ir": lambda kernel, compiled: format_kernel(kernel),
+                "opencl": lambda _, compiled: self._generate(compiled, options),
+                "binary": lambda source, compiled: self._build(source, compiled)}
+
+    def _threads(self, options: Options) -> int:
+        threads = options.num_warps * 32
+        return min(threads, self.target().max_threads_per_block)
+
+    def _generate(self, compiled: CompiledKernel, options: Options) -> str:
+        from ..lowering.lower import lower
+        from . import runtime
+        from .emit_c import OpenCLEmitter
+        threads = self._threads(options)
+        emitter = OpenCLEmitter(self.target(), runtime.has_fp64())
+        source = lower(compiled.ir, emitter, threads)
+        compiled.metadata.update(threads=threads, entry=emitter.name)
+        return source
+
+    def _build(self, source: str, compiled: CompiledKernel) -> bytes:
+        from . import runtime
+        program = runtime.build(source)
+        compiled.metadata["program"] = program
+        return program.binaries[0]
+
+    def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
+               args: Sequence[LaunchArg]) -> None:
+        from . import runtime
+        runtime.launch(compiled, grid, args)
+
+
+__all__ = ["OpenCLBackend"]

@@ -1,0 +1,107 @@
+"""OpenCL C spellings of tiles types and constants, and the helper functions
+every generated program starts with (16-bit float rounding, bf16 bits)."""
+
+from __future__ import annotations
+
+import math
+
+import ml_dtypes
+import numpy as np
+
+from ...core import dtypes as D  # noqa: N812
+from ...core.dtypes import DType, PointerType, ScalarType
+
+# how a value lives in a register; float16/bfloat16 are held as float, rounded after every op
+REGISTER: dict[DType, str] = {
+    D.int1: "bool", D.int8: "char", D.int16: "short", D.int32: "int", D.int64: "long",
+    D.uint8: "uchar", D.uint16: "ushort", D.uint32: "uint", D.uint64: "ulong",
+    D.float16: "float", D.bfloat16: "float", D.float32: "float", D.float64: "double",
+}
+# how an element lives in global memory
+MEMORY: dict[DType, str] = {**REGISTER, D.int1: "uchar", D.float16: "half", D.bfloat16: "ushort"}
+# local memory holds register values (bool as uchar, pointers as ulong)
+LOCAL: dict[DType, str] = {**REGISTER, D.int1: "uchar"}
+UNSIGNED: dict[int, str] = {8: "uchar", 16: "ushort", 32: "uint", 64: "ulong"}
+
+
+def reg(dt: ScalarType) -> str:
+    return ptr_type(dt) if isinstance(dt, PointerType) else REGISTER[dt]
+
+
+def ptr_type(p: PointerType) -> str:
+    return f"__global {MEMORY[p.element]}*"
+
+
+def unsigned(dt: DType) -> str:
+    return UNSIGNED[max(dt.bits, 8)]
+
+
+def float_literal(value: float, dt: DType) -> str:
+    if dt == D.float16:
+        value = float(np.float16(value))
+    elif dt == D.bfloat16:
+        value = float(ml_dtypes.bfloat16(value))
+    elif dt != D.float64:
+        value = float(np.float32(value))
+    suffix = "" if dt == D.float64 else "f"
+    cast = "(double)" if dt == D.float64 else ""
+    if math.isnan(value):
+        return f"{cast}NAN"
+    if math.isinf(value):
+        return f"({'-' if value < 0 else ''}{cast}INFINITY)"
+    return f"{value.hex()}{suffix}"
+
+
+def int_literal(value: int, dt: DType) -> str:
+    if dt.is_bool:
+        return "true" if value else "false"
+    if dt.bits == 64:
+        if dt.is_signed:
+            return "(-9223372036854775807L-1L)" if value == -(2**63) else f"{value}L"
+        return f"{value}UL"
+    if dt.bits == 32:
+        if dt.is_signed:
+            return "(-2147483647-1)" if value == -(2**31) else str(value)
+        return f"{value}u"
+    return f"(({REGISTER[dt]}){value})"
+
+
+PRELUDE = """\
+inline float tiles_round_f16(float x) {
+  ushort h; vstore_half_rte(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h);
+}
+inline float tiles_round_f16_rtz(float x) {
+  ushort h; vstore_half_rtz(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h);
+}
+inline ushort tiles_f16_bits(float x) { ushort h; vstore_half_rte(x, 0, (__private half*)&h); return h; }
+inline float tiles_f16_from_bits(ushort h) { return vload_half(0, (__private const half*)&h); }
+inline float tiles_round_bf16(float x) {
+  uint u = as_uint(x);
+  if (isnan(x)) return as_float((u | 0x400000u) & 0xffff0000u);
+  u += 0x7fffu + ((u >> 16) & 1u);
+  return as_float(u & 0xffff0000u);
+}
+inline float tiles_round_bf16_rtz(float x) {
+  uint u = as_uint(x);
+  if (isnan(x)) return as_float((u | 0x400000u) & 0xffff0000u);
+  return as_float(u & 0xffff0000u);
+}
+inline float tiles_bf16_from_bits(ushort b) { return as_float((uint)b << 16); }
+inline ushort tiles_bf16_bits(float x) { return (ushort)(as_uint(x) >> 16); }
+"""
+
+PRELUDE_FP64 = """\
+inline float tiles_round_f16_d(double x) {
+  ushort h; vstore_half_rte(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h);
+}
+inline float tiles_round_f16_d_rtz(double x) {
+  ushort h; vstore_half_rtz(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h);
+}
+inline float tiles_round_bf16_d(double d) {
+  float f = convert_float_rtz(d);
+  uint u = as_uint(f);
+  if (!isnan(d) && (double)f != d) u |= 1u;  /* round to odd, then to nearest even */
+  return tiles_round_bf16(as_float(u));
+}
+inline float tiles_round_bf16_d_rtz(double d) { return tiles_round_bf16_rtz(convert_float_rtz(d)); }
+"""
