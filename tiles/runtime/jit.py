@@ -59,7 +59,7 @@ class JITFunction:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not is_tracing():
-            raise LaunchError(f"{self.__name__} is a @tiles.jit function: launch it with "
+            raise LaunchError(f"{self.loc}: {self.__name__} is a @tiles.jit function: launch it with "
                               f"{self.__name__}[grid](...) instead of calling it from host code")
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
@@ -72,7 +72,7 @@ class JITFunction:
         try:
             bound = self.signature.bind(*args, **kwargs)
         except TypeError as e:
-            raise LaunchError(f"{self.__name__}({', '.join(self.arg_names)}): {e}") from None
+            raise LaunchError(f"{self.loc}: {self.__name__}({', '.join(self.arg_names)}): {e}") from None
         bound.apply_defaults()
         return dict(bound.arguments)
 
