@@ -133,7 +133,7 @@ def test_out_of_bounds_store_names_line_and_program():
 @tiles.jit
 def carried_type_change_kernel(x_ptr, n):
     acc = tl.zeros([8], dtype=tl.int32)
-    for i in range(n):
+    for _ in range(n):
         acc = acc + tl.load(x_ptr + tl.arange(0, 8))
     tl.store(x_ptr + tl.arange(0, 8), acc)
 
@@ -141,7 +141,7 @@ def carried_type_change_kernel(x_ptr, n):
 def test_loop_carried_type_change():
     with pytest.raises(tiles.CompilationError) as info:
         carried_type_change_kernel[(1,)](np.zeros(8, np.float32), 3)
-    assert_points_at(info.value, carried_type_change_kernel, "for i in range(n)", "acc", "int32", "float32")
+    assert_points_at(info.value, carried_type_change_kernel, "for _ in range(n)", "acc", "int32", "float32")
 
 
 @tiles.jit
