@@ -1,5 +1,8 @@
 """What the shared LLVM emitter needs to know about a GPU target.
 
+Grid sizes (``tl.num_programs``) reach kernels as three trailing i32 arguments,
+so no target needs an intrinsic for them.
+
 One ``LLVMTarget`` per architecture family: the CUDA backend fills it for NVPTX,
 the ROCm backend for AMDGPU.  The emitter never names a vendor directly.
 """
@@ -24,6 +27,8 @@ class LLVMTarget:
     block_id: tuple[str, str, str] = ("", "", "")
     num_blocks: tuple[str, str, str] = ("", "", "")
     barrier: str = ""              # intrinsic called with no arguments
+    # Memory scope of the fences around the barrier ("" when the barrier orders shared memory itself).
+    barrier_fence_scope: str = ""
     # Extra function attributes for the kernel (e.g. amdgpu-flat-work-group-size).
     kernel_attributes: dict[str, str] = field(default_factory=dict)
     module_flags: tuple[str, ...] = ()

@@ -1,0 +1,126 @@
+"""The CUDA backend: shared lowering -> LLVM IR -> NVPTX PTX (llvmlite) -> pycuda.
+
+Stages: ``ir``, ``llir`` (LLVM IR text), ``ptx``; on a machine with an NVIDIA GPU
+the PTX is loaded with pycuda when the kernel first launches.  Without a GPU,
+kernels still compile to PTX for ``TILES_CUDA_ARCH`` (default sm_90).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...core import dtypes as D
+from ...core.dtypes import PointerType
+from ...core.ops import Op
+from ...core.printer import format_kernel
+from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+from ..llvm.target import LLVMTarget
+from . import toolchain
+
+UNSUPPORTED_OPS = frozenset({Op.DEVICE_PRINT, Op.DEVICE_ASSERT})
+SUPPORTED_DTYPES = frozenset(set(D.ALL_DTYPES) - {D.float8e4nv, D.float8e5})
+
+
+def nvptx_target(arch: str) -> LLVMTarget:
+    return LLVMTarget(
+        triple=toolchain.TRIPLE, data_layout=toolchain.DATA_LAYOUT, arch=arch, warp_size=32,
+        kernel_calling_conv="ptx_kernel", thread_id="llvm.nvvm.read.ptx.sreg.tid.x",
+        block_id=("llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
+                  "llvm.nvvm.read.ptx.sreg.ctaid.z"),
+        barrier="llvm.nvvm.barrier0",
+        kernel_attributes={"nvvm.maxntid": "{threads}"},
+    )
+
+
+def _param_format(dtype: Any) -> str:
+    if isinstance(dtype, PointerType):
+        return "P"
+    if dtype.is_bool:
+        return "B"
+    if dtype.is_floating:
+        return {32: "f", 64: "d"}[dtype.bits]
+    return {(8, True): "b", (8, False): "B", (16, True): "h", (16, False): "H", (32, True): "i",
+            (32, False): "I", (64, True): "q", (64, False): "Q"}[(dtype.bits, dtype.is_signed)]
+
+
+class CUDABackend(Backend):
+    name = "cuda"
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            import pycuda.driver  # noqa: F401
+        except ImportError as e:
+            return False, f"pycuda is not installed ({e})"
+        try:
+            from . import runtime
+            runtime.driver()
+        except Exception as e:  # no driver, no device
+            return False, f"no usable CUDA device: {e}"
+        return True, ""
+
+    def arch(self) -> str:
+        forced = os.environ.get("TILES_CUDA_ARCH")
+        if forced:
+            return forced
+        ok, _ = self.available()
+        if ok:
+            from . import runtime
+            return runtime.device_arch()
+        return "sm_90"
+
+    def target(self) -> Target:
+        return Target("cuda", arch=self.arch(), warp_size=32, max_threads_per_block=1024,
+                      shared_memory=227 * 1024, dtypes=SUPPORTED_DTYPES, unsupported_ops=UNSUPPORTED_OPS)
+
+    def toolchain_version(self) -> str:
+        return toolchain.toolchain_version()
+
+    def stages(self, options: Options) -> dict[str, Stage]:
+        arch = self.arch()
+
+        def llir(kernel: Any, compiled: CompiledKernel) -> str:
+            from ..llvm.emit import local_bytes_of, lower_kernel
+            text = lower_kernel(compiled.ir, nvptx_target(arch), options, self.target())
+            compiled.metadata.update(shared=local_bytes_of(text), threads=options.num_warps * 32,
+                                     arch=arch)
+            return text
+
+        def ptx(text: str, compiled: CompiledKernel) -> str:
+            return toolchain.to_ptx(text, arch)
+
+        return {"ir": lambda kernel, compiled: format_kernel(kernel), "llir": llir, "ptx": ptx}
+
+    def _loaded(self, compiled: CompiledKernel) -> Any:
+        loaded = compiled.metadata.get("loaded")
+        if loaded is None:
+            from . import runtime
+            params = [p.value.type.dtype for p in compiled.ir.params]
+            formats = "".join(_param_format(d) for d in params) + "iii"
+            loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, formats,
+                                          compiled.metadata.get("shared", 0))
+            compiled.metadata["loaded"] = loaded
+            compiled.metadata["formats"] = formats
+        return loaded
+
+    def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
+               args: Sequence[LaunchArg]) -> None:
+        from . import runtime
+        loaded = self._loaded(compiled)
+        values: list[Any] = []
+        pending = []
+        for arg in args:
+            if arg.is_pointer:
+                addr, copy = runtime.device_pointer(arg)
+                values.append(np.uintp(addr))
+                if copy is not None:
+                    pending.append(copy)
+            else:
+                values.append(arg.value)
+        values.extend(grid)
+        loaded.launch(grid, compiled.metadata["threads"], values)
+        if pending:
+            runtime.copy_back(pending)
