@@ -34,7 +34,11 @@ class Config:
     """One candidate: constexpr meta-parameters plus launch options."""
 
     def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3,
-                 pre_hook: Callable[[dict[str, Any]], Any] | None = None) -> None:
+                 pre_hook: Callable[[dict[str, Any]], Any] | None = None, num_ctas: int = 1,
+                 maxnreg: int | None = None) -> None:
+        # num_ctas and maxnreg are accepted so Triton configs port unchanged; no backend uses them yet
+        self.num_ctas = num_ctas
+        self.maxnreg = maxnreg
         self.kwargs = dict(kwargs)
         self.num_warps = num_warps
         self.num_stages = num_stages
