@@ -72,9 +72,19 @@ def status(name: str) -> tuple[bool, str]:
         return False, str(e)
 
 
+_default_cache: dict[Any, Backend] = {}
+
+
 def default() -> Backend:
     """The backend kernels launch on: override, then TILES_BACKEND, then the best available."""
     chosen = (_override[-1] if _override else None) or config.backend_name()
+    found = _default_cache.get(chosen)
+    if found is None:
+        found = _default_cache[chosen] = _pick(chosen)
+    return found
+
+
+def _pick(chosen: str | None) -> Backend:
     if chosen:
         backend = get(chosen)
         ok, why = backend.available()
@@ -91,6 +101,7 @@ def default() -> Backend:
 def set_backend(name: str | None) -> None:
     """Choose the backend for later launches in this process (None: back to the default)."""
     _override.clear()
+    _default_cache.clear()
     if name is not None:
         get(name)
         _override.append(name)

@@ -17,7 +17,7 @@ from ..core.errors import CompilationError, LaunchError, TilesError
 from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
-from .specialize import ArgSpec, classify
+from .specialize import ArgSpec, classify, launch_key
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
 
@@ -48,6 +48,11 @@ class JITFunction:
         self._rewritten: Callable[..., Any] | None = None
         self.source = ""
         self.cache: dict[tuple[Any, ...], CompiledKernel] = {}
+        self._launches: dict[tuple[Any, ...], Any] = {}
+        self._defaults = {n: p.default for n, p in self.signature.parameters.items()
+                          if p.default is not inspect.Parameter.empty}
+        self._param_kinds = tuple("c" if n in self.constexprs else
+                                  ("n" if n in self.do_not_specialize else "s") for n in self.arg_names)
         self.loc = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno, fn.__name__)
 
     # -- tracing -------------------------------------------------------------
@@ -138,19 +143,50 @@ class JITFunction:
 
     def run(self, *args: Any, grid: Grid, num_warps: int = 4, num_stages: int = 3,
             backend: str | Backend | None = None, **kwargs: Any) -> CompiledKernel:
-        bound = self._bind(args, kwargs)
-        be = _resolve_backend(backend)
-        specs = self.specialize(bound)
-        compiled = self.compile_for(specs, be, self._options(num_warps, num_stages))
-        g = grid({**bound, "num_warps": num_warps, "num_stages": num_stages}) if callable(grid) else grid
-        launch_grid = _normalize_grid(g, self.__name__)
-        written = _written_params(compiled.ir)
-        launch_args = [LaunchArg(s.name, bound[s.name], isinstance(s.type, PointerType),
-                                 s.name in written)
-                       for s in specs if not s.constexpr]
-        if all(n > 0 for n in launch_grid):
-            be.launch(compiled, launch_grid, launch_args)
+        values = self._values(args, kwargs)
+        be = backend if isinstance(backend, Backend) else _resolve_backend(backend)
+        key = (be, num_warps, num_stages, launch_key(values, self._param_kinds))
+        entry = self._launches.get(key)
+        if entry is None:
+            entry = self._prepare_launch(values, be, num_warps, num_stages)
+            self._launches[key] = entry
+        compiled, plan = entry
+        if callable(grid):
+            grid = grid({**dict(zip(self.arg_names, values)), "num_warps": num_warps,
+                         "num_stages": num_stages})
+        launch_grid = _normalize_grid(grid, self.__name__)
+        if launch_grid[0] and launch_grid[1] and launch_grid[2]:
+            be.launch(compiled, launch_grid,
+                      [LaunchArg(name, values[i], is_ptr, writable) for i, name, is_ptr, writable in plan])
         return compiled
+
+    def _values(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
+        """Argument values in parameter order (the fast form of ``_bind``)."""
+        names = self.arg_names
+        if len(args) > len(names):
+            return list(self._bind(args, kwargs).values())
+        values = list(args)
+        used = 0
+        for name in names[len(args):]:
+            if name in kwargs:
+                values.append(kwargs[name])
+                used += 1
+            elif name in self._defaults:
+                values.append(self._defaults[name])
+            else:
+                return list(self._bind(args, kwargs).values())
+        if used != len(kwargs):
+            return list(self._bind(args, kwargs).values())
+        return values
+
+    def _prepare_launch(self, values: list[Any], backend: Backend, num_warps: int,
+                        num_stages: int) -> tuple[CompiledKernel, list[tuple[int, str, bool, bool]]]:
+        specs = self.specialize(dict(zip(self.arg_names, values)))
+        compiled = self.compile_for(specs, backend, self._options(num_warps, num_stages))
+        written = _written_params(compiled.ir)
+        plan = [(i, s.name, isinstance(s.type, PointerType), s.name in written)
+                for i, s in enumerate(specs) if not s.constexpr]
+        return compiled, plan
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int = 4, num_stages: int = 3,
                backend: str | Backend | None = None, signature: dict[str | int, str] | None = None,

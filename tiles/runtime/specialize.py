@@ -98,3 +98,42 @@ def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpe
         return ArgSpec(name, False, type=PointerType(dt), divisibility=div)
     raise TypeError(f"argument {name!r}: cannot pass a {type(value).__name__} to a kernel "
                     "(expected an array, a tensor, a number, or a constexpr)")
+
+
+def _array_key(v: Any) -> tuple[Any, ...] | None:
+    if isinstance(v, np.ndarray):
+        return ("a", v.dtype.str, v.__array_interface__["data"][0] % 16 == 0)
+    ptr = getattr(v, "data_ptr", None)
+    if ptr is not None:
+        return ("t", str(v.dtype), ptr() % 16 == 0)
+    return None
+
+
+def launch_key(values: list[Any], kinds: tuple[str, ...]) -> tuple[Any, ...]:
+    """A cheap key that changes whenever ``classify`` would give a different specialization.
+
+    ``kinds`` per parameter: ``c`` constexpr, ``s`` specialized, ``n`` do_not_specialize.
+    """
+    key: list[Any] = []
+    for v, kind in zip(values, kinds):
+        t = type(v)
+        if kind == "c":
+            key.append(("c", _hashable(v)))
+        elif t is int:
+            if kind == "n":
+                key.append(("i", -(2**31) <= v < 2**31))
+            else:
+                key.append(("i", -(2**31) <= v < 2**31, v == 1, v % 16 == 0))
+        elif t is float:
+            key.append("f")
+        elif t is bool:
+            key.append("b")
+        else:
+            ak = _array_key(v)
+            if ak is None:
+                key.append(("o", t, _hashable(v) if not hasattr(v, "dtype") else str(getattr(v, "dtype", ""))))
+            elif kind == "n":
+                key.append(ak[:2])
+            else:
+                key.append(ak)
+    return tuple(key)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import atexit
 import functools
 from collections.abc import Sequence
 from typing import Any
@@ -21,7 +22,15 @@ def driver() -> Any:
         raise RuntimeError("no CUDA device")
     ctx = cuda.Device(0).retain_primary_context()
     ctx.push()
+    atexit.register(_pop, ctx)
     return cuda
+
+
+def _pop(ctx: Any) -> None:
+    try:
+        ctx.pop()
+    except Exception:  # the driver may already be shutting down
+        pass
 
 
 def device_arch() -> str:
@@ -54,16 +63,15 @@ class LoadedKernel:
 def device_pointer(arg: LaunchArg) -> tuple[int, Any]:
     """(address, host copy-back info) for an array-like argument."""
     v = arg.value
-    if hasattr(v, "__cuda_array_interface__"):
-        return int(v.__cuda_array_interface__["data"][0]), None
-    if hasattr(v, "gpudata"):
-        return int(v.gpudata), None
-    mod = type(v).__module__
-    if mod.startswith("torch"):
-        if v.device.type != "cuda":
+    if getattr(v, "is_cuda", None) is not None:  # torch
+        if not v.is_cuda:
             raise LaunchError(f"argument {arg.name!r} is a torch tensor on {v.device}; the cuda "
                               "backend needs it on the GPU (tensor.cuda()) or as a NumPy array")
-        return int(v.data_ptr()), None
+        return v.data_ptr(), None
+    if hasattr(v, "gpudata"):
+        return int(v.gpudata), None
+    if hasattr(v, "__cuda_array_interface__"):
+        return int(v.__cuda_array_interface__["data"][0]), None
     if isinstance(v, np.ndarray):
         cuda = driver()
         if not (v.flags.c_contiguous or v.flags.f_contiguous):
