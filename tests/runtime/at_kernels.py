@@ -22,9 +22,8 @@ def make_tuned_increment(**options):
                           **options)(kernels.increment_kernel)
 
 
-def make_tuned_scale():
-    with_heuristics = tiles.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(
-        kernels.scale_kernel)
+def make_tuned_scale(kernel=kernels.scale_kernel):
+    with_heuristics = tiles.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})(kernel)
     return tiles.autotune([tiles.Config({"BLOCK": b}) for b in BLOCKS], key=["n"], warmup=1, rep=2)(
         with_heuristics)
 

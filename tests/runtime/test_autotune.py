@@ -92,14 +92,14 @@ def test_restore_value_undoes_trials():
 
 
 def test_heuristics_under_autotune():
-    kernels.scale_kernel.cache.clear()
-    tuned = make_tuned_scale()
+    scale = tiles.jit(kernels.scale_kernel.fn)  # fresh caches to inspect below
+    tuned = make_tuned_scale(scale)
     for n in (64, 70):
         x = np.arange(n, dtype=np.float32)
         out = np.zeros(n, np.float32)
         tuned[grid_for(n)](x, out, n)
         np.testing.assert_array_equal(out, 3 * x)
-    even_values = {c.ir.constants["EVEN"] for c in kernels.scale_kernel.cache.values()}
+    even_values = {c.ir.constants["EVEN"] for c in scale.cache.values()}
     assert even_values == {True, False}  # n=64 divides every BLOCK, n=70 none
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 import rt_kernels as kernels
 
+import tiles
 from tiles.backends.base import Options
 from tiles.runtime import cache
 
@@ -20,13 +21,16 @@ SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
 @pytest.fixture
 def backend():
     kernels.CachingBackend.compiles = kernels.CachingBackend.loads = 0
-    kernels.add_kernel.cache.clear()
     return kernels.CachingBackend()
 
 
-def compile_add(backend, block=64):
-    kernels.add_kernel.cache.clear()  # forget the in-memory cache: only the disk can serve
-    return kernels.add_kernel.compile(SIGNATURE, {"BLOCK": block}, backend=backend)
+def fresh_add_kernel():
+    """The same kernel with empty in-memory caches: only the disk can serve it."""
+    return tiles.jit(kernels.add_kernel.fn)
+
+
+def compile_add(backend, block=64, **options):
+    return fresh_add_kernel().compile(SIGNATURE, {"BLOCK": block}, backend=backend, **options)
 
 
 def only_entry(cache_dir):
@@ -48,9 +52,8 @@ def test_second_compile_is_served_from_disk(backend, private_cache_dir):
 def test_cached_kernel_launches_correctly(backend):
     x, y = np.arange(100, dtype=np.float32), np.ones(100, np.float32)
     for _ in range(2):
-        kernels.add_kernel.cache.clear()
         out = np.zeros_like(x)
-        kernels.add_kernel[(2,)](x, y, out, 100, BLOCK=64, backend=backend)
+        fresh_add_kernel()[(2,)](x, y, out, 100, BLOCK=64, backend=backend)
         np.testing.assert_array_equal(out, 2 * x + 1)
     assert (backend.compiles, backend.loads) == (1, 1)
 
@@ -58,8 +61,7 @@ def test_cached_kernel_launches_correctly(backend):
 def test_key_covers_constexprs_options_and_backend(backend):
     compile_add(backend, 64)
     compile_add(backend, 128)
-    kernels.add_kernel.cache.clear()
-    kernels.add_kernel.compile(SIGNATURE, {"BLOCK": 64}, backend=backend, num_warps=8)
+    compile_add(backend, 64, num_warps=8)
     assert (backend.compiles, backend.loads) == (3, 0)
     specs = kernels.add_kernel.specs_from_signature(SIGNATURE, {"BLOCK": 64})
     key = cache.compile_key(kernels.add_kernel, specs, backend, Options())
@@ -75,8 +77,7 @@ def test_always_compile_bypasses_the_cache(backend, monkeypatch):
 
 
 def test_uncacheable_backend_writes_nothing(private_cache_dir):
-    kernels.add_kernel.cache.clear()
-    kernels.add_kernel.compile(SIGNATURE, {"BLOCK": 64}, backend="interpreter")
+    fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 64}, backend="interpreter")
     assert not (private_cache_dir / "kernels").exists()
 
 
@@ -183,8 +184,7 @@ def test_concurrent_writers_leave_readers_a_whole_entry(tmp_path):
 def _compile_in_child(cache_dir: str) -> None:
     import os
     os.environ["TILES_CACHE_DIR"] = cache_dir
-    kernels.add_kernel.cache.clear()
-    kernels.add_kernel.compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
+    fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
 
 
 def test_processes_compiling_the_same_kernel_share_one_valid_entry(private_cache_dir):
@@ -198,6 +198,5 @@ def test_processes_compiling_the_same_kernel_share_one_valid_entry(private_cache
     entry = only_entry(private_cache_dir)
     assert cache.read_entry(entry) is not None
     kernels.CachingBackend.compiles = kernels.CachingBackend.loads = 0
-    kernels.add_kernel.cache.clear()
-    kernels.add_kernel.compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
+    fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
     assert (kernels.CachingBackend.compiles, kernels.CachingBackend.loads) == (0, 1)

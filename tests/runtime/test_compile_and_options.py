@@ -48,13 +48,13 @@ def test_signature_mistakes_are_explained(signature, constexprs, message):
 
 
 def test_compiled_kernel_from_signature_is_reused_by_a_matching_launch():
-    kernels.add_kernel.cache.clear()
-    compiled = kernels.add_kernel.compile({"x_ptr": "*fp32:16", "y_ptr": "*fp32:16",
+    kernel = tiles.jit(kernels.add_kernel.fn)  # fresh in-memory caches
+    compiled = kernel.compile({"x_ptr": "*fp32:16", "y_ptr": "*fp32:16",
                                            "out_ptr": "*fp32:16", "n": "i32"}, {"BLOCK": 64},
                                           backend="interpreter")
     x = np.arange(100, dtype=np.float32)
     out = np.zeros_like(x)
-    launched = kernels.add_kernel[(2,)](x, x, out, 100, BLOCK=64, backend="interpreter")
+    launched = kernel[(2,)](x, x, out, 100, BLOCK=64, backend="interpreter")
     assert launched is compiled
     np.testing.assert_array_equal(out, 3 * x)
 
