@@ -65,6 +65,8 @@ def address_of(value: Any) -> int | None:
         return int(value.__cuda_array_interface__["data"][0])
     if hasattr(value, "gpudata"):
         return int(value.gpudata)
+    if hasattr(value, "base_data") and hasattr(value, "offset"):  # pyopencl: buffers are aligned
+        return int(value.offset)
     return None
 
 

@@ -105,12 +105,12 @@ def _rule(instr: Instr, info: dict[Value, AxisInfo]) -> AxisInfo:
     if op is Op.RESHAPE:
         return ops[0] if _last(instr.operands[0]) == n else AxisInfo()
     if op is Op.HINT:
-        a: A.Hint = instr.attrs
+        hint: A.Hint = instr.attrs
         cur = ops[0]
-        last = a.values[-1] if a.values else 1
-        if a.kind == "multiple_of":
+        last = hint.values[-1] if hint.values else 1
+        if hint.kind == "multiple_of":
             return AxisInfo(cur.contig, max(cur.div, last), cur.const)
-        if a.kind == "max_contiguous":
+        if hint.kind == "max_contiguous":
             return AxisInfo(max(cur.contig, last), cur.div, cur.const)
         return cur
     return AxisInfo()

@@ -253,6 +253,7 @@ def _addptr(lw: Lowering, instr: Instr) -> list[list[Handle]]:
 @rule(Op.PTR_TO_INT)
 def _ptr_to_int(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     ptr = instr.operands[0].type.dtype
+    assert isinstance(ptr, PointerType)
     return _zip(lw, instr, lambda p: lw.e.ptr_to_int(p, ptr))
 
 

@@ -11,7 +11,7 @@ from ...core import attrs as A  # noqa: N812
 from ...core.dtypes import PointerType
 from ...core.ir import Instr
 from ...core.ops import Op
-from .axisinfo import vector_width
+from .axisinfo import AxisInfo, vector_width
 from .emitter import Handle
 from .lower import Lowering, rule
 
@@ -31,20 +31,14 @@ def _groups(lw: Lowering, instr: Instr, mask_index: int | None, other_index: int
     return [(j, w) for j in range(0, lay.per_thread, w)]
 
 
-class _NoInfo:
-    contig = 1
-    div = 1
-    const = 1
-
-
-_NO_INFO = _NoInfo()
+_NO_INFO = AxisInfo()
 
 
 @rule(Op.LOAD)
 def _load(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     a: A.Load = instr.attrs
     ptrs = lw.env[instr.operands[0]]
-    elem = instr.result.type.dtype
+    elem = instr.result.type.element
     masks = lw.env[instr.operands[1]] if a.masked else None
     others = lw.env[instr.operands[2]] if a.has_other else None
     out: list[Handle] = []
@@ -64,7 +58,7 @@ def _store(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     lay = lw.layout(ptr)
     ptrs, values = lw.env[ptr], lw.env[instr.operands[1]]
     masks = lw.env[instr.operands[2]] if a.masked else None
-    elem = instr.operands[1].type.dtype
+    elem = instr.operands[1].type.element
     for j, w in _groups(lw, instr, 2 if a.masked else None, None):
         m = lw.and_mask(lw.owner(lay, j), masks[j] if masks else None)
         if w == 1:

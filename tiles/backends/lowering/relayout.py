@@ -100,8 +100,9 @@ def _split(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     dst = lw.layout(instr.results[0])
     outs = []
     for half in (0, 1):
-        outs.append(gather_local(lw, [src], dst, lambda j, flat, h=half: lw.iop(
-            Op.ADD, lw.iop(Op.MUL, flat, 2), h)))
+        def index(j: int, flat: Index, h: int = half) -> Index:
+            return lw.iop(Op.ADD, lw.iop(Op.MUL, flat, 2), h)
+        outs.append(gather_local(lw, [src], dst, index))
     return outs
 
 

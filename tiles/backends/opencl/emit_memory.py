@@ -18,9 +18,14 @@ _CAS_COMBINE = {"add": "{old} + {v}", "max": "fmax({old}, {v})", "min": "fmin({o
 class MemoryMixin:
     """Needs ``_tmp``, ``_decl`` and ``_line`` from the emitter it is mixed into."""
 
-    def _tmp(self, ctype: str, expr: str) -> str: ...  # provided by OpenCLEmitter
-    def _decl(self, ctype: str) -> str: ...
-    def _line(self, text: str) -> None: ...
+    def _tmp(self, ctype: str, expr: str) -> str:
+        raise NotImplementedError  # provided by OpenCLEmitter
+
+    def _decl(self, ctype: str) -> str:
+        raise NotImplementedError
+
+    def _line(self, text: str) -> None:
+        raise NotImplementedError
 
     # ------------------------------------------------------------ global memory
     def _read(self, p: Handle, dt: DType) -> str:
