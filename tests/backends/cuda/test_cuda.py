@@ -6,7 +6,7 @@ import pytest
 from tiles.backends import registry
 from tiles.backends.cuda import toolchain
 
-from . import kernels as K
+import cuda_kernels as K
 
 GPU, WHY = registry.status("cuda")
 needs_gpu = pytest.mark.skipif(not GPU, reason=f"no CUDA GPU: {WHY}")
