@@ -87,6 +87,16 @@ class Backend(abc.ABC):
                args: Sequence[LaunchArg]) -> None:
         """Run the compiled kernel over ``grid`` programs."""
 
+    def make_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]]
+                      ) -> Callable[[tuple[int, int, int], Sequence[Any]], None]:
+        """A function ``(grid, values)`` that launches ``compiled``; ``plan`` lists, per run-time
+        parameter, (index into values, name, is pointer, may be written).  Backends override
+        this to make repeated launches cheap."""
+        def launcher(grid: tuple[int, int, int], values: Sequence[Any]) -> None:
+            self.launch(compiled, grid, [LaunchArg(name, values[i], is_ptr, writable)
+                                         for i, name, is_ptr, writable in plan])
+        return launcher
+
     def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Kernel,
                     options: Options) -> CompiledKernel | None:
         """Rebuild a kernel from the ``str``/``bytes`` stages of an on-disk cache entry.

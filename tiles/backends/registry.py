@@ -27,7 +27,7 @@ _instances: dict[str, Backend] = {}
 _override: list[str] = []
 
 
-class BackendUnavailable(TilesError):
+class BackendUnavailable(TilesError):  # noqa: N818  (reads better than ...Error here)
     pass
 
 

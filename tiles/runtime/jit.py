@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import config
 from ..backends import registry
-from ..backends.base import Backend, CompiledKernel, LaunchArg, Options
+from ..backends.base import Backend, CompiledKernel, Options
 from ..core import passes
 from ..core.builder import Builder, is_tracing, tb_loc, tracing
 from ..core.dtypes import PointerType
@@ -150,14 +150,16 @@ class JITFunction:
         if entry is None:
             entry = self._prepare_launch(values, be, num_warps, num_stages)
             self._launches[key] = entry
-        compiled, plan = entry
+        compiled, launcher = entry
         if callable(grid):
             grid = grid({**dict(zip(self.arg_names, values)), "num_warps": num_warps,
                          "num_stages": num_stages})
+        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] > 0:
+            launcher((grid[0], 1, 1), values)
+            return compiled
         launch_grid = _normalize_grid(grid, self.__name__)
         if launch_grid[0] and launch_grid[1] and launch_grid[2]:
-            be.launch(compiled, launch_grid,
-                      [LaunchArg(name, values[i], is_ptr, writable) for i, name, is_ptr, writable in plan])
+            launcher(launch_grid, values)
         return compiled
 
     def _values(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
@@ -180,13 +182,13 @@ class JITFunction:
         return values
 
     def _prepare_launch(self, values: list[Any], backend: Backend, num_warps: int,
-                        num_stages: int) -> tuple[CompiledKernel, list[tuple[int, str, bool, bool]]]:
+                        num_stages: int) -> tuple[CompiledKernel, Callable[..., None]]:
         specs = self.specialize(dict(zip(self.arg_names, values)))
         compiled = self.compile_for(specs, backend, self._options(num_warps, num_stages))
         written = _written_params(compiled.ir)
         plan = [(i, s.name, isinstance(s.type, PointerType), s.name in written)
                 for i, s in enumerate(specs) if not s.constexpr]
-        return compiled, plan
+        return compiled, backend.make_launcher(compiled, plan)
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int = 4, num_stages: int = 3,
                backend: str | Backend | None = None, signature: dict[str | int, str] | None = None,

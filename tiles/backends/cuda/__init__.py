@@ -8,7 +8,7 @@ kernels still compile to PTX for ``TILES_CUDA_ARCH`` (default sm_90).
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -105,6 +105,26 @@ class CUDABackend(Backend):
             compiled.metadata["loaded"] = loaded
             compiled.metadata["formats"] = formats
         return loaded
+
+    def make_launcher(self, compiled: CompiledKernel,
+                      plan: Sequence[tuple[int, str, bool, bool]]) -> Callable[..., None]:
+        from . import runtime
+        loaded = self._loaded(compiled)
+        call = loaded.function.prepared_call
+        block = (compiled.metadata["threads"], 1, 1)
+        shared = loaded.shared_bytes
+        slow = self.launch
+        indices = [i for i, *_ in plan]
+        pointers = {i for i, _n, is_ptr, _w in plan if is_ptr}
+        scalars_only = not pointers
+
+        def launcher(grid: tuple[int, int, int], values: Sequence[Any]) -> None:
+            if not scalars_only and not all(runtime.is_cuda_tensor(values[i]) for i in pointers):
+                slow(compiled, grid, [LaunchArg(n, values[i], p, w) for i, n, p, w in plan])
+                return
+            args = [values[i].data_ptr() if i in pointers else values[i] for i in indices]
+            call(grid, block, *args, *grid, shared_size=shared)
+        return launcher
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg]) -> None:

@@ -60,6 +60,11 @@ class LoadedKernel:
         self.function.prepared_call(grid, (block, 1, 1), *values, shared_size=self.shared_bytes)
 
 
+def is_cuda_tensor(v: Any) -> bool:
+    """A torch CUDA tensor (the common, fast case)."""
+    return getattr(v, "is_cuda", False) is True
+
+
 def device_pointer(arg: LaunchArg) -> tuple[int, Any]:
     """(address, host copy-back info) for an array-like argument."""
     v = arg.value

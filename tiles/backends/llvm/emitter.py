@@ -162,7 +162,10 @@ class LLVMEmitter(Emitter):
         lines += sorted(self.decls.values())
         attrs = " ".join(f'"{k}"="{v.format(threads=self.threads)}"' for k, v in t.kernel_attributes.items())
         lines.append(f"attributes #0 = {{ nounwind {attrs} }}")
-        lines += list(t.module_flags)
+        if t.module_flags:
+            ids = [f"!{i}" for i in range(len(t.module_flags))]
+            lines.append(f"!llvm.module.flags = !{{{', '.join(ids)}}}")
+            lines += [f"{i} = {node}" for i, node in zip(ids, t.module_flags)]
         return "\n".join(lines) + "\n"
 
     # ------------------------------------------------------------ values
