@@ -79,9 +79,9 @@ def expected_values(op, x, y, ctype):
     """x op y computed in ``ctype`` the way Triton does (ints: C semantics; ``/`` on ints: fp32)."""
     if ctype in FLOATS or op == "truediv":
         out_type = tl.float32 if ctype not in FLOATS else ctype
-        xa = x.astype(NUMPY[ctype]).astype(NUMPY[out_type])
-        ya = y.astype(NUMPY[ctype]).astype(NUMPY[out_type])
         with np.errstate(all="ignore"):
+            xa = x.astype(NUMPY[ctype]).astype(NUMPY[out_type])
+            ya = y.astype(NUMPY[ctype]).astype(NUMPY[out_type])
             return FLOAT_OPS[op](xa, ya).astype(NUMPY[out_type])
     xa = [wrap_int(int(v), ctype) for v in x]
     ya = [wrap_int(int(v), ctype) for v in y]
