@@ -89,7 +89,8 @@ class OpenCLEmitter(MemoryMixin, Emitter):
         return handles
 
     def finish(self, local_bytes: int) -> str:
-        pragmas = ["#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable",
+        pragmas = ["#pragma OPENCL FP_CONTRACT OFF",  # a * b + c rounds twice, as the IR says
+                   "#pragma OPENCL EXTENSION cl_khr_int64_base_atomics : enable",
                    "#pragma OPENCL EXTENSION cl_khr_int64_extended_atomics : enable"]
         prelude = ct.PRELUDE
         if self.fp64:
@@ -213,7 +214,8 @@ class OpenCLEmitter(MemoryMixin, Emitter):
                 return self._tmp(t, self._narrow_double(f"(double)({a})", dst, "rtne"))
             return self._tmp(t, self._round(dst, f"(float)({a})"))
         if dst.is_int:
-            return self._tmp(t, f"convert_{t}_sat_rtz({a})")
+            # the NaN test is explicit: NVIDIA's 64-bit saturating conversions give INT64_MIN
+            return self._tmp(t, f"(isnan({a}) ? ({t})0 : convert_{t}_sat_rtz({a}))")
         if dst == D.float64:
             return self._tmp(t, f"(double)({a})")
         if src == D.float64:
