@@ -32,6 +32,7 @@ def nvptx_target(arch: str) -> LLVMTarget:
         block_id=("llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
                   "llvm.nvvm.read.ptx.sreg.ctaid.z"),
         barrier="llvm.nvvm.barrier0",
+        shuffle_xor="llvm.nvvm.shfl.sync.bfly.i32",
         kernel_attributes={"nvvm.maxntid": "{threads}"},
     )
 

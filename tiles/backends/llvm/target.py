@@ -29,6 +29,8 @@ class LLVMTarget:
     barrier: str = ""              # intrinsic called with no arguments
     # Memory scope of the fences around the barrier ("" when the barrier orders shared memory itself).
     barrier_fence_scope: str = ""
+    # i32 butterfly shuffle intrinsic (membermask, value, lane mask, clamp), "" when absent.
+    shuffle_xor: str = ""
     # Extra function attributes for the kernel (e.g. amdgpu-flat-work-group-size).
     kernel_attributes: dict[str, str] = field(default_factory=dict)
     module_flags: tuple[str, ...] = ()

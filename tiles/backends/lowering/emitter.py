@@ -131,6 +131,11 @@ class Emitter(abc.ABC):
         """Whether ``load_vector``/``store_vector`` take ``width`` elements of ``dtype``."""
         return width in (2, 4)
 
+    def shuffle_xor(self, value: Handle, lane_mask: int, dtype: ScalarType) -> Handle | None:
+        """The ``value`` of lane ``lane ^ lane_mask`` of this warp (all lanes active), or None
+        when the target has no cross-lane shuffle (the lowering then uses local memory)."""
+        return None
+
     # ------------------------------------------------------------ local memory
     def local_itemsize(self, dtype: ScalarType) -> int:
         """Bytes one element of ``dtype`` takes in local memory."""

@@ -128,6 +128,10 @@ def _tree(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequence[S
         own = lw.owner(lay, j)
         partial[row] = merged if own is None else [
             e.select(own, m, p, t) for m, p, t in zip(merged, partial[row], types)]
+    if active == threads:
+        shuffled = _across_warps(lw, dst, rows, types, combine, partial)
+        if shuffled is not None:
+            return shuffled
     offsets, off = [], 0
     for t in types:
         offsets.append(off)
@@ -160,6 +164,56 @@ def _tree(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequence[S
         at = lw.idx(lw.iop(Op.MUL, lw.flat_index(dst, j), width))
         for k, (o, t) in enumerate(zip(offsets, types)):
             outs[k].append(e.local_load(o, at, t))
+    e.barrier()
+    return outs
+
+
+def _across_warps(lw: Lowering, dst: Layout, rows: int, types: Sequence[ScalarType], combine: Combine,
+                  partial: dict[int, list[Handle]]) -> list[list[Handle]] | None:
+    """Butterfly shuffles inside each warp, then one value per warp through local memory.
+
+    Every thread owns distinct elements here, so each warp's lanes hold disjoint partials;
+    after log2(warp) shuffle steps every lane has its warp's total.  Lane 0 of each warp
+    publishes it, and every thread combines the warps' totals of the rows it needs.
+    """
+    e, threads = lw.e, lw.threads
+    warp = e.target.warp_size
+    if warp <= 1 or threads % warp or warp & (warp - 1):
+        return None
+    totals: dict[int, list[Handle]] = {}
+    for row, values in partial.items():
+        step = warp // 2
+        while step:
+            other = [e.shuffle_xor(v, step, t) for v, t in zip(values, types)]
+            if any(o is None for o in other):
+                return None
+            values = combine(values, other)
+            step //= 2
+        totals[row] = values
+    nwarps = threads // warp
+    if nwarps == 1 and rows == 1:
+        return [[totals[0][k]] * dst.per_thread for k in range(len(types))]
+    offsets, off = [], 0
+    for t in types:
+        offsets.append(off)
+        off += lw.local_size(t, rows * nwarps)
+    lw.reserve_local(off)
+    warp_id = lw.iop(Op.IDIV, lw.tid, warp)
+    lane0 = e.binary(Op.EQ, lw.idx(lw.iop(Op.MOD, lw.tid, warp)), lw.const(0, D.int32), D.int32)
+    for row, values in totals.items():
+        at = lw.idx(lw.iop(Op.ADD, warp_id, row * nwarps))
+        for o, h, t in zip(offsets, values, types):
+            e.local_store(o, at, h, t, lane0)
+    e.barrier()
+    outs: list[list[Handle]] = [[] for _ in types]
+    for j in range(dst.per_thread):
+        base = lw.iop(Op.MUL, lw.flat_index(dst, j), nwarps) if rows > 1 else 0
+        acc = [e.local_load(o, lw.idx(base), t) for o, t in zip(offsets, types)]
+        for w in range(1, nwarps):
+            acc = combine(acc, [e.local_load(o, lw.idx(lw.iop(Op.ADD, base, w)), t)
+                                for o, t in zip(offsets, types)])
+        for k, h in enumerate(acc):
+            outs[k].append(h)
     e.barrier()
     return outs
 
