@@ -10,7 +10,7 @@
 | ``TILES_CACHE_DIR`` | on-disk compile cache (default: ``~/.cache/tiles``) |
 | ``TILES_ALWAYS_COMPILE=1`` | ignore the on-disk cache |
 | ``TILES_PRINT_AUTOTUNING=1`` | print the configuration the autotuner picks |
-| ``TILES_OPENCL_DEVICE=<index or name>`` | OpenCL backend: the device (an index into all platforms' devices, or part of "<platform> <device>"; default: the first GPU, else the first device that builds) |
+| ``TILES_OPENCL_DEVICE`` | OpenCL device: index into all devices, or part of "<platform> <device>" |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
 """

@@ -87,6 +87,10 @@ class Backend(abc.ABC):
                args: Sequence[LaunchArg]) -> None:
         """Run the compiled kernel over ``grid`` programs."""
 
+    def is_gpu(self) -> bool:
+        """Whether kernels run on a GPU (only GPU backends are picked by default)."""
+        return True
+
     def make_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]]
                       ) -> Callable[[tuple[int, int, int], Sequence[Any]], None]:
         """A function ``(grid, values)`` that launches ``compiled``; ``plan`` lists, per run-time

@@ -35,6 +35,9 @@ class InterpreterBackend(Backend):
     def available(self) -> tuple[bool, str]:
         return True, ""
 
+    def is_gpu(self) -> bool:
+        return False
+
     def target(self) -> Target:
         return Target("interpreter", "numpy", warp_size=1)
 

@@ -68,7 +68,7 @@ def get(name: str) -> Backend:
 def status(name: str) -> tuple[bool, str]:
     try:
         return get(name).available()
-    except BackendUnavailable as e:
+    except Exception as e:  # a broken third-party backend must not break the others
         return False, str(e)
 
 
@@ -93,9 +93,9 @@ def _pick(chosen: str | None) -> Backend:
         return backend
     for name in PREFERENCE:
         ok, _ = status(name)
-        if ok:
+        if ok and get(name).is_gpu():
             return get(name)
-    raise BackendUnavailable("no backend is available")
+    return get("interpreter")
 
 
 def set_backend(name: str | None) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .dtypes import DType
+from .dtypes import DType, ScalarType
 
 
 @dataclass(frozen=True)
@@ -31,9 +31,9 @@ class Axis:
 
 @dataclass(frozen=True)
 class Cast:
-    """CAST / BITCAST: the target element type."""
+    """CAST / BITCAST / INT_TO_PTR: the target element type."""
 
-    dtype: DType
+    dtype: ScalarType
     fp_downcast_rounding: str = "rtne"
 
 

@@ -7,7 +7,7 @@ import dataclasses
 from .. import config
 from . import attrs as A
 from .ir import Block, Instr, Kernel, Value
-from .ops import Op, SIDE_EFFECTS
+from .ops import SIDE_EFFECTS, Op
 from .verify import verify
 
 
@@ -39,7 +39,7 @@ def dead_code_elimination(kernel: Kernel) -> Kernel:
             nonlocal changed
             kept = []
             for instr in block.instrs:
-                if not _has_effects(instr) and all(counts.get(r, 0) == 0 for r in instr.results):
+                if not _has_effects(instr) and all(counts.get(r, 0) == 0 for r in instr.results):  # noqa: B023
                     changed = True
                     continue
                 for region in instr.regions:

@@ -9,7 +9,6 @@ dead branches are never traced.
 from __future__ import annotations
 
 import builtins
-
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any

@@ -196,7 +196,7 @@ def histogram(input: Any, num_bins: Any, mask: Any = None) -> tensor:
     if not isinstance(bins, int) or bins <= 0:
         raise S.error(f"num_bins must be a positive compile-time integer, got {bins!r}")
     if mask is not None:
-        t = S.where(mask, t, -1 if t.dtype.is_signed else bins)
+        t = S.where(mask, t, -1 if t.dtype.is_signed else bins)  # type: ignore[union-attr,arg-type,assignment]
     return S.wrap(current().emit1(Op.HISTOGRAM, [t.handle], A.Histogram(bins)))
 
 
@@ -227,7 +227,7 @@ def dot(a: tensor, b: tensor, acc: tensor | None, input_precision: Any, allow_tf
         raise S.error(f"tl.dot needs M, N and K of at least 16, got M={m}, N={n}, K={k}")
     if a.dtype != b.dtype:
         if a.dtype.is_floating and b.dtype.is_floating:
-            ctype = D.computation_type(a.dtype, False, b.dtype, False)
+            ctype = D.computation_type(a.dtype, False, b.dtype, False)  # type: ignore[union-attr,arg-type,assignment]
             a, b = S.cast(a, ctype), S.cast(b, ctype)
         else:
             raise S.error(f"tl.dot operands differ in type: {a.dtype} and {b.dtype}")
@@ -241,7 +241,7 @@ def dot(a: tensor, b: tensor, acc: tensor | None, input_precision: Any, allow_tf
     if a.dtype.is_int:
         out = D.int32
     else:
-        out = S.as_dtype(out_dtype)
+        out = S.as_dtype(out_dtype)  # type: ignore[union-attr,arg-type,assignment]
     shape = (*a.shape[:-1], n)
     if acc is None:
         acc_t = S.const(0, out, shape)
@@ -250,7 +250,7 @@ def dot(a: tensor, b: tensor, acc: tensor | None, input_precision: Any, allow_tf
         if acc_t.shape != shape:
             raise S.error(f"tl.dot accumulator has shape {list(acc_t.shape)}, expected {list(shape)}")
         if acc_t.dtype != out and not a.dtype.is_int:
-            out = acc_t.dtype
+            out = acc_t.dtype  # type: ignore[union-attr,arg-type,assignment]
     imprecise = S.unwrap(max_num_imprecise_acc)
     return S.wrap(current().emit1(Op.DOT, [a.handle, b.handle, acc_t.handle],
                                   A.Dot(prec, imprecise)))

@@ -17,7 +17,7 @@ from ..core import dtypes as D
 from ..core.builder import current, user_loc
 from ..core.dtypes import DType, PointerType, ScalarType
 from ..core.errors import CompilationError
-from ..core.ir import TileType, Value
+from ..core.ir import Value
 from ..core.ops import Op
 from .tensor import tensor
 
@@ -400,7 +400,7 @@ def unary_math(name: str, a: Operand) -> tensor:
         if t.dtype.is_bool or t.dtype.kind is D.Kind.UINT:
             return t
         return emit(Op.ABS, [t])
-    if not t.dtype.is_floating or t.dtype.is_fp8:
+    if not t.dtype.is_floating or t.dtype.is_fp8:  # type: ignore[union-attr,arg-type,assignment]
         raise error(f"tl.{name} needs a floating-point tile (float16, bfloat16, float32, float64), "
                     f"got {t.dtype}; convert first with .to(tl.float32)")
     return emit(_MATH[name], [t])
@@ -410,7 +410,7 @@ def fma(a: Operand, b: Operand, c: Operand) -> tensor:
     x, y, ctype = _pair(a, b)
     z = to_tensor(c)
     shape = broadcast_shapes(x.shape, z.shape)
-    ctype2 = D.computation_type(ctype, False, z.dtype, not isinstance(c, tensor))
+    ctype2 = D.computation_type(ctype, False, z.dtype, not isinstance(c, tensor))  # type: ignore[union-attr,arg-type,assignment]
     x, y = broadcast_to(cast(x, ctype2), shape), broadcast_to(cast(y, ctype2), shape)
     return emit(Op.FMA, [x, y, _coerce(c, ctype2, shape)])
 

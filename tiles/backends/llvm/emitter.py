@@ -469,7 +469,7 @@ class LLVMEmitter(Emitter):
         self._when(mask, do)
 
     def vector_ok(self, dtype: DType, width: int) -> bool:
-        return width in (2, 4) and not dtype.is_bool and dtype.itemsize * width <= 16
+        return width in (2, 4, 8, 16) and not dtype.is_bool and dtype.itemsize * width <= 16
 
     def _when(self, mask: Any, body: Callable[[], None]) -> None:
         if mask is None or mask.name == "true":

@@ -63,12 +63,16 @@ class Layout:
         return divmod(j, self.vec)
 
 
-def choose_layout(shape: tuple[int, ...], threads: int) -> Layout:
-    """The layout of every tile of ``shape`` in a program of ``threads`` threads."""
+def choose_layout(shape: tuple[int, ...], threads: int, max_vec: int = VECTOR_ELEMENTS) -> Layout:
+    """The layout of every tile of ``shape`` in a program of ``threads`` threads.
+
+    ``max_vec`` is the widest chunk: 16 bytes of the narrowest element type the kernel
+    moves through memory (4 for fp32 kernels, 8 when fp16/bf16 data is loaded or stored).
+    """
     if not shape:
         return Layout((), 1, threads)
     numel = math.prod(shape)
-    vec = VECTOR_ELEMENTS
+    vec = max_vec
     while vec > 1 and (shape[-1] % vec or numel // vec < threads):
         vec //= 2
     return Layout(tuple(shape), vec, threads)

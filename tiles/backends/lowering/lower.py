@@ -59,6 +59,7 @@ class Lowering:
         self._scopes: list[dict[Any, Handle]] = [{}]
         from .axisinfo import analyze
         self.info = analyze(kernel)
+        self.max_vec = _widest_chunk(kernel)
 
     # ------------------------------------------------------------ driver
     def run(self) -> Any:
@@ -94,7 +95,7 @@ class Lowering:
     # ------------------------------------------------------------ layouts and indices
     def layout(self, v: Value | tuple[int, ...]) -> Layout:
         shape = v if isinstance(v, tuple) else v.type.shape
-        return choose_layout(shape, self.threads)
+        return choose_layout(shape, self.threads, self.max_vec)
 
     def const(self, value: bool | int | float, dtype: DType) -> Handle:
         return self.e.constant(value, dtype)
@@ -349,6 +350,14 @@ def _print(lw: Lowering, instr: Instr) -> list[list[Handle]]:
                 values.append((h, v.type.dtype))
     lw.e.device_print(instr.attrs.text if instr.attrs else "", values)
     return []
+
+
+def _widest_chunk(kernel: Kernel) -> int:
+    """Elements per chunk: 16 bytes of the narrowest type loaded or stored (4 to 8)."""
+    sizes = [instr.operands[0].type.element.itemsize for instr in kernel.walk()
+             if instr.op in (Op.LOAD, Op.STORE)]
+    narrowest = min(sizes, default=4)
+    return max(4, min(8, 16 // max(narrowest, 1)))
 
 
 def lower(kernel: Kernel, emitter: Emitter, threads: int) -> Any:

@@ -26,8 +26,8 @@ def _groups(lw: Lowering, instr: Instr, mask_index: int | None, other_index: int
     w = 1
     if lay.shape and lay.vec > 1:
         w = vector_width(lay.vec, lw.info.get(ptr) or _NO_INFO, elem.itemsize, *infos)
-        if not lw.e.vector_ok(elem, w):  # type: ignore[attr-defined]
-            w = 1
+        while w > 1 and not lw.e.vector_ok(elem, w):  # type: ignore[attr-defined]
+            w //= 2
     return [(j, w) for j in range(0, lay.per_thread, w)]
 
 

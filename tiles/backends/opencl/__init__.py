@@ -34,6 +34,12 @@ class OpenCLBackend(Backend):
             return False, f"no usable OpenCL device: {e}"
         return True, ""
 
+    def is_gpu(self) -> bool:
+        import pyopencl as cl
+
+        from . import runtime
+        return bool(runtime.device()[2].type & cl.device_type.GPU)
+
     def target(self) -> Target:
         from . import runtime
         _, _, dev = runtime.device()

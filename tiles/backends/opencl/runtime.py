@@ -116,6 +116,7 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     kernel.set_args(*values)
     cl.enqueue_nd_range_kernel(queue, kernel, (grid[0] * threads, grid[1], grid[2]),
                                (threads, 1, 1))
-    for arr, buf in copies:
-        cl.enqueue_copy(queue, arr, buf)
-    queue.finish()
+    if copies:  # NumPy arguments: wait and copy back; device arrays stay asynchronous
+        for arr, buf in copies:
+            cl.enqueue_copy(queue, arr, buf)
+        queue.finish()
