@@ -13,13 +13,15 @@ no fused multiply-add.  The tools here make every conversion and FMA round once:
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
-from ..core import dtypes as D
+from ..core import dtypes
 from ..core.dtypes import DType
 
 _F64, _F32, _U64, _U32 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.uint64), np.dtype(np.uint32)
-_UINT_OF_SIZE = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: _U32, 8: _U64}
+_UINT_OF_SIZE: dict[int, np.dtype[Any]] = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: _U32, 8: _U64}
 
 
 def two_sum(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -76,9 +78,9 @@ def round_to_odd_f32(x: np.ndarray) -> np.ndarray:
 
 
 def _rn_from_f64(x: np.ndarray, dst: DType) -> np.ndarray:
-    if dst == D.float64:
+    if dst == dtypes.float64:
         return x
-    if dst in (D.float32, D.float16):
+    if dst in (dtypes.float32, dtypes.float16):
         return x.astype(dst.np)  # NumPy rounds these directly from float64
     return round_to_odd_f32(x).astype(dst.np)
 
@@ -88,7 +90,7 @@ def narrow(x: np.ndarray, dst: DType, rounding: str = "rtne") -> np.ndarray:
     with np.errstate(all="ignore"):
         x = np.asarray(x, _F64)
         r = np.asarray(_rn_from_f64(x, dst))
-        if rounding != "rtz" or dst == D.float64:
+        if rounding != "rtz" or dst == dtypes.float64:
             return r
         rv = r.astype(_F64)
         finite = np.isfinite(x)
@@ -110,7 +112,7 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dst: DType) -> np.ndarray:
     """a * b + c rounded once to ``dst`` (operands already of type ``dst``)."""
     with np.errstate(all="ignore"):
         a64, b64, c64 = (np.asarray(v).astype(_F64) for v in (a, b, c))
-        if dst != D.float64:
+        if dst != dtypes.float64:
             # the float64 product of two <= 24-bit significands is exact
             return narrow(add_round_odd(a64 * b64, c64), dst)
         uh, ul = two_prod(a64, b64)

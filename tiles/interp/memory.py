@@ -1,0 +1,413 @@
+"""The interpreter's memory: the kernel's array arguments as checked buffers.
+
+A pointer is an int64 *virtual address* that packs (buffer, byte offset): buffer
+``k`` (the k-th array argument) starts at ``(k + 1) << 44``, so ``ADDPTR`` is an
+integer add, ``WHERE`` can mix buffers, and ``PTR_TO_INT`` gives an address that
+is 2**44-aligned at the lowest byte of every argument.  A buffer is the
+argument's *own* memory extent (lowest to highest byte of the view's elements,
+negative strides included), never its parent's.
+
+Every load, store and atomic checks, for the lanes its mask leaves on, that the
+access lies inside one buffer and is aligned to the element size, and raises a
+``KernelRuntimeError`` naming the kernel, the line, the program and the offset
+otherwise.  Masked-off lanes never touch memory.  Accesses go through typed
+views of the buffer's bytes, so a pointer whose element type differs from the
+array's dtype reinterprets the bytes, as on a GPU.  Stores apply lanes in
+(program, lane) order, so the last writer wins.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ..core.dtypes import DType, PointerType
+from ..core.errors import KernelRuntimeError, LaunchError
+from ..core.ir import Kernel, Loc
+from . import atomics
+from .programs import Programs
+
+SHIFT = 44
+SPAN = 1 << SHIFT
+_LOG2 = {1: 0, 2: 1, 4: 2, 8: 3}
+
+
+@dataclass
+class Site:
+    """Where an access happens, for error messages."""
+
+    kernel: str
+    loc: Loc
+    what: str  # "load", "store", "atomic add", ...
+    programs: Programs
+
+
+class _Raw:
+    """Exposes ``nbytes`` bytes at ``address`` to NumPy (keeps ``owner`` alive)."""
+
+    def __init__(self, address: int, nbytes: int, readonly: bool, owner: Any) -> None:
+        self.owner = owner
+        self.__array_interface__ = {"data": (address, readonly), "shape": (nbytes,),
+                                    "typestr": "|u1", "version": 3}
+
+
+def _extent(arr: np.ndarray) -> tuple[int, int]:
+    """(lowest byte, one past the highest byte) of the view's elements, absolute."""
+    start = arr.__array_interface__["data"][0]
+    if arr.size == 0:
+        return start, start
+    lo = hi = start
+    for n, s in zip(arr.shape, arr.strides):
+        lo += min(0, (n - 1) * s)
+        hi += max(0, (n - 1) * s)
+    return lo, hi + arr.itemsize
+
+
+def view_dtype(elem: DType | PointerType) -> np.dtype:
+    """The NumPy dtype memory is read with for a pointee type (int1 is one byte)."""
+    if isinstance(elem, PointerType):
+        return np.dtype(np.int64)
+    if elem.is_bool:
+        return np.dtype(np.uint8)
+    return elem.np
+
+
+class DeferredPtr:
+    """``ADDPTR(p, i)`` whose only uses are memory accesses, kept as its operands: an access
+    through a uniform base then indexes with ``i`` directly, and no int64 address tile is
+    ever built.  ``addresses()`` gives the addresses when they are needed after all."""
+
+    __slots__ = ("p", "i", "size", "shape")
+
+    def __init__(self, p: np.ndarray, i: np.ndarray, size: int) -> None:
+        self.p, self.i, self.size = p, i, size
+        self.shape = np.broadcast_shapes(p.shape, i.shape)
+
+
+Pointers = np.ndarray | DeferredPtr
+
+
+def addresses(ptr: Pointers) -> np.ndarray:
+    """The int64 addresses of a pointer value."""
+    if not isinstance(ptr, DeferredPtr):
+        return ptr
+    r = np.multiply(np.broadcast_to(ptr.i, ptr.shape), np.int64(ptr.size), dtype=np.int64)
+    return np.add(r, ptr.p, out=r)
+
+
+def _min_max(x: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
+    if mask is None:
+        return int(x.min()), int(x.max())
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    x, mask = np.broadcast_to(x, shape), np.broadcast_to(mask, shape)
+    info = np.iinfo(x.dtype)
+    return (int(np.min(x, where=mask, initial=info.max)),
+            int(np.max(x, where=mask, initial=info.min)))
+
+
+class Buffer:
+    """One array argument: its bytes, virtual base address and typed views."""
+
+    def __init__(self, slot: int, name: str, array: np.ndarray) -> None:
+        lo, hi = _extent(array)
+        self.name = name
+        self.array = array
+        self.nbytes = hi - lo
+        self.writable = bool(array.flags.writeable)
+        self.raw = np.asarray(_Raw(lo, self.nbytes, not self.writable, array))
+        self.base = (slot + 1) << SHIFT
+        self.origin = self.base + array.__array_interface__["data"][0] - lo
+        self._views: dict[np.dtype, np.ndarray] = {}
+
+    def view(self, dt: np.dtype) -> np.ndarray:
+        v = self._views.get(dt)
+        if v is None:
+            n = self.nbytes // dt.itemsize
+            v = self._views[dt] = self.raw[: n * dt.itemsize].view(dt)
+        return v
+
+    def describe(self) -> str:
+        lo, hi = self.base - self.origin, self.base + self.nbytes - self.origin
+        a = self.array
+        return (f"argument '{self.name}' ({'x'.join(map(str, a.shape)) or 'scalar'} {a.dtype} "
+                f"array; valid byte offsets [{lo}, {hi}))")
+
+
+class Memory:
+    """The buffers of one launch and the checked accesses to them."""
+
+    def __init__(self, kernel: Kernel, args: list[Any], check_races: bool = False) -> None:
+        self.kernel = kernel.name
+        if len(args) != len(kernel.params):
+            raise LaunchError(f"{kernel.name} takes {len(kernel.params)} arguments, got {len(args)}")
+        self.buffers: list[Buffer] = []
+        self.param_values: list[np.ndarray] = []
+        for param, arg in zip(kernel.params, args):
+            t = param.value.type
+            if isinstance(t.dtype, PointerType):
+                if not isinstance(arg, np.ndarray):
+                    raise LaunchError(f"{kernel.name}: argument '{param.name}' must be a NumPy "
+                                      f"array, got {type(arg).__name__}")
+                buf = Buffer(len(self.buffers), param.name, arg)
+                self.buffers.append(buf)
+                self.param_values.append(np.array([buf.origin], np.int64))
+            else:
+                self.param_values.append(_scalar(arg, t.dtype))
+        self.writers: dict[int, np.ndarray] | None = {} if check_races else None
+        self._scratch: dict[tuple[int, ...], np.ndarray] = {}
+
+    # ------------------------------------------------------------ locating lanes
+
+    def _one_buffer(self, addr: np.ndarray, mask: np.ndarray | None, size: int) -> Buffer | None:
+        """The buffer holding every active lane, all aligned; None: take the slow path."""
+        lo, hi = _min_max(addr, mask)
+        k = (lo >> SHIFT) - 1
+        if not 0 <= k < len(self.buffers):
+            return None
+        buf = self.buffers[k]
+        if lo < buf.base or hi + size > buf.base + buf.nbytes:
+            return None
+        if size > 1:  # buffers start 2**44-aligned: the low bits of every address must be 0
+            if mask is not None:
+                shape = np.broadcast_shapes(addr.shape, mask.shape)
+                addr, mask = np.broadcast_to(addr, shape), np.broadcast_to(mask, shape)
+            low = np.bitwise_or.reduce(addr, axis=None, where=True if mask is None else mask)
+            if int(low) & (size - 1):
+                return None
+        return buf
+
+    def _lanes(self, addr: np.ndarray, size: int, site: Site, program_of: np.ndarray
+               ) -> list[tuple[Buffer, np.ndarray, np.ndarray]]:
+        """Slow path over flat active addresses: [(buffer, selection, element index)]."""
+        slot = ((addr + SPAN // 2) >> SHIFT) - 1
+        ok = np.zeros(addr.shape, np.bool_)
+        groups = []
+        for k in np.unique(slot):
+            if not 0 <= k < len(self.buffers):
+                continue
+            buf = self.buffers[int(k)]
+            sel = slot == k
+            off = addr - buf.base
+            good = sel & (off >= 0) & (off + size <= buf.nbytes) & (off % size == 0)
+            ok |= good
+            if good.any():
+                groups.append((buf, good, off[good] >> _LOG2[size]))
+        if not ok.all():
+            j = int(np.argmin(ok))
+            self._raise(site, int(program_of[j]), int(addr[j]), size)
+        return groups
+
+    def _scratch_like(self, shape: tuple[int, ...]) -> np.ndarray:
+        """An int64 scratch array reused between accesses (fresh big arrays cost page faults)."""
+        idx = self._scratch.get(shape)
+        if idx is None:
+            if len(self._scratch) > 8:
+                self._scratch.clear()
+            idx = self._scratch[shape] = np.empty(shape, np.int64)
+        return idx
+
+    def _index(self, addr: np.ndarray, base: int, size: int) -> np.ndarray:
+        """Element indices of aligned addresses into a buffer's typed view (scratch memory)."""
+        idx = self._scratch_like(addr.shape)
+        np.subtract(addr, np.int64(base), out=idx)
+        return np.right_shift(idx, _LOG2[size], out=idx) if size > 1 else idx
+
+    def _raise(self, site: Site, program: int, addr: int, size: int) -> None:
+        where = f"in kernel '{site.kernel}', {site.programs.describe(program)}"
+        k = ((addr + SPAN // 2) >> SHIFT) - 1
+        if not 0 <= k < len(self.buffers):
+            raise KernelRuntimeError(f"{site.what} {where}: address {addr:#x} points into no "
+                                     "argument (invalid or null pointer)", site.loc)
+        buf = self.buffers[k]
+        off = addr - buf.origin
+        inside = buf.base <= addr and addr + size <= buf.base + buf.nbytes
+        problem = (f"of {buf.describe()} is not a multiple of the access size {size}" if inside
+                   else f"(an access of {size} bytes) is out of bounds of {buf.describe()}")
+        raise KernelRuntimeError(f"{site.what} {where}: byte offset {off} {problem}", site.loc)
+
+    def _check_writable(self, buf: Buffer, site: Site) -> None:
+        if not buf.writable:
+            raise KernelRuntimeError(f"{site.what} in kernel '{site.kernel}': "
+                                     f"{buf.describe()} is read-only", site.loc)
+
+    # ------------------------------------------------------------ accesses
+
+    def _fast(self, addr: Pointers, mask: np.ndarray | None, size: int
+              ) -> tuple[Buffer, np.ndarray] | None:
+        """(buffer, element indices shaped like the pointers) when every active lane is in
+        one buffer and aligned; None: take the slow path.  Indices of masked-off lanes
+        are garbage (the caller clips or drops them).  The indices live in scratch memory
+        that the next access reuses."""
+        if isinstance(addr, DeferredPtr):
+            return self._fast_deferred(addr, mask, size)
+        buf = self._one_buffer(addr, mask, size)
+        return None if buf is None else (buf, self._index(addr, buf.base, size))
+
+    def _fast_deferred(self, d: DeferredPtr, mask: np.ndarray | None, size: int
+                       ) -> tuple[Buffer, np.ndarray] | None:
+        """The fast path for a base that is the same for every lane of a program."""
+        p, i = d.p, d.i
+        if size != d.size or any(p.strides[1:]):
+            return None  # the base differs between the lanes of a program
+        bases = p[(slice(None),) + (0,) * (p.ndim - 1)]  # one base per program
+        lo_b, hi_b = (int(bases[0]),) * 2 if bases.shape[0] == 1 else _min_max(bases, None)
+        k = (lo_b >> SHIFT) - 1
+        if not 0 <= k < len(self.buffers):
+            return None
+        buf = self.buffers[k]
+        first = (bases - buf.base) // size
+        if ((bases - buf.base) % size).any():
+            return None
+        lo_i, hi_i = _min_max(i, mask)
+        # conservative: every base with every offset (the exact check is the slow path's)
+        if lo_b + lo_i * size < buf.base or hi_b + hi_i * size + size > buf.base + buf.nbytes:
+            return None
+        idx = self._scratch_like(d.shape)
+        np.add(i, first.reshape(first.shape + (1,) * (i.ndim - 1)), out=idx, dtype=np.int64,
+               casting="unsafe")
+        return buf, idx
+
+    def load(self, addr: Pointers, mask: np.ndarray | None, other: np.ndarray | None,
+             elem: DType | PointerType, site: Site) -> np.ndarray:
+        vdt = view_dtype(elem)
+        out_dt = np.dtype(np.bool_) if isinstance(elem, DType) and elem.is_bool else vdt
+        if mask is not None:
+            if mask.all():
+                mask = None
+            elif not mask.any():
+                shape = np.broadcast_shapes(addr.shape, mask.shape)
+                if other is None:
+                    return np.zeros(shape, out_dt)
+                return np.broadcast_to(other, np.broadcast_shapes(shape, other.shape))
+        size = vdt.itemsize
+        found = self._fast(addr, mask, size)
+        if found is not None:
+            buf, idx = found
+            vals = buf.view(vdt).take(idx, mode="clip")
+        else:
+            a = addresses(addr)
+            shape = a.shape if mask is None else np.broadcast_shapes(a.shape, mask.shape)
+            flat = np.broadcast_to(a, shape).ravel()
+            act = np.arange(flat.size) if mask is None else np.flatnonzero(np.broadcast_to(mask, shape))
+            lanes = max(1, int(np.prod(shape[1:])))
+            out = np.zeros(flat.size, vdt)
+            for b, sel, ix in self._lanes(flat[act], size, site, act // lanes):
+                out[act[sel]] = b.view(vdt).take(ix)
+            vals = out.reshape(shape)
+        if out_dt != vdt:
+            vals = vals != 0
+        if mask is None:
+            return vals
+        return np.where(mask, vals, out_dt.type(0) if other is None else other)
+
+    def store(self, addr: Pointers, value: np.ndarray, mask: np.ndarray | None,
+              elem: DType | PointerType, site: Site) -> None:
+        vdt = view_dtype(elem)
+        size = vdt.itemsize
+        if mask is not None:
+            if mask.all():
+                mask = None
+            elif not mask.any():
+                return
+        if value.dtype != vdt:
+            value = value.astype(vdt)
+        races = self.writers is not None
+        found = None if races else self._fast(addr, mask, size)
+        if found is not None:
+            buf, idx = found
+            self._check_writable(buf, site)
+            if idx.shape[0] == 1 and (mask is None or mask.shape[0] == 1):
+                value = value[-1:]  # every program writes the same lanes: the last one wins
+            shape = np.broadcast_shapes(idx.shape, value.shape, () if mask is None else mask.shape)
+            idx, v = np.broadcast_to(idx, shape), np.broadcast_to(value, shape)
+            if mask is None:
+                buf.view(vdt)[idx.ravel()] = v.ravel()  # 1-D index: in order, the last wins
+            else:
+                m = np.broadcast_to(mask, shape)
+                buf.view(vdt)[idx[m]] = v[m]
+            return
+        a = addresses(addr)
+        lead = site.programs.P if races else max(a.shape[0], value.shape[0],
+                                                 1 if mask is None else mask.shape[0])
+        shape = (lead, *a.shape[1:])
+        flat, vflat = np.broadcast_to(a, shape).ravel(), np.broadcast_to(value, shape).ravel()
+        act = np.arange(flat.size) if mask is None else np.flatnonzero(np.broadcast_to(mask, shape))
+        lanes = max(1, int(np.prod(shape[1:])))
+        for b, sel, ix in self._lanes(flat[act], size, site, act // lanes):
+            self._check_writable(b, site)
+            if races:
+                self._check_races(b, ix, size, (act // lanes)[sel], site)
+            b.view(vdt)[ix] = vflat[act[sel]]
+
+    def atomic(self, kind: str, addr: Pointers, value: np.ndarray, cmp: np.ndarray | None,
+               mask: np.ndarray | None, elem: DType, used: bool, site: Site) -> np.ndarray:
+        """Atomics of every program of the set, applied in (program, lane) order."""
+        a = addresses(addr)
+        n = site.programs.P
+        shape = (n, *a.shape[1:])
+        lanes = max(1, int(np.prod(shape[1:])))
+        bitwise = kind in ("xchg", "cas")
+        vdt = view_dtype(elem)
+        udt = np.dtype(f"u{vdt.itemsize}")
+        result = np.zeros(n * lanes, vdt)
+        flat = np.broadcast_to(a, shape).ravel()
+        act = np.arange(flat.size) if mask is None else np.flatnonzero(np.broadcast_to(mask, shape))
+        if act.size == 0:
+            return result.reshape(shape)
+        vals = np.broadcast_to(value.astype(vdt, copy=False), shape).ravel()[act]
+        cmps = None if cmp is None else np.broadcast_to(cmp.astype(vdt, copy=False), shape).ravel()[act]
+        if bitwise:
+            vals = vals.view(udt)
+            cmps = None if cmps is None else cmps.view(udt)
+        for b, sel, idx in self._lanes(flat[act], vdt.itemsize, site, act // lanes):
+            self._check_writable(b, site)
+            view = b.view(udt if bitwise else vdt)
+            old = atomics.apply(kind, view, idx, vals[sel], None if cmps is None else cmps[sel],
+                                used)
+            if old is not None:
+                result[act[sel]] = old.view(vdt) if bitwise else old
+        out = result.reshape(shape)
+        return out != 0 if elem.is_bool else out
+
+    # ------------------------------------------------------------ race checking
+
+    def _check_races(self, buf: Buffer, idx: np.ndarray, size: int, progs: np.ndarray,
+                     site: Site) -> None:
+        """TILES_INTERPRET_CHECKS=races: two programs of a launch storing to one address."""
+        assert self.writers is not None
+        writer = self.writers.get(id(buf))
+        if writer is None:
+            writer = self.writers[id(buf)] = np.full(buf.nbytes, -1, np.int64)
+        lin = site.programs.linear[progs]
+        byte = (idx << _LOG2[size])
+        prev = writer[byte]
+        writer[byte] = lin
+        clash = ((prev >= 0) & (prev != lin)) | (writer[byte] != lin)
+        if clash.any():
+            j = int(np.argmax(clash))
+            if prev[j] >= 0 and prev[j] != lin[j]:
+                first, second = int(prev[j]), int(lin[j])
+            else:  # two programs of this very store
+                first = int(lin[j])
+                second = int(lin[np.flatnonzero((byte == byte[j]) & (lin != first))[0]])
+            gx, gy, _ = site.programs.grid
+            a, b = ((p % gx, (p // gx) % gy, p // (gx * gy)) for p in (first, second))
+            raise KernelRuntimeError(
+                f"data race in kernel '{site.kernel}': program {a} and program {b} both store to "
+                f"byte offset {int(byte[j]) + buf.base - buf.origin} of argument '{buf.name}' "
+                "(TILES_INTERPRET_CHECKS=races)", site.loc)
+
+
+def _scalar(value: Any, dtype: Any) -> np.ndarray:
+    """A non-pointer argument as a uniform (1,) array of its parameter type."""
+    from .semantics import convert  # local: semantics is heavier than memory
+    if dtype.is_bool:
+        return np.array([bool(value)])
+    if dtype.is_int:
+        v = int(value) & ((1 << dtype.bits) - 1)
+        if dtype.is_signed and v >= 1 << (dtype.bits - 1):
+            v -= 1 << dtype.bits
+        return np.array([v], dtype.np)
+    return convert(np.array([float(value)], np.float64), dtype)

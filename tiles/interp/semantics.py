@@ -1,0 +1,347 @@
+"""The elementwise semantics of the tile IR, written once as NumPy functions.
+
+``apply(op, attrs, arrays, result_type)`` evaluates one elementwise op on arrays of
+any (broadcast-compatible) shape; the interpreter calls it with a leading program
+axis, constant folding with plain arrays.  Pointers are int64 addresses here.
+
+Rules (docs/interpreter.md lists them as text):
+
+* integers wrap around; int1 arithmetic is arithmetic on one bit (add = xor).
+* IDIV/MOD are C's: the quotient truncates toward zero, the remainder takes the
+  dividend's sign.  Division by zero is undefined on GPUs; here it is
+  deterministic: IDIV gives -1 (all ones), MOD gives the dividend.
+  ``INT_MIN // -1`` gives ``INT_MIN``; ``INT_MIN % -1`` gives 0.
+* SHL/SHR by a negative amount or >= the bit width (undefined on GPUs): 0, and
+  sign fill for SHR of a negative signed value.
+* float16/bfloat16/fp8 arithmetic computes in float32 and rounds back once; math
+  functions (exp, log, sin, ...) compute in float64 and round to float32, so
+  16-bit math is float32 math rounded again.
+* MAXIMUM/MINIMUM: a NaN operand loses (fmax/fmin); the *_NAN variants propagate it.
+* CAST: floats round to nearest even (or toward zero for fp_downcast_rounding
+  "rtz"); float -> int truncates toward zero and saturates, NaN -> 0; to int1 is
+  ``!= 0``; fp8 follows ml_dtypes (float8e4nv has no inf: overflow gives NaN).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.dtypes import DType, PointerType
+from ..core.ir import TileType
+from ..core.ops import Op
+from . import floats
+
+Impl = Callable[[Any, list[np.ndarray], TileType], np.ndarray]
+ELEMENTWISE_IMPL: dict[Op, Impl] = {}
+
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_NATIVE_FLOATS = (_F32, _F64)
+
+
+def apply(op: Op, attrs: Any, args: Sequence[Any], result_type: TileType) -> np.ndarray:
+    """Evaluate the elementwise ``op`` on NumPy arrays (any shape, broadcasting).
+
+    The arrays must already have the operand types' NumPy dtypes (``DType.np``; pointers
+    are int64 addresses); the result has the result type's dtype."""
+    with np.errstate(all="ignore"):
+        return np.asarray(ELEMENTWISE_IMPL[op](attrs, [np.asarray(a) for a in args], result_type))
+
+
+def dtype_of(a: np.ndarray) -> DType:
+    return dtypes.from_numpy(a.dtype)
+
+
+def _impl(*ops: Op) -> Callable[[Impl], Impl]:
+    def register(fn: Impl) -> Impl:
+        for op in ops:
+            ELEMENTWISE_IMPL[op] = fn
+        return fn
+    return register
+
+
+def _is_float(a: np.ndarray) -> bool:
+    return a.dtype in _NATIVE_FLOATS or a.dtype == np.float16 or dtype_of(a).is_floating
+
+
+def _wide(a: np.ndarray) -> np.ndarray:
+    """Floats narrower than float32 as float32 (exact)."""
+    return a if a.dtype in _NATIVE_FLOATS else a.astype(_F32)
+
+
+def _back(r: np.ndarray, like: np.dtype) -> np.ndarray:
+    """Round a float32/float64 result back to the operand's float type."""
+    if r.dtype == like:
+        return r
+    return floats.narrow(r, dtypes.from_numpy(like)) if r.dtype == _F64 else r.astype(like)
+
+
+# ---------------------------------------------------------------- arithmetic
+
+_FLOAT_BINARY: dict[Op, Callable[..., np.ndarray]] = {
+    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.true_divide,
+    Op.MOD: np.fmod, Op.MAXIMUM: np.fmax, Op.MINIMUM: np.fmin,
+    Op.MAXIMUM_NAN: np.maximum, Op.MINIMUM_NAN: np.minimum,
+}
+_INT_BINARY: dict[Op, Callable[..., np.ndarray]] = {
+    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply,
+    Op.AND: np.bitwise_and, Op.OR: np.bitwise_or, Op.XOR: np.bitwise_xor,
+    Op.MAXIMUM: np.maximum, Op.MINIMUM: np.minimum,
+    Op.MAXIMUM_NAN: np.maximum, Op.MINIMUM_NAN: np.minimum,
+}
+_BOOL_NATIVE = {Op.AND, Op.OR, Op.XOR, Op.MAXIMUM, Op.MINIMUM, Op.MAXIMUM_NAN, Op.MINIMUM_NAN}
+
+
+def _idiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    zero = b == 0
+    bs = np.where(zero, b.dtype.type(1), b)
+    q = np.floor_divide(a, bs)
+    if a.dtype.kind == "i":
+        r = a - q * bs
+        q = np.where((r != 0) & ((a < 0) != (bs < 0)), q + a.dtype.type(1), q)
+    return np.where(zero, a.dtype.type(-1) if a.dtype.kind == "i" else ~a.dtype.type(0), q)
+
+
+def _imod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    zero = b == 0
+    bs = np.where(zero, b.dtype.type(1), b)
+    r = a - _idiv(a, bs) * bs
+    return np.where(zero, a, r)
+
+
+def _shift(op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    bits = a.dtype.itemsize * 8
+    ok = (b >= 0) & (b < bits) if b.dtype.kind == "i" else b < bits
+    amount = np.where(ok, b, b.dtype.type(0))
+    if op is Op.SHL:
+        return np.where(ok, np.left_shift(a, amount), a.dtype.type(0))
+    r = np.right_shift(a, amount)
+    if a.dtype.kind == "i":
+        return np.where(ok, r, np.where(a < 0, a.dtype.type(-1), a.dtype.type(0)))
+    return np.where(ok, r, a.dtype.type(0))
+
+
+def _umulhi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    dt = a.dtype
+    if dt.itemsize == 4:
+        wide = np.dtype(np.int64 if dt.kind == "i" else np.uint64)
+        return ((a.astype(wide) * b.astype(wide)) >> 32).astype(dt)
+    ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+    m32, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
+    a0, a1, b0, b1 = ua & m32, ua >> s32, ub & m32, ub >> s32
+    p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
+    mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
+    hi = p11 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
+    if dt.kind == "i":  # signed high half from the unsigned one
+        hi = hi - np.where(a < 0, ub, np.uint64(0)) - np.where(b < 0, ua, np.uint64(0))
+    return hi.astype(dt)
+
+
+_INT_SPECIAL: dict[Op, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {
+    Op.IDIV: _idiv, Op.MOD: _imod, Op.UMULHI: _umulhi,
+    Op.SHL: lambda a, b: _shift(Op.SHL, a, b), Op.SHR: lambda a, b: _shift(Op.SHR, a, b),
+}
+
+
+def _int_binary(op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    fn = _INT_BINARY.get(op)
+    return fn(a, b) if fn is not None else _INT_SPECIAL[op](a, b)
+
+
+def _binary(op: Op) -> Impl:
+    def impl(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+        a, b = args
+        if _is_float(a):
+            return _back(_FLOAT_BINARY[op](_wide(a), _wide(b)), a.dtype)
+        if a.dtype == np.bool_:
+            if op in _BOOL_NATIVE:
+                return _INT_BINARY[op](a, b)
+            r = _int_binary(op, a.astype(np.uint8), b.astype(np.uint8))
+            return (r & np.uint8(1)).astype(np.bool_)
+        return _int_binary(op, a, b)
+    return impl
+
+
+for _op in (Op.ADD, Op.SUB, Op.MUL, Op.DIV, Op.IDIV, Op.MOD, Op.AND, Op.OR, Op.XOR, Op.SHL,
+            Op.SHR, Op.MAXIMUM, Op.MINIMUM, Op.MAXIMUM_NAN, Op.MINIMUM_NAN, Op.UMULHI):
+    ELEMENTWISE_IMPL[_op] = _binary(_op)
+
+
+@_impl(Op.NEG)
+def _neg(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    (a,) = args
+    if a.dtype == np.bool_:
+        return a.copy()  # -x == x on one bit
+    if _is_float(a):
+        return _back(np.negative(_wide(a)), a.dtype)
+    return np.negative(a)
+
+
+@_impl(Op.NOT)
+def _not(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    return np.invert(args[0])
+
+
+@_impl(Op.FMA)
+def _fma(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    a, b, c = args
+    if not _is_float(a):
+        return a * b + c
+    return floats.fma(a, b, c, dtype_of(a))
+
+
+# ---------------------------------------------------------------- comparisons
+
+_CMP = {Op.EQ: np.equal, Op.NE: np.not_equal, Op.LT: np.less, Op.LE: np.less_equal,
+        Op.GT: np.greater, Op.GE: np.greater_equal}
+
+
+def _compare(op: Op) -> Impl:
+    fn = _CMP[op]
+
+    def impl(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+        a, b = args
+        if _is_float(a):
+            a, b = _wide(a), _wide(b)
+        return fn(a, b)
+    return impl
+
+
+for _op in _CMP:
+    ELEMENTWISE_IMPL[_op] = _compare(_op)
+
+
+# ---------------------------------------------------------------- math
+
+_MATH64: dict[Op, Callable[[np.ndarray], np.ndarray]] = {
+    Op.EXP: np.exp, Op.EXP2: np.exp2, Op.LOG: np.log, Op.LOG2: np.log2, Op.SQRT: np.sqrt,
+    Op.RSQRT: lambda x: 1.0 / np.sqrt(x), Op.SIN: np.sin, Op.COS: np.cos,
+}
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    try:
+        from scipy.special import erf  # type: ignore[import-untyped]
+    except ImportError:  # pragma: no cover - scipy is optional
+        import math
+        return np.frompyfunc(math.erf, 1, 1)(x).astype(_F64)
+    return np.asarray(erf(x))
+
+
+_MATH64[Op.ERF] = _erf
+
+
+def _math(op: Op) -> Impl:
+    fn = _MATH64[op]
+
+    def impl(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+        (a,) = args
+        if a.dtype == _F64:
+            return fn(a)
+        r32 = fn(a.astype(_F64)).astype(_F32)
+        return r32 if a.dtype == _F32 else _back(r32, a.dtype)
+    return impl
+
+
+for _op in _MATH64:
+    ELEMENTWISE_IMPL[_op] = _math(_op)
+
+
+def _exact_unary(fn: Callable[[np.ndarray], np.ndarray], ints: Callable[[np.ndarray], np.ndarray]) -> Impl:
+    def impl(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+        (a,) = args
+        if _is_float(a):
+            return _back(fn(_wide(a)), a.dtype)
+        return ints(a)
+    return impl
+
+
+ELEMENTWISE_IMPL[Op.FLOOR] = _exact_unary(np.floor, np.copy)
+ELEMENTWISE_IMPL[Op.CEIL] = _exact_unary(np.ceil, np.copy)
+ELEMENTWISE_IMPL[Op.ABS] = _exact_unary(np.abs, lambda a: a.copy() if a.dtype.kind in "bu" else np.abs(a))
+
+
+@_impl(Op.ISNAN)
+def _isnan(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    (a,) = args
+    return np.isnan(_wide(a)) if _is_float(a) else np.zeros(a.shape, np.bool_)
+
+
+# ---------------------------------------------------------------- conversions
+
+
+def convert(a: np.ndarray, dst: DType, rounding: str = "rtne") -> np.ndarray:
+    """CAST: ``a`` converted to ``dst`` (rules in the module docstring)."""
+    src = dtype_of(a)
+    if src == dst:
+        return a
+    with np.errstate(all="ignore"):
+        if dst.is_bool:
+            return (_wide(a) if src.is_floating else a) != 0
+        if src.is_int:  # int1 included
+            if dst.is_int:
+                return a.astype(dst.np)
+            if dst.np in _NATIVE_FLOATS:
+                return a.astype(dst.np)
+            return floats.narrow(a.astype(_F64), dst)
+        if dst.is_int:
+            return _float_to_int(a.astype(_F64), dst)
+        if dst.np in _NATIVE_FLOATS and dst.mantissa >= src.mantissa:
+            return _wide(a).astype(dst.np)  # widening: exact
+        return floats.narrow(_wide(a).astype(_F64), dst, rounding)
+
+
+def _float_to_int(t: np.ndarray, dst: DType) -> np.ndarray:
+    t = np.trunc(t)
+    upper = 2.0 ** (dst.bits - 1) if dst.is_signed else 2.0 ** dst.bits
+    lower = -upper if dst.is_signed else 0.0
+    inside = (t >= lower) & (t < upper)
+    r = np.where(inside, t, 0.0).astype(dst.np)
+    r = np.where(t >= upper, dst.np.type(dst.max()), r)
+    return np.where(t < lower, dst.np.type(dst.min()), r)
+
+
+@_impl(Op.CAST)
+def _cast(attrs: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    return convert(args[0], attrs.dtype, attrs.fp_downcast_rounding)
+
+
+@_impl(Op.BITCAST)
+def _bitcast(attrs: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    (a,) = args
+    if isinstance(attrs.dtype, PointerType):
+        return a  # pointer -> pointer: same address
+    return a.view(attrs.dtype.np) if a.dtype != attrs.dtype.np else a
+
+
+@_impl(Op.WHERE)
+def _where(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    c, a, b = args
+    return np.where(c, a, b)
+
+
+@_impl(Op.ADDPTR)
+def _addptr(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    p, i = args
+    size = rt.element.itemsize if isinstance(rt.dtype, PointerType) else 1
+    shape = np.broadcast_shapes(p.shape, i.shape)
+    if shape != i.shape:
+        i = np.broadcast_to(i, shape)
+    r = np.multiply(i, np.int64(size), dtype=np.int64)  # one fresh array, updated in place
+    if not isinstance(r, np.ndarray) or not r.ndim:
+        return np.asarray(r + p)
+    return np.add(r, p, out=r)
+
+
+@_impl(Op.PTR_TO_INT, Op.INT_TO_PTR)
+def _addr(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    (a,) = args
+    return a if a.dtype == np.int64 else a.astype(np.int64)
+
+
+@_impl(Op.HINT)
+def _hint(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    return args[0]
