@@ -1,12 +1,11 @@
 """CUDA backend: PTX for every kernel here (ptxas-checked when on PATH); runs on a GPU when present."""
 
+import cuda_kernels as K
 import numpy as np
 import pytest
 
 from tiles.backends import registry
 from tiles.backends.cuda import toolchain
-
-import cuda_kernels as K
 
 GPU, WHY = registry.status("cuda")
 needs_gpu = pytest.mark.skipif(not GPU, reason=f"no CUDA GPU: {WHY}")

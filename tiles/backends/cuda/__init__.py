@@ -33,6 +33,7 @@ def nvptx_target(arch: str) -> LLVMTarget:
                   "llvm.nvvm.read.ptx.sreg.ctaid.z"),
         barrier="llvm.nvvm.barrier0",
         shuffle_xor="llvm.nvvm.shfl.sync.bfly.i32",
+        math_f32={"log2": "llvm.nvvm.lg2.approx.f"},
         kernel_attributes={"nvvm.maxntid": "{threads}"},
     )
 

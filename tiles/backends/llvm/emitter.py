@@ -310,20 +310,24 @@ class LLVMEmitter(Emitter):
             raise UnsupportedError(f"{op.value} on {ft} is not supported on {self.target.backend} "
                                    "(float32, float16 and bfloat16 are); cast to float32")
         if op is Op.EXP2:
-            return self._call("llvm.exp2.f32", ft, [x], "afn")
+            return self._f32("exp2", x)
         if op is Op.EXP:
             y = self._val(ft, f"fmul {x}, {_hex_double(float(np.float32(LOG2E)))}")
-            return self._call("llvm.exp2.f32", ft, [y], "afn")
+            return self._f32("exp2", y)
         if op is Op.LOG2:
-            return self._call("llvm.log2.f32", ft, [x], "afn")
+            return self._f32("log2", x)
         if op is Op.LOG:
-            y = self._call("llvm.log2.f32", ft, [x], "afn")
+            y = self._f32("log2", x)
             return self._val(ft, f"fmul {y}, {_hex_double(float(np.float32(LN2)))}")
         if op in (Op.SIN, Op.COS):
-            return self._call(f"llvm.{op.value}.f32", ft, [x], "afn")
+            return self._f32(op.value, x)
         if op is Op.ERF:
             return self._erf(x)
         raise UnsupportedError(f"{op.value} has no LLVM lowering")
+
+    def _f32(self, name: str, x: Reg) -> Reg:
+        """An approximate fp32 math function, through the target's intrinsic for it."""
+        return self._call(self.t.math_f32.get(name, f"llvm.{name}.f32"), "float", [x], "afn")
 
     def _one(self, ft: str) -> str:
         return _hex_double(1.0)
@@ -343,7 +347,7 @@ class LLVMEmitter(Emitter):
         e = self._val("float", f"fsub {poly}, {x2.name}")
         e = self._val("float", f"fadd {e}, {_hex_double(float(np.float32(-1.26551223)))}")
         e = self._val("float", f"fmul {e}, {_hex_double(float(np.float32(LOG2E)))}")
-        ex = self._call("llvm.exp2.f32", "float", [e], "afn")
+        ex = self._f32("exp2", e)
         tau = self._val("float", f"fmul {t}, {ex.name}")
         r = self._val("float", f"fsub float {_hex_double(1.0)}, {tau.name}")
         return self._call("llvm.copysign.f32", "float", [r, x])
