@@ -34,7 +34,7 @@ CI = Profile(
             D.float8e4nv, D.float16, D.bfloat16, D.float32),
     shapes=(16, 128),
     shapes_2d=((4, 32), (16, 16)),
-    generated_examples=25,
+    generated_examples=60,
     derandomize=True,
 )
 

@@ -18,6 +18,11 @@ from .runner import Outcome, run_case
 Progress = Callable[[Outcome], None]
 
 
+def profiles_ci() -> Profile:
+    from .profiles import CI
+    return CI
+
+
 def selected(cases: Iterable[Case], families: set[str] | None, keyword: str | None) -> list[Case]:
     return [c for c in cases
             if (families is None or c.family in families) and (keyword is None or keyword in c.id)]

@@ -53,9 +53,16 @@ class Builder:
         self.count += 1
         return f"v{self.count}"
 
-    def pick(self, ok: Callable[[Node], bool]) -> Node | None:
+    def pick(self, ok: Callable[[Node], bool], avoid: Node | None = None) -> Node | None:
+        """A pool value satisfying ``ok``; recent values and values other than ``avoid`` preferred."""
         candidates = [n for n in self.pool if ok(n)]
-        return self.draw(st.sampled_from(candidates)) if candidates else None
+        others = [n for n in candidates if n is not avoid]
+        candidates = others or candidates
+        if not candidates:
+            return None
+        if len(candidates) > 2 and self.draw(st.booleans()):
+            candidates = candidates[-2:]
+        return self.draw(st.sampled_from(candidates))
 
     def add(self, node: Node, lines: list[str], uses: tuple[str, ...]) -> Node:
         self.program.stmts.append(Stmt(node, lines, uses))
@@ -66,7 +73,7 @@ class Builder:
     def binary(self) -> Node | None:
         op = self.draw(st.sampled_from(["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "/"]))
         a = self.pick(lambda n: n.exact and not n.dtype.is_bool)
-        b = self.pick(lambda n: n.exact and not n.dtype.is_bool)
+        b = self.pick(lambda n: n.exact and not n.dtype.is_bool, avoid=a)
         if a is None or b is None:
             return None
         ints = a.dtype.is_int and b.dtype.is_int
@@ -105,7 +112,7 @@ class Builder:
         a = self.pick(lambda n: True)
         if a is None:
             return None
-        b = self.pick(lambda n: n.dtype == a.dtype or (n.exact and a.exact))
+        b = self.pick(lambda n: n.dtype == a.dtype or (n.exact and a.exact), avoid=a)
         if b is None:
             return None
         ctype = D.computation_type(a.dtype, False, b.dtype, False)
@@ -119,7 +126,7 @@ class Builder:
 
     def compare(self) -> Node | None:
         a = self.pick(lambda n: n.exact)
-        b = self.pick(lambda n: n.exact)
+        b = self.pick(lambda n: n.exact, avoid=a)
         if a is None or b is None:
             return None
         op = self.draw(st.sampled_from(["<", "<=", "==", "!=", ">", ">="]))
@@ -292,7 +299,7 @@ def programs(draw: Draw, flavor: str) -> Program:
     m, n = draw(st.sampled_from(SHAPES))
     dtypes = FLAVORS[flavor]["dtypes"]
     inputs = []
-    for i in range(draw(st.integers(1, 3))):
+    for i in range(draw(st.integers(2, 3))):
         d = draw(st.sampled_from(dtypes))
         masked = draw(st.booleans())
         inputs.append((f"in{i}", d, masked, _other_literal(d, draw) if masked else ""))
