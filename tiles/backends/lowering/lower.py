@@ -204,6 +204,14 @@ def _num_programs(lw: Lowering, instr: Instr) -> list[list[Handle]]:
 
 def _zip(lw: Lowering, instr: Instr, fn: Callable[..., Handle]) -> list[list[Handle]]:
     cols = [lw.env[v] for v in instr.operands]
+    lay = lw.layout(instr.results[0])
+    info = lw.info.get(instr.results[0])
+    if lay.vec > 1 and info is not None and info.const % lay.vec == 0:
+        # Equal across each chunk (e.g. a mask `offs < n` with n % 16 == 0): one op per chunk.
+        out: list[Handle] = []
+        for j in range(0, lay.per_thread, lay.vec):
+            out.extend([fn(*(c[j] for c in cols))] * lay.vec)
+        return [out]
     return [[fn(*xs) for xs in zip(*cols)]]
 
 
