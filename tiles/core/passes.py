@@ -6,6 +6,7 @@ import dataclasses
 
 from .. import config
 from . import attrs as A
+from .fold import common_subexpressions, constant_folding
 from .ir import Block, Instr, Kernel, Value
 from .ops import SIDE_EFFECTS, Op
 from .verify import verify
@@ -69,7 +70,7 @@ def mark_unused_atomics(kernel: Kernel) -> Kernel:
     return kernel
 
 
-PIPELINE = (dead_code_elimination, mark_unused_atomics)
+PIPELINE = (constant_folding, common_subexpressions, dead_code_elimination, mark_unused_atomics)
 
 
 def run_pipeline(kernel: Kernel) -> Kernel:

@@ -1,0 +1,110 @@
+"""Constant folding and common-subexpression elimination (``Kernel -> Kernel`` passes).
+
+Folding evaluates elementwise ops whose operands are all CONSTs with the
+interpreter's own scalar semantics (``tiles.interp.semantics``), so a folded
+kernel computes exactly what the unfolded one would.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from . import attrs as A
+from .ir import Block, Instr, Kernel, Value
+from .ops import BINARY_ARITH, COMPARISON, MATH, SIDE_EFFECTS, Op
+
+_FOLDABLE = BINARY_ARITH | COMPARISON | MATH | {Op.NEG, Op.NOT, Op.CAST, Op.WHERE, Op.FMA, Op.ISNAN,
+                                                Op.BROADCAST}
+_PURE = _FOLDABLE | {Op.CONST, Op.ARANGE, Op.PROGRAM_ID, Op.NUM_PROGRAMS, Op.BITCAST, Op.ADDPTR,
+                     Op.RESHAPE, Op.PERMUTE, Op.JOIN, Op.CAT, Op.PTR_TO_INT, Op.INT_TO_PTR, Op.HINT}
+
+
+def _replace_uses(block: Block, mapping: dict[Value, Value]) -> None:
+    for i, instr in enumerate(block.instrs):
+        if any(v in mapping for v in instr.operands):
+            block.instrs[i] = instr = dataclasses.replace(
+                instr, operands=tuple(mapping.get(v, v) for v in instr.operands))
+        for region in instr.regions:
+            _replace_uses(region, mapping)
+    block.yields = [mapping.get(v, v) for v in block.yields]
+
+
+def constant_folding(kernel: Kernel) -> Kernel:
+    """Replace elementwise ops on constants by the constant they compute."""
+    from ..interp import semantics
+    consts: dict[Value, A.Const] = {}
+    mapping: dict[Value, Value] = {}
+
+    def visit(block: Block) -> None:
+        for i, instr in enumerate(block.instrs):
+            operands = [mapping.get(v, v) for v in instr.operands]
+            if instr.op is Op.CONST:
+                consts[instr.result] = instr.attrs
+            elif (instr.op in _FOLDABLE and operands and all(v in consts for v in operands)
+                  and not instr.regions and not instr.result.type.dtype.is_ptr):
+                folded = _fold(semantics, instr, [consts[v] for v in operands])
+                if folded is not None:
+                    block.instrs[i] = Instr(Op.CONST, (), instr.results, folded, (), instr.loc)
+                    consts[instr.result] = folded
+            for region in instr.regions:
+                visit(region)
+
+    visit(kernel.body)
+    return kernel
+
+
+def _fold(semantics: Any, instr: Instr, values: list[A.Const]) -> A.Const | None:
+    rt = instr.result.type
+    if instr.op is Op.BROADCAST:
+        return A.Const(values[0].value, values[0].dtype, rt.shape)
+    try:
+        args = [np.array(c.value, dtype=c.dtype.np) for c in values]
+        with np.errstate(all="ignore"):
+            out = semantics.apply(instr.op, instr.attrs, args, rt.with_shape(()))
+    except Exception:  # anything the scalar rules refuse stays for run time
+        return None
+    value = np.asarray(out).reshape(()).item()
+    if isinstance(value, float) and rt.element.is_int:
+        return None
+    return A.Const(value, rt.element, rt.shape)
+
+
+def _key(instr: Instr) -> tuple[Any, ...] | None:
+    if instr.op not in _PURE or instr.regions or instr.op in SIDE_EFFECTS:
+        return None
+    try:
+        hash(instr.attrs)
+    except TypeError:
+        return None
+    return (instr.op, tuple(id(v) for v in instr.operands), instr.attrs,
+            tuple(r.type for r in instr.results))
+
+
+def common_subexpressions(kernel: Kernel) -> Kernel:
+    """Reuse the result of an identical pure instruction that dominates this one."""
+    mapping: dict[Value, Value] = {}
+
+    def visit(block: Block, seen: dict[tuple[Any, ...], Instr]) -> None:
+        scope = dict(seen)
+        kept = []
+        for instr in block.instrs:
+            if any(v in mapping for v in instr.operands):
+                instr = dataclasses.replace(instr, operands=tuple(mapping.get(v, v) for v in instr.operands))
+            key = _key(instr)
+            if key is not None and key in scope:
+                for old, new in zip(instr.results, scope[key].results):
+                    mapping[old] = new
+                continue
+            if key is not None:
+                scope[key] = instr
+            for region in instr.regions:
+                visit(region, scope)
+            kept.append(instr)
+        block.instrs = kept
+        block.yields = [mapping.get(v, v) for v in block.yields]
+
+    visit(kernel.body, {})
+    return kernel
