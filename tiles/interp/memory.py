@@ -247,26 +247,25 @@ class Memory:
 
     def _fast_deferred(self, d: DeferredPtr, mask: np.ndarray | None, size: int
                        ) -> tuple[Buffer, np.ndarray] | None:
-        """The fast path for a base that is the same for every lane of a program."""
+        """The fast path for ``p + i`` with every base ``p`` in one buffer (``p`` is usually
+        uniform per program, or per row of a 2D tile: far smaller than the pointer tile)."""
         p, i = d.p, d.i
-        if size != d.size or any(p.strides[1:]):
-            return None  # the base differs between the lanes of a program
-        bases = p[(slice(None),) + (0,) * (p.ndim - 1)]  # one base per program
-        lo_b, hi_b = (int(bases[0]),) * 2 if bases.shape[0] == 1 else _min_max(bases, None)
+        if size != d.size:
+            return None
+        lo_b, hi_b = _min_max(p, None)
         k = (lo_b >> SHIFT) - 1
-        if not 0 <= k < len(self.buffers):
+        if not 0 <= k < len(self.buffers) or ((hi_b >> SHIFT) - 1) != k:
             return None
         buf = self.buffers[k]
-        first = (bases - buf.base) // size
-        if ((bases - buf.base) % size).any():
+        rel = p - buf.base
+        if (rel % size).any():
             return None
         lo_i, hi_i = _min_max(i, mask)
         # conservative: every base with every offset (the exact check is the slow path's)
         if lo_b + lo_i * size < buf.base or hi_b + hi_i * size + size > buf.base + buf.nbytes:
             return None
         idx = self._scratch_like(d.shape)
-        np.add(i, first.reshape(first.shape + (1,) * (i.ndim - 1)), out=idx, dtype=np.int64,
-               casting="unsafe")
+        np.add(i, rel // size, out=idx, dtype=np.int64, casting="unsafe")
         return buf, idx
 
     def load(self, addr: Pointers, mask: np.ndarray | None, other: np.ndarray | None,
