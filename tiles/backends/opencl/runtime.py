@@ -100,8 +100,8 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     ctx, queue, _ = device()
     kernel = compiled.metadata.get("kernel")
     if kernel is None:
-        kernel = compiled.metadata["kernel"] = getattr(
-            compiled.metadata["program"], compiled.metadata["entry"])
+        kernel = compiled.metadata["kernel"] = cl.Kernel(compiled.metadata["program"],
+                                                         compiled.metadata["entry"])
     threads = compiled.metadata["threads"]
     copies: list[tuple[np.ndarray, Any]] = []
     values = []
