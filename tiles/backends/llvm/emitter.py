@@ -8,6 +8,7 @@ headers can receive their phis after the body is known.
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -595,6 +596,68 @@ class LLVMEmitter(Emitter):
             q = self._local_ptr(byte_offset, index, dtype)
             self._emit(f"store {self._to_mem(value, dtype)}, {q}")
         self._when(mask, do)
+
+    def local_store_vector(self, byte_offset: int, index: Any, values: Sequence[Any], dtype: DType,
+                           mask: Any) -> None:
+        if len(values) == 1 or dtype.is_bool:
+            super().local_store_vector(byte_offset, index, values, dtype, mask)
+            return
+        lt = self.local_ty(dtype)
+        vt = f"<{len(values)} x {lt}>"
+
+        def do() -> None:
+            q = self._local_ptr(byte_offset, index, dtype)
+            vec = Reg("undef", vt)
+            for i, v in enumerate(values):
+                vec = self._val(vt, f"insertelement {vec}, {v}, i32 {i}")
+            self._emit(f"store {vec}, {q}, align {dtype.itemsize * len(values)}")
+        self._when(mask, do)
+
+    def local_load_vector(self, byte_offset: int, index: Any, width: int, dtype: DType) -> list[Any]:
+        if width == 1 or dtype.is_bool:
+            return super().local_load_vector(byte_offset, index, width, dtype)
+        lt = self.local_ty(dtype)
+        vt = f"<{width} x {lt}>"
+        q = self._local_ptr(byte_offset, index, dtype)
+        vec = self._val(vt, f"load {vt}, {q}, align {dtype.itemsize * width}")
+        return [self._val(lt, f"extractelement {vec}, i32 {i}") for i in range(width)]
+
+    # ------------------------------------------------------------ tensor cores
+    def mma_shape(self, in_dtype: DType, acc_dtype: DType, input_precision: str) -> tuple[int, int, int] | None:
+        m = re.fullmatch(r"sm_(\d+)a?", self.t.arch)
+        if m is None or int(m.group(1)) < 80:
+            return None
+        if in_dtype.name in ("float16", "bfloat16") and acc_dtype.name in ("float32", "float16", "bfloat16"):
+            return (16, 8, 16)
+        if in_dtype.name == "float32" and acc_dtype.name == "float32" and input_precision == "tf32":
+            return (16, 8, 8)
+        if in_dtype.name in ("int8", "uint8") and acc_dtype.name == "int32":
+            return (16, 8, 32)
+        return None
+
+    def mma(self, shape: tuple[int, int, int], a: Sequence[Any], b: Sequence[Any], c: Sequence[Any],
+            in_dtype: DType) -> list[Any]:
+        m, n, k = shape
+        if in_dtype.name == "float16":
+            name, it = f"llvm.nvvm.mma.m{m}n{n}k{k}.row.col.f32.f32", "<2 x half>"
+            a = [self._val(it, f"bitcast {r} to {it}") for r in a]
+            b = [self._val(it, f"bitcast {r} to {it}") for r in b]
+        else:
+            kind = {"bfloat16": "bf16", "float32": "tf32", "int8": "s8", "uint8": "u8"}[in_dtype.name]
+            name = f"llvm.nvvm.mma.m{m}n{n}k{k}.row.col.{kind}"
+        ct = "i32" if in_dtype.is_int else "float"
+        st = "{" + ", ".join([ct] * 4) + "}"
+        res = self._call(name, st, [*a, *b, *c])
+        return [self._val(ct, f"extractvalue {res}, {i}") for i in range(4)]
+
+    def ldmatrix(self, byte_offset: int, byte_index: Any, count: int, trans: bool) -> list[Any]:
+        q = self._local_ptr(byte_offset, byte_index, D.int8)
+        name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.b16"
+        if count == 1:
+            return [self._call(name, "i32", [q])]
+        st = "{" + ", ".join(["i32"] * count) + "}"
+        res = self._call(name, st, [q])
+        return [self._val("i32", f"extractvalue {res}, {i}") for i in range(count)]
 
     def barrier(self) -> None:
         scope = self.t.barrier_fence_scope

@@ -18,7 +18,7 @@ import abc
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...core.dtypes import DType, PointerType, ScalarType
+from ...core.dtypes import DType, PointerType, ScalarType, int32
 from ...core.ir import Loc
 from ...core.ops import Op
 from ..base import Target
@@ -153,6 +153,37 @@ class Emitter(abc.ABC):
     @abc.abstractmethod
     def barrier(self) -> None:
         """Work-group barrier that also orders local memory."""
+
+    def local_store_vector(self, byte_offset: int, index: Handle, values: Sequence[Handle],
+                           dtype: DType, mask: Handle | None) -> None:
+        """Store len(values) consecutive elements from ``index`` (aligned to the vector size)."""
+        for i, v in enumerate(values):
+            at = index if i == 0 else self.binary(Op.ADD, index, self.constant(i, int32), int32)
+            self.local_store(byte_offset, at, v, dtype, mask)
+
+    def local_load_vector(self, byte_offset: int, index: Handle, width: int, dtype: DType) -> list[Handle]:
+        """``width`` consecutive elements from ``index`` (aligned to the vector size)."""
+        return [self.local_load(byte_offset, index if i == 0 else self.binary(
+            Op.ADD, index, self.constant(i, int32), int32), dtype) for i in range(width)]
+
+    # ------------------------------------------------------------ tensor cores (optional)
+    def mma_shape(self, in_dtype: DType, acc_dtype: DType, input_precision: str) -> tuple[int, int, int] | None:
+        """(m, n, k) of the warp-wide tensor-core multiply-add for these operand/accumulator
+        types, or None when the target has none (tl.dot then takes the serial path).
+        Fragments follow PTX ``mma.sync.aligned.m16n8k*`` (row-major A, column-major B)."""
+        return None
+
+    def mma(self, shape: tuple[int, int, int], a: Sequence[Handle], b: Sequence[Handle],
+            c: Sequence[Handle], in_dtype: DType) -> list[Handle]:
+        """d = a @ b + c on one warp: ``a``/``b`` are 32-bit fragment registers (from
+        ``ldmatrix``), ``c`` the 4 accumulator elements of this lane (fp32 or int32)."""
+        raise NotImplementedError
+
+    def ldmatrix(self, byte_offset: int, byte_index: Handle, count: int, trans: bool) -> list[Handle]:
+        """Warp-wide load of ``count`` 8x8 matrices of 16-bit elements from local memory at
+        ``byte_offset + byte_index`` (lane l gives the address of row l % 8 of matrix l // 8);
+        returns ``count`` 32-bit registers (``trans``: each matrix transposed)."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------ control flow
     @abc.abstractmethod

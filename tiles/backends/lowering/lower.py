@@ -78,6 +78,8 @@ class Lowering:
                 raise UnsupportedError(f"op {instr.op.value} has no GPU lowering", instr.loc)
             outs = fn(self, instr)
             for v, hs in zip(instr.results, outs):
+                if hs is None:  # held only in another layout (tensorcore/: MMA accumulators)
+                    continue
                 assert len(hs) == self.layout(v).per_thread, (instr.op, v.type)
                 self.env[v] = hs
         return [self.env[y] for y in block.yields]

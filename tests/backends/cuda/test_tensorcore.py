@@ -1,0 +1,221 @@
+"""tl.dot on tensor cores (mma.sync + ldmatrix): PTX checks everywhere, numerics on a GPU."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+from tiles.backends import registry
+from tiles.backends.cuda import toolchain
+
+GPU, WHY = registry.status("cuda")
+needs_gpu = pytest.mark.skipif(not GPU, reason=f"no CUDA GPU: {WHY}")
+rng = np.random.default_rng(0)
+EXAMPLES = Path(__file__).parents[3] / "examples"
+
+
+@tiles.jit
+def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
+              BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, ACC: tl.constexpr,
+              TF32: tl.constexpr, TRANS_B: tl.constexpr):
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    acc = tl.zeros((BM, BN), dtype=ACC)
+    for k in range(0, K, BK):
+        ks = k + rk
+        a = tl.load(a_ptr + rm[:, None] * sam + ks[None, :] * sak,
+                    mask=(rm[:, None] < M) & (ks[None, :] < K), other=0)
+        if TRANS_B:  # b stored N x K: load a BN x BK tile and transpose it
+            bt = tl.load(b_ptr + rn[:, None] * sbn + ks[None, :] * sbk,
+                         mask=(rn[:, None] < N) & (ks[None, :] < K), other=0)
+            b = tl.trans(bt)
+        else:
+            b = tl.load(b_ptr + ks[:, None] * sbk + rn[None, :] * sbn,
+                        mask=(ks[:, None] < K) & (rn[None, :] < N), other=0)
+        if TF32:
+            acc = tl.dot(a, b, acc, input_precision="tf32")
+        else:
+            acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :] * scn, acc,
+             mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@tiles.jit
+def bmm_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    bs = tl.arange(0, B)[:, None, None]
+    ms = tl.arange(0, M)[None, :, None]
+    ns = tl.arange(0, N)[None, None, :]
+    ka = tl.arange(0, K)[None, None, :]
+    kb = tl.arange(0, K)[None, :, None]
+    a = tl.load(a_ptr + bs * M * K + ms * K + ka)
+    b = tl.load(b_ptr + bs * K * N + kb * N + ns)
+    tl.store(c_ptr + bs * M * N + ms * N + ns, tl.dot(a, b))
+
+
+@tiles.jit
+def dot_f16_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    rm = tl.arange(0, M)
+    rn = tl.arange(0, N)
+    rk = tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, out_dtype=tl.float16))
+
+
+def _operands(m, n, k, dtype):
+    if dtype in (np.int8,):
+        return (rng.integers(-100, 100, (m, k)).astype(np.int8),
+                rng.integers(-100, 100, (k, n)).astype(np.int8))
+    return (rng.standard_normal((m, k)).astype(dtype), rng.standard_normal((k, n)).astype(dtype))
+
+
+def _run_mm(a, b, out_dtype, acc, bm=64, bn=64, bk=32, tf32=False, trans_b=False, warps=4, launch=True):
+    m, k = a.shape
+    n = b.shape[1]
+    c = np.zeros((m, n), out_dtype)
+    bmat = np.ascontiguousarray(b.T) if trans_b else b
+    sbk, sbn = (1, k) if trans_b else (n, 1)
+    args = (a, bmat, c, m, n, k, k, 1, sbk, sbn, n, 1)
+    meta = dict(BM=bm, BN=bn, BK=bk, ACC=acc, TF32=tf32, TRANS_B=trans_b, num_warps=warps)
+    if not launch:
+        return mm_kernel.warmup(*args, backend="cuda", **meta)
+    grid = (tiles.cdiv(m, bm), tiles.cdiv(n, bn))
+    mm_kernel[grid](*args, backend="cuda", **meta)
+    return c
+
+
+def _rel(got, want):
+    got, want = got.astype(np.float64), want.astype(np.float64)
+    return np.linalg.norm(got - want) / max(np.linalg.norm(want), 1e-30)
+
+
+PTX_CASES = [
+    ("fp16", np.float16, np.float32, tl.float32, dict()),
+    ("fp16-128x128x64-8w", np.float16, np.float32, tl.float32, dict(bm=128, bn=128, bk=64, warps=8)),
+    ("fp16-128x128x32-4w", np.float16, np.float32, tl.float32, dict(bm=128, bn=128, bk=32)),
+    ("tf32", np.float32, np.float32, tl.float32, dict(tf32=True)),
+    ("int8", np.int8, np.int32, tl.int32, dict()),
+    ("fp16-trans", np.float16, np.float32, tl.float32, dict(trans_b=True)),
+]
+
+
+@pytest.mark.parametrize("name,dt,out,acc,kw", PTX_CASES, ids=[c[0] for c in PTX_CASES])
+def test_ptx_uses_mma(name, dt, out, acc, kw):
+    a, b = _operands(128, 128, 64, dt)
+    compiled = _run_mm(a, b, out, acc, launch=False, **kw)
+    ptx = compiled.asm["ptx"]
+    assert "mma.sync.aligned" in ptx
+    assert "ldmatrix" in ptx
+    if toolchain.ptxas_path():
+        info = toolchain.ptxas_info(ptx, compiled.metadata["arch"])
+        if kw.get("bm", 64) == 64:  # default-sized tiles must not spill
+            assert info.get("spill_stores", 0) == 0, info
+
+
+def test_accumulator_stays_in_mma_layout():
+    """The K loop carries the accumulator in fragments: its body never moves fp32 accumulator
+    fragments (pairs of floats) through local memory; the epilogue after the loop does."""
+    a, b = _operands(128, 128, 64, np.float16)
+    ll = _run_mm(a, b, np.float32, tl.float32, launch=False).asm["llir"]
+    # 64x64 tile, 4 warps as 2x2, 2x4 fragments of 16x8 per warp: 16 pair stores, all in the epilogue
+    assert ll.count("store <2 x float>") == 16
+    assert "load <2 x float>" not in ll
+
+
+def test_opencl_keeps_serial_dot():
+    pytest.importorskip("pyopencl")
+    ok, _ = registry.status("opencl")
+    if not ok:
+        pytest.skip("no OpenCL device")
+    a, b = _operands(32, 32, 32, np.float16)
+    c = np.zeros((32, 32), np.float32)
+    mm_kernel[(1, 1)](a, b, c, 32, 32, 32, 32, 1, 32, 1, 32, 1, BM=32, BN=32, BK=32, ACC=tl.float32,
+                      TF32=False, TRANS_B=False, backend="opencl")
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
+
+
+@needs_gpu
+@pytest.mark.parametrize("m,n,k,bm,bn,bk,warps", [
+    (128, 128, 64, 64, 64, 32, 4), (100, 70, 45, 64, 64, 32, 4), (256, 256, 256, 128, 128, 32, 4),
+    (256, 256, 128, 128, 128, 64, 8), (16, 40, 64, 16, 16, 32, 4), (64, 16, 48, 32, 16, 16, 2)])
+def test_fp16(m, n, k, bm, bn, bk, warps):
+    a, b = _operands(m, n, k, np.float16)
+    c = _run_mm(a, b, np.float32, tl.float32, bm=bm, bn=bn, bk=bk, warps=warps)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
+
+
+@needs_gpu
+def test_bf16():
+    import ml_dtypes
+    a, b = (x.astype(ml_dtypes.bfloat16) for x in _operands(96, 80, 64, np.float32))
+    c = _run_mm(a, b, np.float32, tl.float32, bm=32, bn=16, bk=32)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
+
+
+@needs_gpu
+def test_tf32():
+    a, b = _operands(100, 70, 45, np.float32)
+    c = _run_mm(a, b, np.float32, tl.float32, tf32=True)
+    assert _rel(c, a @ b) < 3e-3
+
+
+@needs_gpu
+def test_int8():
+    a, b = _operands(100, 72, 96, np.int8)
+    c = _run_mm(a, b, np.int32, tl.int32)
+    np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
+
+
+@needs_gpu
+def test_transposed_operand():
+    a, b = _operands(100, 70, 45, np.float16)
+    c = _run_mm(a, b, np.float32, tl.float32, trans_b=True)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
+
+
+@needs_gpu
+def test_fp16_accumulator():
+    a, b = _operands(64, 64, 64, np.float16)
+    c = _run_mm(a, b, np.float16, tl.float16)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-2
+
+
+@needs_gpu
+def test_out_dtype_float16():
+    a, b = _operands(32, 64, 32, np.float16)
+    c = np.zeros((32, 64), np.float16)
+    dot_f16_kernel[(1,)](a, b, c, 32, 64, 32, backend="cuda")
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
+
+
+@needs_gpu
+def test_batched():
+    a = rng.standard_normal((2, 32, 32)).astype(np.float16)
+    b = rng.standard_normal((2, 32, 16)).astype(np.float16)
+    c = np.zeros((2, 32, 16), np.float32)
+    bmm_kernel[(1,)](a, b, c, 2, 32, 16, 32, backend="cuda")
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
+
+
+def _example(name):
+    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+@needs_gpu
+@pytest.mark.parametrize("name", ["03_matmul", "06_fused_attention"])
+def test_examples_use_tensor_cores(name, monkeypatch):
+    monkeypatch.setenv("TILES_BACKEND", "cuda")
+    mod = _example(name)
+    mod.main(backend="cuda")
+    kernel = mod.matmul_kernel if name == "03_matmul" else mod.attention_forward_kernel
+    ptx = [c.asm["ptx"] for c in kernel.cache.values()]
+    assert ptx and all("mma.sync" in p for p in ptx)
+
+

@@ -1,0 +1,3 @@
+"""tl.dot on tensor cores (MMA layout planning, operand staging, fragment loads)."""
+
+from . import rules  # noqa: F401  (registers the DOT and FOR rules; serial fallbacks kept)

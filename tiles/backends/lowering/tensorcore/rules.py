@@ -1,0 +1,195 @@
+"""``tl.dot`` on tensor cores, and loops that carry MMA accumulators.
+
+DOT: both operands are written to local memory (A as M x K rows; B as K x N rows
+for 16-bit types, read with ``ldmatrix.trans``, else transposed to N x K rows),
+padded against bank conflicts; each warp then loads its A fragments (16 rows x 32
+bytes, ``ldmatrix.x4``) and B fragments (two 8-column blocks per ``ldmatrix.x4``)
+for every 32-byte step of K and issues one ``mma`` per 16x8 accumulator fragment.
+The accumulator stays in the MMA layout (see ``plan.py``); a 16-bit float
+accumulator is widened to fp32 around the multiply.  DOTs the emitter cannot run
+on tensor cores, and every FOR without MMA-carried values, keep their usual rules.
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Sequence
+from typing import Any
+
+from ....core import dtypes as D  # noqa: N812
+from ....core.dtypes import DType
+from ....core.ir import Block, Instr, Value
+from ....core.ops import Op
+from .. import sorting  # noqa: F401  (registers the serial DOT rule first)
+from ..emitter import Handle
+from ..lower import RULES, Lowering, rule
+from .convert import Lanes, align16, from_blocked, padded, stage, to_blocked
+from .plan import MMALayout, Plan, build_plan
+
+_SERIAL_DOT = RULES[Op.DOT]
+_PLAIN_FOR = RULES[Op.FOR]
+
+
+class _State:
+    def __init__(self, lw: Lowering) -> None:
+        self.plan: Plan = build_plan(lw.kernel, lw.e, lw.threads)
+        self.mma: dict[Value, list[Handle]] = {}
+
+
+_STATES: weakref.WeakKeyDictionary[Lowering, _State] = weakref.WeakKeyDictionary()
+
+
+def state(lw: Lowering) -> _State:
+    st = _STATES.get(lw)
+    if st is None:
+        st = _STATES[lw] = _State(lw)
+    return st
+
+
+def mma_handles(lw: Lowering, v: Value, lay: MMALayout) -> list[Handle]:
+    """``v`` in the MMA layout ``lay`` (converted from its blocked handles if needed)."""
+    st = state(lw)
+    if v in st.mma:
+        return st.mma[v]
+    return from_blocked(lw, lw.env[v], lay, v.type.element)  # type: ignore[arg-type]
+
+
+def publish(lw: Lowering, v: Value, handles: list[Handle]) -> list[Handle] | None:
+    """Record ``v``'s MMA handles; return its blocked handles when anything needs them."""
+    st = state(lw)
+    st.mma[v] = handles
+    if v in st.plan.blocked:
+        return to_blocked(lw, handles, st.plan.values[v], v.type.element)  # type: ignore[arg-type]
+    return None
+
+
+@rule(Op.DOT)
+def _dot(lw: Lowering, instr: Instr) -> list[Any]:
+    st = state(lw)
+    shape = st.plan.dots.get(instr)
+    if shape is None:
+        return _SERIAL_DOT(lw, instr)
+    a, b, acc = instr.operands
+    lay = st.plan.values[instr.result]
+    out_dt: DType = acc.type.element  # type: ignore[assignment]
+    c = mma_handles(lw, acc, lay)
+    wide = D.int32 if out_dt.is_int else D.float32
+    if out_dt != wide:
+        c = [lw.e.cast(h, out_dt, wide) for h in c]
+    d = mma_dot(lw, instr, shape, lay, c)
+    if out_dt != wide:
+        d = [lw.e.cast(h, wide, out_dt) for h in d]
+    return [publish(lw, instr.result, d)]
+
+
+def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout,
+            c: list[Handle]) -> list[Handle]:
+    from ..sorting import _to_tf32
+    e = lw.e
+    a, b, _ = instr.operands
+    adt: DType = a.type.element  # type: ignore[assignment]
+    s = adt.itemsize
+    *_, m, k = a.type.shape
+    n = b.type.shape[-1]
+    ins = []
+    for v in (a, b):
+        hs = lw.env[v]
+        if adt == D.float32:
+            hs = [_to_tf32(lw, h) for h in hs]
+        ins.append(hs)
+    trans_b = s == 2              # K x N rows + ldmatrix.trans; else N x K rows
+    lda = padded(k, s)
+    ldb = padded(n, s) if trans_b else padded(k, s)
+    a_bytes = align16(lay.batch * m * lda * s)
+    b_bytes = align16(lay.batch * (k if trans_b else n) * ldb * s)
+    lw.reserve_local(a_bytes + b_bytes)
+    stage(lw, ins[0], lw.layout(a), adt, 0, lda)
+    stage(lw, ins[1], lw.layout(b), adt, a_bytes, ldb, transpose=not trans_b)
+    e.barrier()
+
+    lanes = Lanes(lw, lay)
+    iop = lw.iop
+    quarter, r8 = iop(Op.IDIV, lanes.lane, 8), iop(Op.MOD, lanes.lane, 8)
+    lo, hi = iop(Op.MOD, quarter, 2), iop(Op.IDIV, quarter, 2)
+    # lane address of A: row (warp rows) + lo*8 + r8, bytes hi*16
+    a_row = iop(Op.ADD, iop(Op.ADD, iop(Op.MUL, lanes.warp_m, lay.reps_m * 16), iop(Op.MUL, lo, 8)), r8)
+    a_lane = lw.idx(iop(Op.ADD, iop(Op.MUL, a_row, lda * s), iop(Op.MUL, hi, 16)))
+    n_first = iop(Op.MUL, lanes.warp_n, lay.reps_n * 8)
+    if trans_b:   # rows k: lo*8 + r8; columns n: warp cols + hi*8
+        b_lane = iop(Op.ADD, iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, lo, 8), r8), ldb * s),
+                     iop(Op.MUL, iop(Op.ADD, n_first, iop(Op.MUL, hi, 8)), s))
+    else:         # rows n: warp cols + hi*8 + r8; bytes lo*16
+        b_lane = iop(Op.ADD, iop(Op.MUL, iop(Op.ADD, iop(Op.ADD, n_first, iop(Op.MUL, hi, 8)), r8), ldb * s),
+                     iop(Op.MUL, lo, 16))
+    b_lane_h = lw.idx(b_lane)
+    kstep = shape[2]
+    d = list(c)
+    for bat in range(lay.batch):
+        for kk in range(k // kstep):
+            afrag = [e.ldmatrix((bat * m + mi * 16) * lda * s + kk * 32, a_lane, 4, False)
+                     for mi in range(lay.reps_m)]
+            bfrag: list[Sequence[Handle]] = []
+            for ni in range(0, lay.reps_n, 2):
+                count = 4 if ni + 1 < lay.reps_n else 2
+                if trans_b:
+                    off = a_bytes + (bat * k + kk * kstep) * ldb * s + ni * 8 * s
+                else:
+                    off = a_bytes + (bat * n + ni * 8) * ldb * s + kk * 32
+                regs = e.ldmatrix(off, b_lane_h, count, trans_b)
+                bfrag += [regs[0:2], regs[2:4]] if count == 4 else [regs]
+            for mi in range(lay.reps_m):
+                for ni in range(lay.reps_n):
+                    at = lay.slot(bat, mi, ni, 0)
+                    d[at:at + 4] = e.mma(shape, afrag[mi], bfrag[ni], d[at:at + 4], adt)
+    e.barrier()
+    return d
+
+
+@rule(Op.FOR)
+def _for(lw: Lowering, instr: Instr) -> list[Any]:
+    st = state(lw)
+    pos = st.plan.loops.get(instr)
+    if not pos:
+        return _PLAIN_FOR(lw, instr)
+    lb, ub, step = (lw.env[v][0] for v in instr.operands[:3])
+    (body,) = instr.regions
+    iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]
+    plan = st.plan
+    carried: list[tuple[Handle, D.ScalarType]] = []
+    sizes = []
+    for i, v in enumerate(instr.operands[3:]):
+        res = instr.results[i]
+        hs = mma_handles(lw, v, plan.values[res]) if i in pos else lw.env[v]
+        carried += [(h, v.type.dtype) for h in hs]
+        sizes.append(len(hs))
+
+    def split(handles: Sequence[Handle]) -> list[list[Handle]]:
+        out, at = [], 0
+        for size in sizes:
+            out.append(list(handles[at:at + size]))
+            at += size
+        return out
+
+    inner = Block(args=body.args, instrs=body.instrs,
+                  yields=[y for i, y in enumerate(body.yields) if i not in pos])
+
+    def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
+        lw.env[body.args[0]] = [iv]
+        for i, (arg, hs) in enumerate(zip(body.args[1:], split(regs))):
+            if i in pos:
+                blocked = publish(lw, arg, hs)
+                if blocked is not None:
+                    lw.env[arg] = blocked
+            else:
+                lw.env[arg] = hs
+        plain = iter(lw.lower_block(inner))
+        flat: list[Handle] = []
+        for i, y in enumerate(body.yields):
+            flat += mma_handles(lw, y, plan.values[y]) if i in pos else next(plain)
+        return flat
+
+    outs = lw.e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
+    results: list[list[Handle] | None] = []
+    for i, (res, hs) in enumerate(zip(instr.results, split(outs))):
+        results.append(publish(lw, res, hs) if i in pos else hs)
+    return results
