@@ -240,10 +240,13 @@ class OpenCLEmitter(MemoryMixin, Emitter):
         t = ct.REGISTER[dst]
         if src.bits >= 32:
             return self._tmp(t, f"as_{t}({a})")
-        if src == D.float16:
-            return self._tmp(t, f"({t})tiles_f16_bits({a})")
-        if src == D.bfloat16:
-            return self._tmp(t, f"({t})tiles_bf16_bits({a})")
+        if src in (D.float16, D.bfloat16):
+            bits = f"tiles_{'f16' if src == D.float16 else 'bf16'}_bits({a})"
+            if dst == D.float16:
+                return self._tmp(t, f"tiles_f16_from_bits({bits})")
+            if dst == D.bfloat16:
+                return self._tmp(t, f"tiles_bf16_from_bits({bits})")
+            return self._tmp(t, f"({t}){bits}")
         if dst == D.float16:
             return self._tmp(t, f"tiles_f16_from_bits((ushort)({a}))")
         if dst == D.bfloat16:
