@@ -33,15 +33,14 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
     rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     rk = tl.arange(0, BLOCK_K)
-    a_ptrs = a_ptr + rm[:, None] * stride_am + rk[None, :]
-    b_ptrs = b_ptr + rk[:, None] * stride_bk + rn[None, :]
+    a_base = a_ptr + rm[:, None] * stride_am + rk[None, :]
+    b_base = b_ptr + rk[:, None] * stride_bk + rn[None, :]
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     for k in range(0, K, BLOCK_K):
-        a = tl.load(a_ptrs)
-        b = tl.load(b_ptrs)
+        k = tl.multiple_of(k, BLOCK_K)
+        a = tl.load(a_base + k)
+        b = tl.load(b_base + k * stride_bk)
         acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K
-        b_ptrs += BLOCK_K * stride_bk
     tl.store(c_ptr + rm[:, None] * stride_cm + rn[None, :], acc.to(tl.float16))
 
 

@@ -45,6 +45,28 @@ def mm_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
 
 
 @tiles.jit
+def pipelined_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sbk, scm,
+                     BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Pointers and masks from the induction variable and loop invariants only: cp.async stages."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_base = a_ptr + rm[:, None] * sam + rk[None, :]
+    b_base = b_ptr + rk[:, None] * sbk + rn[None, :]
+    a_k = tl.broadcast_to(rk[None, :], (BM, BK))
+    a_rows = (rm[:, None] < M) & (rk[None, :] >= 0)
+    b_k = tl.broadcast_to(rk[:, None], (BK, BN))
+    b_cols = (rn[None, :] < N) & (rk[:, None] >= 0)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        k = tl.multiple_of(k, BK)
+        a = tl.load(a_base + k, mask=a_rows & (a_k < K - k), other=0.0)
+        b = tl.load(b_base + k * sbk, mask=b_cols & (b_k < K - k), other=0.0)
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + rm[:, None] * scm + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@tiles.jit
 def bmm_kernel(a_ptr, b_ptr, c_ptr, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
     bs = tl.arange(0, B)[:, None, None]
     ms = tl.arange(0, M)[None, :, None]
@@ -124,6 +146,32 @@ def test_accumulator_stays_in_mma_layout():
     # 64x64 tile, 4 warps as 2x2, 2x4 fragments of 16x8 per warp: 16 pair stores, all in the epilogue
     assert ll.count("store <2 x float>") == 16
     assert "load <2 x float>" not in ll
+
+
+def _pipelined(m, n, k, bm, bn, bk, warps, stages, launch=True):
+    a, b = _operands(m, n, k, np.float16)
+    c = np.zeros((m, n), np.float32)
+    args = (a, b, c, m, n, k, k, n, n)
+    meta = dict(BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages)
+    if not launch:
+        return pipelined_kernel.warmup(*args, backend="cuda", **meta)
+    pipelined_kernel[(tiles.cdiv(m, bm), tiles.cdiv(n, bn))](*args, backend="cuda", **meta)
+    return _rel(c, a.astype(np.float32) @ b.astype(np.float32))
+
+
+def test_ptx_pipelined():
+    ptx = _pipelined(128, 128, 64, 64, 64, 32, 4, 3, launch=False).asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1" in ptx and "mma.sync" in ptx
+    ptx1 = _pipelined(128, 128, 64, 64, 64, 32, 4, 1, launch=False).asm["ptx"]
+    assert "cp.async" not in ptx1
+
+
+@needs_gpu
+@pytest.mark.parametrize("m,n,k,bm,bn,bk,warps,stages", [
+    (128, 128, 64, 64, 64, 32, 4, 3), (100, 72, 200, 64, 64, 32, 4, 3), (256, 256, 512, 128, 128, 64, 8, 4),
+    (64, 64, 16, 64, 64, 32, 4, 2), (96, 80, 160, 32, 16, 32, 4, 3)])
+def test_pipelined(m, n, k, bm, bn, bk, warps, stages):
+    assert _pipelined(m, n, k, bm, bn, bk, warps, stages) < 1e-3
 
 
 def test_opencl_keeps_serial_dot():

@@ -19,6 +19,7 @@ def lower_kernel(kernel: Kernel, target: LLVMTarget, options: Options, caps: Tar
     """The kernel as an LLVM module; its first line records the shared memory it needs."""
     caps = caps or Target(backend=target.triple.split("-")[0], arch=target.arch, warp_size=target.warp_size)
     emitter = LLVMEmitter(caps, target)
+    emitter.num_stages = options.num_stages
     return lower(kernel, emitter, threads_per_program(target, options))
 
 

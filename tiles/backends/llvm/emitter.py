@@ -659,6 +659,24 @@ class LLVMEmitter(Emitter):
         res = self._call(name, st, [q])
         return [self._val("i32", f"extractvalue {res}, {i}") for i in range(count)]
 
+    def cp_async(self, byte_offset: int, byte_index: Any, p: Any, nbytes: int, mask: Any) -> bool:
+        m = re.fullmatch(r"sm_(\d+)a?", self.t.arch)
+        if m is None or int(m.group(1)) < 80 or nbytes not in (4, 8, 16):
+            return False
+        q = self._local_ptr(byte_offset, byte_index, D.int8)
+        size = Reg(str(nbytes), "i32") if mask is None else \
+            self._val("i32", f"select {mask}, i32 {nbytes}, i32 0")
+        kind = "cg" if nbytes == 16 else "ca"
+        self._emit(f'call void asm sideeffect "cp.async.{kind}.shared.global [$0], [$1], {nbytes}, $2;", '
+                   f'"r,l,r,~{{memory}}"({q}, {p}, {size})')
+        return True
+
+    def cp_async_commit(self) -> None:
+        self._emit('call void asm sideeffect "cp.async.commit_group;", "~{memory}"()')
+
+    def cp_async_wait(self, pending: int) -> None:
+        self._emit(f'call void asm sideeffect "cp.async.wait_group {pending};", "~{{memory}}"()')
+
     def barrier(self) -> None:
         scope = self.t.barrier_fence_scope
         if scope:

@@ -31,6 +31,7 @@ class Emitter(abc.ABC):
     """One kernel's worth of output code; create a fresh emitter per kernel."""
 
     target: Target
+    num_stages: int = 1  # software-pipelining depth the launch asked for (tensorcore/pipeline.py)
 
     # ------------------------------------------------------------ kernel frame
     @abc.abstractmethod
@@ -183,6 +184,22 @@ class Emitter(abc.ABC):
         """Warp-wide load of ``count`` 8x8 matrices of 16-bit elements from local memory at
         ``byte_offset + byte_index`` (lane l gives the address of row l % 8 of matrix l // 8);
         returns ``count`` 32-bit registers (``trans``: each matrix transposed)."""
+        raise NotImplementedError
+
+    def cp_async(self, byte_offset: int, byte_index: Handle, p: Handle, nbytes: int,
+                 mask: Handle | None) -> bool:
+        """Start an asynchronous copy of ``nbytes`` (4, 8 or 16, aligned) from global ``p`` to
+        local memory at ``byte_offset + byte_index``; where ``mask`` is false, write zeros and
+        read nothing.  False: the target has no asynchronous copies (nothing was emitted)."""
+        return False
+
+    def cp_async_commit(self) -> None:
+        """Close the group of asynchronous copies this thread started since the last commit."""
+        raise NotImplementedError
+
+    def cp_async_wait(self, pending: int) -> None:
+        """Wait until at most ``pending`` of this thread's committed groups are still in flight
+        (a barrier afterwards makes the data visible to the other threads)."""
         raise NotImplementedError
 
     # ------------------------------------------------------------ control flow

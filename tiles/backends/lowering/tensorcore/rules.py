@@ -24,6 +24,7 @@ from .. import sorting  # noqa: F401  (registers the serial DOT rule first)
 from ..emitter import Handle
 from ..lower import RULES, Lowering, rule
 from .convert import Lanes, align16, from_blocked, padded, stage, to_blocked
+from .pipeline import find_pipe, lower_pipelined
 from .plan import MMALayout, Plan, build_plan
 
 _SERIAL_DOT = RULES[Op.DOT]
@@ -34,6 +35,9 @@ class _State:
     def __init__(self, lw: Lowering) -> None:
         self.plan: Plan = build_plan(lw.kernel, lw.e, lw.threads)
         self.mma: dict[Value, list[Handle]] = {}
+        self.async_loads: set[Instr] = set()          # LOADs that cp.async feeds (pipeline.py)
+        self.async_slot: dict[Instr, Handle] = {}     # DOT -> byte base of its current stage
+        self.defs = {r: i for i in lw.kernel.walk() for r in i.results}
 
 
 _STATES: weakref.WeakKeyDictionary[Lowering, _State] = weakref.WeakKeyDictionary()
@@ -93,19 +97,18 @@ def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALay
     n = b.type.shape[-1]
     ins = []
     for v in (a, b):
-        hs = lw.env[v]
+        hs = lw.env.get(v, [])
         if adt == D.float32:
             hs = [_to_tf32(lw, h) for h in hs]
         ins.append(hs)
+    lda, ldb, a_bytes, b_bytes = geometry(instr)
     trans_b = s == 2              # K x N rows + ldmatrix.trans; else N x K rows
-    lda = padded(k, s)
-    ldb = padded(n, s) if trans_b else padded(k, s)
-    a_bytes = align16(lay.batch * m * lda * s)
-    b_bytes = align16(lay.batch * (k if trans_b else n) * ldb * s)
-    lw.reserve_local(a_bytes + b_bytes)
-    stage(lw, ins[0], lw.layout(a), adt, 0, lda)
-    stage(lw, ins[1], lw.layout(b), adt, a_bytes, ldb, transpose=not trans_b)
-    e.barrier()
+    slot = state(lw).async_slot.get(instr)
+    if slot is None:
+        lw.reserve_local(a_bytes + b_bytes)
+        stage(lw, ins[0], lw.layout(a), adt, 0, lda)
+        stage(lw, ins[1], lw.layout(b), adt, a_bytes, ldb, transpose=not trans_b)
+        e.barrier()
 
     lanes = Lanes(lw, lay)
     iop = lw.iop
@@ -114,6 +117,8 @@ def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALay
     # lane address of A: row (warp rows) + lo*8 + r8, bytes hi*16
     a_row = iop(Op.ADD, iop(Op.ADD, iop(Op.MUL, lanes.warp_m, lay.reps_m * 16), iop(Op.MUL, lo, 8)), r8)
     a_lane = lw.idx(iop(Op.ADD, iop(Op.MUL, a_row, lda * s), iop(Op.MUL, hi, 16)))
+    if slot is not None:
+        a_lane = e.binary(Op.ADD, a_lane, slot, D.int32)
     n_first = iop(Op.MUL, lanes.warp_n, lay.reps_n * 8)
     if trans_b:   # rows k: lo*8 + r8; columns n: warp cols + hi*8
         b_lane = iop(Op.ADD, iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, lo, 8), r8), ldb * s),
@@ -121,7 +126,7 @@ def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALay
     else:         # rows n: warp cols + hi*8 + r8; bytes lo*16
         b_lane = iop(Op.ADD, iop(Op.MUL, iop(Op.ADD, iop(Op.ADD, n_first, iop(Op.MUL, hi, 8)), r8), ldb * s),
                      iop(Op.MUL, lo, 16))
-    b_lane_h = lw.idx(b_lane)
+    b_lane_h = lw.idx(b_lane) if slot is None else e.binary(Op.ADD, lw.idx(b_lane), slot, D.int32)
     kstep = shape[2]
     d = list(c)
     for bat in range(lay.batch):
@@ -141,8 +146,22 @@ def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALay
                 for ni in range(lay.reps_n):
                     at = lay.slot(bat, mi, ni, 0)
                     d[at:at + 4] = e.mma(shape, afrag[mi], bfrag[ni], d[at:at + 4], adt)
-    e.barrier()
+    if slot is None:
+        e.barrier()
     return d
+
+
+def geometry(instr: Instr) -> tuple[int, int, int, int]:
+    """Row strides of the staged A and B (elements) and their sizes (bytes) for a DOT."""
+    a, b, _ = instr.operands
+    s = a.type.element.itemsize
+    *batch, m, k = a.type.shape
+    n = b.type.shape[-1]
+    nb = batch[0] if batch else 1
+    trans_b = s == 2
+    lda = padded(k, s)
+    ldb = padded(n, s) if trans_b else padded(k, s)
+    return (lda, ldb, align16(nb * m * lda * s), align16(nb * (k if trans_b else n) * ldb * s))
 
 
 @rule(Op.FOR)
@@ -151,6 +170,9 @@ def _for(lw: Lowering, instr: Instr) -> list[Any]:
     pos = st.plan.loops.get(instr)
     if not pos:
         return _PLAIN_FOR(lw, instr)
+    pipe = find_pipe(lw, instr, st.plan.dots, st.defs)
+    if pipe is not None:
+        return lower_pipelined(lw, instr, pipe, pos)
     lb, ub, step = (lw.env[v][0] for v in instr.operands[:3])
     (body,) = instr.regions
     iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]

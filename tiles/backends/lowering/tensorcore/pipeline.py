@@ -1,0 +1,225 @@
+"""Software pipelining of K loops that feed ``tl.dot`` straight from global memory.
+
+A ``FOR`` qualifies when its body holds one tensor-core DOT of 16-bit operands,
+both operands are ``LOAD``s used only by that DOT (masked-off elements read as 0),
+and the loads' pointers and masks are computed in the body from the induction
+variable and loop-invariant values with ops that move no data between threads.
+Then the loads never reach registers: each thread copies its 16-byte chunks with
+``cp.async`` into one of ``num_stages`` rotating local-memory buffers.  Before the
+loop, stages 0..S-2 are started; iteration i waits for its own group, synchronizes
+once, starts the copies of iteration i+S-1 (pointers re-lowered at that induction
+value) into the buffer iteration i-1 used, and runs the MMAs on its buffer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ....core import dtypes as D  # noqa: N812
+from ....core.dtypes import DType
+from ....core.ir import Block, Instr, Value
+from ....core.ops import BINARY_ARITH, COMPARISON, Op
+from ..emitter import Handle
+from ..lower import RULES, Lowering, rule
+from ..memory import _groups
+
+_SAFE = frozenset({*BINARY_ARITH, *COMPARISON, Op.CONST, Op.ARANGE, Op.ADDPTR, Op.HINT, Op.CAST,
+                   Op.WHERE, Op.NOT, Op.NEG})
+_PLAIN_LOAD = RULES[Op.LOAD]
+
+
+@dataclass
+class Pipe:
+    dot: Instr
+    loads: tuple[Instr, Instr]
+    slice: list[Instr]
+    step: int
+    stages: int
+    widths: tuple[int, int]
+
+
+def _moves_nothing(instr: Instr) -> bool:
+    if instr.regions:
+        return False
+    if instr.op is Op.BROADCAST:
+        return instr.operands[0].type.numel == 1
+    return instr.op in _SAFE
+
+
+def _uses(block: Block, v: Value) -> int:
+    n = sum(1 for y in block.yields if y is v)
+    for instr in block.instrs:
+        n += sum(1 for o in instr.operands if o is v)
+        for region in instr.regions:
+            n += _uses(region, v)
+    return n
+
+
+def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Value, Instr]) -> Pipe | None:
+    stages = getattr(lw.e, "num_stages", 1)
+    step_def = defs.get(instr.operands[2])
+    if stages < 2 or step_def is None or step_def.op is not Op.CONST:
+        return None
+    step = step_def.attrs.value
+    if not isinstance(step, int) or step <= 0:
+        return None
+    body = instr.regions[0]
+    mine = [i for i in body.instrs if i.op is Op.DOT and i in dots]
+    if len(mine) != 1:
+        return None
+    dot = mine[0]
+    producers = {r: i for i in body.instrs for r in i.results}
+    loads = []
+    for v in dot.operands[:2]:
+        load = producers.get(v)
+        if load is None or load.op is not Op.LOAD or v.type.element.itemsize != 2:
+            return None
+        if _uses(lw.kernel.body, v) != 1:
+            return None
+        if load.attrs.has_other:
+            other = defs.get(load.operands[2])
+            if other is None or other.op is not Op.CONST or other.attrs.value != 0:
+                return None
+        lay = lw.layout(v)
+        if not all(lay.round_is_full(r) for r in range(lay.rounds)):
+            return None
+        loads.append(load)
+    needed: set[Instr] = set()
+    todo = [o for load in loads for o in load.operands[:2 if load.attrs.masked else 1]]
+    carried = set(body.args[1:])
+    while todo:
+        v = todo.pop()
+        if v in carried:
+            return None
+        p = producers.get(v)
+        if p is None or p in needed:
+            continue
+        if not _moves_nothing(p):
+            return None
+        needed.add(p)
+        todo.extend(p.operands)
+    for i in body.instrs:  # nothing else in the body may use local memory (it holds the stages)
+        if i is not dot and i not in loads and i not in needed and not _moves_nothing(i):
+            return None
+    widths = []
+    for load in loads:
+        groups = _groups(lw, load, 1 if load.attrs.masked else None, 2 if load.attrs.has_other else None)
+        w = groups[0][1]
+        if w * 2 not in (4, 8, 16):
+            return None
+        widths.append(w)
+    return Pipe(dot, (loads[0], loads[1]), [i for i in body.instrs if i in needed], step, stages,
+                (widths[0], widths[1]))
+
+
+@rule(Op.LOAD)
+def _load(lw: Lowering, instr: Instr) -> list[Any]:
+    from .rules import state
+    if instr in state(lw).async_loads:
+        return [None]  # copied by cp.async straight into the DOT's stage buffer
+    return _PLAIN_LOAD(lw, instr)
+
+
+def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
+          slot_base: Handle, geometry: tuple[int, int, int, int]) -> None:
+    """Start the copies of the iteration at induction value ``iv`` into the stage at
+    ``slot_base`` (bytes); one commit group per call, empty when ``iv`` is past the end."""
+    e = lw.e
+    lda, ldb, a_bytes, _ = geometry
+    valid = e.binary(Op.LT, iv, ub, iv_dtype)
+    lw.env[iv_arg] = [iv]
+    for ins in pipe.slice:
+        for v, hs in zip(ins.results, RULES[ins.op](lw, ins)):
+            lw.env[v] = hs
+    for load, ld, offset, w in zip(pipe.loads, (lda, ldb), (0, a_bytes), pipe.widths):
+        ptrs = lw.env[load.operands[0]]
+        masks = lw.env[load.operands[1]] if load.attrs.masked else None
+        lay = lw.layout(load.result)
+        cols = lay.shape[-1]
+        s = load.result.type.element.itemsize
+        for j in range(0, lay.per_thread, w):
+            flat = lw.flat_index(lay, j)
+            at = lw.iop(Op.ADD, lw.iop(Op.MUL, lw.iop(Op.IDIV, flat, cols), ld), lw.iop(Op.MOD, flat, cols))
+            byte = e.binary(Op.ADD, slot_base, lw.idx(lw.iop(Op.MUL, at, s)), D.int32)
+            mask = valid if masks is None else e.binary(Op.AND, valid, masks[j], D.int1)
+            ok = e.cp_async(offset, byte, ptrs[j], w * s, mask)
+            assert ok
+    e.cp_async_commit()
+
+
+def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> list[Any]:
+    from .rules import geometry, mma_handles, publish, state
+    st = state(lw)
+    plan = st.plan
+    e = lw.e
+    lb, ub, step = (lw.env[v][0] for v in instr.operands[:3])
+    (body,) = instr.regions
+    iv_arg = body.args[0]
+    iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]
+    geo = geometry(pipe.dot)
+    stage_bytes = geo[2] + geo[3]
+    S = pipe.stages  # noqa: N806
+    lw.reserve_local(S * stage_bytes)
+    st.async_loads.update(pipe.loads)
+
+    carried: list[tuple[Handle, Any]] = []
+    sizes = []
+    for i, v in enumerate(instr.operands[3:]):
+        hs = mma_handles(lw, v, plan.values[instr.results[i]]) if i in pos else lw.env[v]
+        carried += [(h, v.type.dtype) for h in hs]
+        sizes.append(len(hs))
+    carried.append((lw.const(0, D.int32), D.int32))  # the stage this iteration reads
+
+    def i32(x: int) -> Handle:
+        return lw.const(x, D.int32)
+
+    def ivc(x: int) -> Handle:
+        return lw.const(x, iv_dtype)
+
+    for s in range(S - 1):
+        iv_s = lb if s == 0 else e.binary(Op.ADD, lb, ivc(s * pipe.step), iv_dtype)
+        issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s * stage_bytes), geo)
+
+    def split(handles: list[Handle]) -> list[list[Handle]]:
+        out, at = [], 0
+        for size in sizes:
+            out.append(list(handles[at:at + size]))
+            at += size
+        return out
+
+    inner = Block(args=body.args, instrs=body.instrs,
+                  yields=[y for i, y in enumerate(body.yields) if i not in pos])
+
+    def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
+        slot = regs[-1]
+        e.cp_async_wait(S - 2)
+        e.barrier()
+        first = e.binary(Op.EQ, slot, i32(0), D.int32)
+        prev = e.select(first, i32(S - 1), e.binary(Op.SUB, slot, i32(1), D.int32), D.int32)
+        ahead = e.binary(Op.ADD, iv, ivc((S - 1) * pipe.step), iv_dtype)
+        issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, prev, i32(stage_bytes), D.int32), geo)
+        st.async_slot[pipe.dot] = e.binary(Op.MUL, slot, i32(stage_bytes), D.int32)
+        lw.env[iv_arg] = [iv]
+        for i, (arg, hs) in enumerate(zip(body.args[1:], split(regs[:-1]))):
+            if i in pos:
+                blocked = publish(lw, arg, hs)
+                if blocked is not None:
+                    lw.env[arg] = blocked
+            else:
+                lw.env[arg] = hs
+        plain = iter(lw.lower_block(inner))
+        flat: list[Handle] = []
+        for i, y in enumerate(body.yields):
+            flat += mma_handles(lw, y, plan.values[y]) if i in pos else next(plain)
+        last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)
+        flat.append(e.select(last, i32(0), e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
+        return flat
+
+    outs = e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
+    e.cp_async_wait(0)
+    e.barrier()
+    results: list[Any] = []
+    for i, (res, hs) in enumerate(zip(instr.results, split(outs[:-1]))):
+        results.append(publish(lw, res, hs) if i in pos else hs)
+    return results
