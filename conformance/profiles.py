@@ -17,11 +17,19 @@ class Profile:
     shapes_2d: tuple[tuple[int, int], ...]
     generated_examples: int        # generated programs per generator family
     derandomize: bool
+    case_budget: int | None = None  # at most this many curated cases per family (an even spread)
 
     def hypothesis_settings(self) -> settings:
         return settings(max_examples=self.generated_examples, derandomize=self.derandomize,
                         deadline=None, database=None, print_blob=False,
                         suppress_health_check=list(HealthCheck))
+
+    def thin(self, cases: list) -> list:
+        """Every k-th case, so that at most ``case_budget`` remain (all when there is no budget)."""
+        if self.case_budget is None or len(cases) <= self.case_budget:
+            return cases
+        step = len(cases) / self.case_budget
+        return [cases[int(i * step)] for i in range(self.case_budget)]
 
     def sweep(self, dtypes: tuple[DType, ...]) -> tuple[DType, ...]:
         """The members of ``dtypes`` this profile covers."""
@@ -34,8 +42,9 @@ CI = Profile(
             D.float8e4nv, D.float16, D.bfloat16, D.float32),
     shapes=(16, 128),
     shapes_2d=((4, 32), (16, 16)),
-    generated_examples=60,
+    generated_examples=30,
     derandomize=True,
+    case_budget=25,
 )
 
 THOROUGH = Profile(

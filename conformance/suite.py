@@ -38,7 +38,11 @@ def run(backend: str | Backend, profile: Profile, families: set[str] | None = No
     be = B.resolve(backend)
     ref = B.reference()
     report = Report(be.name, profile.name)
-    for c in selected(corpus_cases(profile), families, keyword):
+    chosen = selected(corpus_cases(profile), families, keyword)
+    by_family: dict[str, list[Case]] = {}
+    for c in chosen:
+        by_family.setdefault(c.family, []).append(c)
+    for c in [c for cases in by_family.values() for c in profile.thin(cases)]:
         outcome = run_case(c, be, ref)
         report.add(outcome)
         if progress:

@@ -7,7 +7,6 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
-
 from tiles.core.dtypes import DType
 
 from ..values import edge_values

@@ -10,7 +10,6 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-
 from tiles.backends.base import Backend
 from tiles.runtime.jit import JITFunction
 
@@ -25,7 +24,7 @@ from .strategies import programs
 GENERATED_FAMILIES = ("generated_int", "generated_float", "generated_mixed")
 
 
-class GeneratedMismatch(AssertionError):
+class GeneratedMismatchError(AssertionError):
     pass
 
 
@@ -99,13 +98,13 @@ def search(family: str, backend: Backend, reference: Backend, profile: Profile) 
         status, message = check(gen, backend, reference)
         if status in (FAILED, BROKEN):
             last_failure[:] = [status, message]
-            raise GeneratedMismatch(message)
+            raise GeneratedMismatchError(message)
         if not last_failure:
             outcomes.append(Outcome(family, f"example {len(outcomes) + 1}", status, message))
 
     try:
         run()
-    except GeneratedMismatch:
+    except GeneratedMismatchError:
         status, message = last_failure
         repro = message.rsplit("reproducer: ", 1)[-1].strip()
         outcomes.append(Outcome(family, "shrunk counterexample", status, message, repro))

@@ -12,7 +12,6 @@ from typing import Any
 
 import ml_dtypes
 from hypothesis import strategies as st
-
 from tiles.core import dtypes as D
 from tiles.core.dtypes import DType
 

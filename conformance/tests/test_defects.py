@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -16,6 +17,7 @@ from conformance.runner import FAILED, PASSED
 
 from . import defects as D
 
+FULL_CORPUS = dataclasses.replace(CI, case_budget=None)
 ROOT = Path(__file__).resolve().parents[2]
 
 # defect -> the corpus family that must catch it
@@ -31,7 +33,7 @@ CAUGHT_BY = {
 @pytest.mark.parametrize("defect", list(CAUGHT_BY), ids=lambda d: d.name)
 def test_corpus_reports_defect(defect):
     family = CAUGHT_BY[defect]
-    report = suite.run(defect(), CI, {family}, generated=False)
+    report = suite.run(defect(), FULL_CORPUS, {family}, generated=False)
     failed = [o for o in report.outcomes if o.status == FAILED]
     assert failed, f"{defect.name} went unnoticed by the {family} family:\n{report.table()}"
     assert report.count(PASSED) > 0  # the defect is specific: most cases still pass
@@ -39,17 +41,22 @@ def test_corpus_reports_defect(defect):
 
 def test_interpreter_passes_what_the_defects_fail():
     for family in set(CAUGHT_BY.values()):
-        report = suite.run("interpreter", CI, {family}, generated=False)
+        report = suite.run("interpreter", FULL_CORPUS, {family}, generated=False)
         assert report.ok, report.details()
 
 
-@pytest.mark.parametrize("defect, flavor", [(D.ModRoundsLikePython, "int"), (D.StoreIgnoresMask, "int"),
-                                            (D.MaxPropagatesNan, "float")],
+SLOW = pytest.mark.skipif(not os.environ.get("TILES_CONFORMANCE_SLOW"),
+                          reason="minutes of shrinking; set TILES_CONFORMANCE_SLOW=1")
+
+
+@pytest.mark.parametrize("defect, flavor", [pytest.param(D.ModRoundsLikePython, "int", marks=SLOW),
+                                            (D.StoreIgnoresMask, "int"),
+                                            pytest.param(D.MaxPropagatesNan, "float", marks=SLOW)],
                          ids=["mod", "store-mask", "max-nan"])
 def test_generated_programs_find_and_shrink_defect(defect, flavor, tmp_path, monkeypatch):
     monkeypatch.setenv("TILES_CONFORMANCE_REPRO_DIR", str(tmp_path))
     from conformance.backends import reference
-    profile = dataclasses.replace(CI, generated_examples=300)
+    profile = dataclasses.replace(CI, generated_examples=200)
     outcomes = search(f"generated_{flavor}", defect(), reference(), profile)
     (failure,) = [o for o in outcomes if o.status == FAILED]
     kernel = failure.message.split("kernel:\n", 1)[1].split("reproducer:", 1)[0]
