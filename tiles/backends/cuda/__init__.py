@@ -25,7 +25,15 @@ UNSUPPORTED_OPS = frozenset({Op.DEVICE_PRINT, Op.DEVICE_ASSERT})
 SUPPORTED_DTYPES = frozenset(set(D.ALL_DTYPES) - {D.float8e4nv, D.float8e5})
 
 
+LIBDEVICE_F32 = {"sin": "__nv_sinf", "cos": "__nv_cosf", "erf": "__nv_erff", "log": "__nv_logf"}
+LIBDEVICE_F64 = {"exp": "__nv_exp", "exp2": "__nv_exp2", "log": "__nv_log", "log2": "__nv_log2",
+                 "sin": "__nv_sin", "cos": "__nv_cos", "erf": "__nv_erf"}
+
+
 def nvptx_target(arch: str) -> LLVMTarget:
+    """NVPTX facts; with libdevice, sin/cos/erf/log and float64 math are accurate (as Triton's),
+    without it they fall back to the hardware approximations (float64 math unsupported)."""
+    libdevice = toolchain.libdevice_path() is not None
     return LLVMTarget(
         triple=toolchain.TRIPLE, data_layout=toolchain.DATA_LAYOUT, arch=arch, warp_size=32,
         kernel_calling_conv="ptx_kernel", thread_id="llvm.nvvm.read.ptx.sreg.tid.x",
@@ -33,7 +41,9 @@ def nvptx_target(arch: str) -> LLVMTarget:
                   "llvm.nvvm.read.ptx.sreg.ctaid.z"),
         barrier="llvm.nvvm.barrier0",
         shuffle_xor="llvm.nvvm.shfl.sync.bfly.i32",
-        math_f32={"log2": "llvm.nvvm.lg2.approx.f"},
+        math_f32={"log2": "llvm.nvvm.lg2.approx.f", "exp2": "llvm.nvvm.ex2.approx.f",
+                  **(LIBDEVICE_F32 if libdevice else {})},
+        math_f64=LIBDEVICE_F64 if libdevice else {},
         kernel_attributes={"nvvm.maxntid": "{threads}"},
     )
 

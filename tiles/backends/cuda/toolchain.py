@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import functools
+import glob
+import importlib.util
+import os
 import re
 import shutil
 import subprocess
@@ -30,9 +33,36 @@ def ptx_version_for(arch: str) -> int:
     return 80 if num >= 90 else 78
 
 
+def libdevice_path() -> str | None:
+    """NVIDIA's libdevice bitcode (accurate math), from TILES_LIBDEVICE, CUDA_HOME, the usual
+    CUDA install folders, or Triton's copy; None when there is none."""
+    candidates = [os.environ.get("TILES_LIBDEVICE")]
+    for home in (os.environ.get("CUDA_HOME"), os.environ.get("CUDA_PATH"), "/usr/local/cuda",
+                 *sorted(glob.glob("/usr/local/cuda-*"), reverse=True)):
+        if home:
+            candidates.append(os.path.join(home, "nvvm", "libdevice", "libdevice.10.bc"))
+    spec = importlib.util.find_spec("triton")
+    if spec is not None and spec.origin:
+        candidates.append(os.path.join(os.path.dirname(spec.origin), "backends", "nvidia", "lib",
+                                       "libdevice.10.bc"))
+    return next((c for c in candidates if c and os.path.isfile(c)), None)
+
+
+@functools.cache
+def _libdevice_bitcode(path: str) -> bytes:
+    return Path(path).read_bytes()
+
+
 def optimize(llir: str, arch: str) -> llvm.ModuleRef:
     module = llvm.parse_assembly(llir)
     module.verify()
+    if "@__nv_" in llir:
+        path = libdevice_path()
+        if path is None:
+            raise RuntimeError("the kernel calls libdevice functions but no libdevice.10.bc was found")
+        lib = llvm.parse_bitcode(_libdevice_bitcode(path))
+        lib.triple, lib.data_layout = module.triple, module.data_layout
+        module.link_in(lib)
     tm = _target_machine(arch, ptx_version_for(arch))
     pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
     pb.getModulePassManager().run(module, pb)

@@ -309,28 +309,32 @@ class LLVMEmitter(Emitter):
         if op is Op.RSQRT:
             s = self._call(f"llvm.sqrt.{sfx}", ft, [x])
             return self._val(ft, f"fdiv {ft} {self._one(ft)}, {s.name}")
-        if ft != "float":
-            raise UnsupportedError(f"{op.value} on {ft} is not supported on {self.target.backend} "
-                                   "(float32, float16 and bfloat16 are); cast to float32")
-        if op is Op.EXP2:
-            return self._f32("exp2", x)
+        name = {Op.EXP: "exp", Op.EXP2: "exp2", Op.LOG: "log", Op.LOG2: "log2", Op.SIN: "sin",
+                Op.COS: "cos", Op.ERF: "erf"}.get(op)
+        if name is None:
+            raise UnsupportedError(f"{op.value} has no LLVM lowering")
+        if ft == "double":
+            fn = self.t.math_f64.get(name)
+            if fn is None:
+                raise UnsupportedError(f"{op.value} on float64 is not supported on {self.target.backend} "
+                                       "(no math library found); cast to float32")
+            return self._call(fn, "double", [x])
+        if name in self.t.math_f32:
+            return self._f32(name, x)
         if op is Op.EXP:
             y = self._val(ft, f"fmul {x}, {_hex_double(float(np.float32(LOG2E)))}")
             return self._f32("exp2", y)
-        if op is Op.LOG2:
-            return self._f32("log2", x)
         if op is Op.LOG:
             y = self._f32("log2", x)
             return self._val(ft, f"fmul {y}, {_hex_double(float(np.float32(LN2)))}")
-        if op in (Op.SIN, Op.COS):
-            return self._f32(op.value, x)
         if op is Op.ERF:
             return self._erf(x)
-        raise UnsupportedError(f"{op.value} has no LLVM lowering")
+        return self._f32(name, x)
 
     def _f32(self, name: str, x: Reg) -> Reg:
-        """An approximate fp32 math function, through the target's intrinsic for it."""
-        return self._call(self.t.math_f32.get(name, f"llvm.{name}.f32"), "float", [x], "afn")
+        """An fp32 math function: the target's choice (intrinsic or library), else llvm.<name>.f32."""
+        fn = self.t.math_f32.get(name, f"llvm.{name}.f32")
+        return self._call(fn, "float", [x], "afn" if fn.startswith("llvm.") else "")
 
     def _one(self, ft: str) -> str:
         return _hex_double(1.0)
@@ -347,7 +351,8 @@ class LLVMEmitter(Emitter):
         for c in reversed(coeffs[:-1]):
             poly = self._call("llvm.fma.f32", "float", [t, poly, Reg(_hex_double(float(np.float32(c))), "float")])
         x2 = self._val("float", f"fmul {ax}, {ax.name}")
-        e = self._val("float", f"fsub {poly}, {x2.name}")
+        tp = self._val("float", f"fmul {t}, {poly.name}")
+        e = self._val("float", f"fsub {tp}, {x2.name}")
         e = self._val("float", f"fadd {e}, {_hex_double(float(np.float32(-1.26551223)))}")
         e = self._val("float", f"fmul {e}, {_hex_double(float(np.float32(LOG2E)))}")
         ex = self._f32("exp2", e)

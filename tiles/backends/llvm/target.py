@@ -34,6 +34,8 @@ class LLVMTarget:
     # fp32 math intrinsics that replace the generic llvm.<name>.f32 ones (e.g. NVPTX has no
     # lowering for llvm.log2.f32): {"log2": "llvm.nvvm.lg2.approx.f"}.
     math_f32: dict[str, str] = field(default_factory=dict)
+    # float64 math functions by name (exp, log, sin...), e.g. from NVIDIA's libdevice.
+    math_f64: dict[str, str] = field(default_factory=dict)
     # Extra function attributes for the kernel (e.g. amdgpu-flat-work-group-size).
     kernel_attributes: dict[str, str] = field(default_factory=dict)
     module_flags: tuple[str, ...] = ()
