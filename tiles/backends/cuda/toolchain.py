@@ -33,6 +33,7 @@ def ptx_version_for(arch: str) -> int:
     return 80 if num >= 90 else 78
 
 
+@functools.cache
 def libdevice_path() -> str | None:
     """NVIDIA's libdevice bitcode (accurate math), from TILES_LIBDEVICE, CUDA_HOME, the usual
     CUDA install folders, or Triton's copy; None when there is none."""
