@@ -16,10 +16,8 @@ from tiles.backends.base import LaunchArg
 from tiles.backends.rocm import ROCmBackend, runtime
 from tiles.backends.rocm.codeobject import read_code_object
 from tiles.backends.rocm.target import arch_info, llvm_target
-from tiles.core.errors import UnsupportedError
 
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
-EMITTER_PRESENT = importlib.util.find_spec("tiles.backends.llvm.emit") is not None
 
 
 @tiles.jit
@@ -87,13 +85,6 @@ def test_stage_names():
     assert list(ROCmBackend().stages(tiles.backends.base.Options())) == ["ir", "llir", "amdgcn", "hsaco"]
 
 
-@pytest.mark.skipif(EMITTER_PRESENT, reason="the shared LLVM emitter exists")
-def test_llir_stage_says_the_emitter_is_missing(no_device):
-    with pytest.raises(UnsupportedError, match="shared LLVM emitter is not available yet"):
-        add_kernel.compile(SIGNATURE, {"BLOCK": 256}, backend=ROCmBackend())
-
-
-@pytest.mark.skipif(not EMITTER_PRESENT, reason="the shared LLVM emitter is not written yet")
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx942", "gfx1100"])
 def test_traced_kernel_compiles_to_a_code_object(no_device, monkeypatch, linker, arch):
     monkeypatch.setenv("TILES_ROCM_ARCH", arch)
@@ -138,8 +129,9 @@ class RecordingKernel:
     def __init__(self, image, name):
         self.name = name
 
-    def launch(self, grid, block, kernargs):
+    def launch(self, grid, block, kernargs, shared_bytes=0):
         self.launches.append((self.name, grid, block, kernargs))
+        self.shared = shared_bytes
 
 
 class FakeStaging:

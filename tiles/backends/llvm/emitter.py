@@ -266,9 +266,8 @@ class LLVMEmitter(Emitter):
             return self._val("i1", f"fcmp {_FCMP[op]} {x}, {y.name}")
         simple = {Op.ADD: "fadd", Op.SUB: "fsub", Op.MUL: "fmul", Op.DIV: "fdiv", Op.MOD: "frem"}
         if op in simple:
-            # `contract` lets a multiply feeding an add become one FMA, as Triton's default does.
-            flag = " contract" if op in (Op.ADD, Op.SUB, Op.MUL) and not self._is_half(dtype) else ""
-            r = self._val(ft, f"{simple[op]}{flag} {x}, {y.name}")
+            # No `contract`: a*b+c rounds twice, exactly as the interpreter does (use tl.fma to fuse).
+            r = self._val(ft, f"{simple[op]} {x}, {y.name}")
         elif op in (Op.MAXIMUM, Op.MINIMUM, Op.MAXIMUM_NAN, Op.MINIMUM_NAN):
             name = {Op.MAXIMUM: "maxnum", Op.MINIMUM: "minnum", Op.MAXIMUM_NAN: "maximum",
                     Op.MINIMUM_NAN: "minimum"}[op]

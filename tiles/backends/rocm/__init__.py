@@ -23,17 +23,11 @@ __all__ = ["ROCmBackend"]
 
 # Code object version to write into LLVM IR when no linker is found to ask (LLVM's default).
 VERSION_WITHOUT_LINKER = 5
-EMITTER_MODULE = "tiles.backends.llvm.emit"
 
 
 def lower_to_llvm_ir(kernel: Kernel, arch: str, options: Options) -> str:
     """The shared LLVM emitter's output for ``kernel`` on ``arch``."""
-    try:
-        from ..llvm.emit import lower_kernel  # type: ignore[import-not-found,unused-ignore]
-    except ModuleNotFoundError as e:
-        if e.name != EMITTER_MODULE:
-            raise
-        raise UnsupportedError("the shared LLVM emitter is not available yet", kernel.loc) from None
+    from ..llvm.emit import lower_kernel
     linker = toolchain.find_linker()
     version = toolchain.code_object_version(linker, arch) if linker else VERSION_WITHOUT_LINKER
     block = options.num_warps * arch_info(arch).wavefront_size
@@ -72,7 +66,10 @@ class ROCmBackend(Backend):
             return format_kernel(kernel)
 
         def llir(_: str, compiled: CompiledKernel) -> str:
-            return lower_to_llvm_ir(compiled.ir, arch, options)
+            from ..llvm.emit import local_bytes_of
+            text = lower_to_llvm_ir(compiled.ir, arch, options)
+            compiled.metadata["shared"] = local_bytes_of(text)  # dynamic LDS, given at launch
+            return text
 
         def amdgcn(llir_text: str, compiled: CompiledKernel) -> str:
             code = toolchain.emit_machine_code(toolchain.optimize(llir_text, arch), arch)
@@ -120,6 +117,6 @@ class ROCmBackend(Backend):
         staging = runtime.ArgumentStaging()
         try:
             kernargs = pack_arguments(info, args, dtypes, grid, staging.device_address)
-            compiled.handle.launch(grid, block, kernargs)
+            compiled.handle.launch(grid, block, kernargs, compiled.metadata.get("shared", 0))
         finally:
             staging.finish()

@@ -150,13 +150,13 @@ class LoadedKernel:
         self.function = check(hip().hipModuleGetFunction(self.module, name.encode()),
                               f"hipModuleGetFunction({name})")
 
-    def launch(self, grid: tuple[int, int, int], block: int, kernargs: bytes) -> None:
+    def launch(self, grid: tuple[int, int, int], block: int, kernargs: bytes, shared_bytes: int = 0) -> None:
         h = hip()
         buffer = ctypes.create_string_buffer(kernargs, max(len(kernargs), 1))
         size = ctypes.c_size_t(len(kernargs))
         config = (ctypes.c_void_p * 5)(int(h.HIP_LAUNCH_PARAM_BUFFER_POINTER), ctypes.addressof(buffer),
                                        int(h.HIP_LAUNCH_PARAM_BUFFER_SIZE), ctypes.addressof(size),
                                        int(h.HIP_LAUNCH_PARAM_END))
-        check(h.hipModuleLaunchKernel(self.function, *grid, block, 1, 1, 0, None, None,
+        check(h.hipModuleLaunchKernel(self.function, *grid, block, 1, 1, shared_bytes, None, None,
                                       ctypes.addressof(config)), "hipModuleLaunchKernel")
 
