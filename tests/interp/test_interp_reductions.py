@@ -125,6 +125,20 @@ def test_custom_reduce_and_scan_keep_operand_order():
     np.testing.assert_array_equal(got, np.maximum.accumulate(x[:, ::-1], axis=1)[:, ::-1])
 
 
+def test_custom_combine_with_an_if_inside():
+    x = rows(dt.int32, (16,), seed=9)
+
+    def fn(k, t):
+        a, b = Value(TileType(dt.int32)), Value(TileType(dt.int32))
+        with k.b.region([a, b]) as blk:
+            (r,) = k.if_(k.bin(Op.GT, a, b), lambda: [a], lambda: [b], [TileType(dt.int32)])
+            blk.yields = [r]
+        return k.op(Op.REDUCE, t, attrs=at.Reduce(0, "custom"), types=[TileType(dt.int32)],
+                    regions=[blk])
+    got = run_unary((16,), dt.int32, (), dt.int32, fn, x)
+    assert got.tolist() == x.max(axis=1).tolist()
+
+
 def test_custom_reduce_with_two_operands():
     """(value, index) argmax written as a custom combine over two operands."""
     x = rows(dt.float32, (16,), seed=3)

@@ -26,6 +26,7 @@ from ..core.ir import Instr
 from ..core.ops import Op
 from . import floats
 from .context import Ctx
+from .programs import Programs
 from .semantics import convert, dtype_of
 
 Rule = Callable[[Ctx, Instr, list[np.ndarray]], Sequence[np.ndarray]]
@@ -87,8 +88,13 @@ def _combine(ctx: Ctx, instr: Instr, left: list[np.ndarray], right: list[np.ndar
                                       "differ between programs is not supported by the interpreter")
         env[v] = ctx.env[v]
     flat = [np.ascontiguousarray(a).reshape(-1) for a in (*left, *right)]
-    out = ctx.launch.run_region(ctx, block, env, flat)
     n = flat[0].shape[0]
+    # the element pairs act as programs (so an IF inside the combine can split them),
+    # each with the id of the program it belongs to
+    rows = shape[0]
+    owners = ctx.progs.linear if rows == ctx.P else ctx.progs.linear[:rows]
+    lanes = Ctx(Programs(np.repeat(owners, n // max(1, rows)), ctx.progs.grid), ctx.launch, env)
+    out = ctx.launch.run_region(lanes, block, env, flat)
     return [np.broadcast_to(r, (n,)).reshape(shape) if r.shape[0] != n else r.reshape(shape)
             for r in out]
 
