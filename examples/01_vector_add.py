@@ -33,7 +33,9 @@ def main(n: int = 98_432, block: int = 1024, backend: str | None = None) -> None
     y = rng.standard_normal(n, dtype=np.float32)
     got = vector_add(x, y, block, backend)
     np.testing.assert_array_equal(got, x + y)
-    print(f"vector add of {n} elements: ok")
+    from tiles.backends import registry
+    used = backend if isinstance(backend, str) else getattr(backend, "name", None) or registry.default().name
+    print(f"vector add of {n} elements on the {used} backend: ok")
 
 
 if __name__ == "__main__":
