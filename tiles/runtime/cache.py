@@ -7,7 +7,7 @@ a hit then skips ``Backend.compile`` (LLVM, ptxas, OpenCL builds) and hands the
 stored stages to ``Backend.load_cached``.  Backends that keep the default
 ``load_cached`` (returning None) are never written to disk.
 
-Key: tiles version, the source of the kernel and of every ``@jit`` function it
+Key: tiles version and a hash of its own source, the source of the kernel and of every ``@jit`` function it
 reaches by name, the specialization, the options, the target, the backend's name
 and toolchain version.  As a second guard each entry records a hash of the traced
 IR text, and an entry whose IR differs (a module-level constant changed, say) is
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import hashlib
 import inspect
 import json
@@ -113,11 +114,22 @@ def _stable(value: Any) -> Any:
     return str(value)
 
 
+@functools.cache
+def compiler_fingerprint() -> str:
+    """A hash of tiles' own source: a changed compiler never reuses an older compiler's output."""
+    root = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256()
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def compile_key(jit_fn: JITFunction, specs: Sequence[ArgSpec], backend: Backend,
                 options: Options) -> str:
     from .. import __version__
     parts = {
-        "tiles": __version__,
+        "tiles": [__version__, compiler_fingerprint()],
         "source": source_fingerprint(jit_fn),
         "specialization": [repr(s.key()) for s in specs],
         "options": _stable(options),
