@@ -36,7 +36,7 @@ class Reg:
         return f"{self.ty} {self.name}"
 
 
-_INT_TY = {1: "i1", 8: "i8", 16: "i16", 32: "i32", 64: "i64"}
+_INT_TY = {1: "i1", 8: "i8", 16: "i16", 32: "i32", 64: "i64", 128: "i128"}
 _FLOAT_TY = {"float16": "half", "bfloat16": "bfloat", "float32": "float", "float64": "double"}
 _ICMP = {Op.EQ: "eq", Op.NE: "ne", Op.LT: "lt", Op.LE: "le", Op.GT: "gt", Op.GE: "ge"}
 _FCMP = {Op.EQ: "oeq", Op.NE: "une", Op.LT: "olt", Op.LE: "ole", Op.GT: "ogt", Op.GE: "oge"}

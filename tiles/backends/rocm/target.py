@@ -18,6 +18,7 @@ import functools
 import re
 from dataclasses import dataclass
 
+from ...core import dtypes as D
 from ..base import Target
 from ..llvm.target import LLVMTarget
 from . import toolchain
@@ -92,5 +93,8 @@ def llvm_target(arch: str, code_object_version: int, max_workgroup_size: int = M
 
 def backend_target(arch: str) -> Target:
     info = arch_info(arch)
-    return Target("rocm", arch, warp_size=info.wavefront_size,
-                  max_threads_per_block=MAX_WORKGROUP_SIZE, shared_memory=info.lds_bytes)
+    # fp8 needs software conversions the shared LLVM emitter does not have yet (gfx942's
+    # native fp8 formats are not the ones tiles uses): declared unsupported.
+    dtypes = frozenset(set(D.ALL_DTYPES) - {D.float8e4nv, D.float8e5})
+    return Target("rocm", arch, warp_size=info.wavefront_size, max_threads_per_block=MAX_WORKGROUP_SIZE,
+                  shared_memory=info.lds_bytes, dtypes=dtypes)
