@@ -19,6 +19,7 @@ from .. import config
 from ..core.errors import KernelRuntimeError, LaunchError, TilesError
 from ..core.ir import Block, Instr, Kernel, Value
 from ..core.ops import MEMORY, Op
+from .allocator import reuse_freed_memory
 from .context import Ctx, Launch
 from .memory import DeferredPtr, Memory
 from .programs import Programs
@@ -101,6 +102,7 @@ def interpret(kernel: Kernel, grid: tuple[int, ...], args: list[Any],
     (an ndarray for pointer parameters; writes land in the caller's array).
 
     ``checks`` ("races") defaults to ``TILES_INTERPRET_CHECKS``."""
+    reuse_freed_memory()
     g = tuple(int(x) for x in grid) + (1,) * (3 - len(tuple(grid)))
     if len(g) != 3 or min(g) < 0:
         raise LaunchError(f"{kernel.name}: the grid must have 1 to 3 non-negative sizes, got {grid!r}")
