@@ -51,3 +51,25 @@ def test_numpy_arrays_round_trip_on_cuda():
     out = np.full_like(x, np.nan)
     kernels.add_kernel[(1,)](x, x, out, 1000, BLOCK=1024, backend="cuda")
     np.testing.assert_array_equal(out, 2 * x + x)
+
+
+class OnlyDLPack:
+    """A CUDA tensor seen only through DLPack (as JAX or other frameworks hand them over)."""
+
+    def __init__(self, t):
+        self._t, self.dtype, self.shape = t, t.dtype, tuple(t.shape)
+
+    def __dlpack__(self, stream=None):
+        return self._t.__dlpack__()
+
+    def __dlpack_device__(self):
+        return self._t.__dlpack_device__()
+
+
+def test_dlpack_only_arguments_on_cuda():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(1000, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    kernels.add_kernel[(1,)](OnlyDLPack(x), OnlyDLPack(x), OnlyDLPack(out), 1000, BLOCK=1024, backend="cuda")
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, 3 * x)

@@ -43,12 +43,13 @@ def array_dtype(value: Any) -> DType | None:
     if dt is None:
         return None
     mod = type(value).__module__
-    if mod.startswith("torch"):
+    if mod.startswith("torch") or (hasattr(value, "__dlpack__") and not isinstance(dt, np.dtype)):
         name = str(dt).replace("torch.", "")
         alias = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5"}
         return D.BY_NAME.get(alias.get(name, name))
     if hasattr(value, "shape") and (hasattr(value, "gpudata") or hasattr(value, "data")
-                                    or hasattr(value, "__cuda_array_interface__")):
+                                    or hasattr(value, "__cuda_array_interface__")
+                                    or hasattr(value, "__dlpack__")):
         try:
             return D.from_numpy(dt)
         except TypeError:
@@ -67,6 +68,9 @@ def address_of(value: Any) -> int | None:
         return int(value.gpudata)
     if hasattr(value, "base_data") and hasattr(value, "offset"):  # pyopencl: buffers are aligned
         return int(value.offset)
+    if hasattr(value, "__dlpack__"):
+        from ..backends import dlpack
+        return dlpack.data_address(value)[0]
     return None
 
 

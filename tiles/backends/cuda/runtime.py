@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import LaunchError
+from .. import dlpack
 from ..base import LaunchArg
 
 
@@ -77,6 +78,14 @@ def device_pointer(arg: LaunchArg) -> tuple[int, Any]:
         return int(v.gpudata), None
     if hasattr(v, "__cuda_array_interface__"):
         return int(v.__cuda_array_interface__["data"][0]), None
+    if dlpack.device_type(v) == dlpack.DLPACK_CUDA:
+        address, contiguous = dlpack.data_address(v)
+        if not contiguous:
+            raise LaunchError(f"argument {arg.name!r}: a non-contiguous DLPack tensor; pass a contiguous one")
+        return address, None
+    if dlpack.device_type(v) is not None and not isinstance(v, np.ndarray):
+        raise LaunchError(f"argument {arg.name!r} is a DLPack tensor on device type "
+                          f"{dlpack.device_type(v)}; the cuda backend needs CUDA memory (type 2)")
     if isinstance(v, np.ndarray):
         cuda = driver()
         if not (v.flags.c_contiguous or v.flags.f_contiguous):

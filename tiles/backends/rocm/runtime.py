@@ -10,8 +10,8 @@ from typing import Any
 import numpy as np
 
 from ...core.errors import LaunchError
+from .. import dlpack
 from ..base import LaunchArg
-from . import dlpack
 
 
 class HIPError(RuntimeError):

@@ -6,6 +6,7 @@ import ctypes
 from typing import Any
 
 DLPACK_CPU = 1
+DLPACK_CUDA = 2
 DLPACK_ROCM = 10
 DLPACK_ROCM_HOST = 11
 
