@@ -32,3 +32,19 @@ def test_passes_are_idempotent():
     kernel = common_subexpressions(constant_folding(kernel))
     verify(kernel)
     assert _ops(kernel) == before
+
+
+def test_loop_invariants_move_out_and_results_stay():
+    from tiles.core.licm import hoist_loop_invariants
+    x = np.random.default_rng().standard_normal(64).astype(np.float32)
+    specs = K.loop_with_invariants.specialize({"x_ptr": x, "out_ptr": x, "n": 5, "scale": 0.5, "BLOCK": 32})
+    kernel = hoist_loop_invariants(K.loop_with_invariants.trace(specs))
+    verify(kernel)
+    (loop,) = [i for i in kernel.body.instrs if i.op is Op.FOR]
+    inside = [i.op for i in loop.regions[0].instrs]
+    assert Op.LOAD in inside
+    assert inside.count(Op.MUL) == 2, inside  # i * 0 and load * factor; offs * 2 and scale * 3 moved out
+    out = np.full(32, np.nan, np.float32)
+    K.loop_with_invariants[(1,)](x, out, 5, 0.5, BLOCK=32, backend="interpreter")
+    want = sum(x[np.arange(32) * 2].astype(np.float64) * 1.5 + i for i in range(5))
+    np.testing.assert_allclose(out, want, rtol=1e-5)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..core.licm import hoist_loop_invariants
 from ..core.printer import format_kernel
 from .base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
 
@@ -45,6 +46,8 @@ class InterpreterBackend(Backend):
         return {"ir": lambda kernel, compiled: kernel}
 
     def compile(self, kernel: Any, options: Options) -> CompiledKernel:
+        # Each loop iteration re-runs its body on whole grids: hoisting invariants pays here.
+        kernel = hoist_loop_invariants(kernel)
         compiled = CompiledKernel(kernel.name, kernel, options)
         compiled.asm["ir"] = format_kernel(kernel)
         compiled.handle = kernel
