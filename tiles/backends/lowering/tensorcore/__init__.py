@@ -1,3 +1,3 @@
-"""tl.dot on tensor cores (MMA layout planning, operand staging, fragment loads)."""
+"""tl.dot on tensor cores (MMA layout planning, operand staging, fragment loads, ops on fragments)."""
 
-from . import rules  # noqa: F401  (registers the DOT and FOR rules; serial fallbacks kept)
+from . import fragments, rules  # noqa: F401  (register the DOT, FOR and fragment rules; fallbacks kept)

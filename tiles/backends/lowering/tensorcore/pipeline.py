@@ -115,7 +115,7 @@ def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Val
 
 @rule(Op.LOAD)
 def _load(lw: Lowering, instr: Instr) -> list[Any]:
-    from .rules import state
+    from .fragments import state
     if instr in state(lw).async_loads:
         return [None]  # copied by cp.async straight into the DOT's stage buffer
     return _PLAIN_LOAD(lw, instr)
@@ -149,7 +149,8 @@ def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dt
 
 
 def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> list[Any]:
-    from .rules import geometry, mma_handles, publish, state
+    from .fragments import frag_handles, publish, state
+    from .rules import geometry, mma_handles
     st = state(lw)
     plan = st.plan
     e = lw.e
@@ -210,8 +211,8 @@ def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> li
                 lw.env[arg] = hs
         plain = iter(lw.lower_block(inner))
         flat: list[Handle] = []
-        for i, y in enumerate(body.yields):
-            flat += mma_handles(lw, y, plan.values[y]) if i in pos else next(plain)
+        for i, (arg, y) in enumerate(zip(body.args[1:], body.yields)):
+            flat += frag_handles(lw, y, plan.values[arg]) if i in pos else next(plain)
         last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(e.select(last, i32(0), e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
         return flat

@@ -6,21 +6,29 @@ each warp owns ``reps_m x reps_n`` fragments of 16x8, and lane ``l`` of a warp h
 rows ``l // 4`` and ``l // 4 + 8`` and columns ``2 * (l % 4)`` and ``+1`` of each
 fragment (c0..c3), the layout of PTX ``mma.sync.m16n8k*`` accumulators.
 
-Propagation: a ``FOR`` that yields an MMA value at some carried position carries
-that position in the MMA layout too (its body argument and its result), so an
-accumulator stays in registers across the K loop with no conversion per
-iteration.  Every other use of an MMA value (stores, elementwise ops, reductions,
-``IF``/``WHILE`` yields...) needs the blocked layout: such values are converted
-once, right where they are defined (``Plan.blocked``).
+Propagation (``_propagate``, to a fixpoint over loop-carried values): elementwise
+ops whose tile operands share one fragment layout (others being splats) keep it;
+``tl.max``/``tl.min``/``tl.sum`` along the rows of an MMA value whose warps do not
+split the columns give a *row vector* (``RowLayout``: each lane holds the rows of
+its fragments), which reshapes to ``(m, 1)`` and broadcasts back to any MMA tile of
+the same rows for free; a ``FOR`` that yields a fragment value at some carried
+position carries it in that layout.  A 16-bit MMA value feeding a DOT's A operand
+is repacked in registers (two adjacent n8 accumulator fragments are one k16 A
+fragment) when both layouts put all warps along M.  When any row vector appears,
+every DOT uses such warps-along-M layouts (``rows_layout``); else the default
+ones.  Every other use of a fragment value needs the blocked layout: such values
+are converted once, right where they are defined (``Plan.blocked``).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
+from ....core import dtypes as D  # noqa: N812
 from ....core.dtypes import DType
-from ....core.ir import Instr, Kernel, Value
-from ....core.ops import Op
+from ....core.ir import Block, Instr, Kernel, Value
+from ....core.ops import BINARY_ARITH, COMPARISON, MATH, Op
 from ..emitter import Emitter
 
 WARP = 32
@@ -69,12 +77,51 @@ def choose_mma_layout(shape: tuple[int, ...], warps: int) -> MMALayout | None:
     return MMALayout(batch[0] if batch else 1, m, n, wm, wn)
 
 
+@dataclass(frozen=True)
+class RowLayout:
+    """A row vector, shape ``(m,)`` or ``(m, 1)``, held like the rows of an MMA layout with
+    ``warps_m`` warps along M and none along N: slot ``2 * mi + half`` is row
+    ``warp_m * reps_m * 16 + mi * 16 + half * 8 + lane // 4`` (every lane of a quad
+    holds the same rows)."""
+    m: int
+    warps_m: int
+
+    @property
+    def reps_m(self) -> int:
+        return self.m // (16 * self.warps_m)
+
+    @property
+    def per_thread(self) -> int:
+        return self.reps_m * 2
+
+    def mma(self, n: int) -> MMALayout:
+        return MMALayout(1, self.m, n, self.warps_m, 1)
+
+
+Frag = MMALayout | RowLayout
+
+
+def rows_layout(shape: tuple[int, ...], warps: int) -> MMALayout | None:
+    """All warps along M (as many as the rows allow; the rest compute copies)."""
+    *batch, m, n = shape
+    if batch or m % 16 or n % 8:
+        return None
+    wm = warps
+    while wm > 1 and (m // 16) % wm:
+        wm //= 2
+    return MMALayout(1, m, n, wm, 1)
+
+
 @dataclass
 class Plan:
-    values: dict[Value, MMALayout] = field(default_factory=dict)  # held in the MMA layout
-    blocked: set[Value] = field(default_factory=set)              # ...and also needed blocked
+    values: dict[Value, Frag] = field(default_factory=dict)  # held in a fragment layout
+    blocked: set[Value] = field(default_factory=set)         # ...and also needed blocked
     dots: dict[Instr, tuple[int, int, int]] = field(default_factory=dict)  # DOT -> instruction shape
-    loops: dict[Instr, set[int]] = field(default_factory=dict)    # FOR -> carried MMA positions
+    loops: dict[Instr, set[int]] = field(default_factory=dict)    # FOR -> carried fragment positions
+    frag: set[Instr] = field(default_factory=set)    # non-DOT instrs lowered on fragments
+    a_regs: set[Instr] = field(default_factory=set)  # DOTs whose A operand is repacked in registers
+    b_rows: dict[Instr, Value] = field(default_factory=dict)  # DOT -> x where B = trans(x): x staged as is
+    absorbed: set[Instr] = field(default_factory=set)  # PERMUTEs left to the DOT they feed
 
 
 def dot_shape(e: Emitter, instr: Instr, threads: int) -> tuple[int, int, int] | None:
@@ -92,6 +139,105 @@ def dot_shape(e: Emitter, instr: Instr, threads: int) -> tuple[int, int, int] | 
     return shape
 
 
+WILD = "wild"   # a loop-carried value whose layout is not known yet (optimistic)
+_EW = BINARY_ARITH | COMPARISON | MATH | {Op.NEG, Op.NOT, Op.ISNAN, Op.FMA, Op.CAST, Op.WHERE}
+_ROW_REDUCE = {"max": Op.MAXIMUM, "min": Op.MINIMUM, "sum": Op.ADD}
+
+
+def _fits(lay: Frag, shape: tuple[int, ...]) -> bool:
+    if isinstance(lay, RowLayout):
+        return shape in ((lay.m,), (lay.m, 1))
+    return shape == ((lay.m, lay.n) if lay.batch == 1 else (lay.batch, lay.m, lay.n))
+
+
+def _infer(instr: Instr, lay: dict[Value, Any], splat: set[Value], dots: dict[Instr, MMALayout]) -> Any:
+    op = instr.op
+    if op is Op.DOT:
+        return dots.get(instr)
+    if len(instr.results) != 1 or instr.regions:
+        return None
+    shape = instr.result.type.shape
+    if op in _EW:
+        found, wild = None, False
+        for o in instr.operands:
+            lo = lay.get(o)
+            if lo is WILD:
+                wild = True
+            elif lo is None:
+                if o not in splat:
+                    return None
+            elif found is None:
+                found = lo
+            elif lo != found:
+                return None
+        if found is None:
+            return WILD if wild else None
+        return found if _fits(found, shape) else None
+    if op not in (Op.REDUCE, Op.RESHAPE, Op.BROADCAST):
+        return None
+    src = instr.operands[0]
+    lo = lay.get(src)
+    if lo is WILD:
+        return WILD
+    if op is Op.REDUCE:
+        ok = (isinstance(lo, MMALayout) and lo.batch == 1 and lo.warps_n == 1 and instr.attrs.axis == 1
+              and instr.attrs.kind in _ROW_REDUCE and len(instr.operands) == 1
+              and src.type.element in (D.float32, D.int32))
+        return RowLayout(lo.m, lo.warps_m) if ok else None  # type: ignore[union-attr]
+    if not isinstance(lo, RowLayout):
+        return None
+    if op is Op.RESHAPE:
+        return lo if _fits(lo, shape) else None
+    if src.type.shape == (lo.m, 1) and len(shape) == 2 and shape[0] == lo.m and shape[1] % 8 == 0:
+        return lo.mma(shape[1])
+    return None
+
+
+def _propagate(kernel: Kernel, dots: dict[Instr, MMALayout], guess: dict[Value, Any]) -> dict[Value, Any]:
+    lay: dict[Value, Any] = {}
+    splat: set[Value] = set()
+
+    def block(b: Block) -> None:
+        for instr in b.instrs:
+            if instr.op is Op.FOR:
+                body = instr.regions[0]
+                for arg in body.args[1:]:
+                    if arg in guess:
+                        lay[arg] = guess[arg]
+                block(body)
+                for arg, res in zip(body.args[1:], instr.results):
+                    if arg in guess and guess[arg] is not WILD:
+                        lay[res] = guess[arg]
+                continue
+            for region in instr.regions:
+                block(region)
+            out = _infer(instr, lay, splat, dots)
+            if out is not None:
+                lay[instr.result] = out
+            if instr.op is Op.CONST or instr.op is Op.BROADCAST and instr.operands[0].type.numel == 1:
+                splat.add(instr.result)
+    block(kernel.body)
+    return lay
+
+
+def _layouts(kernel: Kernel, dots: dict[Instr, MMALayout]) -> dict[Value, Any]:
+    fors = [i for i in kernel.walk() if i.op is Op.FOR]
+    guess: dict[Value, Any] = {a: WILD for f in fors for a in f.regions[0].args[1:]}
+    for _ in range(8):
+        lay = _propagate(kernel, dots, guess)
+        new = {}
+        for f in fors:
+            body = f.regions[0]
+            for arg, y in zip(body.args[1:], body.yields):
+                if lay.get(y) is not None:
+                    new[arg] = lay[y]
+        if new == guess:
+            break
+        guess = new
+    final = _propagate(kernel, dots, {a: v for a, v in guess.items() if v is not WILD})
+    return {v: lo for v, lo in final.items() if lo is not WILD}
+
+
 def build_plan(kernel: Kernel, e: Emitter, threads: int) -> Plan:
     plan = Plan()
     warps = threads // WARP
@@ -100,42 +246,75 @@ def build_plan(kernel: Kernel, e: Emitter, threads: int) -> Plan:
         if instr.op is Op.DOT:
             shape = dot_shape(e, instr, threads)
             if shape is not None:
-                lay = choose_mma_layout(instr.result.type.shape, warps)
-                assert lay is not None
                 plan.dots[instr] = shape
-                plan.values[instr.result] = lay
-    changed = True
-    while changed:
-        changed = False
-        for instr in instrs:
-            if instr.op is not Op.FOR:
-                continue
+    if not plan.dots:
+        return plan
+    lays: dict[Value, Any] = {}
+    rows = {i: rows_layout(i.result.type.shape, warps) for i in plan.dots}
+    if all(lo is not None for lo in rows.values()):
+        lays = _layouts(kernel, rows)  # type: ignore[arg-type]
+    if not any(isinstance(lo, RowLayout) for lo in lays.values()):
+        dflt = {i: choose_mma_layout(i.result.type.shape, warps) for i in plan.dots}
+        lays = _layouts(kernel, dflt)  # type: ignore[arg-type]
+    plan.values = lays
+    uses: dict[Value, int] = {}
+    defs: dict[Value, Instr] = {}
+    for instr in instrs:
+        for v in instr.operands:
+            uses[v] = uses.get(v, 0) + 1
+        for region in instr.regions:
+            for y in region.yields:
+                uses[y] = uses.get(y, 0) + 1
+        for r in instr.results:
+            defs[r] = instr
+    for instr in instrs:
+        if instr.op is Op.FOR:
             body = instr.regions[0]
-            for i, y in enumerate(body.yields):
-                res = instr.results[i]
-                if y in plan.values and res not in plan.values:
-                    lay = plan.values[y]
-                    plan.values[res] = plan.values[body.args[1 + i]] = lay
-                    plan.loops.setdefault(instr, set()).add(i)
-                    changed = True
+            pos = {i for i, a in enumerate(body.args[1:]) if a in lays}
+            if pos:
+                plan.loops[instr] = pos
+        elif instr.op is not Op.DOT and len(instr.results) == 1 and instr.result in lays:
+            plan.frag.add(instr)
+        elif instr in plan.dots:
+            _dot_operands(plan, instr, defs, uses)
     for instr in instrs:
         for idx, v in enumerate(instr.operands):
-            if v in plan.values and not _mma_use(plan, instr, idx):
+            if v in lays and not _frag_use(plan, instr, idx):
                 plan.blocked.add(v)
         for region in instr.regions:
-            mma_pos = plan.loops.get(instr, set()) if instr.op is Op.FOR else set()
             for i, y in enumerate(region.yields):
-                if y in plan.values and i not in mma_pos:
+                if y not in lays:
+                    continue
+                if instr.op is not Op.FOR or lays.get(region.args[1 + i]) != lays[y]:
                     plan.blocked.add(y)
     for y in kernel.body.yields:
-        if y in plan.values:
+        if y in lays:
             plan.blocked.add(y)
     return plan
 
 
-def _mma_use(plan: Plan, instr: Instr, idx: int) -> bool:
+def _dot_operands(plan: Plan, dot: Instr, defs: dict[Value, Instr], uses: dict[Value, int]) -> None:
+    a, b, _ = dot.operands
+    if a.type.element.itemsize != 2 or plan.dots[dot][2] != 16:
+        return
+    la, lo = plan.values.get(a), plan.values[dot.result]
+    if (isinstance(la, MMALayout) and isinstance(lo, MMALayout) and la.batch == lo.batch == 1
+            and la.warps_n == lo.warps_n == 1 and (la.m, la.warps_m) == (lo.m, lo.warps_m)):
+        plan.a_regs.add(dot)
+    p = defs.get(b)
+    if (p is not None and p.op is Op.PERMUTE and tuple(p.attrs.order) == (1, 0) and uses.get(b) == 1
+            and b not in plan.values and p.operands[0] not in plan.values):
+        plan.b_rows[dot] = p.operands[0]
+        plan.absorbed.add(p)
+
+
+def _frag_use(plan: Plan, instr: Instr, idx: int) -> bool:
+    v = instr.operands[idx]
     if instr.op is Op.DOT:
-        return idx == 2 and instr in plan.dots
+        if instr not in plan.dots:
+            return False
+        return idx == 2 and plan.values.get(v) == plan.values[instr.result] or idx == 0 and instr in plan.a_regs
     if instr.op is Op.FOR:
-        return idx >= 3 and idx - 3 in plan.loops.get(instr, set())
-    return False
+        body = instr.regions[0]
+        return idx >= 3 and plan.values.get(body.args[idx - 2]) == plan.values[v]
+    return instr in plan.frag

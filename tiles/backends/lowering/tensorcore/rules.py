@@ -12,59 +12,27 @@ on tensor cores, and every FOR without MMA-carried values, keep their usual rule
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from typing import Any
 
 from ....core import dtypes as D  # noqa: N812
 from ....core.dtypes import DType
-from ....core.ir import Block, Instr, Value
-from ....core.ops import Op
+from ....core.ir import Block, Instr, Value, walk_block
+from ....core.ops import MEMORY, SIDE_EFFECTS, Op
 from .. import sorting  # noqa: F401  (registers the serial DOT rule first)
 from ..emitter import Handle
 from ..lower import RULES, Lowering, rule
-from .convert import Lanes, align16, from_blocked, padded, stage, to_blocked
+from .convert import Lanes, align16, padded, stage
+from .fragments import a_from_regs, frag_handles, publish, state
 from .pipeline import find_pipe, lower_pipelined
-from .plan import MMALayout, Plan, build_plan
+from .plan import Frag, MMALayout
 
 _SERIAL_DOT = RULES[Op.DOT]
 _PLAIN_FOR = RULES[Op.FOR]
 
 
-class _State:
-    def __init__(self, lw: Lowering) -> None:
-        self.plan: Plan = build_plan(lw.kernel, lw.e, lw.threads)
-        self.mma: dict[Value, list[Handle]] = {}
-        self.async_loads: set[Instr] = set()          # LOADs that cp.async feeds (pipeline.py)
-        self.async_slot: dict[Instr, Handle] = {}     # DOT -> byte base of its current stage
-        self.defs = {r: i for i in lw.kernel.walk() for r in i.results}
-
-
-_STATES: weakref.WeakKeyDictionary[Lowering, _State] = weakref.WeakKeyDictionary()
-
-
-def state(lw: Lowering) -> _State:
-    st = _STATES.get(lw)
-    if st is None:
-        st = _STATES[lw] = _State(lw)
-    return st
-
-
-def mma_handles(lw: Lowering, v: Value, lay: MMALayout) -> list[Handle]:
-    """``v`` in the MMA layout ``lay`` (converted from its blocked handles if needed)."""
-    st = state(lw)
-    if v in st.mma:
-        return st.mma[v]
-    return from_blocked(lw, lw.env[v], lay, v.type.element)  # type: ignore[arg-type]
-
-
-def publish(lw: Lowering, v: Value, handles: list[Handle]) -> list[Handle] | None:
-    """Record ``v``'s MMA handles; return its blocked handles when anything needs them."""
-    st = state(lw)
-    st.mma[v] = handles
-    if v in st.plan.blocked:
-        return to_blocked(lw, handles, st.plan.values[v], v.type.element)  # type: ignore[arg-type]
-    return None
+def mma_handles(lw: Lowering, v: Value, lay: Frag) -> list[Handle]:
+    return frag_handles(lw, v, lay)
 
 
 @rule(Op.DOT)
@@ -75,6 +43,7 @@ def _dot(lw: Lowering, instr: Instr) -> list[Any]:
         return _SERIAL_DOT(lw, instr)
     a, b, acc = instr.operands
     lay = st.plan.values[instr.result]
+    assert isinstance(lay, MMALayout)
     out_dt: DType = acc.type.element  # type: ignore[assignment]
     c = mma_handles(lw, acc, lay)
     wide = D.int32 if out_dt.is_int else D.float32
@@ -86,32 +55,21 @@ def _dot(lw: Lowering, instr: Instr) -> list[Any]:
     return [publish(lw, instr.result, d)]
 
 
-def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout,
-            c: list[Handle]) -> list[Handle]:
+def _staged(lw: Lowering, v: Value, adt: DType) -> list[Handle]:
     from ..sorting import _to_tf32
-    e = lw.e
-    a, b, _ = instr.operands
-    adt: DType = a.type.element  # type: ignore[assignment]
-    s = adt.itemsize
-    *_, m, k = a.type.shape
-    n = b.type.shape[-1]
-    ins = []
-    for v in (a, b):
-        hs = lw.env.get(v, [])
-        if adt == D.float32:
-            hs = [_to_tf32(lw, h) for h in hs]
-        ins.append(hs)
-    lda, ldb, a_bytes, b_bytes = geometry(instr)
-    trans_b = s == 2              # K x N rows + ldmatrix.trans; else N x K rows
-    slot = state(lw).async_slot.get(instr)
-    if slot is None:
-        lw.reserve_local(a_bytes + b_bytes)
-        stage(lw, ins[0], lw.layout(a), adt, 0, lda)
-        stage(lw, ins[1], lw.layout(b), adt, a_bytes, ldb, transpose=not trans_b)
-        e.barrier()
+    hs = lw.env.get(v, [])
+    return [_to_tf32(lw, h) for h in hs] if adt == D.float32 else hs
 
+
+def _a_frags(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout,
+             slot: Handle | None) -> list[list[list[Handle]]]:
+    """ldmatrix.x4 of every A fragment [batch][k step][mi] from the staged A."""
+    e, iop = lw.e, lw.iop
+    a = instr.operands[0]
+    s = a.type.element.itemsize
+    *_, m, k = a.type.shape
+    lda = geometry(instr)[0]
     lanes = Lanes(lw, lay)
-    iop = lw.iop
     quarter, r8 = iop(Op.IDIV, lanes.lane, 8), iop(Op.MOD, lanes.lane, 8)
     lo, hi = iop(Op.MOD, quarter, 2), iop(Op.IDIV, quarter, 2)
     # lane address of A: row (warp rows) + lo*8 + r8, bytes hi*16
@@ -119,6 +77,56 @@ def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALay
     a_lane = lw.idx(iop(Op.ADD, iop(Op.MUL, a_row, lda * s), iop(Op.MUL, hi, 16)))
     if slot is not None:
         a_lane = e.binary(Op.ADD, a_lane, slot, D.int32)
+    return [[[e.ldmatrix((bat * m + mi * 16) * lda * s + kk * 32, a_lane, 4, False)
+              for mi in range(lay.reps_m)] for kk in range(k // shape[2])] for bat in range(lay.batch)]
+
+
+def hoist_a(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout) -> None:
+    """Load the fragments of a loop-invariant A operand once, before the loop."""
+    a = instr.operands[0]
+    adt: DType = a.type.element  # type: ignore[assignment]
+    lda, _, a_bytes, _ = geometry(instr)
+    lw.reserve_local(a_bytes)
+    stage(lw, _staged(lw, a, adt), lw.layout(a), adt, 0, lda)
+    lw.e.barrier()
+    state(lw).afrags[instr] = _a_frags(lw, instr, shape, lay, None)
+    lw.e.barrier()
+
+
+def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout,
+            c: list[Handle]) -> list[Handle]:
+    e = lw.e
+    st = state(lw)
+    a, b, _ = instr.operands
+    adt: DType = a.type.element  # type: ignore[assignment]
+    s = adt.itemsize
+    *_, m, k = a.type.shape
+    n = b.type.shape[-1]
+    b_src = st.plan.b_rows.get(instr)
+    lda, ldb, a_bytes, b_bytes = geometry(instr, b_src is not None)
+    trans_b = s == 2 and b_src is None   # K x N rows + ldmatrix.trans; else N x K rows
+    afr = st.afrags.get(instr)
+    if afr is None and instr in st.plan.a_regs:
+        la = st.plan.values[a]
+        assert isinstance(la, MMALayout)
+        afr = a_from_regs(lw, frag_handles(lw, a, la), la, adt)
+    slot = st.async_slot.get(instr)
+    if slot is None:
+        lw.reserve_local(a_bytes + b_bytes)
+        if afr is None:
+            stage(lw, _staged(lw, a, adt), lw.layout(a), adt, 0, lda)
+        if b_src is not None:
+            stage(lw, _staged(lw, b_src, adt), lw.layout(b_src), adt, a_bytes, ldb)
+        else:
+            stage(lw, _staged(lw, b, adt), lw.layout(b), adt, a_bytes, ldb, transpose=not trans_b)
+        e.barrier()
+    if afr is None:
+        afr = _a_frags(lw, instr, shape, lay, slot)
+
+    lanes = Lanes(lw, lay)
+    iop = lw.iop
+    quarter, r8 = iop(Op.IDIV, lanes.lane, 8), iop(Op.MOD, lanes.lane, 8)
+    lo, hi = iop(Op.MOD, quarter, 2), iop(Op.IDIV, quarter, 2)
     n_first = iop(Op.MUL, lanes.warp_n, lay.reps_n * 8)
     if trans_b:   # rows k: lo*8 + r8; columns n: warp cols + hi*8
         b_lane = iop(Op.ADD, iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, lo, 8), r8), ldb * s),
@@ -131,8 +139,7 @@ def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALay
     d = list(c)
     for bat in range(lay.batch):
         for kk in range(k // kstep):
-            afrag = [e.ldmatrix((bat * m + mi * 16) * lda * s + kk * 32, a_lane, 4, False)
-                     for mi in range(lay.reps_m)]
+            afrag = afr[bat][kk]
             bfrag: list[Sequence[Handle]] = []
             for ni in range(0, lay.reps_n, 2):
                 count = 4 if ni + 1 < lay.reps_n else 2
@@ -151,17 +158,35 @@ def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALay
     return d
 
 
-def geometry(instr: Instr) -> tuple[int, int, int, int]:
-    """Row strides of the staged A and B (elements) and their sizes (bytes) for a DOT."""
+def geometry(instr: Instr, b_rows: bool = False) -> tuple[int, int, int, int]:
+    """Row strides of the staged A and B (elements) and their sizes (bytes) for a DOT
+    (``b_rows``: B staged as N x K rows whatever its type)."""
     a, b, _ = instr.operands
     s = a.type.element.itemsize
     *batch, m, k = a.type.shape
     n = b.type.shape[-1]
     nb = batch[0] if batch else 1
-    trans_b = s == 2
+    trans_b = s == 2 and not b_rows
     lda = padded(k, s)
     ldb = padded(n, s) if trans_b else padded(k, s)
     return (lda, ldb, align16(nb * m * lda * s), align16(nb * (k if trans_b else n) * ldb * s))
+
+
+def loads_first(instrs: list[Instr]) -> list[Instr]:
+    """A loop body without side effects, its global loads (and what their pointers and
+    masks need) moved to the front, so they are in flight during the MMAs."""
+    if any(i.op in SIDE_EFFECTS or i.op in MEMORY and i.op is not Op.LOAD or i.regions for i in instrs):
+        return instrs
+    producers = {r: i for i in instrs for r in i.results}
+    need: set[Instr] = set()
+    todo = [i for i in instrs if i.op is Op.LOAD]
+    while todo:
+        i = todo.pop()
+        if i in need:
+            continue
+        need.add(i)
+        todo += [producers[o] for o in i.operands if o in producers]
+    return [i for i in instrs if i in need] + [i for i in instrs if i not in need]
 
 
 @rule(Op.FOR)
@@ -184,6 +209,13 @@ def _for(lw: Lowering, instr: Instr) -> list[Any]:
         hs = mma_handles(lw, v, plan.values[res]) if i in pos else lw.env[v]
         carried += [(h, v.type.dtype) for h in hs]
         sizes.append(len(hs))
+    inside = {r for i in walk_block(body) for r in i.results} | set(body.args)
+    for dot in body.instrs:
+        if dot in plan.dots and dot not in plan.a_regs and dot.operands[0] not in inside:
+            lay = plan.values[dot.result]
+            assert isinstance(lay, MMALayout)
+            if lay.batch * (dot.operands[0].type.shape[-1] // plan.dots[dot][2]) * lay.reps_m <= 16:
+                hoist_a(lw, dot, plan.dots[dot], lay)
 
     def split(handles: Sequence[Handle]) -> list[list[Handle]]:
         out, at = [], 0
@@ -192,7 +224,7 @@ def _for(lw: Lowering, instr: Instr) -> list[Any]:
             at += size
         return out
 
-    inner = Block(args=body.args, instrs=body.instrs,
+    inner = Block(args=body.args, instrs=loads_first(body.instrs),
                   yields=[y for i, y in enumerate(body.yields) if i not in pos])
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
@@ -206,8 +238,8 @@ def _for(lw: Lowering, instr: Instr) -> list[Any]:
                 lw.env[arg] = hs
         plain = iter(lw.lower_block(inner))
         flat: list[Handle] = []
-        for i, y in enumerate(body.yields):
-            flat += mma_handles(lw, y, plan.values[y]) if i in pos else next(plain)
+        for i, (arg, y) in enumerate(zip(body.args[1:], body.yields)):
+            flat += frag_handles(lw, y, plan.values[arg]) if i in pos else next(plain)
         return flat
 
     outs = lw.e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))

@@ -1,0 +1,201 @@
+"""Ops on values held in fragment layouts (MMA tiles and their row vectors, see ``plan.py``).
+
+Elementwise ops zip the fragment slots (splat operands repeat their handle); a row
+reduction combines each lane's slots of a row, then the four lanes of a quad
+(``shuffle_xor`` 1 and 2); ``x[:, None]`` is free and its broadcast to an MMA tile
+repeats each row's handle.  Conversions: MMA <-> blocked through local memory
+(``convert.py``); row vectors <-> blocked through a local array of ``m`` elements.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any
+
+from ....core import dtypes as D  # noqa: N812
+from ....core.dtypes import DType, ScalarType
+from ....core.ir import Instr, Value
+from ....core.ops import BINARY_ARITH, COMPARISON, Op
+from .. import reductions, relayout  # noqa: F401  (their rules are registered first)
+from ..emitter import Handle
+from ..lower import RULES, Lowering
+from .convert import Lanes, from_blocked, to_blocked
+from .plan import _EW, _ROW_REDUCE, Frag, MMALayout, Plan, RowLayout, build_plan
+from .remat import remat_broadcast
+
+
+class _State:
+    def __init__(self, lw: Lowering) -> None:
+        self.plan: Plan = build_plan(lw.kernel, lw.e, lw.threads)
+        self.mma: dict[Value, list[Handle]] = {}
+        self.async_loads: set[Instr] = set()          # LOADs that cp.async feeds (pipeline.py)
+        self.async_slot: dict[Instr, Handle] = {}     # DOT -> byte base of its current stage
+        self.afrags: dict[Instr, list[list[list[Handle]]]] = {}  # DOT -> hoisted A fragments
+        self.defs = {r: i for i in lw.kernel.walk() for r in i.results}
+
+
+_STATES: weakref.WeakKeyDictionary[Lowering, _State] = weakref.WeakKeyDictionary()
+
+
+def state(lw: Lowering) -> _State:
+    st = _STATES.get(lw)
+    if st is None:
+        st = _STATES[lw] = _State(lw)
+    return st
+
+
+def row_to_blocked(lw: Lowering, handles: list[Handle], lay: RowLayout, dtype: ScalarType,
+                   shape: tuple[int, ...]) -> list[Handle]:
+    e = lw.e
+    lw.reserve_local(lw.local_size(dtype, lay.m))
+    lanes = Lanes(lw, lay.mma(8))
+    first = e.binary(Op.EQ, lw.idx(lanes.quad), lw.const(0, D.int32), D.int32)
+    for mi in range(lay.reps_m):
+        for half in (0, 1):
+            row = lw.iop(Op.ADD, lanes.row0, mi * 16 + half * 8)
+            e.local_store(0, lw.idx(row), handles[2 * mi + half], dtype, first)
+    e.barrier()
+    dst = lw.layout(shape)
+    out = [e.local_load(0, lw.idx(lw.flat_index(dst, j)), dtype) for j in range(dst.per_thread)]
+    e.barrier()
+    return out
+
+
+def row_from_blocked(lw: Lowering, handles: list[Handle], lay: RowLayout, dtype: ScalarType,
+                     shape: tuple[int, ...]) -> list[Handle]:
+    if all(h == handles[0] for h in handles):
+        return [handles[0]] * lay.per_thread
+    e = lw.e
+    lw.reserve_local(lw.local_size(dtype, lay.m))
+    relayout.stage(lw, handles, lw.layout(shape), dtype)
+    e.barrier()
+    lanes = Lanes(lw, lay.mma(8))
+    out = [e.local_load(0, lw.idx(lw.iop(Op.ADD, lanes.row0, mi * 16 + half * 8)), dtype)
+           for mi in range(lay.reps_m) for half in (0, 1)]
+    e.barrier()
+    return out
+
+
+def frag_handles(lw: Lowering, v: Value, lay: Frag) -> list[Handle]:
+    """``v`` in the fragment layout ``lay`` (converted from its blocked handles if needed)."""
+    st = state(lw)
+    if v in st.mma and st.plan.values.get(v) == lay:
+        return st.mma[v]
+    hs = lw.env[v]
+    if isinstance(lay, RowLayout):
+        return row_from_blocked(lw, hs, lay, v.type.dtype, v.type.shape)
+    return from_blocked(lw, hs, lay, v.type.element)  # type: ignore[arg-type]
+
+
+def publish(lw: Lowering, v: Value, handles: list[Handle]) -> list[Handle] | None:
+    """Record ``v``'s fragment handles; return its blocked handles when anything needs them."""
+    st = state(lw)
+    st.mma[v] = handles
+    if v not in st.plan.blocked:
+        return None
+    lay = st.plan.values[v]
+    if isinstance(lay, RowLayout):
+        return row_to_blocked(lw, handles, lay, v.type.dtype, v.type.shape)
+    return to_blocked(lw, handles, lay, v.type.element)  # type: ignore[arg-type]
+
+
+def _apply(lw: Lowering, instr: Instr, xs: list[Handle]) -> Handle:
+    e, op = lw.e, instr.op
+    src = instr.operands[0].type.dtype
+    if op in BINARY_ARITH or op in COMPARISON:
+        return e.binary(op, xs[0], xs[1], src)
+    if op is Op.FMA:
+        return e.fma(xs[0], xs[1], xs[2], src)  # type: ignore[arg-type]
+    if op is Op.CAST:
+        return e.cast(xs[0], src, instr.attrs.dtype, instr.attrs.fp_downcast_rounding)  # type: ignore[arg-type]
+    if op is Op.WHERE:
+        return e.select(xs[0], xs[1], xs[2], instr.result.type.dtype)
+    return e.unary(op, xs[0], src)  # type: ignore[arg-type]
+
+
+def _row_reduce(lw: Lowering, instr: Instr, hs: list[Handle], lay: MMALayout) -> list[Handle]:
+    e = lw.e
+    op = _ROW_REDUCE[instr.attrs.kind]
+    dt = instr.operands[0].type.dtype
+    out = []
+    for mi in range(lay.reps_m):
+        for half in (0, 1):
+            vals = [hs[lay.slot(0, mi, ni, 2 * half + c)] for ni in range(lay.reps_n) for c in (0, 1)]
+            while len(vals) > 1:  # pairwise: short dependency chains
+                vals = [e.binary(op, vals[i], vals[i + 1], dt) if i + 1 < len(vals) else vals[i]
+                        for i in range(0, len(vals), 2)]
+            acc = vals[0]
+            for mask in (1, 2):
+                other = e.shuffle_xor(acc, mask, dt)
+                assert other is not None
+                acc = e.binary(op, acc, other, dt)
+            out.append(acc)
+    return out
+
+
+def _frag_rule(lw: Lowering, instr: Instr) -> list[Any]:
+    st = state(lw)
+    lay = st.plan.values[instr.result]
+    op = instr.op
+    if op in _EW:
+        cols = [frag_handles(lw, o, lay) for o in instr.operands]
+        out = [_apply(lw, instr, list(xs)) for xs in zip(*cols)]
+    else:
+        src = instr.operands[0]
+        slay = st.plan.values[src]
+        hs = frag_handles(lw, src, slay)
+        if op is Op.REDUCE:
+            assert isinstance(slay, MMALayout)
+            out = _row_reduce(lw, instr, hs, slay)
+        elif op is Op.RESHAPE:
+            out = list(hs)
+        else:  # BROADCAST of a row vector to an MMA tile
+            assert isinstance(lay, MMALayout)
+            out = [hs[2 * mi + c // 2] for mi in range(lay.reps_m) for _ in range(lay.reps_n) for c in range(4)]
+    return [publish(lw, instr.result, out)]
+
+
+def a_from_regs(lw: Lowering, hs: list[Handle], lay: MMALayout, dtype: DType) -> list[list[list[Handle]]]:
+    """A fragments [batch][k step][mi] of m16n8k16 from a 16-bit MMA-layout value: the
+    accumulator fragments of n8 tiles 2kk and 2kk+1 are the four registers of A."""
+    e = lw.e
+    sixteen = lw.const(16, D.uint32)
+
+    def half(h: Handle) -> Handle:
+        return e.cast(e.bitcast(h, dtype, D.uint16), D.uint16, D.uint32)
+
+    def pack(lo: Handle, hi: Handle) -> Handle:
+        return e.binary(Op.OR, half(lo), e.binary(Op.SHL, half(hi), sixteen, D.uint32), D.uint32)
+
+    out = []
+    for kk in range(lay.reps_n // 2):
+        per_m = []
+        for mi in range(lay.reps_m):
+            regs = []
+            for ni in (2 * kk, 2 * kk + 1):
+                at = lay.slot(0, mi, ni, 0)
+                regs += [pack(hs[at], hs[at + 1]), pack(hs[at + 2], hs[at + 3])]
+            per_m.append(regs)
+        out.append(per_m)
+    return [out]
+
+
+def _wrap(op: Op) -> None:
+    plain = RULES[op]
+
+    def wrapped(lw: Lowering, instr: Instr) -> list[Any]:
+        plan = state(lw).plan
+        if instr in plan.frag:
+            return _frag_rule(lw, instr)
+        if instr in plan.absorbed:
+            return [None]
+        if op is Op.BROADCAST and plan.dots:
+            hs = remat_broadcast(lw, state(lw).defs, instr)
+            if hs is not None:
+                return [hs]
+        return plain(lw, instr)
+    RULES[op] = wrapped
+
+
+for _op in (*_EW, Op.REDUCE, Op.RESHAPE, Op.BROADCAST, Op.PERMUTE):
+    _wrap(_op)
