@@ -80,7 +80,8 @@ HEADERS = {
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
 CONFIGS = [(128, 128, 32, 4, 3), (128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4),
            (128, 128, 32, 8, 4)]
-ATTN_CONFIGS = [(64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3)]  # BLOCK_M, BLOCK_N, warps, stages
+# attention: (BLOCK_M, BLOCK_N, num_warps, num_stages)
+ATTN_CONFIGS = [(64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (128, 32, 8, 3), (64, 32, 4, 3)]
 
 
 def load_kernels(flavour: str, tmpdir: Path):

@@ -156,11 +156,12 @@ def test_pipelined_simulated():
 def test_attention_ptx_stays_in_registers():
     """One K/V block per iteration: 4 barriers (stage K, MMAs, stage V, MMAs), row
     reductions by shuffles, P never written to local memory."""
-    ptx = _attention(128, 64, 8, 128, 256, launch=None).asm["ptx"]
+    compiled = _attention(128, 64, 8, 128, 256, launch=None)
+    ptx = compiled.asm["ptx"]
     assert ptx.count("bar.sync") == 8 and "shfl.sync.bfly" in ptx
     assert ptx.count("mma.sync") == 128
     if toolchain.ptxas_path():
-        assert toolchain.ptxas_info(ptx, "sm_90").get("spill_stores", 0) == 0
+        assert toolchain.ptxas_info(ptx, compiled.metadata["arch"]).get("spill_stores", 0) == 0
 
 
 @needs_gpu
