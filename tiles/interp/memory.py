@@ -99,6 +99,8 @@ def addresses(ptr: Pointers) -> np.ndarray:
 
 def _min_max(x: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
     if mask is None:
+        # a broadcast view repeats its data along zero-stride axes: look at one copy only
+        x = x[tuple(slice(0, 1) if st == 0 else slice(None) for st in x.strides)]
         return int(x.min()), int(x.max())
     shape = np.broadcast_shapes(x.shape, mask.shape)
     x, mask = np.broadcast_to(x, shape), np.broadcast_to(mask, shape)
