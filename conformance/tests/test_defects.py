@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,22 +44,19 @@ def test_interpreter_passes_what_the_defects_fail():
         assert report.ok, report.details()
 
 
-SLOW = pytest.mark.skipif(not os.environ.get("TILES_CONFORMANCE_SLOW"),
-                          reason="minutes of shrinking; set TILES_CONFORMANCE_SLOW=1")
-
-
-@pytest.mark.parametrize("defect, flavor", [pytest.param(D.ModRoundsLikePython, "int", marks=SLOW),
+@pytest.mark.parametrize("defect, flavor", [(D.ModRoundsLikePython, "int"),
                                             (D.StoreIgnoresMask, "int"),
-                                            pytest.param(D.MaxPropagatesNan, "float", marks=SLOW)],
+                                            (D.MaxPropagatesNan, "float")],
                          ids=["mod", "store-mask", "max-nan"])
 def test_generated_programs_find_and_shrink_defect(defect, flavor, tmp_path, monkeypatch):
     monkeypatch.setenv("TILES_CONFORMANCE_REPRO_DIR", str(tmp_path))
     from conformance.backends import reference
-    profile = dataclasses.replace(CI, generated_examples=200)
+    profile = dataclasses.replace(CI, generated_examples=1000)
     outcomes = search(f"generated_{flavor}", defect(), reference(), profile)
     (failure,) = [o for o in outcomes if o.status == FAILED]
     kernel = failure.message.split("kernel:\n", 1)[1].split("reproducer:", 1)[0]
-    assert kernel.count("\n") <= 12, f"not shrunk:\n{kernel}"
+    # generated programs start at up to ~40 lines; shrunk ones keep the faulty op and little else
+    assert kernel.count("\n") <= 14, f"not shrunk:\n{kernel}"
     script = Path(failure.reproducer)
     assert script.exists()
     run = subprocess.run([sys.executable, str(script)], cwd=ROOT, capture_output=True, text=True,
