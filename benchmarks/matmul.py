@@ -11,11 +11,13 @@ is reported, as TFLOP/s = 2*M*N*K / time (attention: 4*Z*H*N^2*D / time).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import math
 import sys
 import tempfile
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from memory_bound import load_kernels as load_shared  # noqa: E402
 
 KERNELS = '''
 @jit
@@ -72,11 +74,6 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, H, N_CTX, stride_z, s
     tl.store(o_ptr + base + rows[:, None] * stride_n + dims[None, :], out.to(tl.float16))
 '''
 
-HEADERS = {
-    "tiles": "import tiles as jitlib\nimport tiles.language as tl\njit = jitlib.jit\n",
-    "triton": "import triton as jitlib\nimport triton.language as tl\njit = jitlib.jit\n",
-}
-
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
 CONFIGS = [(128, 128, 32, 4, 3), (128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4),
            (128, 128, 32, 8, 4)]
@@ -85,13 +82,7 @@ ATTN_CONFIGS = [(64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (128, 32, 8, 3
 
 
 def load_kernels(flavour: str, tmpdir: Path):
-    path = tmpdir / f"bench_matmul_{flavour}.py"
-    path.write_text(HEADERS[flavour] + KERNELS)
-    spec = importlib.util.spec_from_file_location(path.stem, path)
-    module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
-    sys.modules[path.stem] = module
-    spec.loader.exec_module(module)  # type: ignore[union-attr]
-    return module
+    return load_shared(flavour, tmpdir, KERNELS, "bench_matmul")
 
 
 def main() -> None:

@@ -66,9 +66,10 @@ HEADERS = {
 }
 
 
-def load_kernels(flavour: str, tmpdir: Path):
-    path = tmpdir / f"bench_kernels_{flavour}.py"
-    path.write_text(HEADERS[flavour] + KERNELS)
+def load_kernels(flavour: str, tmpdir: Path, source: str = KERNELS, stem: str = "bench_kernels"):
+    """Import ``source`` as a module whose ``jit``/``tl`` are tiles' or Triton's."""
+    path = tmpdir / f"{stem}_{flavour}.py"
+    path.write_text(HEADERS[flavour] + source)
     spec = importlib.util.spec_from_file_location(path.stem, path)
     module = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
     sys.modules[path.stem] = module
