@@ -20,8 +20,10 @@ class Profile:
     case_budget: int | None = None  # at most this many curated cases per family (an even spread)
 
     def hypothesis_settings(self) -> settings:
+        # report_multiple_bugs=False: after the first disagreement Hypothesis shrinks it and stops;
+        # otherwise whether it goes on to find a second one depends on a 10-second wall-clock rule.
         return settings(max_examples=self.generated_examples, derandomize=self.derandomize,
-                        deadline=None, database=None, print_blob=False,
+                        deadline=None, database=None, print_blob=False, report_multiple_bugs=False,
                         suppress_health_check=list(HealthCheck))
 
     def thin(self, cases: list) -> list:
