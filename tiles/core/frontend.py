@@ -86,7 +86,7 @@ def _assigned(stmts: list[ast.stmt]) -> list[str]:
 def _pin(node: ast.AST, line: int) -> None:
     """Give generated nodes one line: the statement they replace (for error locations)."""
     for n in ast.walk(node):
-        if isinstance(n, (ast.expr, ast.stmt)) and not hasattr(n, "_tiles_user"):
+        if isinstance(n, (ast.expr, ast.stmt)):
             n.lineno = n.end_lineno = line
             n.col_offset = n.end_col_offset = 0
 

@@ -225,10 +225,9 @@ class LLVMArithmetic(LLVMBuilder):
             return self._call(f"llvm.{sat}.sat.{dt}.{self._suffix(x.ty)}", dt, [x])
         if dst.is_floating:
             conv = "sitofp" if src.is_signed else "uitofp"
-            if self._is_half(dst):
-                f = self._val("float", f"{conv} {a} to float") if src.bits < 32 or True else a
-                return self._val(dt, f"fptrunc {f} to {dt}") if src.bits <= 16 else \
-                    self._val(dt, f"{conv} {a} to {dt}")
+            if self._is_half(dst) and src.bits <= 16:  # exact in float32, then one rounding
+                f = self._val("float", f"{conv} {a} to float")
+                return self._val(dt, f"fptrunc {f} to {dt}")
             return self._val(dt, f"{conv} {a} to {dt}")
         if src.bits == dst.bits:
             return Reg(a.name, dt)
