@@ -149,8 +149,8 @@ def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dt
 
 
 def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> list[Any]:
-    from .fragments import frag_handles, publish, state
-    from .rules import geometry, mma_handles
+    from .fragments import publish, state
+    from .rules import geometry, lower_carried_body, mma_handles
     st = state(lw)
     plan = st.plan
     e = lw.e
@@ -202,17 +202,7 @@ def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> li
         issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, prev, i32(stage_bytes), D.int32), geo)
         st.async_slot[pipe.dot] = e.binary(Op.MUL, slot, i32(stage_bytes), D.int32)
         lw.env[iv_arg] = [iv]
-        for i, (arg, hs) in enumerate(zip(body.args[1:], split(regs[:-1]))):
-            if i in pos:
-                blocked = publish(lw, arg, hs)
-                if blocked is not None:
-                    lw.env[arg] = blocked
-            else:
-                lw.env[arg] = hs
-        plain = iter(lw.lower_block(inner))
-        flat: list[Handle] = []
-        for i, (arg, y) in enumerate(zip(body.args[1:], body.yields)):
-            flat += frag_handles(lw, y, plan.values[arg]) if i in pos else next(plain)
+        flat = lower_carried_body(lw, body, inner, pos, plan, split(regs[:-1]))
         last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(e.select(last, i32(0), e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
         return flat

@@ -229,21 +229,28 @@ def _for(lw: Lowering, instr: Instr) -> list[Any]:
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
         lw.env[body.args[0]] = [iv]
-        for i, (arg, hs) in enumerate(zip(body.args[1:], split(regs))):
-            if i in pos:
-                blocked = publish(lw, arg, hs)
-                if blocked is not None:
-                    lw.env[arg] = blocked
-            else:
-                lw.env[arg] = hs
-        plain = iter(lw.lower_block(inner))
-        flat: list[Handle] = []
-        for i, (arg, y) in enumerate(zip(body.args[1:], body.yields)):
-            flat += frag_handles(lw, y, plan.values[arg]) if i in pos else next(plain)
-        return flat
+        return lower_carried_body(lw, body, inner, pos, plan, split(regs))
 
     outs = lw.e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
     results: list[list[Handle] | None] = []
     for i, (res, hs) in enumerate(zip(instr.results, split(outs))):
         results.append(publish(lw, res, hs) if i in pos else hs)
     return results
+
+
+def lower_carried_body(lw: Any, body: Any, inner: Any, pos: Any, plan: Any,
+                       carried: Any) -> list[Handle]:
+    """Bind a FOR body's carried values (fragment-layout ones published where the blocked
+    layout needs them) and lower it: the new carried handles, fragments flattened."""
+    for i, (arg, hs) in enumerate(zip(body.args[1:], carried)):
+        if i in pos:
+            blocked = publish(lw, arg, hs)
+            if blocked is not None:
+                lw.env[arg] = blocked
+        else:
+            lw.env[arg] = hs
+    plain = iter(lw.lower_block(inner))
+    flat: list[Handle] = []
+    for i, (arg, y) in enumerate(zip(body.args[1:], body.yields)):
+        flat += frag_handles(lw, y, plan.values[arg]) if i in pos else next(plain)
+    return flat
