@@ -115,12 +115,51 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dst: DType) -> np.ndarray:
         if dst != dtypes.float64:
             # the float64 product of two <= 24-bit significands is exact
             return narrow(add_round_odd(a64 * b64, c64), dst)
-        uh, ul = two_prod(a64, b64)
-        th, tl = two_sum(c64, uh)
-        r = th + add_round_odd(tl, ul)
-        plain = a64 * b64 + c64
-        ok = np.isfinite(r) & np.isfinite(ul) & np.isfinite(tl)
-        return np.where(ok, r, plain)
+        r, ok = _fma64(a64, b64, c64)
+        product = a64 * b64
+        plain = product + c64
+        finite = np.isfinite(a64) & np.isfinite(b64)
+        # the exact product of finite operands is finite: adding an infinite c gives c
+        plain = np.where(finite & np.isinf(c64), c64, plain)
+        huge = finite & np.isfinite(c64) & np.isinf(product)
+        if huge.any():
+            # the product overflows float64 but an exact sum may not: scale the larger factor
+            # and c by 2**-600 (exact here), add exactly, scale back
+            first = np.abs(a64) >= np.abs(b64)
+            aa, bb = np.where(first, a64 * _DOWN, a64), np.where(first, b64, b64 * _DOWN)
+            rs, scaled_ok = _fma64(aa, bb, c64 * _DOWN)
+            # still overflowing after scaling: |a*b| >= 2**1624 swamps any finite c
+            plain = np.where(huge, np.where(scaled_ok, rs * _UP, product), plain)
+        lopsided = finite & np.isfinite(c64) & np.isfinite(product) & ~ok & ~huge
+        if lopsided.any():
+            # a finite product of a huge and a tiny factor: rebalance them (exactly) so that
+            # two_prod's splitting does not overflow
+            first = np.abs(a64) >= np.abs(b64)
+            aa = np.where(first, a64 * _DOWN, a64 * _UP)
+            bb = np.where(first, b64 * _UP, b64 * _DOWN)
+            rb, rb_ok = _fma64(aa, bb, c64)
+            plain = np.where(lopsided & rb_ok, rb, plain)
+        result = np.where(ok, r, plain)
+        # zeros: an exact product that underflowed keeps its sign when c is zero; otherwise
+        # IEEE addition of the (then exact) product and c gives the sign
+        zero = result == 0
+        if zero.any():
+            underflow = (c64 == 0) & (a64 != 0) & (b64 != 0)
+            signed = np.where(np.signbit(a64) ^ np.signbit(b64), -0.0, 0.0)
+            result = np.where(zero, np.where(underflow, signed, product + c64), result)
+        return result
+
+
+_DOWN = 2.0 ** -600
+_UP = 2.0 ** 600
+
+
+def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """a * b + c rounded once, for float64 arrays; second result: where that was possible."""
+    uh, ul = two_prod(a, b)
+    th, tl = two_sum(c, uh)
+    r = th + add_round_odd(tl, ul)
+    return r, np.isfinite(r) & np.isfinite(ul) & np.isfinite(tl)
 
 
 def round_tf32(x: np.ndarray) -> np.ndarray:

@@ -73,7 +73,14 @@ inline float tiles_round_f16(float x) {
 inline float tiles_round_f16_rtz(float x) {
   ushort h; vstore_half_rtz(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h);
 }
-inline ushort tiles_f16_bits(float x) { ushort h; vstore_half_rte(x, 0, (__private half*)&h); return h; }
+inline ushort tiles_f16_bits(float x) {
+  /* vstore_half turns every NaN into one pattern; keep the payload vload_half carried in */
+  if (isnan(x)) {
+    uint u = as_uint(x); ushort m = (ushort)((u >> 13) & 0x3ff);
+    return (ushort)(((u >> 16) & 0x8000) | 0x7c00 | (m ? m : 0x200));
+  }
+  ushort h; vstore_half_rte(x, 0, (__private half*)&h); return h;
+}
 inline float tiles_f16_from_bits(ushort h) { return vload_half(0, (__private const half*)&h); }
 inline float tiles_round_bf16(float x) {
   uint u = as_uint(x);
