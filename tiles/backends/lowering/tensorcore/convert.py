@@ -8,7 +8,7 @@ different bank groups.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from ....core.dtypes import DType
 from ....core.ops import Op
@@ -78,14 +78,8 @@ def to_blocked(lw: Lowering, handles: list[Handle], lay: MMALayout, dtype: DType
     e = lw.e
     ld = padded(lay.n, dtype.itemsize)
     lw.reserve_local(align16(lay.batch * lay.m * ld * dtype.itemsize))
-    lanes = Lanes(lw, lay)
-    for b in range(lay.batch):
-        for mi in range(lay.reps_m):
-            for ni in range(lay.reps_n):
-                for half in (0, 1):
-                    k = lay.slot(b, mi, ni, 2 * half)
-                    at = _fragment_index(lw, lanes, lay, b, mi, ni, half, ld)
-                    e.local_store_vector(0, lw.idx(at), handles[k:k + 2], dtype, None)
+    for k, at in _fragment_pairs(lw, lay, ld):
+        e.local_store_vector(0, lw.idx(at), handles[k:k + 2], dtype, None)
     e.barrier()
     shape = (lay.m, lay.n) if lay.batch == 1 else (lay.batch, lay.m, lay.n)
     dst = lw.layout(shape)
@@ -99,6 +93,17 @@ def to_blocked(lw: Lowering, handles: list[Handle], lay: MMALayout, dtype: DType
     return out
 
 
+def _fragment_pairs(lw: Lowering, lay: MMALayout, ld: int) -> Iterator[tuple[int, Index]]:
+    """(slot, local-memory index) of each pair of adjacent accumulator elements this thread holds,
+    in a row-major staging array with row stride ``ld``."""
+    lanes = Lanes(lw, lay)
+    for b in range(lay.batch):
+        for mi in range(lay.reps_m):
+            for ni in range(lay.reps_n):
+                for half in (0, 1):
+                    yield lay.slot(b, mi, ni, 2 * half), _fragment_index(lw, lanes, lay, b, mi, ni, half, ld)
+
+
 def from_blocked(lw: Lowering, handles: list[Handle], lay: MMALayout, dtype: DType) -> list[Handle]:
     """Blocked layout -> MMA layout (a tile of one repeated handle needs no data movement)."""
     if all(h == handles[0] for h in handles):
@@ -109,14 +114,8 @@ def from_blocked(lw: Lowering, handles: list[Handle], lay: MMALayout, dtype: DTy
     shape = (lay.m, lay.n) if lay.batch == 1 else (lay.batch, lay.m, lay.n)
     stage(lw, handles, lw.layout(shape), dtype, 0, ld)
     e.barrier()
-    lanes = Lanes(lw, lay)
     out: list[Handle] = [None] * lay.per_thread
-    for b in range(lay.batch):
-        for mi in range(lay.reps_m):
-            for ni in range(lay.reps_n):
-                for half in (0, 1):
-                    k = lay.slot(b, mi, ni, 2 * half)
-                    at = _fragment_index(lw, lanes, lay, b, mi, ni, half, ld)
-                    out[k:k + 2] = e.local_load_vector(0, lw.idx(at), 2, dtype)
+    for k, at in _fragment_pairs(lw, lay, ld):
+        out[k:k + 2] = e.local_load_vector(0, lw.idx(at), 2, dtype)
     e.barrier()
     return out
