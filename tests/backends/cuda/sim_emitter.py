@@ -5,6 +5,11 @@ calls (``ldmatrix``, ``mma``, ``shuffle_xor``) act on each group of 32 threads a
 PTX specifies.  Threads run in lock step, so barriers are no-ops.  It lets the
 tensor-core lowering (fragment layouts, MMA operand repacking, row reductions) be
 checked numerically without a GPU: ``run(kernel_ir, args, grid, threads)``.
+
+Hopper ``wgmma`` is modelled asynchronously: ``wgmma`` returns output handles that cannot
+be read (a clear ``RuntimeError``) until a ``wgmma_wait`` completes their group, and the
+shared-memory operands are read when the op completes, so a kernel that overwrites a
+buffer a pending wgmma still reads gets wrong answers here as on the GPU.
 """
 
 from __future__ import annotations
@@ -32,6 +37,35 @@ class H:
         self.v = v
 
 
+class _WGMMA:
+    """One issued wgmma: its inputs as captured at issue time, its outputs once completed."""
+
+    def __init__(self, n: int, k: int, dtype: DType, a: np.ndarray | list[np.ndarray], b: np.ndarray,
+                 acc: list[Any], trans_a: bool, trans_b: bool) -> None:
+        self.n, self.k, self.dtype, self.a, self.b, self.acc = n, k, dtype, a, b, acc
+        self.trans_a, self.trans_b = trans_a, trans_b
+        self.out: list[np.ndarray] | None = None
+
+
+class _Pending(H):
+    """Output register ``index`` of an issued wgmma: readable only once a wgmma_wait completed it."""
+    __slots__ = ("op", "index")
+
+    def __init__(self, op: _WGMMA, index: int) -> None:
+        self.op, self.index = op, index
+
+    @property  # type: ignore[override]
+    def v(self) -> np.ndarray:
+        if self.op.out is None:
+            raise RuntimeError(f"read of wgmma m64n{self.op.n}k{self.op.k} result register {self.index} "
+                               "before a wgmma_wait completed its group")
+        return self.op.out[self.index]
+
+    @v.setter
+    def v(self, value: np.ndarray) -> None:
+        raise RuntimeError("wgmma result registers are written by the tensor core only")
+
+
 def _np(dtype: Any) -> Any:
     if isinstance(dtype, PointerType):
         return np.int64
@@ -56,6 +90,8 @@ class SimEmitter(Emitter):
         self.num_stages = num_stages
         self.smem = np.zeros(256 * 1024, np.uint8)
         self.active: list[np.ndarray] = []
+        self.wg_open: list[_WGMMA] = []  # issued, not yet committed
+        self.wg_groups: list[list[_WGMMA]] = []  # committed and not yet completed, oldest first
 
     def _h(self, v: Any, dtype: Any = None) -> H:
         arr = np.asarray(v)
@@ -218,17 +254,14 @@ class SimEmitter(Emitter):
     def mma(self, shape: Any, a: Sequence[Any], b: Sequence[Any], c: Sequence[Any], in_dtype: DType) -> list[Any]:
         assert tuple(shape) == (16, 8, 16)
         outs = [np.zeros(self.threads, np.float32) for _ in range(4)]
-        ah = [self._halves(r) for r in a]
         bh = [self._halves(r) for r in b]
         for w in range(self.threads // WARP):
-            A = np.zeros((16, 16), np.float32)
+            A = self._frag_a([r.v for r in a], w * WARP, in_dtype).astype(np.float32)
             B = np.zeros((16, 8), np.float32)
             C = np.zeros((16, 8), np.float32)
             for lane in range(WARP):
                 t = w * WARP + lane
                 g, q = lane // 4, lane % 4
-                for i, (row, col) in enumerate(((g, 2 * q), (g + 8, 2 * q), (g, 2 * q + 8), (g + 8, 2 * q + 8))):
-                    A[row, col], A[row, col + 1] = ah[i][0][t], ah[i][1][t]
                 for i, k0 in enumerate((2 * q, 2 * q + 8)):
                     B[k0, g], B[k0 + 1, g] = bh[i][0][t], bh[i][1][t]
                 C[g, 2 * q], C[g, 2 * q + 1] = c[0].v[t], c[1].v[t]
@@ -240,6 +273,24 @@ class SimEmitter(Emitter):
                 outs[0][t], outs[1][t] = Dm[g, 2 * q], Dm[g, 2 * q + 1]
                 outs[2][t], outs[3][t] = Dm[g + 8, 2 * q], Dm[g + 8, 2 * q + 1]
         return [H(o) for o in outs]
+
+    @staticmethod
+    def _frag_a(regs: Sequence[np.ndarray], t0: int, dtype: DType) -> np.ndarray:
+        """The 16 x k A operand (k * itemsize == 32 bytes) held as an mma.sync A fragment
+        (m16n8k16 for 16-bit types) by the 4 registers of the warp whose lane 0 is thread t0."""
+        s = dtype.itemsize
+        per, k = 4 // s, 32 // s
+        out = np.zeros((16, k), dtype.np)
+        lane = np.arange(WARP)
+        for i, r in enumerate(regs):
+            word = np.ascontiguousarray(np.asarray(r)[t0:t0 + WARP])
+            assert word.dtype.itemsize == 4, word.dtype
+            vals = word.view(np.uint8).reshape(WARP, 4).view(dtype.np)  # (32, per), low bytes first
+            rows = lane // 4 + 8 * (i % 2)
+            cols = per * (lane % 4) + (k // 2) * (i // 2)
+            for e in range(per):
+                out[rows, cols + e] = vals[:, e]
+        return out
 
     def ldmatrix(self, byte_offset: int, byte_index: H, count: int, trans: bool) -> list[Any]:
         regs = [np.zeros(self.threads, np.uint32) for _ in range(count)]
@@ -270,6 +321,103 @@ class SimEmitter(Emitter):
 
     def cp_async_wait(self, pending: int) -> None:
         pass
+
+    # Hopper warpgroup MMA (smem base address is 0: a shared address is the byte offset)
+    def wgmma_ok(self) -> bool:
+        return True
+
+    def shared_address(self, byte_offset: int) -> H:
+        return self._h(np.int32(byte_offset))
+
+    def fence_async_shared(self) -> None:
+        pass
+
+    def wgmma_fence(self) -> None:
+        pass
+
+    def wgmma(self, n: int, k: int, a: H | Sequence[H], b_desc: H, acc: Sequence[H], in_dtype: DType,
+              trans_a: bool, trans_b: bool) -> list[H]:
+        assert self.threads % 128 == 0, f"wgmma needs whole warpgroups, got {self.threads} threads"
+        assert 8 <= n <= 256 and n % 8 == 0, n
+        assert k * in_dtype.itemsize == 32, (k, in_dtype)
+        assert len(acc) == n // 2, (len(acc), n)
+        if isinstance(a, H):
+            a_in: np.ndarray | list[np.ndarray] = np.array(a.v)
+        else:
+            assert len(a) == 4 and not trans_a, "A from registers: 4 registers, K-major"
+            a_in = [np.array(r.v) for r in a]
+        # pending outputs of earlier wgmmas are kept as handles: they complete first
+        acc_in = [c if isinstance(c, _Pending) else np.array(c.v) for c in acc]
+        op = _WGMMA(n, k, in_dtype, a_in, np.array(b_desc.v), acc_in, trans_a, trans_b)
+        self.wg_open.append(op)
+        return [_Pending(op, i) for i in range(n // 2)]
+
+    def wgmma_commit(self) -> None:
+        self.wg_groups.append(self.wg_open)  # with nothing issued this commits an empty group, as PTX does
+        self.wg_open = []
+
+    def wgmma_wait(self, pending: int, regs: Sequence[H]) -> list[H]:
+        while len(self.wg_groups) > pending:
+            for op in self.wg_groups.pop(0):
+                self._wgmma_complete(op)
+        return [H(r.v) if isinstance(r, _Pending) and r.op.out is not None else r for r in regs]
+
+    def _desc(self, vals: np.ndarray, g: int) -> int:
+        ws = [int(x) & 0xFFFF_FFFF_FFFF_FFFF for x in vals[128 * g:128 * g + 128]]
+        assert len(set(ws)) == 1, f"warpgroup {g}: descriptor differs between threads"
+        return ws[0]
+
+    def _wgmma_operand(self, desc: int, rows: int, k: int, dtype: DType, mn_major: bool) -> np.ndarray:
+        """The rows x k operand (A, or B transposed) a descriptor points at, read from smem now."""
+        start, lbo, sbo = (desc & 0x3FFF) << 4, ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
+        mode = desc >> 62
+        if mode == 0:
+            raise NotImplementedError("wgmma descriptor without swizzle (interleave mode)")
+        W = {1: 128, 2: 64, 3: 32}[mode]
+        s = dtype.itemsize
+        r, kk = np.arange(rows)[:, None], np.arange(k)[None, :]
+        if mn_major:
+            if s != 2:
+                raise NotImplementedError(f"MN-major wgmma operand of {dtype}")
+            per = W // s
+            x = start + (r // per) * lbo + (kk // 8) * sbo + (kk % 8) * W + (r % per) * s
+        else:
+            x = start + (r // 8) * sbo + (r % 8) * W + kk * s
+        phys = x ^ (((x >> 7) & (W // 16 - 1)) << 4)
+        assert phys.min() >= 0 and phys.max() + s <= len(self.smem), (phys.min(), phys.max())
+        raw = np.ascontiguousarray(self.smem[phys[..., None] + np.arange(s)])
+        return raw.view(dtype.np).reshape(rows, k)
+
+    def _wgmma_complete(self, op: _WGMMA) -> None:
+        n, k, dt = op.n, op.k, op.dtype
+        acc_np = np.int32 if dt.is_int else np.float32
+        accs = np.stack([np.asarray(c.v if isinstance(c, _Pending) else c) for c in op.acc])  # (n/2, threads)
+        t = np.arange(128)
+        w, lane = t // 32, t % 32
+        i = np.arange(n // 2)[:, None]
+        rows = 16 * w + lane // 4 + 8 * ((i % 4) // 2)  # (n/2, 128): element of D each register holds
+        cols = 8 * (i // 4) + 2 * (lane % 4) + i % 2
+        out = np.zeros((n // 2, self.threads), acc_np)
+        for g in range(self.threads // 128):
+            if isinstance(op.a, list):
+                A = np.concatenate([self._frag_a(op.a, 128 * g + 32 * wi, dt) for wi in range(4)])
+            else:
+                A = self._wgmma_operand(self._desc(op.a, g), 64, k, dt, op.trans_a)
+            Bt = self._wgmma_operand(self._desc(op.b, g), n, k, dt, op.trans_b)  # n x k
+            if dt.is_int:
+                Ci = np.zeros((64, n), np.int64)
+                Ci[rows, cols] = accs[:, 128 * g:128 * g + 128]
+                Di = A.astype(np.int64) @ Bt.astype(np.int64).T + Ci
+                out[:, 128 * g:128 * g + 128] = Di[rows, cols].astype(np.int32)  # wraps like the hardware
+            else:
+                Am, Bm = A.astype(np.float32), Bt.astype(np.float32)
+                if dt.name == "float32":  # tf32: the low 13 mantissa bits are not used
+                    Am, Bm = ((x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32) for x in (Am, Bm))
+                Cm = np.zeros((64, n), np.float64)
+                Cm[rows, cols] = accs[:, 128 * g:128 * g + 128]
+                Dm = Am.astype(np.float64) @ Bm.astype(np.float64).T + Cm
+                out[:, 128 * g:128 * g + 128] = Dm[rows, cols].astype(np.float32)
+        op.out = list(out)
 
     # control flow (conditions of loops and ifs are uniform)
     def _uniform(self, h: H) -> Any:
