@@ -36,8 +36,10 @@ def ordered(a: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class Rule:
     """``kind``: ``exact`` (bits), ``ulp`` (at most ``ulps`` apart), ``tol``
-    (``|got - ref| <= rtol * |ref| + atol``, ``atol`` possibly per element), or
-    ``multiset`` (equal after sorting along the last axis: order of atomics)."""
+    (``|got - ref| <= rtol * |ref| + atol``, ``atol`` possibly per element), ``sorted``
+    (a sort's output: bit-exact except that -0.0 and +0.0, which compare equal, may trade
+    places; each row keeps the same values, so as many of each zero), or ``multiset``
+    (equal after sorting along the last axis: order of atomics)."""
 
     kind: str = "exact"
     ulps: int = 0
@@ -52,11 +54,13 @@ class Rule:
             return f"within {self.ulps} ulp"
         if self.kind == "tol":
             return f"|got-ref| <= {self.rtol:.3g}*|ref| + atol"
+        if self.kind == "sorted":
+            return "bit-exact up to the order of -0.0 and +0.0"
         return "same values in any order"
 
     def loosest(self, other: Rule) -> Rule:
         """A rule that accepts what either accepts (used for outputs of several ops)."""
-        order = ["exact", "ulp", "tol", "multiset"]
+        order = ["exact", "sorted", "ulp", "tol", "multiset"]
         if order.index(other.kind) > order.index(self.kind):
             return other.loosest(self)
         if self.kind == other.kind == "ulp":
@@ -71,6 +75,7 @@ class Rule:
 EXACT = Rule()
 EXACT_ZERO_SIGN_FREE = Rule(signed_zero=False)
 MULTISET = Rule("multiset")
+SORTED = Rule("sorted", signed_zero=False)
 
 
 def ulp(n: int) -> Rule:
@@ -88,8 +93,9 @@ OP_RULES: dict[Op, Rule] = {
     Op.DIV: ulp(3), Op.SQRT: ulp(3), Op.RSQRT: ulp(4),
     Op.EXP: ulp(4), Op.EXP2: ulp(4), Op.LOG: ulp(4), Op.LOG2: ulp(4),
     Op.SIN: ulp(4), Op.COS: ulp(4), Op.ERF: ulp(16),
+    Op.SORT: SORTED,
 }
-INEXACT_OPS = frozenset(op for op, r in OP_RULES.items() if r.kind != "exact")
+INEXACT_OPS = frozenset(op for op, r in OP_RULES.items() if r.kind in ("ulp", "tol"))
 
 
 def rule_for_ops(ops: Iterable[Op]) -> Rule:
@@ -143,7 +149,7 @@ def close(ref: np.ndarray, got: np.ndarray, rule: Rule,
           atol: np.ndarray | float | None = None) -> np.ndarray:
     """Elementwise: does ``got`` satisfy ``rule`` against ``ref``?"""
     ok = _equal_bits(ref, got, rule.signed_zero)
-    if rule.kind == "exact" or not is_float(ref):
+    if rule.kind in ("exact", "sorted") or not is_float(ref):
         return ok
     if rule.kind == "ulp":
         finite = np.isfinite(ref.astype(np.float64)) | np.isfinite(got.astype(np.float64))
@@ -165,6 +171,8 @@ def compare(ref: np.ndarray, got: np.ndarray, rule: Rule,
         ref, got = _sorted(ref), _sorted(got)
         rule = EXACT
     ok = close(ref, got, rule, atol)
+    if rule.kind == "sorted" and ref.ndim:  # and the same values: a zero's sign is not free
+        ok &= close(_sorted(ref), _sorted(got), EXACT)
     if ok.all():
         return None
     bad = np.argwhere(~ok)
@@ -173,8 +181,12 @@ def compare(ref: np.ndarray, got: np.ndarray, rule: Rule,
 
 
 def _sorted(a: np.ndarray) -> np.ndarray:
+    """Sorted along the last axis in a total order: -0.0 before +0.0, NaNs (any payload) last."""
     if a.ndim == 0:
         return a
-    if is_float(a):
-        return np.sort(a.astype(np.float64), axis=-1).astype(a.dtype)
-    return np.sort(a, axis=-1)
+    if not is_float(a):
+        return np.sort(a, axis=-1)
+    wide = a.astype(np.float64)
+    bits = np.where(np.isnan(wide), np.nan, wide).view(np.int64)
+    key = np.where(bits < 0, -(bits & np.int64(2**63 - 1)) - 1, bits)
+    return np.take_along_axis(a, np.argsort(key, axis=-1, kind="stable"), axis=-1)

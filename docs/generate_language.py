@@ -119,7 +119,9 @@ NOTES = {
     "reshape": "the elements in row-major order under a new shape",
     "sigmoid": "`1 / (1 + exp(-x))`",
     "softmax": "`exp(x - max(x)) / sum(exp(x - max(x)))` along `dim` (the last axis when None)",
-    "sort": "sorted along `dim` (the last axis when None; `descending` to reverse)",
+    "sort": "sorted along `dim` (the last axis when None; `descending` to reverse); NaN sorts above every "
+            "number (last, first when descending); -0.0 and +0.0 compare equal and, like any equal keys, "
+            "come in an unspecified order (the interpreter keeps their input order)",
     "split": "the inverse of `join`: two tiles from a last axis of size 2",
     "static_assert": "fail compilation when the constexpr condition is false",
     "static_print": "print while compiling",

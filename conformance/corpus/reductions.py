@@ -9,7 +9,7 @@ from tiles.core import dtypes as D
 from tiles.core.dtypes import DType
 
 from ..case import Case, case
-from ..compare import EXACT, EXACT_ZERO_SIGN_FREE, eps_of, sum_bound, tol
+from ..compare import EXACT, EXACT_ZERO_SIGN_FREE, SORTED, eps_of, sum_bound, tol
 from ..profiles import Profile
 from ..values import random_array
 
@@ -135,7 +135,8 @@ def _scan_case(kind: str, d: DType, m: int, n: int, axis: int, reverse: bool) ->
             if float_acc:
                 x = _no_overflow(x)
         return [x, np.zeros((m, n), rd.np)]
-    rule = tol(4 * n * eps_of(d.np) if kind == "cumprod" else 0.0) if float_acc else EXACT
+    rule = tol(4 * n * eps_of(d.np) if kind == "cumprod" else 0.0) if float_acc else \
+        (SORTED if kind == "sort" else EXACT)
 
     def bounds(args: list) -> dict:
         x = np.abs(args[0].astype(np.float64))

@@ -11,8 +11,8 @@ from tiles.backends.interpreter import InterpreterBackend
 from tiles.core.errors import UnsupportedError
 from tiles.core.ops import Op
 
-from conformance import suite
-from conformance.compare import EXACT, EXACT_ZERO_SIGN_FREE, MULTISET, compare, tol, ulp
+from conformance import reproducer, suite
+from conformance.compare import EXACT, EXACT_ZERO_SIGN_FREE, MULTISET, SORTED, compare, tol, ulp
 from conformance.profiles import CI
 from conformance.runner import PASSED, UNSUPPORTED
 
@@ -50,6 +50,45 @@ def test_integers_ignore_tolerances_and_multiset_ignores_order():
     assert compare(np.array([5], np.int32), np.array([6], np.int32), ulp(10)) is not None
     assert compare(np.array([[1, 2, 3]]), np.array([[3, 1, 2]]), MULTISET) is None
     assert compare(np.array([[1, 2, 3]]), np.array([[3, 3, 2]]), MULTISET) is not None
+
+
+def test_multiset_keeps_the_sign_of_zero_whatever_the_order():
+    assert compare(f32([-0.0, 0.0, 0.0]), f32([0.0, 0.0, -0.0]), MULTISET) is None
+    assert compare(f32([-0.0, 0.0, 0.0]), f32([0.0, 0.0, 0.0]), MULTISET) is not None
+    assert compare(f32([np.nan, 1.0]), f32([1.0, -np.nan]), MULTISET) is None
+
+
+def _sorted_cases():
+    nan2 = np.array([0x7FC00001], np.uint32).view(np.float32)[0]
+    ok = [(f32([[-1.0, -0.0, 0.0, 0.0, np.nan]]), f32([[-1.0, 0.0, -0.0, 0.0, nan2]]))]
+    bad = [(f32([[-0.0, 0.0]]), f32([[0.0, 0.0]])),             # a zero lost its sign
+           (f32([[1.0, 2.0]]), f32([[2.0, 1.0]])),              # numbers out of place
+           (f32([[0.0, -0.0], [0.0, 0.0]]), f32([[0.0, 0.0], [-0.0, 0.0]]))]  # signs per row
+    return ok, bad
+
+
+def test_sorted_lets_signed_zeros_trade_places_and_keeps_them():
+    ok, bad = _sorted_cases()
+    for ref, got in ok:
+        assert compare(ref, got, SORTED) is None
+    for ref, got in bad:
+        assert compare(ref, got, SORTED) is not None
+    assert compare(np.array([[1, 2]]), np.array([[2, 1]]), SORTED) is not None
+
+
+def test_reproducer_applies_the_same_sorted_and_multiset_rules():
+    text = reproducer.render("t", "kernel = None", [], (1,), {}, {}, {},
+                             InterpreterBackend(), "t.py")
+    scope: dict = {"__name__": "repro"}
+    exec(compile(text, "t.py", "exec"), scope)
+    close = scope["_close"]
+    ok, bad = _sorted_cases()
+    for ref, got in ok:
+        assert close(ref, got, "sorted", 0, 0.0, 0.0, False, None).all()
+    for ref, got in bad:
+        assert not close(ref, got, "sorted", 0, 0.0, 0.0, False, None).all()
+    assert not close(f32([-0.0, 0.0, 0.0]), f32([0.0, 0.0, 0.0]), "multiset", 0, 0.0, 0.0, True, None).all()
+    assert close(f32([-0.0, 0.0, 0.0]), f32([0.0, 0.0, -0.0]), "multiset", 0, 0.0, 0.0, True, None).all()
 
 
 class NoDot(InterpreterBackend):

@@ -186,6 +186,22 @@ def test_sort(dtype, descending):
     np.testing.assert_array_equal(out, np.flip(want, 1) if descending else want)
 
 
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
+def test_sort_nan_greatest_and_equal_keys_keep_their_order(dtype):
+    """The reference's choice where Triton leaves the order open: NaN is greater than every
+    number, equal keys (-0.0 and +0.0, NaNs) keep their order in either direction."""
+    nan2 = np.array([0x7FF8000000000001], np.uint64).view(np.float64)[0]  # another payload
+    x = np.array([[0.0, np.nan, -0.0, 1.0, -np.inf, 0.0, -0.0, nan2] * 2], dtype)
+    out = np.empty_like(x)
+    bits = {2: np.uint16, 4: np.uint32, 8: np.uint64}[x.itemsize]
+    for descending in (False, True):
+        sort_kernel[(1,)](x, out, R=1, C=16, DESCENDING=descending)
+        order = [4, 12, 0, 2, 5, 6, 8, 10, 13, 14, 3, 11, 1, 7, 9, 15]
+        if descending:
+            order = [1, 7, 9, 15, 3, 11, 0, 2, 5, 6, 8, 10, 13, 14, 4, 12]
+        np.testing.assert_array_equal(out.view(bits), x[:, order].view(bits))
+
+
 @tiles.jit
 def histogram_kernel(x_ptr, out_ptr, n, N: tl.constexpr, BINS: tl.constexpr):
     offs = tl.arange(0, N)

@@ -154,7 +154,8 @@ DOCS: dict[Op, str] = {
     Op.REDUCE: "r = combine of the operands' elements along `axis` (tuple of operands)",
     Op.ARGREDUCE: "r = index along `axis` of the max/min (NaN ignored, lowest index on ties)",
     Op.SCAN: "r[i] = combine(a[0..i]) along `axis` (inclusive; reversed when `reverse`)",
-    Op.SORT: "r = a sorted along its last axis (ascending unless `descending`)",
+    Op.SORT: ("r = a sorted along its last axis (ascending unless `descending`; NaN above every number; "
+              "-0.0 == +0.0, equal keys in any order)"),
     Op.HISTOGRAM: "r[k] = number of elements of a equal to k, for k in [0, bins)",
     Op.GATHER: "r[..i..] = a[.. index[..i..] ..] along `axis`",
     Op.DOT: "r = a @ b + acc  (2D or batched 3D; accumulation in the result dtype)",

@@ -11,6 +11,8 @@ HISTOGRAM, GATHER and DOT.
   accumulator type); tf32 first rounds fp32 inputs to 10 mantissa bits (nearest
   even); tf32x3 and ieee use the fp32 inputs as they are; int8 sums exactly and
   wraps to the int32 accumulator.
+* SORT is stable (equal keys, i.e. -0.0 and +0.0 or NaNs, keep their order, in
+  either direction) with NaN greater than every number; elements keep their bits.
 """
 
 from __future__ import annotations
@@ -171,12 +173,17 @@ def _argreduce(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.nd
 
 @_rule(Op.SORT)
 def _sort(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarray]:
+    """Stable: equal keys (-0.0 and +0.0, NaNs) keep their order, whichever the direction;
+    NaN is greater than every number.  Elements are moved, not converted (bits kept)."""
     (x,) = args
-    xs = x.astype(_F32) if _small_float(x) else x
-    r = np.sort(xs, axis=-1)
-    if instr.attrs.descending:
-        r = np.flip(r, -1)
-    return (r.astype(x.dtype) if xs is not x else r,)
+    if instr.attrs.descending:  # flip, sort stably ascending, flip: ties stay in order
+        return (np.flip(_stable_sort(np.flip(x, -1)), -1),)
+    return (_stable_sort(x),)
+
+
+def _stable_sort(x: np.ndarray) -> np.ndarray:
+    keys = x.astype(_F32) if _small_float(x) else x
+    return np.take_along_axis(x, np.argsort(keys, axis=-1, kind="stable"), axis=-1)
 
 
 @_rule(Op.HISTOGRAM)
