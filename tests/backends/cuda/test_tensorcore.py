@@ -156,12 +156,11 @@ def test_pipelined_simulated():
 def test_attention_ptx_stays_in_registers():
     """One K/V block per iteration: 4 barriers (stage K, MMAs, stage V, MMAs), row
     reductions by shuffles, P never written to local memory."""
-    compiled = _attention(128, 64, 8, 128, 256, launch=None)
-    ptx = compiled.asm["ptx"]
+    ptx = _sm90_ptx(_attention(128, 64, 8, 128, 256, launch=None).ir, 8)
     assert ptx.count("bar.sync") == 8 and "shfl.sync.bfly" in ptx
     assert ptx.count("mma.sync") == 128
     if toolchain.ptxas_path():
-        assert toolchain.ptxas_info(ptx, compiled.metadata["arch"]).get("spill_stores", 0) == 0
+        assert toolchain.ptxas_info(ptx, "sm_90").get("spill_stores", 0) == 0
 
 
 @needs_gpu
@@ -169,6 +168,14 @@ def test_attention_ptx_stays_in_registers():
                                              (128, 32, 4, 32, 128)])
 def test_attention_fragments(bm, bn, warps, d, n):
     assert _attention(bm, bn, warps, d, n) < 2e-3
+
+
+def _sm90_ptx(ir, warps, stages=1):
+    """PTX for sm_90 (mma.sync; sm_90a would take wgmma, see test_wgmma.py) whatever the GPU."""
+    from tiles.backends.base import Options
+    from tiles.backends.cuda import nvptx_target
+    from tiles.backends.llvm.emit import lower_kernel
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90"), Options(warps, stages)), "sm_90")
 
 
 def _operands(m, n, k, dtype):
@@ -211,12 +218,11 @@ PTX_CASES = [
 @pytest.mark.parametrize("name,dt,out,acc,kw", PTX_CASES, ids=[c[0] for c in PTX_CASES])
 def test_ptx_uses_mma(name, dt, out, acc, kw):
     a, b = _operands(128, 128, 64, dt)
-    compiled = _run_mm(a, b, out, acc, launch=False, **kw)
-    ptx = compiled.asm["ptx"]
+    ptx = _sm90_ptx(_run_mm(a, b, out, acc, launch=False, **kw).ir, kw.get("warps", 4))
     assert "mma.sync.aligned" in ptx
     assert "ldmatrix" in ptx
     if toolchain.ptxas_path():
-        info = toolchain.ptxas_info(ptx, compiled.metadata["arch"])
+        info = toolchain.ptxas_info(ptx, "sm_90")
         if kw.get("bm", 64) == 64:  # default-sized tiles must not spill
             assert info.get("spill_stores", 0) == 0, info
 
@@ -243,9 +249,9 @@ def _pipelined(m, n, k, bm, bn, bk, warps, stages, launch=True):
 
 
 def test_ptx_pipelined():
-    ptx = _pipelined(128, 128, 64, 64, 64, 32, 4, 3, launch=False).asm["ptx"]
+    ptx = _sm90_ptx(_pipelined(128, 128, 64, 64, 64, 32, 4, 3, launch=False).ir, 4, 3)
     assert "cp.async.cg.shared.global" in ptx and "cp.async.wait_group 1" in ptx and "mma.sync" in ptx
-    ptx1 = _pipelined(128, 128, 64, 64, 64, 32, 4, 1, launch=False).asm["ptx"]
+    ptx1 = _sm90_ptx(_pipelined(128, 128, 64, 64, 64, 32, 4, 1, launch=False).ir, 4, 1)
     assert "cp.async" not in ptx1
 
 
@@ -347,6 +353,6 @@ def test_examples_use_tensor_cores(name, monkeypatch):
     mod.main(backend="cuda")
     kernel = mod.matmul_kernel if name == "03_matmul" else mod.attention_forward_kernel
     ptx = [c.asm["ptx"] for c in kernel.cache.values()]
-    assert ptx and all("mma.sync" in p for p in ptx)
+    assert ptx and all("mma.sync" in p or "wgmma.mma_async" in p for p in ptx)
 
 

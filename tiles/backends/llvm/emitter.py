@@ -18,11 +18,12 @@ from ..base import Target
 from ..lowering.emitter import Carried, Emitter
 from .arith import LLVMArithmetic
 from .builder import _INT_TY, LLVMBuilder, Reg
+from .hopper import LLVMHopperOps
 from .target import LLVMTarget
 from .warp import LLVMWarpOps
 
 
-class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, Emitter):
+class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, LLVMHopperOps, Emitter):
     def __init__(self, target: Target, llvm_target: LLVMTarget) -> None:
         LLVMBuilder.__init__(self, target, llvm_target)
 
@@ -45,7 +46,7 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, Emitter):
         lines = [f"; tiles.local_bytes = {local_bytes}", f'target triple = "{t.triple}"',
                  f'target datalayout = "{t.data_layout}"', ""]
         if self.uses_smem:
-            lines.append(f"@tiles_smem = external addrspace({t.shared_addrspace}) global [0 x i8], align 16")
+            lines.append(f"@tiles_smem = external addrspace({t.shared_addrspace}) global [0 x i8], align 1024")
         lines += self.globals
         cc = f"{t.kernel_calling_conv} " if t.kernel_calling_conv else ""
         args = ", ".join(f"{ty} {n}" for ty, n in self.params)

@@ -202,6 +202,42 @@ class Emitter(abc.ABC):
         (a barrier afterwards makes the data visible to the other threads)."""
         raise NotImplementedError
 
+    # ------------------------------------------------------------ warpgroup tensor cores (optional)
+    def wgmma_ok(self) -> bool:
+        """Whether the target has warpgroup MMAs (PTX ``wgmma``, sm_90a) and the calls below."""
+        return False
+
+    def shared_address(self, byte_offset: int) -> Handle:
+        """The 32-bit shared-memory address of local memory at ``byte_offset`` (int32 handle)."""
+        raise NotImplementedError
+
+    def fence_async_shared(self) -> None:
+        """Make this thread's earlier local-memory writes visible to asynchronous readers
+        (``wgmma`` operands); a barrier afterwards covers the other threads' writes."""
+        raise NotImplementedError
+
+    def wgmma(self, n: int, k: int, a: Handle | Sequence[Handle], b_desc: Handle, acc: Sequence[Handle],
+              in_dtype: DType, trans_a: bool, trans_b: bool) -> list[Handle]:
+        """Start D = A @ B + acc on the warpgroup (4 warps), m64 x ``n`` x ``k``: ``a`` is a
+        shared-memory descriptor (uint64) or 4 registers laid out as mma.sync's A fragment for
+        this warp's 16 rows; ``b_desc`` a descriptor; ``acc`` this thread's n/2 accumulator
+        elements (the mma.sync accumulator layout repeated over n/8).  The result may only be
+        read after ``wgmma_wait`` hands it back."""
+        raise NotImplementedError
+
+    def wgmma_fence(self) -> None:
+        """Order earlier register writes of accumulators before the next ``wgmma``."""
+        raise NotImplementedError
+
+    def wgmma_commit(self) -> None:
+        """Close the group of ``wgmma`` started since the last commit."""
+        raise NotImplementedError
+
+    def wgmma_wait(self, pending: int, regs: Sequence[Handle]) -> list[Handle]:
+        """Wait until at most ``pending`` committed groups are in flight; ``regs`` (results of
+        finished ones) come back readable."""
+        raise NotImplementedError
+
     # ------------------------------------------------------------ control flow
     @abc.abstractmethod
     def for_range(self, lb: Handle, ub: Handle, step: Handle, iv_dtype: DType,

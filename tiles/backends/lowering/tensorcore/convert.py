@@ -45,7 +45,7 @@ class Lanes:
         self.warp_n = iop(Op.IDIV, warp, lay.warps_m)
         self.group = iop(Op.IDIV, self.lane, 4)        # row of c0 inside a fragment
         self.quad = iop(Op.MOD, self.lane, 4)          # column pair of c0
-        self.row0 = iop(Op.ADD, iop(Op.MUL, self.warp_m, lay.reps_m * 16), self.group)
+        self.row0 = iop(Op.ADD, iop(Op.MUL, self.warp_m, lay.warp_rows), self.group)
         self.col0 = iop(Op.ADD, iop(Op.MUL, self.warp_n, lay.reps_n * 8), iop(Op.MUL, self.quad, 2))
 
 
@@ -69,7 +69,7 @@ def stage(lw: Lowering, handles: Sequence[Handle], lay: Layout, dtype: DType, by
 
 def _fragment_index(lw: Lowering, lanes: Lanes, lay: MMALayout, b: int, mi: int, ni: int, half: int,
                     ld: int) -> Index:
-    row = lw.iop(Op.ADD, lanes.row0, b * lay.m + mi * 16 + half * 8)
+    row = lw.iop(Op.ADD, lanes.row0, b * lay.m + mi * lay.rep_rows + half * 8)
     return lw.iop(Op.ADD, lw.iop(Op.MUL, row, ld), lw.iop(Op.ADD, lanes.col0, ni * 8))
 
 

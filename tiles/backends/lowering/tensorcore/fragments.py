@@ -31,6 +31,7 @@ class _State:
         self.async_loads: set[Instr] = set()          # LOADs that cp.async feeds (pipeline.py)
         self.async_slot: dict[Instr, Handle] = {}     # DOT -> byte base of its current stage
         self.afrags: dict[Instr, list[list[list[Handle]]]] = {}  # DOT -> hoisted A fragments
+        self.wg_keep: dict[Instr, int] = {}           # DOT -> wgmma groups left in flight
         self.defs = {r: i for i in lw.kernel.walk() for r in i.results}
 
 
@@ -49,10 +50,11 @@ def row_to_blocked(lw: Lowering, handles: list[Handle], lay: RowLayout, dtype: S
     e = lw.e
     lw.reserve_local(lw.local_size(dtype, lay.m))
     lanes = Lanes(lw, lay.mma(8))
+    step = lay.mma(8).rep_rows
     first = e.binary(Op.EQ, lw.idx(lanes.quad), lw.const(0, D.int32), D.int32)
     for mi in range(lay.reps_m):
         for half in (0, 1):
-            row = lw.iop(Op.ADD, lanes.row0, mi * 16 + half * 8)
+            row = lw.iop(Op.ADD, lanes.row0, mi * step + half * 8)
             e.local_store(0, lw.idx(row), handles[2 * mi + half], dtype, first)
     e.barrier()
     dst = lw.layout(shape)
@@ -70,7 +72,8 @@ def row_from_blocked(lw: Lowering, handles: list[Handle], lay: RowLayout, dtype:
     relayout.stage(lw, handles, lw.layout(shape), dtype)
     e.barrier()
     lanes = Lanes(lw, lay.mma(8))
-    out = [e.local_load(0, lw.idx(lw.iop(Op.ADD, lanes.row0, mi * 16 + half * 8)), dtype)
+    step = lay.mma(8).rep_rows
+    out = [e.local_load(0, lw.idx(lw.iop(Op.ADD, lanes.row0, mi * step + half * 8)), dtype)
            for mi in range(lay.reps_m) for half in (0, 1)]
     e.barrier()
     return out

@@ -13,6 +13,7 @@ value) into the buffer iteration i-1 used, and runs the MMAs on its buffer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,8 +22,9 @@ from ....core.dtypes import DType
 from ....core.ir import Block, Instr, Value
 from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from ..emitter import Handle
-from ..lower import RULES, Lowering, rule
+from ..lower import RULES, Index, Lowering, rule
 from ..memory import _groups
+from .wgmma import operands
 
 _SAFE = frozenset({*BINARY_ARITH, *COMPARISON, Op.CONST, Op.ARANGE, Op.ADDPTR, Op.HINT, Op.CAST,
                    Op.WHERE, Op.NOT, Op.NEG})
@@ -121,18 +123,20 @@ def _load(lw: Lowering, instr: Instr) -> list[Any]:
     return _PLAIN_LOAD(lw, instr)
 
 
+Place = Callable[[Index, Index], Index]  # (row, col) of a loaded tile -> byte offset in the stage
+
+
 def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
-          slot_base: Handle, geometry: tuple[int, int, int, int]) -> None:
+          slot_base: Handle, places: tuple[Place, Place]) -> None:
     """Start the copies of the iteration at induction value ``iv`` into the stage at
     ``slot_base`` (bytes); one commit group per call, empty when ``iv`` is past the end."""
     e = lw.e
-    lda, ldb, a_bytes, _ = geometry
     valid = e.binary(Op.LT, iv, ub, iv_dtype)
     lw.env[iv_arg] = [iv]
     for ins in pipe.slice:
         for v, hs in zip(ins.results, RULES[ins.op](lw, ins)):
             lw.env[v] = hs
-    for load, ld, offset, w in zip(pipe.loads, (lda, ldb), (0, a_bytes), pipe.widths):
+    for load, place, w in zip(pipe.loads, places, pipe.widths):
         ptrs = lw.env[load.operands[0]]
         masks = lw.env[load.operands[1]] if load.attrs.masked else None
         lay = lw.layout(load.result)
@@ -140,17 +144,44 @@ def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dt
         s = load.result.type.element.itemsize
         for j in range(0, lay.per_thread, w):
             flat = lw.flat_index(lay, j)
-            at = lw.iop(Op.ADD, lw.iop(Op.MUL, lw.iop(Op.IDIV, flat, cols), ld), lw.iop(Op.MOD, flat, cols))
-            byte = e.binary(Op.ADD, slot_base, lw.idx(lw.iop(Op.MUL, at, s)), D.int32)
+            at = place(lw.iop(Op.IDIV, flat, cols), lw.iop(Op.MOD, flat, cols))
+            byte = e.binary(Op.ADD, slot_base, lw.idx(at), D.int32)
             mask = valid if masks is None else e.binary(Op.AND, valid, masks[j], D.int1)
-            ok = e.cp_async(offset, byte, ptrs[j], w * s, mask)
+            ok = e.cp_async(0, byte, ptrs[j], w * s, mask)
             assert ok
     e.cp_async_commit()
 
 
+def _places(lw: Lowering, pipe: Pipe) -> tuple[int, tuple[Place, Place]]:
+    """Stage size (bytes) and where each loaded tile's elements go in a stage."""
+    from .fragments import state
+    from .rules import geometry
+    plan = state(lw).plan
+    iop = lw.iop
+    if plan.wgmma:
+        ops = operands(plan, pipe.dot)
+        return ops.nbytes, (lambda r, c: ops.a.address(lw, r, c),
+                            lambda r, c: iop(Op.ADD, ops.b_offset, ops.b.address(lw, r, c)))
+    lda, ldb, a_bytes, b_bytes = geometry(pipe.dot)
+    s = pipe.dot.operands[0].type.element.itemsize
+    return a_bytes + b_bytes, (lambda r, c: iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, r, lda), c), s),
+                               lambda r, c: iop(Op.ADD, a_bytes, iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, r, ldb), c), s)))
+
+
+def _keep(lw: Lowering, pipe: Pipe, body: Block) -> int:
+    """wgmma groups that may stay in flight across iterations: one when the product is only
+    fed back as the next iteration's accumulator (and a stage is left to spare)."""
+    from .fragments import state
+    dot = pipe.dot
+    if not state(lw).plan.wgmma or pipe.stages < 3 or _uses(body, dot.result) != 1:
+        return 0
+    pos = [i for i, y in enumerate(body.yields) if y is dot.result]
+    return 1 if pos and body.args[1 + pos[0]] is dot.operands[2] and _uses(body, dot.operands[2]) == 1 else 0
+
+
 def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> list[Any]:
     from .fragments import publish, state
-    from .rules import geometry, lower_carried_body, mma_handles
+    from .rules import lower_carried_body, mma_handles
     st = state(lw)
     plan = st.plan
     e = lw.e
@@ -158,11 +189,14 @@ def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> li
     (body,) = instr.regions
     iv_arg = body.args[0]
     iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]
-    geo = geometry(pipe.dot)
-    stage_bytes = geo[2] + geo[3]
+    stage_bytes, places = _places(lw, pipe)
     S = pipe.stages  # noqa: N806
+    keep = _keep(lw, pipe, body)
+    ahead_by = S - 1 - keep  # stages in flight ahead of the one being read
     lw.reserve_local(S * stage_bytes)
     st.async_loads.update(pipe.loads)
+    if keep:
+        st.wg_keep[pipe.dot] = keep
 
     carried: list[tuple[Handle, Any]] = []
     sizes = []
@@ -178,9 +212,9 @@ def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> li
     def ivc(x: int) -> Handle:
         return lw.const(x, iv_dtype)
 
-    for s in range(S - 1):
+    for s in range(ahead_by):
         iv_s = lb if s == 0 else e.binary(Op.ADD, lb, ivc(s * pipe.step), iv_dtype)
-        issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s * stage_bytes), geo)
+        issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s * stage_bytes), places)
 
     def split(handles: list[Handle]) -> list[list[Handle]]:
         out, at = [], 0
@@ -194,12 +228,15 @@ def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> li
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
         slot = regs[-1]
-        e.cp_async_wait(S - 2)
+        e.cp_async_wait(ahead_by - 1)
+        if plan.wgmma:
+            e.fence_async_shared()
         e.barrier()
-        first = e.binary(Op.EQ, slot, i32(0), D.int32)
-        prev = e.select(first, i32(S - 1), e.binary(Op.SUB, slot, i32(1), D.int32), D.int32)
-        ahead = e.binary(Op.ADD, iv, ivc((S - 1) * pipe.step), iv_dtype)
-        issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, prev, i32(stage_bytes), D.int32), geo)
+        target = e.binary(Op.ADD, slot, i32(ahead_by), D.int32)
+        wrapped = e.binary(Op.GE, target, i32(S), D.int32)
+        target = e.select(wrapped, e.binary(Op.SUB, target, i32(S), D.int32), target, D.int32)
+        ahead = e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
+        issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, target, i32(stage_bytes), D.int32), places)
         st.async_slot[pipe.dot] = e.binary(Op.MUL, slot, i32(stage_bytes), D.int32)
         lw.env[iv_arg] = [iv]
         flat = lower_carried_body(lw, body, inner, pos, plan, split(regs[:-1]))
@@ -208,9 +245,13 @@ def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> li
         return flat
 
     outs = e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
+    parts = split(outs[:-1])
+    if keep:
+        done = iter(e.wgmma_wait(0, [h for i in sorted(pos) for h in parts[i]]))
+        parts = [[next(done) for _ in hs] if i in pos else hs for i, hs in enumerate(parts)]
     e.cp_async_wait(0)
     e.barrier()
     results: list[Any] = []
-    for i, (res, hs) in enumerate(zip(instr.results, split(outs[:-1]))):
+    for i, (res, hs) in enumerate(zip(instr.results, parts)):
         results.append(publish(lw, res, hs) if i in pos else hs)
     return results

@@ -41,10 +41,21 @@ class MMALayout:
     n: int
     warps_m: int
     warps_n: int
+    interleave: bool = False  # wgmma: rep mi of warp w holds rows mi * 16 * warps_m + 16 * w
 
     @property
     def reps_m(self) -> int:
         return self.m // (16 * self.warps_m)
+
+    @property
+    def warp_rows(self) -> int:
+        """Distance between the first rows of consecutive warps along M."""
+        return 16 if self.interleave else 16 * self.reps_m
+
+    @property
+    def rep_rows(self) -> int:
+        """Distance between the first rows of a warp's consecutive fragments along M."""
+        return 16 * self.warps_m if self.interleave else 16
 
     @property
     def reps_n(self) -> int:
@@ -81,10 +92,11 @@ def choose_mma_layout(shape: tuple[int, ...], warps: int) -> MMALayout | None:
 class RowLayout:
     """A row vector, shape ``(m,)`` or ``(m, 1)``, held like the rows of an MMA layout with
     ``warps_m`` warps along M and none along N: slot ``2 * mi + half`` is row
-    ``warp_m * reps_m * 16 + mi * 16 + half * 8 + lane // 4`` (every lane of a quad
-    holds the same rows)."""
+    ``warp_m * warp_rows + mi * rep_rows + half * 8 + lane // 4`` (every lane of a quad
+    holds the same rows; see ``MMALayout``)."""
     m: int
     warps_m: int
+    interleave: bool = False
 
     @property
     def reps_m(self) -> int:
@@ -95,7 +107,7 @@ class RowLayout:
         return self.reps_m * 2
 
     def mma(self, n: int) -> MMALayout:
-        return MMALayout(1, self.m, n, self.warps_m, 1)
+        return MMALayout(1, self.m, n, self.warps_m, 1, self.interleave)
 
 
 Frag = MMALayout | RowLayout
@@ -112,6 +124,23 @@ def rows_layout(shape: tuple[int, ...], warps: int) -> MMALayout | None:
     return MMALayout(1, m, n, wm, 1)
 
 
+def wgmma_layout(shape: tuple[int, ...], warps: int, rows_only: bool = False) -> MMALayout | None:
+    """Warpgroups (4 warps, 64 rows per ``wgmma``) split the tile, along M first; with
+    ``rows_only`` all along M.  Warpgroups beyond what the tile can use compute copies."""
+    *batch, m, n = shape
+    if batch or m % 64 or n % 16 or warps % 4:
+        return None
+    gm = gn = 1
+    while gm * gn < warps // 4:
+        if (m // 64) % (gm * 2) == 0 and (rows_only or m // gm >= n // gn or (n // gn) % 32):
+            gm *= 2
+        elif not rows_only and (n // gn) % 32 == 0:
+            gn *= 2
+        else:
+            break
+    return MMALayout(1, m, n, 4 * gm, gn, interleave=True)
+
+
 @dataclass
 class Plan:
     values: dict[Value, Frag] = field(default_factory=dict)  # held in a fragment layout
@@ -122,6 +151,7 @@ class Plan:
     a_regs: set[Instr] = field(default_factory=set)  # DOTs whose A operand is repacked in registers
     b_rows: dict[Instr, Value] = field(default_factory=dict)  # DOT -> x where B = trans(x): x staged as is
     absorbed: set[Instr] = field(default_factory=set)  # PERMUTEs left to the DOT they feed
+    wgmma: bool = False  # every DOT runs as warpgroup MMAs (wgmma.py) in interleaved layouts
 
 
 def dot_shape(e: Emitter, instr: Instr, threads: int) -> tuple[int, int, int] | None:
@@ -183,7 +213,7 @@ def _infer(instr: Instr, lay: dict[Value, Any], splat: set[Value], dots: dict[In
         ok = (isinstance(lo, MMALayout) and lo.batch == 1 and lo.warps_n == 1 and instr.attrs.axis == 1
               and instr.attrs.kind in _ROW_REDUCE and len(instr.operands) == 1
               and src.type.element in (D.float32, D.int32))
-        return RowLayout(lo.m, lo.warps_m) if ok else None  # type: ignore[union-attr]
+        return RowLayout(lo.m, lo.warps_m, lo.interleave) if ok else None  # type: ignore[union-attr]
     if not isinstance(lo, RowLayout):
         return None
     if op is Op.RESHAPE:
@@ -238,6 +268,13 @@ def _layouts(kernel: Kernel, dots: dict[Instr, MMALayout]) -> dict[Value, Any]:
     return {v: lo for v, lo in final.items() if lo is not WILD}
 
 
+def wgmma_fits(e: Emitter, dot: Instr, warps: int) -> bool:
+    """16-bit operands, K a multiple of 16 and a tile warpgroups can split (64 rows each)."""
+    a = dot.operands[0]
+    return (e.wgmma_ok() and a.type.element.name in ("float16", "bfloat16") and a.type.shape[-1] % 16 == 0
+            and wgmma_layout(dot.result.type.shape, warps) is not None)
+
+
 def build_plan(kernel: Kernel, e: Emitter, threads: int) -> Plan:
     plan = Plan()
     warps = threads // WARP
@@ -249,12 +286,15 @@ def build_plan(kernel: Kernel, e: Emitter, threads: int) -> Plan:
                 plan.dots[instr] = shape
     if not plan.dots:
         return plan
+    plan.wgmma = all(wgmma_fits(e, i, warps) for i in plan.dots)
     lays: dict[Value, Any] = {}
-    rows = {i: rows_layout(i.result.type.shape, warps) for i in plan.dots}
+    rows = {i: wgmma_layout(i.result.type.shape, warps, True) if plan.wgmma
+            else rows_layout(i.result.type.shape, warps) for i in plan.dots}
     if all(lo is not None for lo in rows.values()):
         lays = _layouts(kernel, rows)  # type: ignore[arg-type]
     if not any(isinstance(lo, RowLayout) for lo in lays.values()):
-        dflt = {i: choose_mma_layout(i.result.type.shape, warps) for i in plan.dots}
+        dflt = {i: wgmma_layout(i.result.type.shape, warps) if plan.wgmma
+                else choose_mma_layout(i.result.type.shape, warps) for i in plan.dots}
         lays = _layouts(kernel, dflt)  # type: ignore[arg-type]
     plan.values = lays
     uses: dict[Value, int] = {}
@@ -299,7 +339,8 @@ def _dot_operands(plan: Plan, dot: Instr, defs: dict[Value, Instr], uses: dict[V
         return
     la, lo = plan.values.get(a), plan.values[dot.result]
     if (isinstance(la, MMALayout) and isinstance(lo, MMALayout) and la.batch == lo.batch == 1
-            and la.warps_n == lo.warps_n == 1 and (la.m, la.warps_m) == (lo.m, lo.warps_m)):
+            and la.warps_n == lo.warps_n == 1
+            and (la.m, la.warps_m, la.interleave) == (lo.m, lo.warps_m, lo.interleave)):
         plan.a_regs.add(dot)
     p = defs.get(b)
     if (p is not None and p.op is Op.PERMUTE and tuple(p.attrs.order) == (1, 0) and uses.get(b) == 1

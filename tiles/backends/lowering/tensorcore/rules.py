@@ -26,6 +26,7 @@ from .convert import Lanes, align16, padded, stage
 from .fragments import a_from_regs, frag_handles, publish, state
 from .pipeline import find_pipe, lower_pipelined
 from .plan import Frag, MMALayout
+from .wgmma import wgmma_dot
 
 _SERIAL_DOT = RULES[Op.DOT]
 _PLAIN_FOR = RULES[Op.FOR]
@@ -49,7 +50,15 @@ def _dot(lw: Lowering, instr: Instr) -> list[Any]:
     wide = D.int32 if out_dt.is_int else D.float32
     if out_dt != wide:
         c = [lw.e.cast(h, out_dt, wide) for h in c]
-    d = mma_dot(lw, instr, shape, lay, c)
+    if st.plan.wgmma:
+        afr = st.afrags.get(instr)
+        if afr is None and instr in st.plan.a_regs:
+            la = st.plan.values[a]
+            assert isinstance(la, MMALayout)
+            afr = a_from_regs(lw, frag_handles(lw, a, la), la, a.type.element)  # type: ignore[arg-type]
+        d = wgmma_dot(lw, instr, lay, c, st.plan, afr, st.async_slot.get(instr), st.wg_keep.get(instr, 0))
+    else:
+        d = mma_dot(lw, instr, shape, lay, c)
     if out_dt != wide:
         d = [lw.e.cast(h, wide, out_dt) for h in d]
     return [publish(lw, instr.result, d)]
@@ -73,11 +82,11 @@ def _a_frags(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALa
     quarter, r8 = iop(Op.IDIV, lanes.lane, 8), iop(Op.MOD, lanes.lane, 8)
     lo, hi = iop(Op.MOD, quarter, 2), iop(Op.IDIV, quarter, 2)
     # lane address of A: row (warp rows) + lo*8 + r8, bytes hi*16
-    a_row = iop(Op.ADD, iop(Op.ADD, iop(Op.MUL, lanes.warp_m, lay.reps_m * 16), iop(Op.MUL, lo, 8)), r8)
+    a_row = iop(Op.ADD, iop(Op.ADD, iop(Op.MUL, lanes.warp_m, lay.warp_rows), iop(Op.MUL, lo, 8)), r8)
     a_lane = lw.idx(iop(Op.ADD, iop(Op.MUL, a_row, lda * s), iop(Op.MUL, hi, 16)))
     if slot is not None:
         a_lane = e.binary(Op.ADD, a_lane, slot, D.int32)
-    return [[[e.ldmatrix((bat * m + mi * 16) * lda * s + kk * 32, a_lane, 4, False)
+    return [[[e.ldmatrix((bat * m + mi * lay.rep_rows) * lda * s + kk * 32, a_lane, 4, False)
               for mi in range(lay.reps_m)] for kk in range(k // shape[2])] for bat in range(lay.batch)]
 
 

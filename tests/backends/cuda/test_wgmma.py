@@ -1,0 +1,103 @@
+"""tl.dot as Hopper wgmma: PTX for sm_90a and the numpy simulator everywhere, numerics on an H100/H200."""
+
+import numpy as np
+import pytest
+from test_tensorcore import (
+    _attention,
+    _operands,
+    _pipelined,
+    _rel,
+    _run_mm,
+    needs_gpu,
+    pipelined_kernel,
+)
+
+import tiles.language as tl
+from tiles.backends.base import Options
+from tiles.backends.cuda import nvptx_target, toolchain
+from tiles.backends.llvm.emit import lower_kernel
+
+
+def _ptx(ir, warps, stages, arch="sm_90a"):
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target(arch), Options(warps, stages)), arch)
+
+
+def _pipelined_ir(m, n, k, bm, bn, bk, warps, stages):
+    a, b = _operands(m, n, k, np.float16)
+    args = (a, b, np.zeros((m, n), np.float32), m, n, k, k, n, n)
+    return pipelined_kernel.warmup(*args, backend="cuda", BM=bm, BN=bn, BK=bk, num_warps=warps,
+                                   num_stages=stages).ir
+
+
+@pytest.mark.parametrize("bm,bn,bk,warps,stages", [(128, 128, 64, 4, 4), (128, 256, 64, 8, 3), (64, 64, 32, 4, 2)])
+def test_pipelined_ptx_uses_wgmma(bm, bn, bk, warps, stages):
+    ptx = _ptx(_pipelined_ir(256, 256, 256, bm, bn, bk, warps, stages), warps, stages)
+    assert "wgmma.mma_async.sync.aligned.m64n" in ptx and "mma.sync" not in ptx and "ldmatrix" not in ptx
+    assert "cp.async.cg.shared.global" in ptx and "fence.proxy.async.shared::cta" in ptx
+    # with a spare stage the last group of MMAs stays in flight across iterations
+    assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == (stages >= 3)
+    if toolchain.ptxas_path():
+        assert toolchain.ptxas_info(ptx, "sm_90a").get("spill_stores", 0) == 0
+
+
+def test_sm90_without_a_keeps_mma_sync():
+    ptx = _ptx(_pipelined_ir(256, 256, 256, 128, 128, 64, 4, 3), 4, 3, arch="sm_90")
+    assert "mma.sync" in ptx and "wgmma" not in ptx
+
+
+def test_attention_ptx_uses_wgmma():
+    ir = _attention(64, 64, 4, 128, 256, launch=None).ir
+    ptx = _ptx(ir, 4, 1)
+    assert ptx.count("wgmma.mma_async") == 8 + 4  # S: 128/16 k-steps of n64; O: 64/16 of n128
+    assert "shfl.sync.bfly" in ptx
+    if toolchain.ptxas_path():
+        assert toolchain.ptxas_info(ptx, "sm_90a").get("spill_stores", 0) == 0
+
+
+@pytest.mark.parametrize("m,n,k,bm,bn,bk,warps,stages", [
+    (130, 100, 200, 64, 64, 32, 4, 3), (128, 96, 96, 64, 32, 16, 4, 4), (128, 128, 128, 128, 64, 64, 8, 3)])
+def test_pipelined_simulated(m, n, k, bm, bn, bk, warps, stages):
+    """Swizzled stages, descriptors and in-flight groups on the simulator (which reads wgmma
+    operands when the group completes, so overwriting a stage too early gives wrong sums)."""
+    from sim_emitter import run
+    a, b = _operands(m, n, k, np.float16)
+    c = np.zeros((m, n), np.float32)
+    args = (a, b, c, m, n, k, k, n, n)
+    ir = pipelined_kernel.warmup(*args, backend="cuda", BM=bm, BN=bn, BK=bk, num_warps=warps,
+                                 num_stages=stages).ir
+    run(ir, [x if isinstance(x, np.ndarray) else np.int32(x) for x in args],
+        (-(-m // bm), -(-n // bn)), warps * 32, num_stages=stages)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
+
+
+@pytest.mark.parametrize("bm,bn,warps,d,n", [(64, 64, 4, 64, 128), (128, 32, 8, 32, 128)])
+def test_attention_simulated(bm, bn, warps, d, n):
+    assert _attention(bm, bn, warps, d, n, launch="sim") < 2e-3
+
+
+@needs_gpu
+@pytest.mark.parametrize("m,n,k,bm,bn,bk,warps,stages", [
+    (256, 256, 512, 128, 128, 64, 4, 4), (300, 260, 200, 128, 256, 64, 8, 3), (128, 128, 64, 64, 64, 32, 4, 2),
+    (130, 100, 200, 64, 64, 32, 4, 3), (512, 512, 256, 128, 128, 32, 8, 4)])
+def test_pipelined_gpu(m, n, k, bm, bn, bk, warps, stages):
+    assert _pipelined(m, n, k, bm, bn, bk, warps, stages) < 1e-3
+
+
+@needs_gpu
+@pytest.mark.parametrize("trans_b", [False, True])
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+def test_unpipelined_gpu(dt, trans_b):
+    import ml_dtypes
+    np_dt = np.float16 if dt == "float16" else ml_dtypes.bfloat16
+    a, b = (x.astype(np_dt) for x in _operands(200, 150, 96, np.float32))
+    c = _run_mm(a, b, np.float32, tl.float32, bm=64, bn=64, bk=32, trans_b=trans_b)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
+
+
+@needs_gpu
+@pytest.mark.parametrize("bm,bn,warps,d,n", [(64, 64, 4, 128, 256), (128, 64, 8, 64, 256), (64, 32, 4, 32, 64)])
+def test_attention_gpu(bm, bn, warps, d, n):
+    compiled = _attention(bm, bn, warps, d, n, launch=None)
+    assert "wgmma.mma_async" in compiled.asm["ptx"] or compiled.metadata["arch"] != "sm_90a"
+    assert _attention(bm, bn, warps, d, n) < 2e-3
+

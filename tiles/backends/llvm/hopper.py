@@ -1,0 +1,83 @@
+"""Hopper (sm_90a) warpgroup tensor-core instructions as LLVM inline PTX: ``wgmma``
+with shared-memory descriptors, its fence/commit/wait, and the async-proxy fence."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...core import dtypes as D
+from ...core.dtypes import DType
+from .builder import LLVMBuilder, Reg
+
+_KIND = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "int8": "s8", "uint8": "u8"}
+
+
+class LLVMHopperOps(LLVMBuilder):
+    def wgmma_ok(self) -> bool:
+        return self.t.arch == "sm_90a"
+
+    def shared_address(self, byte_offset: int) -> Reg:
+        p = self._local_ptr(byte_offset, Reg("0", "i32"), D.int8)
+        return self._val("i32", f"ptrtoint {p} to i32")
+
+    def _asm(self, text: str) -> None:
+        self._emit(f'call void asm sideeffect "{text}", "~{{memory}}"()')
+
+    def fence_async_shared(self) -> None:
+        self._asm("fence.proxy.async.shared::cta;")
+
+    def wgmma_fence(self) -> None:
+        self._asm("wgmma.fence.sync.aligned;")
+
+    def wgmma_commit(self) -> None:
+        self._asm("wgmma.commit_group.sync.aligned;")
+
+    def _tied(self, text: str, regs: Sequence[Any], ins: Sequence[tuple[str, Any]]) -> list[Reg]:
+        """Inline asm whose outputs $0..$(n-1) are ``regs`` updated in place; ``ins`` follow."""
+        n = len(regs)
+        ty = regs[0].ty
+        code = "=f" if ty == "float" else "=r"
+        st = "{" + ", ".join([ty] * n) + "}"
+        cons = ",".join([code] * n + [c for c, _ in ins] + [str(i) for i in range(n)] + ["~{memory}"])
+        args = ", ".join([str(v) for _, v in ins] + [str(r) for r in regs])
+        res = self._val(st, f'call {st} asm sideeffect "{text}", "{cons}"({args})')
+        return [self._val(ty, f"extractvalue {res}, {i}") for i in range(n)]
+
+    def wgmma(self, n: int, k: int, a: Any, b_desc: Any, acc: Sequence[Any], in_dtype: DType,
+              trans_a: bool, trans_b: bool) -> list[Reg]:
+        kind = _KIND[in_dtype.name]
+        out = "s32" if in_dtype.is_int else "f32"
+        regs = list(acc)
+        d = "{" + ", ".join(f"${i}" for i in range(len(regs))) + "}"
+        at = len(regs)
+        ins: list[tuple[str, Any]] = []
+        if isinstance(a, (list, tuple)):
+            a_text = "{" + ", ".join(f"${at + i}" for i in range(len(a))) + "}"
+            ins += [("r", r) for r in a]
+        else:
+            a_text = f"${at}"
+            ins.append(("l", a))
+        b_at = at + len(ins)
+        ins += [("l", b_desc), ("r", Reg("1", "i32"))]
+        tail = "p"
+        if kind in ("f16", "bf16"):
+            tail += ", 1, 1" + ("" if isinstance(a, (list, tuple)) else f", {int(trans_a)}") + f", {int(trans_b)}"
+        elif kind == "tf32":
+            tail += ", 1, 1"
+        text = (f"{{ .reg .pred p; setp.ne.b32 p, ${b_at + 1}, 0; "
+                f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{out}.{kind}.{kind} {d}, {a_text}, ${b_at}, {tail}; }}")
+        return self._tied(text, regs, ins)
+
+    def wgmma_wait(self, pending: int, regs: Sequence[Any]) -> list[Any]:
+        text = f"wgmma.wait_group.sync.aligned {pending};"
+        if not regs:
+            self._asm(text)
+            return []
+        out: list[Any] = []
+        for ty in ("float", "i32"):  # one asm per register type, both after the wait
+            group = [r for r in regs if r.ty == ty]
+            if group:
+                out_group = iter(self._tied(text, group, []))
+                out = [next(out_group) if r.ty == ty else o for r, o in zip(regs, out or list(regs))]
+        return out

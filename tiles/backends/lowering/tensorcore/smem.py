@@ -1,0 +1,94 @@
+"""Swizzled local-memory tiles that ``wgmma`` reads through matrix descriptors.
+
+A ``Swizzled`` tile holds ``rows x cols`` elements: the columns are cut into blocks of
+``width`` bytes (128, 64 or 32); block ``j`` stores all rows, row ``r`` at byte
+``r * width`` of the block, so rows are whole swizzle atoms.  Inside every 1024-byte
+aligned region the 16-byte chunk bits of an address are XORed with the row bits above
+them (PTX's 128/64/32-byte swizzle modes), so the eight rows an access phase touches
+land in different banks.  The tile's base must be 1024-byte aligned.
+
+Descriptor fields (PTX ISA, "matrix descriptor"): start address >> 4 in bits 0-13,
+leading-dimension byte offset >> 4 in 16-29, stride-dimension byte offset >> 4 in
+32-45, swizzle mode in 62-63 (1: 128 B, 2: 64 B, 3: 32 B).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ....core import dtypes as D  # noqa: N812
+from ....core.dtypes import DType
+from ....core.ops import Op
+from ..emitter import Handle
+from ..layout import Layout
+from ..lower import Index, Lowering
+
+_MODE = {128: 1, 64: 2, 32: 3}
+
+
+def swizzle_width(nbytes: int) -> int | None:
+    """The widest swizzle mode whose rows divide a row of ``nbytes``."""
+    return next((w for w in (128, 64, 32) if nbytes % w == 0), None)
+
+
+def align1k(n: int) -> int:
+    return -(-n // 1024) * 1024
+
+
+@dataclass(frozen=True)
+class Swizzled:
+    rows: int
+    cols: int
+    itemsize: int
+    width: int
+
+    @property
+    def nbytes(self) -> int:
+        return align1k(self.rows * self.cols * self.itemsize)
+
+    @property
+    def block_bytes(self) -> int:
+        """Bytes between consecutive column blocks."""
+        return self.rows * self.width
+
+    def logical(self, row: int, col: int) -> int:
+        """Unswizzled byte offset of element (row, col) (a descriptor's start address)."""
+        b = col * self.itemsize
+        return (b // self.width) * self.block_bytes + row * self.width + b % self.width
+
+    def address(self, lw: Lowering, row: Index, col: Index) -> Index:
+        """Byte offset where element (row, col) is stored (swizzled)."""
+        iop = lw.iop
+        b = iop(Op.MUL, col, self.itemsize)
+        x = iop(Op.ADD, iop(Op.ADD, iop(Op.MUL, iop(Op.IDIV, b, self.width), self.block_bytes),
+                                iop(Op.MUL, row, self.width)), iop(Op.MOD, b, self.width))
+        bits = iop(Op.MUL, iop(Op.MOD, iop(Op.IDIV, x, 128), self.width // 16), 16)
+        if isinstance(x, int) and isinstance(bits, int):
+            return x ^ bits
+        return lw.e.binary(Op.XOR, lw.idx(x), lw.idx(bits), D.int32)
+
+    def store(self, lw: Lowering, handles: Sequence[Handle], lay: Layout, dtype: DType, base: int) -> None:
+        """Owners write a blocked ``rows x cols`` tile into this swizzled tile at ``base``."""
+        cols = lay.shape[-1]
+        piece = max(1, min(lay.vec, 16 // self.itemsize))
+        for j in range(0, lay.per_thread, piece):
+            flat = lw.flat_index(lay, j)
+            at = self.address(lw, lw.iop(Op.IDIV, flat, cols), lw.iop(Op.MOD, flat, cols))
+            idx = lw.iop(Op.IDIV, at, self.itemsize)
+            lw.e.local_store_vector(base, lw.idx(idx), handles[j:j + piece], dtype, lw.owner(lay, j))
+
+    def fields(self) -> int:
+        """Constant descriptor bits: column blocks ``block_bytes`` apart (the leading offset,
+        read for transposed operands), groups of 8 rows ``8 * width`` apart, the swizzle."""
+        return ((self.block_bytes >> 4) & 0x3FFF) << 16 | ((8 * self.width) >> 4) << 32 | _MODE[self.width] << 62
+
+
+def descriptor(lw: Lowering, smem_base: Handle, byte_offset: int, fields: int) -> Handle:
+    """A uint64 descriptor for the tile at local byte ``byte_offset`` with constant ``fields``."""
+    e = lw.e
+    addr = e.binary(Op.ADD, smem_base, lw.const(byte_offset, D.int32), D.int32)
+    start = e.binary(Op.AND, e.binary(Op.SHR, addr, lw.const(4, D.int32), D.int32),
+                     lw.const(0x3FFF, D.int32), D.int32)
+    wide = e.cast(start, D.int32, D.uint64)
+    return e.binary(Op.OR, wide, lw.const(fields, D.uint64), D.uint64)

@@ -1,0 +1,123 @@
+"""``tl.dot`` as Hopper warpgroup MMAs (``wgmma``), operands read from swizzled local memory.
+
+Every warpgroup (4 warps) owns 64-row blocks of the output in the interleaved MMA layout
+(``plan.wgmma_layout``): fragment rep ``mi`` of warp ``w`` holds rows
+``mi * 16 * warps_m + 16 * w``, which is where ``wgmma.m64nNk16`` puts warp ``w``'s rows
+of the block starting at ``mi * 16 * warps_m + 64 * (w // 4)``.  A is stored M x K
+(K-major), B either K x N (N-major, read transposed) or, when the DOT absorbed
+``trans(x)``, as x's N x K rows (K-major); see ``smem.py``.  A operand already in
+registers (hoisted or repacked from a previous product) is passed as registers.
+
+Outside pipelined loops the DOT stages its operands, fences them for the async proxy,
+synchronizes, issues all MMAs as one group and waits for it; inside a pipelined loop
+(``pipeline.py``) the operands are already in the stage buffer and the last group may
+stay in flight (``keep``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ....core import dtypes as D  # noqa: N812
+from ....core.dtypes import DType
+from ....core.ir import Instr
+from ....core.ops import Op
+from ..emitter import Handle
+from ..lower import Lowering
+from .convert import Lanes
+from .plan import MMALayout, Plan
+from .smem import Swizzled, descriptor, swizzle_width
+
+MAX_N = 256  # widest wgmma
+
+
+@dataclass(frozen=True)
+class Operands:
+    a: Swizzled
+    b: Swizzled
+    b_k_major: bool  # B stored as N x K rows
+
+    @property
+    def b_offset(self) -> int:
+        return self.a.nbytes
+
+    @property
+    def nbytes(self) -> int:
+        return self.a.nbytes + self.b.nbytes
+
+
+def operands(plan: Plan, dot: Instr) -> Operands:
+    a, b, _ = dot.operands
+    s = a.type.element.itemsize
+    m, k = a.type.shape
+    n = b.type.shape[-1]
+    lay = plan.values[dot.result]
+    assert isinstance(lay, MMALayout)
+    wa = swizzle_width(k * s)
+    assert wa is not None
+    sa = Swizzled(m, k, s, wa)
+    if dot in plan.b_rows:
+        return Operands(sa, Swizzled(n, k, s, wa), True)
+    wb = swizzle_width(lay.reps_n * 8 * s)
+    assert wb is not None
+    return Operands(sa, Swizzled(k, n, s, wb), False)
+
+
+def _smem_base(lw: Lowering) -> Handle:
+    return lw.cached(("wgmma-smem-base",), lambda: lw.e.shared_address(0))
+
+
+def wgmma_dot(lw: Lowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: Plan,
+              afr: list[list[list[Handle]]] | None, slot: Handle | None, keep: int) -> list[Handle]:
+    """d = a @ b + c; ``slot``: byte base of the pipelined stage holding both operands
+    (None: stage them here); ``afr``: A fragments in registers [batch][k step][mi]."""
+    e, iop = lw.e, lw.iop
+    a, b, _ = dot.operands
+    adt: DType = a.type.element  # type: ignore[assignment]
+    k = a.type.shape[-1]
+    ops = operands(plan, dot)
+    if slot is None:
+        lw.reserve_local(ops.nbytes)
+        if afr is None:
+            ops.a.store(lw, lw.env[a], lw.layout(a), adt, 0)
+        b_src = plan.b_rows.get(dot, b)
+        ops.b.store(lw, lw.env[b_src], lw.layout(b_src), adt, ops.b_offset)
+        e.fence_async_shared()
+        e.barrier()
+    base = _smem_base(lw)
+    if slot is not None:
+        base = e.binary(Op.ADD, base, slot, D.int32)
+    lanes = Lanes(lw, lay)
+    n_warp = lay.reps_n * 8
+    wg_rows = iop(Op.MUL, iop(Op.IDIV, lanes.warp_m, 4), 64 * ops.a.width)
+    if ops.b_k_major:
+        wg_cols = iop(Op.MUL, lanes.warp_n, n_warp * ops.b.width)
+    else:
+        wg_cols = iop(Op.MUL, lanes.warp_n, n_warp * adt.itemsize // ops.b.width * ops.b.block_bytes)
+    a_desc = None if afr is not None else descriptor(lw, e.binary(Op.ADD, base, lw.idx(wg_rows), D.int32), 0,
+                                                     ops.a.fields())
+    b_desc = descriptor(lw, e.binary(Op.ADD, base, lw.idx(wg_cols), D.int32), ops.b_offset, ops.b.fields())
+
+    def shifted(desc: Handle, offset: int) -> Handle:
+        return desc if offset == 0 else e.binary(Op.ADD, desc, lw.const(offset >> 4, D.uint64), D.uint64)
+
+    d = list(c)
+    e.wgmma_fence()
+    for kk in range(k // 16):
+        for mi in range(lay.reps_m):
+            a_in = afr[0][kk][mi] if afr is not None else shifted(a_desc, ops.a.logical(mi * lay.rep_rows, kk * 16))
+            for n0 in range(0, n_warp, MAX_N):
+                width = min(MAX_N, n_warp - n0)
+                if ops.b_k_major:
+                    b_in = shifted(b_desc, ops.b.logical(n0, kk * 16))
+                else:
+                    b_in = shifted(b_desc, ops.b.logical(kk * 16, n0))
+                slots = [lay.slot(0, mi, ni, cc) for ni in range(n0 // 8, (n0 + width) // 8) for cc in range(4)]
+                out = e.wgmma(width, 16, a_in, b_in, [d[i] for i in slots], adt, False, not ops.b_k_major)
+                for i, h in zip(slots, out):
+                    d[i] = h
+    e.wgmma_commit()
+    d = e.wgmma_wait(keep, d)
+    if slot is None:
+        e.barrier()
+    return d
