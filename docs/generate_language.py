@@ -85,7 +85,10 @@ NOTES = {
     "device_assert": "fail the launch where `cond` is false (only with `debug=True`)",
     "device_print": "print `prefix` and the values, per program",
     "div_rn": "float division rounded to nearest",
-    "dot": "matrix product of 2-D (or batched 3-D) tiles, plus `acc`; fp16/bf16 inputs accumulate in fp32",
+    "dot": "matrix product of 2-D (or batched 3-D) tiles, plus `acc`; the result (and accumulation) dtype is "
+           "Triton's: int32 for int8, float32 for float32 and bfloat16, float64 for float64 (`out_dtype` "
+           "ignored), `out_dtype` (float32 or float16) for float16 and fp8; `acc` must have it "
+           "(float16/fp8: `acc`'s float32 or float16 wins)",
     "expand_dims": "insert a dimension of size 1 at `axis`",
     "fdiv": "float division",
     "fma": "`x * y + z` rounded once",

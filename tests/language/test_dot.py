@@ -102,3 +102,44 @@ def test_dot_shape_errors():
     a = np.ones((16, 16), np.float32)
     with pytest.raises(tiles.CompilationError, match="at least 16"):
         dot_kernel[(1,)](a, a, a, M=8, N=16, K=16, PRECISION="ieee", OUT=tl.float32)
+
+
+@tiles.jit
+def dot_acc_kernel(a_ptr, b_ptr, c_ptr, N: tl.constexpr, OUT: tl.constexpr, WITH_ACC: tl.constexpr):
+    r = tl.arange(0, N)
+    offs = r[:, None] * N + r[None, :]
+    a, b = tl.load(a_ptr + offs), tl.load(b_ptr + offs)
+    if WITH_ACC:
+        c = tl.dot(a, b, tl.load(c_ptr + offs), out_dtype=OUT)
+    else:
+        c = tl.dot(a, b, out_dtype=OUT)
+    tl.store(c_ptr + offs, c)
+
+
+def test_result_dtype_follows_the_operands_like_triton():
+    """float64 operands give float64 (not out_dtype's float32); float32 and bfloat16 give float32
+    whatever out_dtype says; float16 gives out_dtype."""
+    tiny = 2.0 ** -40                                # lost in float32: 1 + tiny == 1
+    a = np.full((16, 16), 1 + tiny)
+    c = np.zeros((16, 16))
+    dot_acc_kernel[(1,)](a, np.eye(16), c, N=16, OUT=tl.float32, WITH_ACC=False)
+    np.testing.assert_array_equal(c, 1 + tiny)
+    a32 = np.zeros((16, 16), np.float32)
+    a32[:, 0], a32[:, 1] = 1, 2.0 ** -11                # tf32-exact; 1 + 2^-11 rounds to 1 in float16
+    c32 = np.zeros((16, 16), np.float32)
+    dot_acc_kernel[(1,)](a32, np.ones((16, 16), np.float32), c32, N=16, OUT=tl.float16, WITH_ACC=False)
+    np.testing.assert_array_equal(c32, np.float32(1 + 2.0 ** -11))
+    a16 = np.full((16, 16), 1 + 2.0 ** -10, np.float16)
+    c16 = np.zeros((16, 16), np.float32)
+    dot_acc_kernel[(1,)](a16, a16, c16, N=16, OUT=tl.float16, WITH_ACC=False)  # 16.03 -> float16
+    np.testing.assert_array_equal(c16, np.float32(np.float16(16 * (1 + 2.0 ** -10) ** 2)))
+
+
+def test_accumulator_and_out_dtype_errors():
+    a = np.ones((16, 16))
+    with pytest.raises(tiles.CompilationError, match="float64 operands accumulates in float64"):
+        dot_acc_kernel[(1,)](a, a, np.zeros((16, 16), np.float32), N=16, OUT=tl.float32, WITH_ACC=True)
+    a16 = np.ones((16, 16), np.float16)
+    with pytest.raises(tiles.CompilationError, match="out_dtype=bfloat16 is unsupported"):
+        dot_acc_kernel[(1,)](a16, a16, np.zeros((16, 16), np.float32), N=16, OUT=tl.bfloat16,
+                             WITH_ACC=False)

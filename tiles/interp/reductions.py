@@ -8,9 +8,9 @@ HISTOGRAM, GATHER and DOT.
   tree that keeps operand order (combine(x[2i], x[2i+1]), ...), a scan is
   Hillis-Steele (x[i] = combine(x[i-d], x[i])); a reverse scan is flip, scan, flip.
 * DOT computes in float64 (exact products, one rounding of the float64 sum to the
-  accumulator type); tf32 first rounds fp32 inputs to 10 mantissa bits (nearest
-  even); tf32x3 and ieee use the fp32 inputs as they are; int8 sums exactly and
-  wraps to the int32 accumulator.
+  accumulator type; float64 operands: numpy's float64 matmul); tf32 first rounds
+  fp32 inputs to 10 mantissa bits (nearest even); tf32x3 and ieee use the fp32
+  inputs as they are; int8 sums exactly and wraps to the int32 accumulator.
 * SORT is stable (equal keys, i.e. -0.0 and +0.0 or NaNs, keep their order, in
   either direction) with NaN greater than every number; elements keep their bits.
 """

@@ -215,6 +215,21 @@ def softmax(x: Any, dim: Any = None, keep_dims: Any = False, ieee_rounding: Any 
     return S.truediv(num, den)
 
 
+def _dot_result_dtype(operand: D.DType, out_dtype: D.DType) -> D.DType:
+    """Triton's rule: int8 -> int32, float32 and bfloat16 -> float32, float64 -> float64
+    (``out_dtype`` ignored); float16 and fp8 -> ``out_dtype``; never bfloat16."""
+    if operand.is_int:
+        return D.int32
+    if out_dtype == D.bfloat16:
+        raise S.error("tl.dot: out_dtype=bfloat16 is unsupported; use float32 or float16 and cast "
+                      "with .to(tl.bfloat16)")
+    if operand in (D.float32, D.bfloat16):
+        return D.float32
+    if operand == D.float64:
+        return D.float64
+    return out_dtype
+
+
 def dot(a: tensor, b: tensor, acc: tensor | None, input_precision: Any, allow_tf32: Any,
         max_num_imprecise_acc: Any, out_dtype: Any) -> tensor:
     a, b = S.to_tensor(a), S.to_tensor(b)
@@ -238,10 +253,7 @@ def dot(a: tensor, b: tensor, acc: tensor | None, input_precision: Any, allow_tf
         raise S.error(f"input_precision must be 'tf32', 'tf32x3' or 'ieee', got {prec!r}")
     if a.dtype != D.float32:
         prec = "ieee"
-    if a.dtype.is_int:
-        out = D.int32
-    else:
-        out = S.as_dtype(out_dtype)  # type: ignore[union-attr,arg-type,assignment]
+    out = _dot_result_dtype(a.dtype, S.as_dtype(out_dtype))  # type: ignore[arg-type]
     shape = (*a.shape[:-1], n)
     if acc is None:
         acc_t = S.const(0, out, shape)
@@ -250,6 +262,9 @@ def dot(a: tensor, b: tensor, acc: tensor | None, input_precision: Any, allow_tf
         if acc_t.shape != shape:
             raise S.error(f"tl.dot accumulator has shape {list(acc_t.shape)}, expected {list(shape)}")
         if acc_t.dtype != out and not a.dtype.is_int:
+            if a.dtype in (D.float32, D.bfloat16, D.float64):
+                raise S.error(f"tl.dot of {a.dtype} operands accumulates in {out}; the accumulator "
+                              f"is {acc_t.dtype}")
             out = acc_t.dtype  # type: ignore[union-attr,arg-type,assignment]
     imprecise = S.unwrap(max_num_imprecise_acc)
     return S.wrap(current().emit1(Op.DOT, [a.handle, b.handle, acc_t.handle],
