@@ -76,9 +76,10 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, H, N_CTX, stride_z, s
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
 CONFIGS = [(128, 128, 32, 4, 3), (128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (64, 128, 32, 4, 4),
-           (128, 128, 32, 8, 4)]
+           (128, 128, 32, 8, 4), (128, 128, 64, 4, 4), (128, 256, 64, 8, 4)]
 # attention: (BLOCK_M, BLOCK_N, num_warps, num_stages)
-ATTN_CONFIGS = [(64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (128, 32, 8, 3), (64, 32, 4, 3)]
+ATTN_CONFIGS = [(64, 64, 4, 3), (128, 64, 8, 3), (128, 32, 4, 3), (128, 32, 8, 3), (64, 32, 4, 3),
+                (128, 128, 8, 2), (64, 128, 4, 2), (128, 64, 8, 2)]
 
 
 def load_kernels(flavour: str, tmpdir: Path):

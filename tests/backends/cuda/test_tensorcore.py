@@ -117,18 +117,18 @@ def attn_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, H, N_CTX, stride_z, stride
     tl.store(o_ptr + base + rows[:, None] * stride_n + dims[None, :], out.to(tl.float16))
 
 
-def _attention(bm, bn, warps, d, n, heads=2, launch="gpu"):
+def _attention(bm, bn, warps, d, n, heads=2, launch="gpu", stages=1):
     q, k, v = (rng.standard_normal((1, heads, n, d)).astype(np.float16) for _ in range(3))
     o = np.zeros_like(q)
     args = (q, k, v, o, 0.3, heads, n, heads * n * d, n * d, d)
-    meta = dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=1)
+    meta = dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages)
     if launch is None:
         return attn_kernel.warmup(*args, backend="cuda", **meta)
     if launch == "sim":  # the lowering run on the numpy SIMT simulator
         from sim_emitter import run
         ir = attn_kernel.warmup(*args, backend="cuda", **meta).ir
         run(ir, [x if isinstance(x, np.ndarray) else np.float32(x) if isinstance(x, float) else np.int32(x)
-                 for x in args], (n // bm, heads), warps * 32)
+                 for x in args], (n // bm, heads), warps * 32, num_stages=stages)
     else:
         attn_kernel[(n // bm, heads)](*args, backend="cuda", **meta)
     s = (q.astype(np.float32) @ np.swapaxes(k.astype(np.float32), -1, -2)) * 0.3

@@ -70,9 +70,19 @@ def test_pipelined_simulated(m, n, k, bm, bn, bk, warps, stages):
     assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
 
 
-@pytest.mark.parametrize("bm,bn,warps,d,n", [(64, 64, 4, 64, 128), (128, 32, 8, 32, 128)])
-def test_attention_simulated(bm, bn, warps, d, n):
-    assert _attention(bm, bn, warps, d, n, launch="sim") < 2e-3
+@pytest.mark.parametrize("bm,bn,warps,d,n,stages", [(64, 64, 4, 64, 128, 1), (128, 32, 8, 32, 128, 1),
+                                                    (64, 64, 4, 64, 256, 3), (128, 32, 8, 32, 128, 2)])
+def test_attention_simulated(bm, bn, warps, d, n, stages):
+    """S = q @ trans(k) with q hoisted into registers, P repacked as A; with stages, K and V
+    come through cp.async stages."""
+    assert _attention(bm, bn, warps, d, n, launch="sim", stages=stages) < 2e-3
+
+
+def test_attention_ptx_pipelined():
+    ir = _attention(64, 64, 4, 128, 256, launch=None, stages=3).ir
+    ptx = _ptx(ir, 4, 3)
+    assert "cp.async.cg.shared.global" in ptx and ptx.count("wgmma.mma_async") == 12
+    assert "ld.global" not in ptx.split("wgmma.fence")[1]  # K and V never pass through registers
 
 
 @needs_gpu
@@ -95,9 +105,11 @@ def test_unpipelined_gpu(dt, trans_b):
 
 
 @needs_gpu
-@pytest.mark.parametrize("bm,bn,warps,d,n", [(64, 64, 4, 128, 256), (128, 64, 8, 64, 256), (64, 32, 4, 32, 64)])
-def test_attention_gpu(bm, bn, warps, d, n):
-    compiled = _attention(bm, bn, warps, d, n, launch=None)
+@pytest.mark.parametrize("bm,bn,warps,d,n,stages", [(64, 64, 4, 128, 256, 1), (128, 64, 8, 64, 256, 1),
+                                                    (64, 32, 4, 32, 64, 1), (64, 64, 4, 128, 512, 3),
+                                                    (128, 64, 8, 64, 256, 2), (128, 128, 8, 128, 512, 2)])
+def test_attention_gpu(bm, bn, warps, d, n, stages):
+    compiled = _attention(bm, bn, warps, d, n, launch=None, stages=stages)
     assert "wgmma.mma_async" in compiled.asm["ptx"] or compiled.metadata["arch"] != "sm_90a"
-    assert _attention(bm, bn, warps, d, n) < 2e-3
+    assert _attention(bm, bn, warps, d, n, stages=stages) < 2e-3
 

@@ -32,6 +32,7 @@ class _State:
         self.async_slot: dict[Instr, Handle] = {}     # DOT -> byte base of its current stage
         self.afrags: dict[Instr, list[list[list[Handle]]]] = {}  # DOT -> hoisted A fragments
         self.wg_keep: dict[Instr, int] = {}           # DOT -> wgmma groups left in flight
+        self.wg_staged: dict[Instr, dict[int, Handle]] = {}  # DOT -> operand -> byte base in its stage
         self.defs = {r: i for i in lw.kernel.walk() for r in i.results}
 
 

@@ -1,14 +1,20 @@
-"""Software pipelining of K loops that feed ``tl.dot`` straight from global memory.
+"""Software pipelining of loops that feed ``tl.dot`` straight from global memory.
 
-A ``FOR`` qualifies when its body holds one tensor-core DOT of 16-bit operands,
-both operands are ``LOAD``s used only by that DOT (masked-off elements read as 0),
-and the loads' pointers and masks are computed in the body from the induction
-variable and loop-invariant values with ops that move no data between threads.
+A ``FOR`` qualifies when its body's tensor-core DOTs read 16-bit operands that are
+``LOAD``s used only by that DOT (masked-off elements read as 0; B may be ``trans`` of
+a load when the DOT absorbed it), and the loads' pointers and masks are computed in
+the body from the induction variable and loop-invariant values with ops that move no
+data between threads.  With ``mma.sync`` that is one DOT fed by two loads; with
+``wgmma`` any number of DOTs whose A is a load or already in registers (repacked from
+a previous product, or loop-invariant and hoisted), as long as nothing else in the
+body needs local memory (row reductions and elementwise ops on fragments don't).
 Then the loads never reach registers: each thread copies its 16-byte chunks with
 ``cp.async`` into one of ``num_stages`` rotating local-memory buffers.  Before the
 loop, stages 0..S-2 are started; iteration i waits for its own group, synchronizes
 once, starts the copies of iteration i+S-1 (pointers re-lowered at that induction
-value) into the buffer iteration i-1 used, and runs the MMAs on its buffer.
+value) into the buffer iteration i-1 used, and runs the MMAs on its buffer.  When a
+wgmma product only feeds the next iteration's accumulator, its group stays in flight
+one iteration longer and the copies run one stage less ahead.
 """
 
 from __future__ import annotations
@@ -19,33 +25,53 @@ from typing import Any
 
 from ....core import dtypes as D  # noqa: N812
 from ....core.dtypes import DType
-from ....core.ir import Block, Instr, Value
+from ....core.ir import Block, Instr, Value, walk_block
 from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from ..emitter import Handle
 from ..lower import RULES, Index, Lowering, rule
 from ..memory import _groups
+from ..relayout import same_layout
+from .remat import can_remat
 from .wgmma import operands
 
 _SAFE = frozenset({*BINARY_ARITH, *COMPARISON, Op.CONST, Op.ARANGE, Op.ADDPTR, Op.HINT, Op.CAST,
                    Op.WHERE, Op.NOT, Op.NEG})
 _PLAIN_LOAD = RULES[Op.LOAD]
+HOIST_LIMIT = 16  # A fragments (per thread, 4 registers each) a hoisted operand may take
+
+
+@dataclass(frozen=True)
+class Feed:
+    load: Instr
+    dot: Instr
+    operand: int  # 0: A, 1: B
+    width: int    # elements per cp.async
 
 
 @dataclass
 class Pipe:
-    dot: Instr
-    loads: tuple[Instr, Instr]
+    dots: list[Instr]
+    feeds: list[Feed]
+    hoisted: list[Instr]  # DOTs whose loop-invariant A is loaded into registers first
     slice: list[Instr]
     step: int
     stages: int
-    widths: tuple[int, int]
+
+    @property
+    def loads(self) -> list[Instr]:
+        return [f.load for f in self.feeds]
 
 
-def _moves_nothing(instr: Instr) -> bool:
+def _moves_nothing(lw: Lowering, instr: Instr, defs: dict[Value, Instr]) -> bool:
+    """The op's lowering uses no local memory (a broadcast of an index expression is
+    recomputed in place, see ``remat.py``)."""
     if instr.regions:
         return False
     if instr.op is Op.BROADCAST:
-        return instr.operands[0].type.numel == 1
+        src = instr.operands[0]
+        return src.type.numel == 1 or can_remat(src, defs, [24])
+    if instr.op is Op.RESHAPE:
+        return same_layout(lw.layout(instr.operands[0]), lw.layout(instr.result))
     return instr.op in _SAFE
 
 
@@ -58,7 +84,26 @@ def _uses(block: Block, v: Value) -> int:
     return n
 
 
+def _feed(lw: Lowering, v: Value, producers: dict[Value, Instr], defs: dict[Value, Instr]) -> Instr | None:
+    """The LOAD that produces ``v`` if cp.async can copy it into a stage, else None."""
+    load = producers.get(v)
+    if load is None or load.op is not Op.LOAD or v.type.element.itemsize != 2:
+        return None
+    if _uses(lw.kernel.body, v) != 1:
+        return None
+    if load.attrs.has_other:
+        other = defs.get(load.operands[2])
+        if other is None or other.op is not Op.CONST or other.attrs.value != 0:
+            return None
+    lay = lw.layout(v)
+    if not all(lay.round_is_full(r) for r in range(lay.rounds)):
+        return None
+    return load
+
+
 def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Value, Instr]) -> Pipe | None:
+    from .fragments import state
+    plan = state(lw).plan
     stages = getattr(lw.e, "num_stages", 1)
     step_def = defs.get(instr.operands[2])
     if stages < 2 or step_def is None or step_def.op is not Op.CONST:
@@ -68,27 +113,30 @@ def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Val
         return None
     body = instr.regions[0]
     mine = [i for i in body.instrs if i.op is Op.DOT and i in dots]
-    if len(mine) != 1:
+    if not mine or len(mine) > 1 and not plan.wgmma:
         return None
-    dot = mine[0]
     producers = {r: i for i in body.instrs for r in i.results}
-    loads = []
-    for v in dot.operands[:2]:
-        load = producers.get(v)
-        if load is None or load.op is not Op.LOAD or v.type.element.itemsize != 2:
-            return None
-        if _uses(lw.kernel.body, v) != 1:
-            return None
-        if load.attrs.has_other:
-            other = defs.get(load.operands[2])
-            if other is None or other.op is not Op.CONST or other.attrs.value != 0:
+    inside = {r for i in walk_block(body) for r in i.results} | set(body.args)
+    feeds: list[Feed] = []
+    hoisted: list[Instr] = []
+    for dot in mine:
+        for idx in (0, 1):
+            v = plan.b_rows.get(dot, dot.operands[1]) if idx == 1 else dot.operands[0]
+            load = _feed(lw, v, producers, defs)
+            if load is not None:
+                groups = _groups(lw, load, 1 if load.attrs.masked else None, 2 if load.attrs.has_other else None)
+                w = groups[0][1]
+                if w * 2 not in (4, 8, 16):
+                    return None
+                feeds.append(Feed(load, dot, idx, w))
+            elif idx == 0 and plan.wgmma and dot in plan.a_regs:
+                continue
+            elif idx == 0 and plan.wgmma and v not in inside and _hoistable(plan, dot):
+                hoisted.append(dot)
+            else:
                 return None
-        lay = lw.layout(v)
-        if not all(lay.round_is_full(r) for r in range(lay.rounds)):
-            return None
-        loads.append(load)
     needed: set[Instr] = set()
-    todo = [o for load in loads for o in load.operands[:2 if load.attrs.masked else 1]]
+    todo = [o for f in feeds for o in f.load.operands[:2 if f.load.attrs.masked else 1]]
     carried = set(body.args[1:])
     while todo:
         v = todo.pop()
@@ -97,22 +145,26 @@ def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Val
         p = producers.get(v)
         if p is None or p in needed:
             continue
-        if not _moves_nothing(p):
+        if not _moves_nothing(lw, p, defs):
             return None
         needed.add(p)
         todo.extend(p.operands)
+    loads = {f.load for f in feeds}
     for i in body.instrs:  # nothing else in the body may use local memory (it holds the stages)
-        if i is not dot and i not in loads and i not in needed and not _moves_nothing(i):
+        if i in mine or i in loads or i in needed or _moves_nothing(lw, i, defs):
+            continue
+        if not plan.wgmma or i not in plan.frag and i not in plan.absorbed:
             return None
-    widths = []
-    for load in loads:
-        groups = _groups(lw, load, 1 if load.attrs.masked else None, 2 if load.attrs.has_other else None)
-        w = groups[0][1]
-        if w * 2 not in (4, 8, 16):
-            return None
-        widths.append(w)
-    return Pipe(dot, (loads[0], loads[1]), [i for i in body.instrs if i in needed], step, stages,
-                (widths[0], widths[1]))
+    if any(v in plan.blocked for v in inside):
+        return None
+    return Pipe(mine, feeds, hoisted, [i for i in body.instrs if i in needed], step, stages)
+
+
+def _hoistable(plan: Any, dot: Instr) -> bool:
+    from .plan import MMALayout
+    lay = plan.values[dot.result]
+    assert isinstance(lay, MMALayout)
+    return lay.batch * (dot.operands[0].type.shape[-1] // plan.dots[dot][2]) * lay.reps_m <= HOIST_LIMIT
 
 
 @rule(Op.LOAD)
@@ -127,7 +179,7 @@ Place = Callable[[Index, Index], Index]  # (row, col) of a loaded tile -> byte o
 
 
 def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
-          slot_base: Handle, places: tuple[Place, Place]) -> None:
+          slot_base: Handle, places: list[Place]) -> None:
     """Start the copies of the iteration at induction value ``iv`` into the stage at
     ``slot_base`` (bytes); one commit group per call, empty when ``iv`` is past the end."""
     e = lw.e
@@ -136,7 +188,8 @@ def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dt
     for ins in pipe.slice:
         for v, hs in zip(ins.results, RULES[ins.op](lw, ins)):
             lw.env[v] = hs
-    for load, place, w in zip(pipe.loads, places, pipe.widths):
+    for feed, place in zip(pipe.feeds, places):
+        load, w = feed.load, feed.width
         ptrs = lw.env[load.operands[0]]
         masks = lw.env[load.operands[1]] if load.attrs.masked else None
         lay = lw.layout(load.result)
@@ -152,28 +205,45 @@ def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dt
     e.cp_async_commit()
 
 
-def _places(lw: Lowering, pipe: Pipe) -> tuple[int, tuple[Place, Place]]:
-    """Stage size (bytes) and where each loaded tile's elements go in a stage."""
+def _layout(lw: Lowering, pipe: Pipe) -> tuple[int, list[Place], dict[tuple[Instr, int], int]]:
+    """Stage size (bytes), where each fed tile's elements go in a stage, and the byte offset
+    of each (DOT, operand) region inside a stage."""
     from .fragments import state
     from .rules import geometry
     plan = state(lw).plan
     iop = lw.iop
-    if plan.wgmma:
-        ops = operands(plan, pipe.dot)
-        return ops.nbytes, (lambda r, c: ops.a.address(lw, r, c),
-                            lambda r, c: iop(Op.ADD, ops.b_offset, ops.b.address(lw, r, c)))
-    lda, ldb, a_bytes, b_bytes = geometry(pipe.dot)
-    s = pipe.dot.operands[0].type.element.itemsize
-    return a_bytes + b_bytes, (lambda r, c: iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, r, lda), c), s),
-                               lambda r, c: iop(Op.ADD, a_bytes, iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, r, ldb), c), s)))
+    if not plan.wgmma:
+        lda, ldb, a_bytes, b_bytes = geometry(pipe.dots[0])
+        s = pipe.dots[0].operands[0].type.element.itemsize
+
+        def rows(at: int, ld: int) -> Place:
+            return lambda r, c: iop(Op.ADD, at, iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, r, ld), c), s))
+        by_operand = {0: rows(0, lda), 1: rows(a_bytes, ldb)}
+        return a_bytes + b_bytes, [by_operand[f.operand] for f in pipe.feeds], {}
+    places: list[Place] = []
+    offsets: dict[tuple[Instr, int], int] = {}
+    size = 0
+    for feed in pipe.feeds:
+        ops = operands(plan, feed.dot)
+        tile = ops.a if feed.operand == 0 else ops.b
+        offsets[(feed.dot, feed.operand)] = size
+        places.append(_place(lw, tile, size))
+        size += tile.nbytes
+    return size, places, offsets
+
+
+def _place(lw: Lowering, tile: Any, at: int) -> Place:
+    return lambda r, c: lw.iop(Op.ADD, at, tile.address(lw, r, c))
 
 
 def _keep(lw: Lowering, pipe: Pipe, body: Block) -> int:
-    """wgmma groups that may stay in flight across iterations: one when the product is only
-    fed back as the next iteration's accumulator (and a stage is left to spare)."""
+    """wgmma groups that may stay in flight across iterations: one when the only product is
+    only fed back as the next iteration's accumulator (and a stage is left to spare)."""
     from .fragments import state
-    dot = pipe.dot
-    if not state(lw).plan.wgmma or pipe.stages < 3 or _uses(body, dot.result) != 1:
+    if not state(lw).plan.wgmma or pipe.stages < 3 or len(pipe.dots) != 1:
+        return 0
+    dot = pipe.dots[0]
+    if _uses(body, dot.result) != 1:
         return 0
     pos = [i for i, y in enumerate(body.yields) if y is dot.result]
     return 1 if pos and body.args[1 + pos[0]] is dot.operands[2] and _uses(body, dot.operands[2]) == 1 else 0
@@ -181,7 +251,8 @@ def _keep(lw: Lowering, pipe: Pipe, body: Block) -> int:
 
 def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> list[Any]:
     from .fragments import publish, state
-    from .rules import lower_carried_body, mma_handles
+    from .plan import MMALayout
+    from .rules import hoist_a, lower_carried_body, mma_handles
     st = state(lw)
     plan = st.plan
     e = lw.e
@@ -189,14 +260,18 @@ def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> li
     (body,) = instr.regions
     iv_arg = body.args[0]
     iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]
-    stage_bytes, places = _places(lw, pipe)
+    for dot in pipe.hoisted:
+        lay = plan.values[dot.result]
+        assert isinstance(lay, MMALayout)
+        hoist_a(lw, dot, plan.dots[dot], lay)
+    stage_bytes, places, offsets = _layout(lw, pipe)
     S = pipe.stages  # noqa: N806
     keep = _keep(lw, pipe, body)
     ahead_by = S - 1 - keep  # stages in flight ahead of the one being read
     lw.reserve_local(S * stage_bytes)
     st.async_loads.update(pipe.loads)
     if keep:
-        st.wg_keep[pipe.dot] = keep
+        st.wg_keep[pipe.dots[0]] = keep
 
     carried: list[tuple[Handle, Any]] = []
     sizes = []
@@ -237,7 +312,12 @@ def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> li
         target = e.select(wrapped, e.binary(Op.SUB, target, i32(S), D.int32), target, D.int32)
         ahead = e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
         issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, target, i32(stage_bytes), D.int32), places)
-        st.async_slot[pipe.dot] = e.binary(Op.MUL, slot, i32(stage_bytes), D.int32)
+        here = e.binary(Op.MUL, slot, i32(stage_bytes), D.int32)
+        if plan.wgmma:
+            for (dot, operand), at in offsets.items():
+                st.wg_staged.setdefault(dot, {})[operand] = e.binary(Op.ADD, here, i32(at), D.int32)
+        else:
+            st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
         flat = lower_carried_body(lw, body, inner, pos, plan, split(regs[:-1]))
         last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)

@@ -56,7 +56,7 @@ def _dot(lw: Lowering, instr: Instr) -> list[Any]:
             la = st.plan.values[a]
             assert isinstance(la, MMALayout)
             afr = a_from_regs(lw, frag_handles(lw, a, la), la, a.type.element)  # type: ignore[arg-type]
-        d = wgmma_dot(lw, instr, lay, c, st.plan, afr, st.async_slot.get(instr), st.wg_keep.get(instr, 0))
+        d = wgmma_dot(lw, instr, lay, c, st.plan, afr, st.wg_staged.get(instr), st.wg_keep.get(instr, 0))
     else:
         d = mma_dot(lw, instr, shape, lay, c)
     if out_dt != wide:

@@ -68,15 +68,16 @@ def _smem_base(lw: Lowering) -> Handle:
 
 
 def wgmma_dot(lw: Lowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: Plan,
-              afr: list[list[list[Handle]]] | None, slot: Handle | None, keep: int) -> list[Handle]:
-    """d = a @ b + c; ``slot``: byte base of the pipelined stage holding both operands
-    (None: stage them here); ``afr``: A fragments in registers [batch][k step][mi]."""
+              afr: list[list[list[Handle]]] | None, staged: dict[int, Handle] | None, keep: int) -> list[Handle]:
+    """d = a @ b + c; ``staged``: byte bases of operands a pipelined stage already holds
+    (operand 0/1; None: stage both here); ``afr``: A fragments in registers [batch][k step][mi]."""
     e, iop = lw.e, lw.iop
     a, b, _ = dot.operands
     adt: DType = a.type.element  # type: ignore[assignment]
     k = a.type.shape[-1]
     ops = operands(plan, dot)
-    if slot is None:
+    smem = _smem_base(lw)
+    if staged is None:
         lw.reserve_local(ops.nbytes)
         if afr is None:
             ops.a.store(lw, lw.env[a], lw.layout(a), adt, 0)
@@ -84,9 +85,11 @@ def wgmma_dot(lw: Lowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: P
         ops.b.store(lw, lw.env[b_src], lw.layout(b_src), adt, ops.b_offset)
         e.fence_async_shared()
         e.barrier()
-    base = _smem_base(lw)
-    if slot is not None:
-        base = e.binary(Op.ADD, base, slot, D.int32)
+        a_base, b_base = smem, e.binary(Op.ADD, smem, lw.const(ops.b_offset, D.int32), D.int32)
+    else:
+        assert 1 in staged and (afr is not None or 0 in staged)
+        a_base = e.binary(Op.ADD, smem, staged[0], D.int32) if 0 in staged else smem
+        b_base = e.binary(Op.ADD, smem, staged[1], D.int32)
     lanes = Lanes(lw, lay)
     n_warp = lay.reps_n * 8
     wg_rows = iop(Op.MUL, iop(Op.IDIV, lanes.warp_m, 4), 64 * ops.a.width)
@@ -94,9 +97,9 @@ def wgmma_dot(lw: Lowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: P
         wg_cols = iop(Op.MUL, lanes.warp_n, n_warp * ops.b.width)
     else:
         wg_cols = iop(Op.MUL, lanes.warp_n, n_warp * adt.itemsize // ops.b.width * ops.b.block_bytes)
-    a_desc = None if afr is not None else descriptor(lw, e.binary(Op.ADD, base, lw.idx(wg_rows), D.int32), 0,
+    a_desc = None if afr is not None else descriptor(lw, e.binary(Op.ADD, a_base, lw.idx(wg_rows), D.int32), 0,
                                                      ops.a.fields())
-    b_desc = descriptor(lw, e.binary(Op.ADD, base, lw.idx(wg_cols), D.int32), ops.b_offset, ops.b.fields())
+    b_desc = descriptor(lw, e.binary(Op.ADD, b_base, lw.idx(wg_cols), D.int32), 0, ops.b.fields())
 
     def shifted(desc: Handle, offset: int) -> Handle:
         return desc if offset == 0 else e.binary(Op.ADD, desc, lw.const(offset >> 4, D.uint64), D.uint64)
@@ -118,6 +121,6 @@ def wgmma_dot(lw: Lowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: P
                     d[i] = h
     e.wgmma_commit()
     d = e.wgmma_wait(keep, d)
-    if slot is None:
+    if staged is None:
         e.barrier()
     return d
