@@ -72,6 +72,12 @@ class LLVMWarpOps(LLVMBuilder):
         res = self._call(name, st, [*a, *b, *c])
         return [self._val(ct, f"extractvalue {res}, {i}") for i in range(4)]
 
+    def pack_pair(self, lo: Any, hi: Any, dtype: DType) -> Reg:
+        vt = f"<2 x {lo.ty}>"
+        v = self._val(vt, f"insertelement {vt} poison, {lo}, i32 0")
+        v = self._val(vt, f"insertelement {vt} {v.name}, {hi}, i32 1")
+        return self._val("i32", f"bitcast {v} to i32")
+
     def ldmatrix(self, byte_offset: int, byte_index: Any, count: int, trans: bool) -> list[Any]:
         q = self._local_ptr(byte_offset, byte_index, D.int8)
         name = f"llvm.nvvm.ldmatrix.sync.aligned.m8n8.x{count}{'.trans' if trans else ''}.b16"

@@ -180,6 +180,16 @@ class Emitter(abc.ABC):
         ``ldmatrix``), ``c`` the 4 accumulator elements of this lane (fp32 or int32)."""
         raise NotImplementedError
 
+    def pack_pair(self, lo: Handle, hi: Handle, dtype: DType) -> Handle:
+        """A uint32 holding two 16-bit ``dtype`` values, ``lo`` in the low half (an MMA
+        operand register)."""
+        from ...core.dtypes import uint16, uint32
+
+        def half(h: Handle) -> Handle:
+            return self.cast(self.bitcast(h, dtype, uint16), uint16, uint32)
+        return self.binary(Op.OR, half(lo), self.binary(Op.SHL, half(hi), self.constant(16, uint32), uint32),
+                           uint32)
+
     def ldmatrix(self, byte_offset: int, byte_index: Handle, count: int, trans: bool) -> list[Handle]:
         """Warp-wide load of ``count`` 8x8 matrices of 16-bit elements from local memory at
         ``byte_offset + byte_index`` (lane l gives the address of row l % 8 of matrix l // 8);

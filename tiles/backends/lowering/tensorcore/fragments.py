@@ -141,6 +141,9 @@ def _frag_rule(lw: Lowering, instr: Instr) -> list[Any]:
     st = state(lw)
     lay = st.plan.values[instr.result]
     op = instr.op
+    dot = st.plan.fused_adds.get(instr)
+    if dot is not None:  # the DOT accumulated into the other operand already
+        return [publish(lw, instr.result, st.mma[dot.result])]
     if op in _EW:
         cols = [frag_handles(lw, o, lay) for o in instr.operands]
         out = [_apply(lw, instr, list(xs)) for xs in zip(*cols)]
@@ -163,13 +166,9 @@ def a_from_regs(lw: Lowering, hs: list[Handle], lay: MMALayout, dtype: DType) ->
     """A fragments [batch][k step][mi] of m16n8k16 from a 16-bit MMA-layout value: the
     accumulator fragments of n8 tiles 2kk and 2kk+1 are the four registers of A."""
     e = lw.e
-    sixteen = lw.const(16, D.uint32)
-
-    def half(h: Handle) -> Handle:
-        return e.cast(e.bitcast(h, dtype, D.uint16), D.uint16, D.uint32)
 
     def pack(lo: Handle, hi: Handle) -> Handle:
-        return e.binary(Op.OR, half(lo), e.binary(Op.SHL, half(hi), sixteen, D.uint32), D.uint32)
+        return e.pack_pair(lo, hi, dtype)
 
     out = []
     for kk in range(lay.reps_n // 2):

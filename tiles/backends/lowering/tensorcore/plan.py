@@ -152,6 +152,8 @@ class Plan:
     b_rows: dict[Instr, Value] = field(default_factory=dict)  # DOT -> x where B = trans(x): x staged as is
     absorbed: set[Instr] = field(default_factory=set)  # PERMUTEs left to the DOT they feed
     wgmma: bool = False  # every DOT runs as warpgroup MMAs (wgmma.py) in interleaved layouts
+    add_into: dict[Instr, Value] = field(default_factory=dict)  # DOT of zero acc -> x of its `x + dot`
+    fused_adds: dict[Instr, Instr] = field(default_factory=dict)  # that ADD -> the DOT that did it
 
 
 def dot_shape(e: Emitter, instr: Instr, threads: int) -> tuple[int, int, int] | None:
@@ -317,6 +319,7 @@ def build_plan(kernel: Kernel, e: Emitter, threads: int) -> Plan:
             plan.frag.add(instr)
         elif instr in plan.dots:
             _dot_operands(plan, instr, defs, uses)
+    _fuse_adds(plan, kernel.body, defs, uses)
     for instr in instrs:
         for idx, v in enumerate(instr.operands):
             if v in lays and not _frag_use(plan, instr, idx):
@@ -331,6 +334,34 @@ def build_plan(kernel: Kernel, e: Emitter, threads: int) -> Plan:
         if y in lays:
             plan.blocked.add(y)
     return plan
+
+
+def _is_zero(v: Value, defs: dict[Value, Instr]) -> bool:
+    d = defs.get(v)
+    while d is not None and d.op is Op.BROADCAST:
+        d = defs.get(d.operands[0])
+    return d is not None and d.op is Op.CONST and d.attrs.value == 0
+
+
+def _fuse_adds(plan: Plan, block: Block, defs: dict[Value, Instr], uses: dict[Value, int]) -> None:
+    """``x + tl.dot(a, b)`` (float32, fragments, x computed before the DOT) accumulates into
+    x: the DOT starts from x instead of zeros and the ADD is its result (Triton folds the
+    same way)."""
+    pos = {r: at for at, instr in enumerate(block.instrs) for r in instr.results}
+    for instr in block.instrs:
+        for region in instr.regions:
+            _fuse_adds(plan, region, defs, uses)
+        if instr.op is not Op.ADD or instr not in plan.frag:
+            continue
+        for i, v in enumerate(instr.operands):
+            dot, x = defs.get(v), instr.operands[1 - i]
+            if (dot is not None and dot in plan.dots and dot not in plan.add_into and uses.get(v) == 1
+                    and v in pos and pos.get(x, -1) < pos[v] and x is not v
+                    and dot.result.type.element == D.float32 and _is_zero(dot.operands[2], defs)
+                    and plan.values.get(x) == plan.values.get(v)):
+                plan.add_into[dot] = x
+                plan.fused_adds[instr] = dot
+                break
 
 
 def _dot_operands(plan: Plan, dot: Instr, defs: dict[Value, Instr], uses: dict[Value, int]) -> None:

@@ -46,7 +46,7 @@ def _dot(lw: Lowering, instr: Instr) -> list[Any]:
     lay = st.plan.values[instr.result]
     assert isinstance(lay, MMALayout)
     out_dt: DType = acc.type.element  # type: ignore[assignment]
-    c = mma_handles(lw, acc, lay)
+    c = mma_handles(lw, st.plan.add_into.get(instr, acc), lay)
     wide = D.int32 if out_dt.is_int else D.float32
     if out_dt != wide:
         c = [lw.e.cast(h, out_dt, wide) for h in c]
