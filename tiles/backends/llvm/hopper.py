@@ -10,6 +10,7 @@ from ...core import dtypes as D
 from ...core.dtypes import DType
 from .builder import LLVMBuilder, Reg
 
+_CONSTRAINT = {"float": "f", "double": "d", "i64": "l", "half": "h", "bfloat": "h", "i16": "h"}
 _KIND = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "int8": "s8", "uint8": "u8"}
 
 
@@ -37,7 +38,7 @@ class LLVMHopperOps(LLVMBuilder):
         """Inline asm whose outputs $0..$(n-1) are ``regs`` updated in place; ``ins`` follow."""
         n = len(regs)
         ty = regs[0].ty
-        code = "=f" if ty == "float" else "=r"
+        code = "=" + _CONSTRAINT.get(ty, "r")
         st = "{" + ", ".join([ty] * n) + "}"
         cons = ",".join([code] * n + [c for c, _ in ins] + [str(i) for i in range(n)] + ["~{memory}"])
         args = ", ".join([str(v) for _, v in ins] + [str(r) for r in regs])
@@ -74,10 +75,9 @@ class LLVMHopperOps(LLVMBuilder):
         if not regs:
             self._asm(text)
             return []
-        out: list[Any] = []
-        for ty in ("float", "i32"):  # one asm per register type, both after the wait
-            group = [r for r in regs if r.ty == ty]
-            if group:
-                out_group = iter(self._tied(text, group, []))
-                out = [next(out_group) if r.ty == ty else o for r, o in zip(regs, out or list(regs))]
+        out = list(regs)
+        for ty in dict.fromkeys(r.ty for r in regs):  # one asm per register type, all after the wait
+            at = [i for i, r in enumerate(regs) if r.ty == ty]
+            for i, r in zip(at, self._tied(text, [regs[i] for i in at], [])):
+                out[i] = r
         return out

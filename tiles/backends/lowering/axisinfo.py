@@ -32,6 +32,7 @@ class AxisInfo:
     contig: int = 1
     div: int = 1
     const: int = 1
+    ones: bool = False  # every element is the integer 1 (a unit stride)
 
 
 def _pow2_factor(v: int) -> int:
@@ -56,6 +57,9 @@ def analyze(kernel: Kernel) -> dict[Value, AxisInfo]:
 
 def _block(block: Block, info: dict[Value, AxisInfo]) -> None:
     for instr in block.instrs:
+        if instr.op is Op.FOR:  # the induction variable steps from lb by step
+            lb, step = (info.get(v, AxisInfo()) for v in (instr.operands[0], instr.operands[2]))
+            info[instr.regions[0].args[0]] = AxisInfo(1, math.gcd(lb.div, step.div), 1)
         for region in instr.regions:
             _block(region, info)
         if len(instr.results) == 1:
@@ -68,6 +72,8 @@ def _rule(instr: Instr, info: dict[Value, AxisInfo]) -> AxisInfo:
     n = _last(r)
     if op is Op.CONST:
         v = instr.attrs.value
+        if isinstance(v, int) and not isinstance(v, bool) and v == 1:
+            return AxisInfo(1, 1, n, ones=True)
         return AxisInfo(1, _pow2_factor(int(v)) if isinstance(v, int) else 1, n)
     if op is Op.ARANGE:
         return AxisInfo(n, _pow2_factor(instr.attrs.start), 1)
@@ -84,6 +90,9 @@ def _rule(instr: Instr, info: dict[Value, AxisInfo]) -> AxisInfo:
         return AxisInfo(contig, math.gcd(a.div, min(b.div * scale, _BIG)), math.gcd(a.const, b.const))
     if op is Op.MUL:
         a, b = ops
+        for x, y in ((a, b), (b, a)):
+            if y.ones:  # a stride of one keeps runs
+                return AxisInfo(x.contig, x.div, math.gcd(x.const, y.const))
         return AxisInfo(1, min(a.div * b.div, _BIG), math.gcd(a.const, b.const))
     if op in COMPARISON:
         a, b = ops

@@ -19,6 +19,7 @@ from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from .. import reductions, relayout  # noqa: F401  (their rules are registered first)
 from ..emitter import Handle
 from ..lower import RULES, Lowering
+from ..relayout import same_layout
 from .convert import Lanes, from_blocked, to_blocked
 from .plan import _EW, _ROW_REDUCE, Frag, MMALayout, Plan, RowLayout, build_plan
 from .remat import remat_broadcast
@@ -192,7 +193,8 @@ def _wrap(op: Op) -> None:
             return _frag_rule(lw, instr)
         if instr in plan.absorbed:
             return [None]
-        if op is Op.BROADCAST and plan.dots:
+        if op in (Op.BROADCAST, Op.RESHAPE) and plan.dots and not (
+                op is Op.RESHAPE and same_layout(lw.layout(instr.operands[0]), lw.layout(instr.result))):
             hs = remat_broadcast(lw, state(lw).defs, instr)
             if hs is not None:
                 return [hs]

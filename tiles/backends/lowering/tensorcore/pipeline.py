@@ -71,7 +71,8 @@ def _moves_nothing(lw: Lowering, instr: Instr, defs: dict[Value, Instr]) -> bool
         src = instr.operands[0]
         return src.type.numel == 1 or can_remat(src, defs, [24])
     if instr.op is Op.RESHAPE:
-        return same_layout(lw.layout(instr.operands[0]), lw.layout(instr.result))
+        return (same_layout(lw.layout(instr.operands[0]), lw.layout(instr.result))
+                or can_remat(instr.operands[0], defs, [24]))
     return instr.op in _SAFE
 
 
@@ -243,8 +244,8 @@ def _keep(lw: Lowering, pipe: Pipe, body: Block) -> int:
     if not state(lw).plan.wgmma or pipe.stages < 3 or len(pipe.dots) != 1:
         return 0
     dot = pipe.dots[0]
-    if _uses(body, dot.result) != 1:
-        return 0
+    if _uses(body, dot.result) != 1 or dot.result.type.element not in (D.float32, D.int32):
+        return 0  # a narrower accumulator is converted right after the MMAs
     pos = [i for i, y in enumerate(body.yields) if y is dot.result]
     return 1 if pos and body.args[1 + pos[0]] is dot.operands[2] and _uses(body, dot.operands[2]) == 1 else 0
 

@@ -62,6 +62,7 @@ def value_at(lw: Lowering, defs: dict, v: Value, coords: list[Index]) -> Handle:
 
 
 def remat_broadcast(lw: Lowering, defs: dict, instr) -> list[Handle] | None:
+    """A BROADCAST or RESHAPE of an index expression, evaluated at each slot's coordinates."""
     src = instr.operands[0]
     if src.type.numel == 1 or not can_remat(src, defs, [24]):
         return None
