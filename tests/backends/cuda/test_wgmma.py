@@ -18,6 +18,8 @@ from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
 from tiles.backends.llvm.emit import lower_kernel
 
+rng = np.random.default_rng(1)
+
 
 def _ptx(ir, warps, stages, arch="sm_90a"):
     return toolchain.to_ptx(lower_kernel(ir, nvptx_target(arch), Options(warps, stages)), arch)
@@ -172,3 +174,70 @@ def test_fp16_accumulator_pipelined_simulated():
     args = [given[p.name] for p in ir.params]  # strides of 1 were specialized away
     run(ir, [x if isinstance(x, np.ndarray) else np.int32(x) for x in args], (1, 1), 128, num_stages=3)
     assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-2
+
+
+@tiles.jit
+def causal_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, N_CTX, HEAD_DIM: tl.constexpr,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    """Causal attention of one head: the mask is an index expression, recomputed per fragment."""
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    dims = tl.arange(0, HEAD_DIM)
+    q = tl.load(q_ptr + rows[:, None] * HEAD_DIM + dims[None, :])
+    m_i = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    for start in range(0, (tl.program_id(0) + 1) * BLOCK_M, BLOCK_N):
+        keys = start + tl.arange(0, BLOCK_N)
+        k = tl.load(k_ptr + keys[:, None] * HEAD_DIM + dims[None, :])
+        s = tl.dot(q, tl.trans(k)) * sm_scale
+        s = tl.where((rows[:, None] >= keys[None, :]) & (keys[None, :] < N_CTX), s, -float("inf"))
+        m_new = tl.maximum(m_i, tl.max(s, axis=1))
+        p = tl.exp2(s - m_new[:, None])
+        alpha = tl.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, axis=1)
+        v = tl.load(v_ptr + keys[:, None] * HEAD_DIM + dims[None, :])
+        acc = acc * alpha[:, None] + tl.dot(p.to(tl.float16), v)
+        m_i = m_new
+    tl.store(o_ptr + rows[:, None] * HEAD_DIM + dims[None, :], (acc / l_i[:, None]).to(tl.float16))
+
+
+def _causal(bm, bn, warps, d, n, stages, launch):
+    q, k, v = (rng.standard_normal((n, d)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    args = (q, k, v, o, 0.5, n)
+    meta = dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, num_stages=stages)
+    if launch == "ptx":
+        return _ptx(causal_kernel.warmup(*args, backend="cuda", **meta).ir, warps, stages)
+    if launch == "sim":
+        from sim_emitter import run
+        ir = causal_kernel.warmup(*args, backend="cuda", **meta).ir
+        run(ir, [x if isinstance(x, np.ndarray) else np.float32(x) if isinstance(x, float) else np.int32(x)
+                 for x in args], (n // bm,), warps * 32, num_stages=stages)
+    else:
+        causal_kernel[(n // bm,)](*args, backend="cuda", **meta)
+    s = (q.astype(np.float32) @ k.astype(np.float32).T) * 0.5 * np.log(2)
+    s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return _rel(o, (p / p.sum(-1, keepdims=True)) @ v.astype(np.float32))
+
+
+def test_causal_attention_stays_in_registers():
+    ptx = _causal(64, 64, 4, 64, 256, 3, "ptx")
+    assert "cp.async.cg.shared.global" in ptx and "ld.global" not in ptx.split("wgmma.fence")[1]
+    loop = ptx.split("wgmma.fence")[1].split("bra")[0]
+    assert "st.shared" not in loop  # S is masked in fragments, not converted through local memory
+
+
+@pytest.mark.parametrize("wgmma", [True, False])
+@pytest.mark.parametrize("bm,bn,warps,stages", [(64, 64, 4, 3), (64, 32, 4, 1), (128, 64, 8, 2)])
+def test_causal_attention_simulated(bm, bn, warps, stages, wgmma, monkeypatch):
+    """Both instruction families (mma.sync when the simulator offers no wgmma)."""
+    import sim_emitter
+    monkeypatch.setattr(sim_emitter.SimEmitter, "wgmma_ok", lambda self: wgmma)
+    assert _causal(bm, bn, warps, 32, 256, stages, "sim") < 2e-3
+
+
+@needs_gpu
+@pytest.mark.parametrize("bm,bn,warps,stages", [(64, 64, 4, 3), (128, 64, 8, 2), (128, 128, 8, 2)])
+def test_causal_attention_gpu(bm, bn, warps, stages):
+    assert _causal(bm, bn, warps, 128, 512, stages, "gpu") < 2e-3

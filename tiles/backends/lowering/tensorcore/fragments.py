@@ -22,7 +22,7 @@ from ..lower import RULES, Lowering
 from ..relayout import same_layout
 from .convert import Lanes, from_blocked, to_blocked
 from .plan import _EW, _ROW_REDUCE, Frag, MMALayout, Plan, RowLayout, build_plan
-from .remat import remat_broadcast
+from .remat import can_remat, remat_broadcast, value_at
 
 
 class _State:
@@ -87,9 +87,31 @@ def frag_handles(lw: Lowering, v: Value, lay: Frag) -> list[Handle]:
     if v in st.mma and st.plan.values.get(v) == lay:
         return st.mma[v]
     hs = lw.env[v]
+    if v.type.numel > 1 and not all(h == hs[0] for h in hs) and can_remat(v, st.defs, [24]):
+        return [value_at(lw, st.defs, v, coords) for coords in frag_coords(lw, lay, v.type.shape)]
     if isinstance(lay, RowLayout):
         return row_from_blocked(lw, hs, lay, v.type.dtype, v.type.shape)
     return from_blocked(lw, hs, lay, v.type.element)  # type: ignore[arg-type]
+
+
+def frag_coords(lw: Lowering, lay: Frag, shape: tuple[int, ...]) -> list[list[Any]]:
+    """The coordinates (one index per dimension of ``shape``) of each slot this thread holds."""
+    if isinstance(lay, RowLayout):
+        mma = lay.mma(8)
+        lanes = Lanes(lw, mma)
+        rows = [lw.iop(Op.ADD, lanes.row0, mi * mma.rep_rows + half * 8)
+                for mi in range(lay.reps_m) for half in (0, 1)]
+        return [[r] if len(shape) == 1 else [r, 0] for r in rows]
+    lanes = Lanes(lw, lay)
+    out: list[list[Any]] = [[]] * lay.per_thread
+    for b in range(lay.batch):
+        for mi in range(lay.reps_m):
+            for ni in range(lay.reps_n):
+                for c in range(4):
+                    row = lw.iop(Op.ADD, lanes.row0, mi * lay.rep_rows + (c // 2) * 8)
+                    col = lw.iop(Op.ADD, lanes.col0, ni * 8 + c % 2)
+                    out[lay.slot(b, mi, ni, c)] = [row, col] if lay.batch == 1 else [b, row, col]
+    return out
 
 
 def publish(lw: Lowering, v: Value, handles: list[Handle]) -> list[Handle] | None:

@@ -7,7 +7,8 @@ rows ``l // 4`` and ``l // 4 + 8`` and columns ``2 * (l % 4)`` and ``+1`` of eac
 fragment (c0..c3), the layout of PTX ``mma.sync.m16n8k*`` accumulators.
 
 Propagation (``_propagate``, to a fixpoint over loop-carried values): elementwise
-ops whose tile operands share one fragment layout (others being splats) keep it;
+ops whose tile operands share one fragment layout (others being splats, or index
+expressions such as causal masks, recomputed at fragment coordinates) keep it;
 ``tl.max``/``tl.min``/``tl.sum`` along the rows of an MMA value whose warps do not
 split the columns give a *row vector* (``RowLayout``: each lane holds the rows of
 its fragments), which reshapes to ``(m, 1)`` and broadcasts back to any MMA tile of
@@ -30,6 +31,7 @@ from ....core.dtypes import DType
 from ....core.ir import Block, Instr, Kernel, Value
 from ....core.ops import BINARY_ARITH, COMPARISON, MATH, Op
 from ..emitter import Emitter
+from .remat import can_remat
 
 WARP = 32
 
@@ -227,7 +229,8 @@ def _infer(instr: Instr, lay: dict[Value, Any], splat: set[Value], dots: dict[In
 
 def _propagate(kernel: Kernel, dots: dict[Instr, MMALayout], guess: dict[Value, Any]) -> dict[Value, Any]:
     lay: dict[Value, Any] = {}
-    splat: set[Value] = set()
+    splat: set[Value] = set()  # values any layout can produce in place: splats, index expressions
+    defs = {r: i for i in kernel.walk() for r in i.results}
 
     def block(b: Block) -> None:
         for instr in b.instrs:
@@ -247,6 +250,8 @@ def _propagate(kernel: Kernel, dots: dict[Instr, MMALayout], guess: dict[Value, 
             if out is not None:
                 lay[instr.result] = out
             if instr.op is Op.CONST or instr.op is Op.BROADCAST and instr.operands[0].type.numel == 1:
+                splat.add(instr.result)
+            elif out is None and len(instr.results) == 1 and can_remat(instr.result, defs, [24]):
                 splat.add(instr.result)
     block(kernel.body)
     return lay
