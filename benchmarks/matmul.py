@@ -3,7 +3,8 @@
 The kernel source (KERNELS) is imported twice, once with tiles' imports and once
 with Triton's, so both compilers see the same program.  Every configuration in
 CONFIGS is offered to both; the best median (``triton.testing.do_bench``) per size
-is reported, as TFLOP/s = 2*M*N*K / time (attention: 4*Z*H*N^2*D / time).
+is reported, as TFLOP/s = 2*M*N*K / time (attention: 4*Z*H*N^2*D / time, half of that
+when causal).
 
     python benchmarks/matmul.py [--sizes 1024,4096,8192] [--no-attention]
 """
@@ -48,7 +49,8 @@ def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm,
 
 @jit
 def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, H, N_CTX, stride_z, stride_h, stride_n,
-                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     CAUSAL: tl.constexpr):
     block_m = tl.program_id(0)
     bh = tl.program_id(1)
     base = (bh // H) * stride_z + (bh % H) * stride_h
@@ -59,10 +61,15 @@ def attention_kernel(q_ptr, k_ptr, v_ptr, o_ptr, sm_scale, H, N_CTX, stride_z, s
     m_i = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
     l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
     acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
-    for start in range(0, N_CTX, BLOCK_N):
+    hi = N_CTX
+    if CAUSAL:
+        hi = (block_m + 1) * BLOCK_M
+    for start in range(0, hi, BLOCK_N):
         keys = start + tl.arange(0, BLOCK_N)
         k = tl.load(k_ptr + base + keys[:, None] * stride_n + dims[None, :])
         s = tl.dot(q, tl.trans(k)) * scale
+        if CAUSAL:
+            s = tl.where(rows[:, None] >= keys[None, :], s, -float("inf"))
         m_new = tl.maximum(m_i, tl.max(s, axis=1))
         p = tl.exp2(s - m_new[:, None])
         alpha = tl.exp2(m_i - m_new)
@@ -106,38 +113,46 @@ def main() -> None:
             fn()
             torch.cuda.synchronize()
             if not check():
+                print("    wrong result")
                 return None
             return do_bench(fn, warmup=25, rep=100, return_mode="median")
         except Exception as e:  # a config that fails to compile or run: skip it, report why
             print(f"    failed: {type(e).__name__}: {str(e)[:200]}")
             return None
 
+    def best_configs(label: str, configs, launch, out, ref, flops: float) -> dict[str, tuple[float, str]]:
+        """Every config on both compilers; the best TFLOP/s per compiler (checked against ref)."""
+        best: dict[str, tuple[float, str]] = {}
+        for col, mod in mods.items():
+            for cfg in configs:
+                def run(mod=mod, cfg=cfg, col=col):
+                    launch(mod, cfg, extra[col])
+
+                def ok() -> bool:
+                    return ((out.float() - ref.float()).norm() / ref.float().norm()).item() < 1e-2
+                out.zero_()
+                ms = timed(run, ok)
+                name = "x".join(str(x) for x in cfg[:-2]) + f" w{cfg[-2]} s{cfg[-1]}"
+                if ms is not None:
+                    tf = flops / (ms * 1e-3) / 1e12
+                    print(f"  {label} {col:6s} {name:22s} {tf:7.1f} TFLOP/s", flush=True)
+                    if tf > best.get(col, (0.0, ""))[0]:
+                        best[col] = (tf, name)
+        return best
+
     for size in (int(s) for s in args.sizes.split(",")):
         m = n = k = size
         a = torch.randn((m, k), device="cuda", dtype=torch.float16)
         b = torch.randn((k, n), device="cuda", dtype=torch.float16)
-        ref = a @ b
+        c = torch.empty((m, n), device="cuda", dtype=torch.float16)
+
+        def mm(mod, cfg, kw, a=a, b=b, c=c, m=m, n=n, k=k):
+            bm, bn, bk, warps, stages = cfg
+            mod.matmul_kernel[(math.ceil(m / bm) * math.ceil(n / bn),)](
+                a, b, c, m, n, k, k, n, n, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=warps,
+                num_stages=stages, **kw)
         flops = 2.0 * m * n * k
-        best: dict[str, tuple[float, str]] = {}
-        for col, mod in mods.items():
-            for bm, bn, bk, warps, stages in CONFIGS:
-                c = torch.empty((m, n), device="cuda", dtype=torch.float16)
-                grid = (math.ceil(m / bm) * math.ceil(n / bn),)
-
-                def run(mod=mod, c=c, bm=bm, bn=bn, bk=bk, warps=warps, stages=stages, col=col, grid=grid):
-                    mod.matmul_kernel[grid](a, b, c, m, n, k, k, n, n, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                            GROUP_M=8, num_warps=warps, num_stages=stages, **extra[col])
-
-                def ok(c=c) -> bool:
-                    err = ((c.float() - ref.float()).norm() / ref.float().norm()).item()
-                    return err < 1e-2
-                ms = timed(run, ok)
-                cfg = f"{bm}x{bn}x{bk} w{warps} s{stages}"
-                if ms is not None:
-                    tf = flops / (ms * 1e-3) / 1e12
-                    print(f"  {size}^3 {col:6s} {cfg:22s} {tf:7.1f} TFLOP/s", flush=True)
-                    if tf > best.get(col, (0.0, ""))[0]:
-                        best[col] = (tf, cfg)
+        best = best_configs(f"{size}^3", CONFIGS, mm, c, a @ b, flops)
         ms = do_bench(lambda: a @ b, warmup=25, rep=100, return_mode="median")
         best["torch"] = (flops / (ms * 1e-3) / 1e12, "cuBLAS")
         rows.append((f"matmul fp16 {size}^3", best))
@@ -145,36 +160,26 @@ def main() -> None:
     if not args.no_attention:
         z, h, n_ctx, d = (int(x) for x in args.attn.split(","))
         q, kk, v = (torch.randn((z, h, n_ctx, d), device="cuda", dtype=torch.float16) for _ in range(3))
+        o = torch.empty_like(q)
         scale = 1 / math.sqrt(d)
-        ref = torch.nn.functional.scaled_dot_product_attention(q, kk, v, scale=scale)
-        flops = 4.0 * z * h * n_ctx * n_ctx * d
-        best = {}
-        for col, mod in mods.items():
-            for bm, bn, warps, stages in ATTN_CONFIGS:
-                o = torch.empty_like(q)
-                grid = (math.ceil(n_ctx / bm), z * h)
+        for causal in (False, True):
+            def sdpa(causal=causal):
+                return torch.nn.functional.scaled_dot_product_attention(q, kk, v, scale=scale, is_causal=causal)
 
-                def run(mod=mod, o=o, bm=bm, bn=bn, warps=warps, stages=stages, col=col, grid=grid):
-                    mod.attention_kernel[grid](q, kk, v, o, scale, h, n_ctx, h * n_ctx * d, n_ctx * d, d,
-                                               HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps,
-                                               num_stages=stages, **extra[col])
-
-                def ok(o=o) -> bool:
-                    return ((o.float() - ref.float()).norm() / ref.float().norm()).item() < 1e-2
-                ms = timed(run, ok)
-                cfg = f"{bm}x{bn} w{warps} s{stages}"
-                if ms is not None:
-                    tf = flops / (ms * 1e-3) / 1e12
-                    print(f"  attention {col:6s} {cfg:16s} {tf:7.1f} TFLOP/s", flush=True)
-                    if tf > best.get(col, (0.0, ""))[0]:
-                        best[col] = (tf, cfg)
-        ms = do_bench(lambda: torch.nn.functional.scaled_dot_product_attention(q, kk, v, scale=scale),
-                      warmup=25, rep=100, return_mode="median")
-        best["torch"] = (flops / (ms * 1e-3) / 1e12, "SDPA")
-        rows.append((f"attention fwd {z}x{h}x{n_ctx}x{d}", best))
+            def attn(mod, cfg, kw, causal=causal):
+                bm, bn, warps, stages = cfg
+                mod.attention_kernel[(math.ceil(n_ctx / bm), z * h)](
+                    q, kk, v, o, scale, h, n_ctx, h * n_ctx * d, n_ctx * d, d, HEAD_DIM=d, BLOCK_M=bm,
+                    BLOCK_N=bn, CAUSAL=causal, num_warps=warps, num_stages=stages, **kw)
+            flops = 4.0 * z * h * n_ctx * n_ctx * d * (0.5 if causal else 1.0)
+            label = "attention" + (" causal" if causal else "")
+            best = best_configs(label, ATTN_CONFIGS, attn, o, sdpa(), flops)
+            ms = do_bench(sdpa, warmup=25, rep=100, return_mode="median")
+            best["torch"] = (flops / (ms * 1e-3) / 1e12, "SDPA")
+            rows.append((f"{label} fwd {z}x{h}x{n_ctx}x{d}", best))
 
     print(f"\n{torch.cuda.get_device_name()}  (TFLOP/s, best config)")
-    print(f"{'case':32s} {'tiles':>22s} {'triton':>22s} {'torch':>14s} {'tiles/triton':>12s} {'tiles/torch':>11s}")
+    print(f"{'case':36s} {'tiles':>22s} {'triton':>22s} {'torch':>14s} {'tiles/triton':>12s} {'tiles/torch':>11s}")
     for name, best in rows:
         def cell(col: str, width: int) -> str:
             if col not in best:
@@ -183,9 +188,8 @@ def main() -> None:
             return f"{f'{tf:.1f} ({cfg})':>{width}s}"
         t = best.get("tiles", (0.0, ""))[0]
         r = best.get("triton", (float("nan"), ""))[0]
-        o = best["torch"][0]
-        print(f"{name:32s} {cell('tiles', 22)} {cell('triton', 22)} {cell('torch', 14)} "
-              f"{t / r:12.2f} {t / o:11.2f}")
+        print(f"{name:36s} {cell('tiles', 22)} {cell('triton', 22)} {cell('torch', 14)} "
+              f"{t / r:12.2f} {t / best['torch'][0]:11.2f}")
 
 
 if __name__ == "__main__":
