@@ -258,7 +258,10 @@ def test_ptx_pipelined():
 @needs_gpu
 @pytest.mark.parametrize("m,n,k,bm,bn,bk,warps,stages", [
     (128, 128, 64, 64, 64, 32, 4, 3), (100, 72, 200, 64, 64, 32, 4, 3), (256, 256, 512, 128, 128, 64, 8, 4),
-    (64, 64, 16, 64, 64, 32, 4, 2), (96, 80, 160, 32, 16, 32, 4, 3)])
+    (64, 64, 16, 64, 64, 32, 4, 2), (96, 80, 160, 32, 16, 32, 4, 3),
+    # wgmma on sm_90a: in-flight groups, 8-warp tiles split into two warpgroups, masked edges
+    (256, 256, 512, 128, 128, 64, 4, 4), (300, 260, 200, 128, 256, 64, 8, 3), (130, 100, 200, 64, 64, 32, 4, 3),
+    (512, 512, 256, 128, 128, 32, 8, 4)])
 def test_pipelined(m, n, k, bm, bn, bk, warps, stages):
     assert _pipelined(m, n, k, bm, bn, bk, warps, stages) < 1e-3
 

@@ -5,7 +5,6 @@ import pytest
 from test_tensorcore import (
     _attention,
     _operands,
-    _pipelined,
     _rel,
     _run_mm,
     needs_gpu,
@@ -86,14 +85,6 @@ def test_attention_ptx_pipelined():
     ptx = _ptx(ir, 4, 3)
     assert "cp.async.cg.shared.global" in ptx and ptx.count("wgmma.mma_async") == 12
     assert "ld.global" not in ptx.split("wgmma.fence")[1]  # K and V never pass through registers
-
-
-@needs_gpu
-@pytest.mark.parametrize("m,n,k,bm,bn,bk,warps,stages", [
-    (256, 256, 512, 128, 128, 64, 4, 4), (300, 260, 200, 128, 256, 64, 8, 3), (128, 128, 64, 64, 64, 32, 4, 2),
-    (130, 100, 200, 64, 64, 32, 4, 3), (512, 512, 256, 128, 128, 32, 8, 4)])
-def test_pipelined_gpu(m, n, k, bm, bn, bk, warps, stages):
-    assert _pipelined(m, n, k, bm, bn, bk, warps, stages) < 1e-3
 
 
 @needs_gpu
