@@ -15,6 +15,8 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from ..llvm.target import pipeline_tuning
+
 TRIPLE = "nvptx64-nvidia-cuda"
 DATA_LAYOUT = "e-p6:32:32-i64:64-i128:128-v16:16-v32:32-n16:32:64"
 
@@ -65,7 +67,7 @@ def optimize(llir: str, arch: str) -> llvm.ModuleRef:
         lib.triple, lib.data_layout = module.triple, module.data_layout
         module.link_in(lib)
     tm = _target_machine(arch, ptx_version_for(arch))
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    pb = llvm.create_pass_builder(tm, pipeline_tuning())
     pb.getModulePassManager().run(module, pb)
     return module
 

@@ -10,6 +10,7 @@ the ROCm backend for AMDGPU.  The emitter never names a vendor directly.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -39,3 +40,13 @@ class LLVMTarget:
     # Extra function attributes for the kernel (e.g. amdgpu-flat-work-group-size).
     kernel_attributes: dict[str, str] = field(default_factory=dict)
     module_flags: tuple[str, ...] = ()
+
+
+def pipeline_tuning() -> Any:
+    """LLVM's -O3 pipeline options for GPU kernels.  The loop vectorizer is off: the lowering
+    already emits per-thread vector accesses, it found nothing to do in our kernels, and in
+    LLVM 22 it can abort on some reduction loops (a failed cost-model assertion)."""
+    import llvmlite.binding as llvm
+    options = llvm.create_pipeline_tuning_options(speed_level=3)
+    options.loop_vectorization = False
+    return options

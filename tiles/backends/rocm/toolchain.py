@@ -18,6 +18,8 @@ from pathlib import Path
 import llvmlite
 import llvmlite.binding as llvm
 
+from ..llvm.target import pipeline_tuning
+
 TRIPLE = "amdgcn-amd-amdhsa"
 # Newest first: the first one the linker accepts wins.
 CODE_OBJECT_VERSIONS = (6, 5, 4)
@@ -46,7 +48,7 @@ def optimize(llir: str, arch: str) -> llvm.ModuleRef:
     module = llvm.parse_assembly(llir)
     module.verify()
     tm = target_machine(arch)
-    pb = llvm.create_pass_builder(tm, llvm.create_pipeline_tuning_options(speed_level=3))
+    pb = llvm.create_pass_builder(tm, pipeline_tuning())
     pb.getModulePassManager().run(module, pb)
     return module
 
