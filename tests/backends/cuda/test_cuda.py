@@ -104,3 +104,33 @@ def test_dot(m, n, k):
     c = np.full((m, n), np.nan, np.float32)
     K.matrix_kernel[(-(-m // 32), -(-n // 32))](a, b, c, m, n, k, BM=32, BN=32, BK=16, backend="cuda")
     np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=2e-2, atol=2e-2)
+
+
+def _fmod_operands(dtype):
+    x = (rng.standard_normal(997) * 10.0 ** rng.integers(-8, 30, 997)).astype(dtype)
+    y = (rng.standard_normal(997) * 10.0 ** rng.integers(-30, 8, 997)).astype(dtype)
+    edges = np.array([-0.0, 0.0, np.inf, -np.inf, np.nan, 1e30, -7.5, 3.0, 1e-30, -0.0], dtype)
+    x[:10], y[:10] = edges, edges[::-1]
+    return x, y
+
+
+@pytest.mark.skipif(toolchain.libdevice_path() is None, reason="no libdevice to provide fmod")
+def test_float_mod_calls_exact_fmod():
+    """LLVM's own frem expansion on NVPTX (divide, truncate, multiply back) is wrong once the
+    quotient is large; float % calls libdevice's fmod, and only what the kernel calls of
+    libdevice stays in the PTX."""
+    x = np.ones(64, np.float32)
+    compiled = _compile(K.fmod_kernel, x, x, x, 64, BLOCK=64)
+    assert "@__nv_fmodf" in compiled.asm["llir"] and "frem" not in compiled.asm["llir"]
+    assert ".func" not in compiled.asm["ptx"] and len(compiled.asm["ptx"]) < 20_000
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_float_mod_matches_fmod(dtype):
+    x, y = _fmod_operands(dtype)
+    out = np.zeros_like(x)
+    K.fmod_kernel[(1,)](x, y, out, x.size, BLOCK=1024, backend="cuda")
+    want = np.fmod(x, y)
+    assert np.array_equal(out, want, equal_nan=True)
+    assert np.array_equal(np.signbit(out), np.signbit(want))  # -0.0 stays -0.0

@@ -25,9 +25,10 @@ UNSUPPORTED_OPS = frozenset({Op.DEVICE_PRINT, Op.DEVICE_ASSERT})
 SUPPORTED_DTYPES = frozenset(set(D.ALL_DTYPES) - {D.float8e4nv, D.float8e5})
 
 
-LIBDEVICE_F32 = {"sin": "__nv_sinf", "cos": "__nv_cosf", "erf": "__nv_erff", "log": "__nv_logf"}
+LIBDEVICE_F32 = {"sin": "__nv_sinf", "cos": "__nv_cosf", "erf": "__nv_erff", "log": "__nv_logf",
+                 "fmod": "__nv_fmodf"}
 LIBDEVICE_F64 = {"exp": "__nv_exp", "exp2": "__nv_exp2", "log": "__nv_log", "log2": "__nv_log2",
-                 "sin": "__nv_sin", "cos": "__nv_cos", "erf": "__nv_erf"}
+                 "sin": "__nv_sin", "cos": "__nv_cos", "erf": "__nv_erf", "fmod": "__nv_fmod"}
 
 
 def nvptx_target(arch: str) -> LLVMTarget:

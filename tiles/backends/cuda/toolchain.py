@@ -65,7 +65,11 @@ def optimize(llir: str, arch: str) -> llvm.ModuleRef:
             raise RuntimeError("the kernel calls libdevice functions but no libdevice.10.bc was found")
         lib = llvm.parse_bitcode(_libdevice_bitcode(path))
         lib.triple, lib.data_layout = module.triple, module.data_layout
+        ours = {f.name for f in module.functions if not f.is_declaration}
         module.link_in(lib)
+        for value in (*module.functions, *module.global_variables):
+            if not value.is_declaration and value.name not in ours:
+                value.linkage = "internal"  # libdevice's: the optimizer drops what the kernel does not call
     tm = _target_machine(arch, ptx_version_for(arch))
     pb = llvm.create_pass_builder(tm, pipeline_tuning())
     pb.getModulePassManager().run(module, pb)

@@ -100,8 +100,10 @@ class LLVMArithmetic(LLVMBuilder):
         ft = x.ty
         if op in _FCMP:
             return self._val("i1", f"fcmp {_FCMP[op]} {x}, {y.name}")
-        simple = {Op.ADD: "fadd", Op.SUB: "fsub", Op.MUL: "fmul", Op.DIV: "fdiv", Op.MOD: "frem"}
-        if op in simple:
+        simple = {Op.ADD: "fadd", Op.SUB: "fsub", Op.MUL: "fmul", Op.DIV: "fdiv"}
+        if op is Op.MOD:
+            r = self._fmod(x, y)
+        elif op in simple:
             # No `contract`: a*b+c rounds twice, exactly as the interpreter does (use tl.fma to fuse).
             r = self._val(ft, f"{simple[op]} {x}, {y.name}")
         elif op in (Op.MAXIMUM, Op.MINIMUM, Op.MAXIMUM_NAN, Op.MINIMUM_NAN):
@@ -111,6 +113,16 @@ class LLVMArithmetic(LLVMBuilder):
         else:
             raise UnsupportedError(f"floating-point {op.value} has no LLVM lowering")
         return self._down(r, dtype)
+
+    def _fmod(self, x: Reg, y: Reg) -> Reg:
+        """C's fmod, exactly: from the target's math library (LLVM's own `frem` expansion on GPUs
+        divides, truncates and multiplies back, which is wrong once the quotient is large)."""
+        fn = (self.t.math_f64 if x.ty == "double" else self.t.math_f32).get("fmod")
+        if fn is None:
+            raise UnsupportedError(f"floating-point % is not supported on {self.target.backend} without its "
+                                   "math library (no exact fmod found); compute it in integers or on another "
+                                   "backend")
+        return self._call(fn, x.ty, [x, y])
 
     @staticmethod
     def _suffix(ft: str) -> str:
