@@ -16,6 +16,7 @@ class Report:
     backend: str
     profile: str
     outcomes: list[Outcome] = field(default_factory=list)
+    declared: list[str] = field(default_factory=list)  # the backend's declared approximations
 
     def add(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
@@ -57,8 +58,10 @@ class Report:
             return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                              for i, (c, w) in enumerate(zip(cells, widths)))
 
-        out = [f"conformance: backend {self.backend}, profile {self.profile}", line(header),
-               line(tuple("-" * w for w in widths))]
+        out = [f"conformance: backend {self.backend}, profile {self.profile}"]
+        if self.declared:
+            out.append("declared float32 approximations (outputs checked against them): " + "; ".join(self.declared))
+        out += [line(header), line(tuple("-" * w for w in widths))]
         out += [line(r) for r in rows[:-1]] + [line(tuple("-" * w for w in widths)), line(rows[-1])]
         return "\n".join(out)
 

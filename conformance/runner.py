@@ -10,10 +10,11 @@ from typing import Any
 import numpy as np
 from tiles.backends.base import Backend
 from tiles.core.errors import UnsupportedError
+from tiles.core.ops import Op
 from tiles.runtime.jit import JITFunction
 
 from .case import Case
-from .compare import compare
+from .compare import Rule, compare, tol
 
 PASSED, FAILED, UNSUPPORTED, BROKEN = "passed", "failed", "unsupported", "broken"
 
@@ -37,13 +38,27 @@ def copy_args(args: list[Any]) -> list[Any]:
     return [a.copy() if isinstance(a, np.ndarray) else copy.copy(a) for a in args]
 
 
+def traced(kernel: JITFunction, args: list[Any], constexprs: dict[str, Any]) -> Any:
+    bound = kernel.signature.bind(*args, **constexprs)
+    bound.apply_defaults()
+    return kernel.trace(kernel.specialize(dict(bound.arguments)))
+
+
 def unsupported_reasons(kernel: JITFunction, args: list[Any], constexprs: dict[str, Any],
                         backend: Backend) -> list[str]:
     """What ``backend`` declares it cannot run in this kernel (Target.unsupported_ops / dtypes)."""
-    bound = kernel.signature.bind(*args, **constexprs)
-    bound.apply_defaults()
-    ir = kernel.trace(kernel.specialize(dict(bound.arguments)))
-    return backend.unsupported(ir)
+    return backend.unsupported(traced(kernel, args, constexprs))
+
+
+def declared_rule(rule: Rule, dtype: np.dtype, ops: set[Op], backend: Backend) -> Rule:
+    """``rule`` loosened by what ``backend`` declares about approximate float32 ops in the kernel
+    (Target.approximate); outputs of other dtypes keep ``rule``."""
+    if dtype != np.float32:
+        return rule
+    for op, rtol, atol in backend.target().approximate:
+        if op in ops:
+            rule = rule.loosest(tol(rtol, atol))
+    return rule
 
 
 def launch(kernel: JITFunction, grid: tuple[int, ...], args: list[Any], constexprs: dict[str, Any],
@@ -78,12 +93,19 @@ def execute(kernel: JITFunction, grid: tuple[int, ...], args: list[Any], constex
     return PASSED, "", ref_args, got_args
 
 
-def compare_outputs(case: Case, inputs: list[Any], ref_args: list[Any], got_args: list[Any]) -> str:
-    """Empty when every output matches its rule, else a description of each mismatch."""
+def compare_outputs(case: Case, inputs: list[Any], ref_args: list[Any], got_args: list[Any],
+                    backend: Backend | None = None) -> str:
+    """Empty when every output matches its rule (loosened by ``backend``'s declared
+    approximations), else a description of each mismatch."""
     problems = []
     bounds = case.bounds(inputs) if case.bounds else {}
+    ops: set[Op] = set()
+    if backend is not None and backend.target().approximate:
+        ops = {i.op for i in traced(case.kernel, inputs, case.constexprs).walk()}
     for index, rule in case.outputs.items():
         name = case.kernel.arg_names[index]
+        if backend is not None:
+            rule = declared_rule(rule, np.asarray(ref_args[index]).dtype, ops, backend)
         mismatch = compare(np.asarray(ref_args[index]), np.asarray(got_args[index]), rule,
                            bounds.get(index))
         if mismatch is not None:
@@ -114,7 +136,7 @@ def run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
     status, message, ref_args, got_args = execute(case.kernel, case.grid, inputs, case.constexprs,
                                                   backend, reference)
     if status == PASSED:
-        message = compare_outputs(case, inputs, ref_args, got_args)
+        message = compare_outputs(case, inputs, ref_args, got_args, backend)
         status = FAILED if message else PASSED
     outcome = Outcome(case.family, case.name, status, message)
     if status == FAILED:

@@ -115,3 +115,26 @@ def test_unsupported_is_reported_never_passed(backend, family):
     if family == "dot":
         assert PASSED not in statuses
     assert report.to_json()["families"][family]["unsupported"] == report.count(UNSUPPORTED) > 0
+
+
+class _Approximate(InterpreterBackend):
+    """The interpreter declaring an approximate float32 exp (as the CUDA backend does)."""
+    name = "interpreter-declaring"
+
+    def target(self) -> Target:
+        return dataclasses.replace(super().target(), approximate=((Op.EXP, 1e-5, 0.0),))
+
+
+def test_declared_approximation_loosens_float32_outputs_of_kernels_using_the_op():
+    from conformance.runner import declared_rule
+    be = _Approximate()
+    loose = declared_rule(ulp(4), np.dtype(np.float32), {Op.EXP, Op.ADD}, be)
+    assert compare(f32(1.0), f32(1.0 + 5e-6), loose) is None
+    assert compare(f32(1.0), f32(1.0 + 5e-6), ulp(4)) is not None
+    assert declared_rule(ulp(4), np.dtype(np.float32), {Op.LOG}, be) == ulp(4)  # op not in the kernel
+    assert declared_rule(ulp(4), np.dtype(np.float64), {Op.EXP}, be) == ulp(4)  # float64 is not approximated
+
+
+def test_declared_approximations_are_reported():
+    report = suite.run(_Approximate(), CI, families={"math"}, keyword="exp[float32]", generated=False)
+    assert "exp within 1e-05" in report.table() and report.count(PASSED) >= 1

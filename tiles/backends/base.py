@@ -31,6 +31,9 @@ class Target:
     shared_memory: int = 48 * 1024
     dtypes: frozenset[DType] = frozenset(D.ALL_DTYPES)
     unsupported_ops: frozenset[Op] = frozenset()
+    # float32 ops computed by hardware approximations, with the bound their results keep:
+    # (op, rtol, atol) means |got - exact| <= rtol * |exact| + atol.  Declared, not hidden.
+    approximate: tuple[tuple[Op, float, float], ...] = ()
 
 
 @dataclass(frozen=True)

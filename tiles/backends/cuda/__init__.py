@@ -31,6 +31,20 @@ LIBDEVICE_F64 = {"exp": "__nv_exp", "exp2": "__nv_exp2", "log": "__nv_log", "log
                  "sin": "__nv_sin", "cos": "__nv_cos", "erf": "__nv_erf", "fmod": "__nv_fmod"}
 
 
+EPS32 = 2.0 ** -23
+
+
+def approximate_math(libdevice: bool) -> tuple[tuple[Op, float, float], ...]:
+    """float32 math on the hardware approximations (as Triton): exp = ex2.approx(x * log2 e),
+    whose rounded argument costs up to ~46 ulp near the ends of exp's finite range; lg2.approx
+    is 2^-22 in absolute terms near 1; without libdevice, log = lg2 * ln 2 and sin/cos use
+    sin/cos.approx (absolute error about 2^-20.5 on [-pi, pi], growing outside)."""
+    out = [(Op.EXP, 64 * EPS32, 0.0), (Op.LOG2, 4 * EPS32, 2.0 ** -22)]
+    if not libdevice:
+        out += [(Op.LOG, 4 * EPS32, 2.0 ** -22), (Op.SIN, 0.0, 2.0 ** -18), (Op.COS, 0.0, 2.0 ** -18)]
+    return tuple(out)
+
+
 def nvptx_target(arch: str) -> LLVMTarget:
     """NVPTX facts; with libdevice, sin/cos/erf/log and float64 math are accurate (as Triton's),
     without it they fall back to the hardware approximations (float64 math unsupported)."""
@@ -87,7 +101,8 @@ class CUDABackend(Backend):
 
     def target(self) -> Target:
         return Target("cuda", arch=self.arch(), warp_size=32, max_threads_per_block=1024,
-                      shared_memory=227 * 1024, dtypes=SUPPORTED_DTYPES, unsupported_ops=UNSUPPORTED_OPS)
+                      shared_memory=227 * 1024, dtypes=SUPPORTED_DTYPES, unsupported_ops=UNSUPPORTED_OPS,
+                      approximate=approximate_math(toolchain.libdevice_path() is not None))
 
     def toolchain_version(self) -> str:
         return toolchain.toolchain_version()
