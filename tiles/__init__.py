@@ -2,7 +2,14 @@
 
 from . import language, testing  # noqa: F401  (tiles.testing, as triton.testing)
 from .backends.registry import set_backend
-from .core.errors import CompilationError, KernelRuntimeError, LaunchError, TilesError, UnsupportedError
+from .core.errors import (
+    CompilationError,
+    KernelRuntimeError,
+    LaunchError,
+    OutOfResourcesError,
+    TilesError,
+    UnsupportedError,
+)
 from .language.core import constexpr
 from .runtime.autotune import AutotuneError, Autotuner, Config, autotune
 from .runtime.heuristics import Heuristics, heuristics
@@ -24,6 +31,6 @@ def next_power_of_2(n: int) -> int:
 
 __all__ = [
     "AutotuneError", "Autotuner", "Config", "Heuristics", "autotune", "heuristics", "testing",
-    "CompilationError", "JITFunction", "KernelRuntimeError", "LaunchError", "TilesError",
+    "CompilationError", "JITFunction", "KernelRuntimeError", "LaunchError", "OutOfResourcesError", "TilesError",
     "UnsupportedError", "cdiv", "constexpr", "jit", "next_power_of_2", "set_backend",
 ]

@@ -136,8 +136,16 @@ class Backend(abc.ABC):
             raise UnsupportedError("; ".join(dict.fromkeys(reasons)), kernel.loc)
         compiled = CompiledKernel(kernel.name, kernel, options)
         value: Any = kernel
+        limit = self.target().shared_memory
         for stage_name, stage in self.stages(options).items():
             value = stage(value, compiled)
             compiled.asm[stage_name] = value
+            needed = compiled.metadata.get("shared", 0)
+            if needed > limit:
+                from ..core.errors import OutOfResourcesError
+                raise OutOfResourcesError(
+                    f"kernel {kernel.name} needs {needed} bytes of shared memory per program with num_warps="
+                    f"{options.num_warps}, num_stages={options.num_stages}; {self.name} allows {limit}. Use smaller "
+                    "block sizes or fewer num_stages (each stage holds a copy of the tl.dot operands)", kernel.loc)
         compiled.handle = value
         return compiled

@@ -27,6 +27,10 @@ class UnsupportedError(CompilationError):
     """A backend cannot lower an op or dtype the kernel uses."""
 
 
+class OutOfResourcesError(CompilationError):
+    """The compiled kernel needs more of a per-program resource (shared memory) than the device has."""
+
+
 class KernelRuntimeError(TilesError):
     """A kernel misbehaved while running (out-of-bounds access, failed device_assert)."""
 

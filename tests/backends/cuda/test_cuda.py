@@ -135,3 +135,21 @@ def test_float_mod_matches_fmod(dtype):
     assert np.array_equal(out, want, equal_nan=True), np.flatnonzero(~((out == want) | np.isnan(want)))[:5]
     numbers = ~np.isnan(want)  # a NaN's sign bit is not specified
     assert np.array_equal(np.signbit(out[numbers]), np.signbit(want[numbers]))  # -0.0 stays -0.0
+
+
+def test_too_much_shared_memory_is_a_clear_error():
+    """A tile whose pipeline stages cannot fit the device's shared memory fails at compile time,
+    naming the kernel's line, the bytes needed and the limit (autotuning skips such configs)."""
+    import sys
+    from pathlib import Path
+
+    import tiles
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_tensorcore import _operands, pipelined_kernel
+    a, b = _operands(512, 512, 512, np.float16)
+    c = np.zeros((512, 512), np.float32)
+    with pytest.raises(tiles.OutOfResourcesError) as info:
+        pipelined_kernel.warmup(a, b, c, 512, 512, 512, 512, 512, 512, BM=256, BN=256, BK=128, num_warps=8,
+                                num_stages=4, backend="cuda")
+    text = str(info.value)
+    assert "test_tensorcore.py:" in text and "bytes of shared memory" in text and "num_stages" in text
