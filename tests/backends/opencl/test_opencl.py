@@ -61,7 +61,7 @@ BLOCK = 256
 
 
 @pytest.mark.parametrize("dtype", INTS)
-@pytest.mark.parametrize("op", ["add", "sub", "mul", "floordiv", "mod", "xor", "shl", "shr", "max", "lt"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "floordiv", "mod", "xor", "shl", "shr", "maximum", "lt"])
 def test_integer_binary(dtype, op):
     rng = np.random.default_rng(hash((dtype, op)) % 2**32)
     x, y = ints(dtype, N, rng), ints(dtype, N, rng)
@@ -86,11 +86,16 @@ def test_umulhi(dtype):
 
 
 @pytest.mark.parametrize("dtype", FLOATS)
-@pytest.mark.parametrize("op", ["add", "sub", "mul", "div", "mod", "max", "min", "max_nan", "ne", "fma"])
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "mod", "maximum", "minimum", "maximum_nan", "ne",
+                                "fma"])
 def test_float_binary(dtype, op):
     rng = np.random.default_rng(hash((dtype, op)) % 2**32)
     x, y = floats(dtype, N, rng), floats(dtype, N, rng)[::-1].copy()
     out_dt = np.bool_ if op == "ne" else np_dtype(dtype)
+    if op == "fma":  # x * y + x, rounded once
+        a, b = run_both(K.fma_where_kernel, (4,), lambda: (x, y, x, np.zeros(N, out_dt), N), OP=op, BLOCK=BLOCK)
+        same(a[3], b[3])
+        return
     a, b = run_both(K.binary_kernel, (4,), lambda: (x, y, np.zeros(N, out_dt), N), OP=op, BLOCK=BLOCK)
     same(a[2], b[2])
 
