@@ -153,3 +153,20 @@ def test_too_much_shared_memory_is_a_clear_error():
                                 num_stages=4, backend="cuda")
     text = str(info.value)
     assert "test_tensorcore.py:" in text and "bytes of shared memory" in text and "num_stages" in text
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.float16])
+def test_float_mod_without_libdevice_is_long_division(dtype, monkeypatch):
+    """With no math library, float % is the integer long division of lowering/fmod.py (checked
+    against numpy on the simulator in test_fmod.py), not LLVM's inexact frem expansion."""
+    from tiles.backends.base import Options
+    from tiles.backends.cuda import nvptx_target
+    from tiles.backends.llvm.emit import lower_kernel
+    monkeypatch.setattr(toolchain, "libdevice_path", lambda: None)
+    x = np.ones(64, dtype)
+    ir = K.fmod_kernel.warmup(x, x, x, 64, BLOCK=64, backend="interpreter").ir
+    llir = lower_kernel(ir, nvptx_target("sm_90"), Options())
+    assert "frem" not in llir and "__nv_" not in llir
+    ptx = toolchain.to_ptx(llir, "sm_90")
+    if toolchain.ptxas_path():
+        assert toolchain.ptxas_info(ptx, "sm_90").get("registers", 0) > 0

@@ -115,13 +115,13 @@ class LLVMArithmetic(LLVMBuilder):
         return self._down(r, dtype)
 
     def _fmod(self, x: Reg, y: Reg) -> Reg:
-        """C's fmod, exactly: from the target's math library (LLVM's own `frem` expansion on GPUs
-        divides, truncates and multiplies back, which is wrong once the quotient is large)."""
+        """C's fmod, exactly: from the target's math library, else by long division on the
+        significands (LLVM's own `frem` expansion on GPUs divides, truncates and multiplies back,
+        which is wrong once the quotient is large)."""
         fn = (self.t.math_f64 if x.ty == "double" else self.t.math_f32).get("fmod")
         if fn is None:
-            raise UnsupportedError(f"floating-point % is not supported on {self.target.backend} without its "
-                                   "math library (no exact fmod found); compute it in integers or on another "
-                                   "backend")
+            from ..lowering.fmod import exact_fmod
+            return exact_fmod(self, x, y, D.float64 if x.ty == "double" else D.float32)  # type: ignore[arg-type]
         return self._call(fn, x.ty, [x, y])
 
     @staticmethod
