@@ -53,7 +53,8 @@ class LLVMHopperOps(LLVMBuilder):
         d = "{" + ", ".join(f"${i}" for i in range(len(regs))) + "}"
         at = len(regs)
         ins: list[tuple[str, Any]] = []
-        if isinstance(a, (list, tuple)):
+        a_in_regs = isinstance(a, (list, tuple))
+        if a_in_regs:
             a_text = "{" + ", ".join(f"${at + i}" for i in range(len(a))) + "}"
             ins += [("r", r) for r in a]
         else:
@@ -63,7 +64,7 @@ class LLVMHopperOps(LLVMBuilder):
         ins += [("l", b_desc), ("r", Reg("1", "i32"))]
         tail = "p"
         if kind in ("f16", "bf16"):
-            tail += ", 1, 1" + ("" if isinstance(a, (list, tuple)) else f", {int(trans_a)}") + f", {int(trans_b)}"
+            tail += ", 1, 1" + ("" if a_in_regs else f", {int(trans_a)}") + f", {int(trans_b)}"
         elif kind == "tf32":
             tail += ", 1, 1"
         text = (f"{{ .reg .pred p; setp.ne.b32 p, ${b_at + 1}, 0; "

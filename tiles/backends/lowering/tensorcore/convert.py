@@ -47,6 +47,15 @@ class Lanes:
         self.quad = iop(Op.MOD, self.lane, 4)          # column pair of c0
         self.row0 = iop(Op.ADD, iop(Op.MUL, self.warp_m, lay.warp_rows), self.group)
         self.col0 = iop(Op.ADD, iop(Op.MUL, self.warp_n, lay.reps_n * 8), iop(Op.MUL, self.quad, 2))
+        self.lay = lay
+
+    def row(self, mi: int, half: int, b: int = 0) -> Index:
+        """The row (batch folded in) of fragment rep ``mi``'s element pair ``half`` (c0c1 / c2c3)."""
+        return self.lw.iop(Op.ADD, self.row0, b * self.lay.m + mi * self.lay.rep_rows + half * 8)
+
+    def col(self, ni: int, c: int = 0) -> Index:
+        """The column of element ``c`` (0..3) of fragment rep ``ni``."""
+        return self.lw.iop(Op.ADD, self.col0, ni * 8 + c % 2)
 
 
 def stage(lw: Lowering, handles: Sequence[Handle], lay: Layout, dtype: DType, byte_offset: int,
@@ -67,10 +76,8 @@ def stage(lw: Lowering, handles: Sequence[Handle], lay: Layout, dtype: DType, by
         e.local_store_vector(byte_offset, lw.idx(at), handles[j:j + piece], dtype, lw.owner(lay, j))
 
 
-def _fragment_index(lw: Lowering, lanes: Lanes, lay: MMALayout, b: int, mi: int, ni: int, half: int,
-                    ld: int) -> Index:
-    row = lw.iop(Op.ADD, lanes.row0, b * lay.m + mi * lay.rep_rows + half * 8)
-    return lw.iop(Op.ADD, lw.iop(Op.MUL, row, ld), lw.iop(Op.ADD, lanes.col0, ni * 8))
+def _fragment_index(lw: Lowering, lanes: Lanes, b: int, mi: int, ni: int, half: int, ld: int) -> Index:
+    return lw.iop(Op.ADD, lw.iop(Op.MUL, lanes.row(mi, half, b), ld), lanes.col(ni))
 
 
 def to_blocked(lw: Lowering, handles: list[Handle], lay: MMALayout, dtype: DType) -> list[Handle]:
@@ -101,7 +108,7 @@ def _fragment_pairs(lw: Lowering, lay: MMALayout, ld: int) -> Iterator[tuple[int
         for mi in range(lay.reps_m):
             for ni in range(lay.reps_n):
                 for half in (0, 1):
-                    yield lay.slot(b, mi, ni, 2 * half), _fragment_index(lw, lanes, lay, b, mi, ni, half, ld)
+                    yield lay.slot(b, mi, ni, 2 * half), _fragment_index(lw, lanes, b, mi, ni, half, ld)
 
 
 def from_blocked(lw: Lowering, handles: list[Handle], lay: MMALayout, dtype: DType) -> list[Handle]:

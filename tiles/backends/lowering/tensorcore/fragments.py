@@ -19,7 +19,6 @@ from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from .. import reductions, relayout  # noqa: F401  (their rules are registered first)
 from ..emitter import Handle
 from ..lower import RULES, Lowering
-from ..relayout import same_layout
 from .convert import Lanes, from_blocked, to_blocked
 from .plan import _EW, _ROW_REDUCE, Frag, MMALayout, Plan, RowLayout, build_plan
 from .remat import can_remat, remat_broadcast, value_at
@@ -52,12 +51,9 @@ def row_to_blocked(lw: Lowering, handles: list[Handle], lay: RowLayout, dtype: S
     e = lw.e
     lw.reserve_local(lw.local_size(dtype, lay.m))
     lanes = Lanes(lw, lay.mma(8))
-    step = lay.mma(8).rep_rows
     first = e.binary(Op.EQ, lw.idx(lanes.quad), lw.const(0, D.int32), D.int32)
-    for mi in range(lay.reps_m):
-        for half in (0, 1):
-            row = lw.iop(Op.ADD, lanes.row0, mi * step + half * 8)
-            e.local_store(0, lw.idx(row), handles[2 * mi + half], dtype, first)
+    for slot, row in enumerate(_rows(lanes, lay)):
+        e.local_store(0, lw.idx(row), handles[slot], dtype, first)
     e.barrier()
     dst = lw.layout(shape)
     out = [e.local_load(0, lw.idx(lw.flat_index(dst, j)), dtype) for j in range(dst.per_thread)]
@@ -73,10 +69,7 @@ def row_from_blocked(lw: Lowering, handles: list[Handle], lay: RowLayout, dtype:
     lw.reserve_local(lw.local_size(dtype, lay.m))
     relayout.stage(lw, handles, lw.layout(shape), dtype)
     e.barrier()
-    lanes = Lanes(lw, lay.mma(8))
-    step = lay.mma(8).rep_rows
-    out = [e.local_load(0, lw.idx(lw.iop(Op.ADD, lanes.row0, mi * step + half * 8)), dtype)
-           for mi in range(lay.reps_m) for half in (0, 1)]
+    out = [e.local_load(0, lw.idx(row), dtype) for row in _rows(Lanes(lw, lay.mma(8)), lay)]
     e.barrier()
     return out
 
@@ -97,21 +90,21 @@ def frag_handles(lw: Lowering, v: Value, lay: Frag) -> list[Handle]:
 def frag_coords(lw: Lowering, lay: Frag, shape: tuple[int, ...]) -> list[list[Any]]:
     """The coordinates (one index per dimension of ``shape``) of each slot this thread holds."""
     if isinstance(lay, RowLayout):
-        mma = lay.mma(8)
-        lanes = Lanes(lw, mma)
-        rows = [lw.iop(Op.ADD, lanes.row0, mi * mma.rep_rows + half * 8)
-                for mi in range(lay.reps_m) for half in (0, 1)]
-        return [[r] if len(shape) == 1 else [r, 0] for r in rows]
+        return [[r] if len(shape) == 1 else [r, 0] for r in _rows(Lanes(lw, lay.mma(8)), lay)]
     lanes = Lanes(lw, lay)
     out: list[list[Any]] = [[]] * lay.per_thread
     for b in range(lay.batch):
         for mi in range(lay.reps_m):
             for ni in range(lay.reps_n):
                 for c in range(4):
-                    row = lw.iop(Op.ADD, lanes.row0, mi * lay.rep_rows + (c // 2) * 8)
-                    col = lw.iop(Op.ADD, lanes.col0, ni * 8 + c % 2)
+                    row, col = lanes.row(mi, c // 2), lanes.col(ni, c)
                     out[lay.slot(b, mi, ni, c)] = [row, col] if lay.batch == 1 else [b, row, col]
     return out
+
+
+def _rows(lanes: Lanes, lay: RowLayout) -> list[Any]:
+    """The row of each slot of a row vector (slot ``2 * mi + half``)."""
+    return [lanes.row(mi, half) for mi in range(lay.reps_m) for half in (0, 1)]
 
 
 def publish(lw: Lowering, v: Value, handles: list[Handle]) -> list[Handle] | None:
@@ -215,8 +208,7 @@ def _wrap(op: Op) -> None:
             return _frag_rule(lw, instr)
         if instr in plan.absorbed:
             return [None]
-        if op in (Op.BROADCAST, Op.RESHAPE) and plan.dots and not (
-                op is Op.RESHAPE and same_layout(lw.layout(instr.operands[0]), lw.layout(instr.result))):
+        if op in (Op.BROADCAST, Op.RESHAPE) and plan.dots:
             hs = remat_broadcast(lw, state(lw).defs, instr)
             if hs is not None:
                 return [hs]

@@ -30,8 +30,7 @@ from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from ..emitter import Handle
 from ..lower import RULES, Index, Lowering, rule
 from ..memory import _groups
-from ..relayout import same_layout
-from .remat import can_remat
+from .remat import can_remat, moves_data
 from .wgmma import operands
 
 _SAFE = frozenset({*BINARY_ARITH, *COMPARISON, Op.CONST, Op.ARANGE, Op.ADDPTR, Op.HINT, Op.CAST,
@@ -67,12 +66,8 @@ def _moves_nothing(lw: Lowering, instr: Instr, defs: dict[Value, Instr]) -> bool
     recomputed in place, see ``remat.py``)."""
     if instr.regions:
         return False
-    if instr.op is Op.BROADCAST:
-        src = instr.operands[0]
-        return src.type.numel == 1 or can_remat(src, defs, [24])
-    if instr.op is Op.RESHAPE:
-        return (same_layout(lw.layout(instr.operands[0]), lw.layout(instr.result))
-                or can_remat(instr.operands[0], defs, [24]))
+    if instr.op in (Op.BROADCAST, Op.RESHAPE):
+        return not moves_data(lw, instr) or can_remat(instr.operands[0], defs, [24])
     return instr.op in _SAFE
 
 
@@ -132,7 +127,7 @@ def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Val
                 feeds.append(Feed(load, dot, idx, w))
             elif idx == 0 and plan.wgmma and dot in plan.a_regs:
                 continue
-            elif idx == 0 and plan.wgmma and v not in inside and _hoistable(plan, dot):
+            elif idx == 0 and plan.wgmma and v not in inside and hoistable(plan, dot):
                 hoisted.append(dot)
             else:
                 return None
@@ -161,7 +156,8 @@ def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Val
     return Pipe(mine, feeds, hoisted, [i for i in body.instrs if i in needed], step, stages)
 
 
-def _hoistable(plan: Any, dot: Instr) -> bool:
+def hoistable(plan: Any, dot: Instr) -> bool:
+    """A loop-invariant A operand small enough to keep in registers for the whole loop."""
     from .plan import MMALayout
     lay = plan.values[dot.result]
     assert isinstance(lay, MMALayout)

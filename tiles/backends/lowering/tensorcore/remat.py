@@ -13,6 +13,7 @@ from ....core.ir import Value
 from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from ..emitter import Handle
 from ..lower import Index, Lowering
+from ..relayout import same_layout
 
 _PURE = BINARY_ARITH | COMPARISON | {Op.ADDPTR, Op.CAST, Op.NEG, Op.NOT}
 
@@ -61,10 +62,18 @@ def value_at(lw: Lowering, defs: dict, v: Value, coords: list[Index]) -> Handle:
     return e.binary(d.op, xs[0], xs[1], d.operands[0].type.dtype)
 
 
+def moves_data(lw: Lowering, instr) -> bool:
+    """A BROADCAST or RESHAPE whose plain lowering gathers through local memory (not a
+    single element, not a reshape between equal layouts)."""
+    src = instr.operands[0]
+    if src.type.numel == 1:
+        return False
+    return instr.op is Op.BROADCAST or not same_layout(lw.layout(src), lw.layout(instr.result))
+
+
 def remat_broadcast(lw: Lowering, defs: dict, instr) -> list[Handle] | None:
     """A BROADCAST or RESHAPE of an index expression, evaluated at each slot's coordinates."""
-    src = instr.operands[0]
-    if src.type.numel == 1 or not can_remat(src, defs, [24]):
+    if not moves_data(lw, instr) or not can_remat(instr.operands[0], defs, [24]):
         return None
     lay = lw.layout(instr.result)
     shape = instr.result.type.shape

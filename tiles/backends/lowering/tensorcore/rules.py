@@ -24,7 +24,7 @@ from ..emitter import Handle
 from ..lower import RULES, Lowering, rule
 from .convert import Lanes, align16, padded, stage
 from .fragments import a_from_regs, frag_handles, publish, state
-from .pipeline import find_pipe, lower_pipelined
+from .pipeline import find_pipe, hoistable, lower_pipelined
 from .plan import Frag, MMALayout
 from .wgmma import wgmma_dot
 
@@ -51,17 +51,26 @@ def _dot(lw: Lowering, instr: Instr) -> list[Any]:
     if out_dt != wide:
         c = [lw.e.cast(h, out_dt, wide) for h in c]
     if st.plan.wgmma:
-        afr = st.afrags.get(instr)
-        if afr is None and instr in st.plan.a_regs:
-            la = st.plan.values[a]
-            assert isinstance(la, MMALayout)
-            afr = a_from_regs(lw, frag_handles(lw, a, la), la, a.type.element)  # type: ignore[arg-type]
-        d = wgmma_dot(lw, instr, lay, c, st.plan, afr, st.wg_staged.get(instr), st.wg_keep.get(instr, 0))
+        d = wgmma_dot(lw, instr, lay, c, st.plan, a_in_registers(lw, instr), st.wg_staged.get(instr),
+                      st.wg_keep.get(instr, 0))
     else:
         d = mma_dot(lw, instr, shape, lay, c)
     if out_dt != wide:
         d = [lw.e.cast(h, wide, out_dt) for h in d]
     return [publish(lw, instr.result, d)]
+
+
+def a_in_registers(lw: Lowering, instr: Instr) -> list[list[list[Handle]]] | None:
+    """The DOT's A fragments when they are already in registers (hoisted before the loop, or
+    repacked from a previous product), else None (A is read from local memory)."""
+    st = state(lw)
+    afr = st.afrags.get(instr)
+    if afr is None and instr in st.plan.a_regs:
+        a = instr.operands[0]
+        la = st.plan.values[a]
+        assert isinstance(la, MMALayout)
+        afr = a_from_regs(lw, frag_handles(lw, a, la), la, a.type.element)  # type: ignore[arg-type]
+    return afr
 
 
 def _staged(lw: Lowering, v: Value, adt: DType) -> list[Handle]:
@@ -114,11 +123,7 @@ def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALay
     b_src = st.plan.b_rows.get(instr)
     lda, ldb, a_bytes, b_bytes = geometry(instr, b_src is not None)
     trans_b = s == 2 and b_src is None   # K x N rows + ldmatrix.trans; else N x K rows
-    afr = st.afrags.get(instr)
-    if afr is None and instr in st.plan.a_regs:
-        la = st.plan.values[a]
-        assert isinstance(la, MMALayout)
-        afr = a_from_regs(lw, frag_handles(lw, a, la), la, adt)
+    afr = a_in_registers(lw, instr)
     slot = st.async_slot.get(instr)
     if slot is None:
         lw.reserve_local(a_bytes + b_bytes)
@@ -220,11 +225,10 @@ def _for(lw: Lowering, instr: Instr) -> list[Any]:
         sizes.append(len(hs))
     inside = {r for i in walk_block(body) for r in i.results} | set(body.args)
     for dot in body.instrs:
-        if dot in plan.dots and dot not in plan.a_regs and dot.operands[0] not in inside:
+        if dot in plan.dots and dot not in plan.a_regs and dot.operands[0] not in inside and hoistable(plan, dot):
             lay = plan.values[dot.result]
             assert isinstance(lay, MMALayout)
-            if lay.batch * (dot.operands[0].type.shape[-1] // plan.dots[dot][2]) * lay.reps_m <= 16:
-                hoist_a(lw, dot, plan.dots[dot], lay)
+            hoist_a(lw, dot, plan.dots[dot], lay)
 
     def split(handles: Sequence[Handle]) -> list[list[Handle]]:
         out, at = [], 0
