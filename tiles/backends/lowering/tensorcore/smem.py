@@ -84,10 +84,9 @@ class Swizzled:
         return ((self.block_bytes >> 4) & 0x3FFF) << 16 | ((8 * self.width) >> 4) << 32 | _MODE[self.width] << 62
 
 
-def descriptor(lw: Lowering, smem_base: Handle, byte_offset: int, fields: int) -> Handle:
-    """A uint64 descriptor for the tile at local byte ``byte_offset`` with constant ``fields``."""
+def descriptor(lw: Lowering, addr: Handle, fields: int) -> Handle:
+    """A uint64 descriptor for the tile at shared address ``addr`` with constant ``fields``."""
     e = lw.e
-    addr = e.binary(Op.ADD, smem_base, lw.const(byte_offset, D.int32), D.int32)
     start = e.binary(Op.AND, e.binary(Op.SHR, addr, lw.const(4, D.int32), D.int32),
                      lw.const(0x3FFF, D.int32), D.int32)
     wide = e.cast(start, D.int32, D.uint64)

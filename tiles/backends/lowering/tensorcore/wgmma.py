@@ -97,9 +97,9 @@ def wgmma_dot(lw: Lowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: P
         wg_cols = iop(Op.MUL, lanes.warp_n, n_warp * ops.b.width)
     else:
         wg_cols = iop(Op.MUL, lanes.warp_n, n_warp * adt.itemsize // ops.b.width * ops.b.block_bytes)
-    a_desc = None if afr is not None else descriptor(lw, e.binary(Op.ADD, a_base, lw.idx(wg_rows), D.int32), 0,
+    a_desc = None if afr is not None else descriptor(lw, e.binary(Op.ADD, a_base, lw.idx(wg_rows), D.int32),
                                                      ops.a.fields())
-    b_desc = descriptor(lw, e.binary(Op.ADD, b_base, lw.idx(wg_cols), D.int32), 0, ops.b.fields())
+    b_desc = descriptor(lw, e.binary(Op.ADD, b_base, lw.idx(wg_cols), D.int32), ops.b.fields())
 
     def shifted(desc: Handle, offset: int) -> Handle:
         return desc if offset == 0 else e.binary(Op.ADD, desc, lw.const(offset >> 4, D.uint64), D.uint64)
