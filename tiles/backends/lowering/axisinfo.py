@@ -94,6 +94,16 @@ def _rule(instr: Instr, info: dict[Value, AxisInfo]) -> AxisInfo:
             if y.ones:  # a stride of one keeps runs
                 return AxisInfo(x.contig, x.div, math.gcd(x.const, y.const))
         return AxisInfo(1, min(a.div * b.div, _BIG), math.gcd(a.const, b.const))
+    if op is Op.MOD:
+        # Runs of L = gcd(contig, div(x), div(m)) consecutive values start at multiples of L, so
+        # a wrap (a multiple of m) can only fall on a run's first element: x % m keeps them.  As
+        # in Triton's analysis, this assumes x >= 0 (C's remainder of a negative x wraps upward).
+        a, b = ops
+        div = math.gcd(a.div, b.div)
+        run = math.gcd(math.gcd(a.contig, div), b.const)
+        if a.contig > 1:
+            return AxisInfo(run, run, math.gcd(a.const, b.const))
+        return AxisInfo(1, div, math.gcd(a.const, b.const))
     if op in COMPARISON:
         a, b = ops
         const = math.gcd(a.const, b.const)

@@ -9,6 +9,7 @@ own modules.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -373,4 +374,6 @@ def _widest_chunk(kernel: Kernel) -> int:
 def lower(kernel: Kernel, emitter: Emitter, threads: int) -> Any:
     """Lower ``kernel`` onto ``emitter``; returns what ``emitter.finish`` returns."""
     from . import memory, reductions, relayout  # noqa: F401  (they register their rules)
+    from .induction import close_induction_pointers
+    kernel = close_induction_pointers(copy.deepcopy(kernel))
     return Lowering(kernel, emitter, threads).run()
