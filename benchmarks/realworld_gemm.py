@@ -1,0 +1,173 @@
+"""Matmul in the forms users write: tiles (cuda) vs Triton, one process, same kernel text.
+
+Forms: Triton's tutorial matmul exactly (pointer tiles advanced in the loop, rows and columns
+wrapped with ``%``, K masks), the same without masks and wraps, and a persistent matmul (each
+program loops over output tiles).  Every configuration is offered to both compilers; the best
+median (``triton.testing.do_bench``) per case is reported, as TFLOP/s = 2*M*N*K / time.  Each
+result is checked against torch before it is timed.
+
+    python benchmarks/realworld_gemm.py [--sizes 4096,8192]
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+from memory_bound import load_kernels as load_shared  # noqa: E402
+
+KERNELS = '''
+@jit
+def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                    stride_cm, stride_cn, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                    BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, WRAP_AND_MASK: tl.constexpr):
+    pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_am = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_bn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if WRAP_AND_MASK:
+        offs_am = offs_am % M
+        offs_bn = offs_bn % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        if WRAP_AND_MASK:
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        else:
+            a = tl.load(a_ptrs)
+            b = tl.load(b_ptrs)
+        accumulator = tl.dot(a, b, accumulator)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    c = accumulator.to(tl.float16)
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    tl.store(c_ptrs, c, mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@jit
+def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                      stride_cm, stride_cn, NUM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in range(start_pid, num_tiles, NUM_SMS):
+        group_id = tile_id // num_pid_in_group
+        first_pid_m = group_id * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + (tile_id % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        offs_am = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_bn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        offs_k = tl.arange(0, BLOCK_K)
+        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+        b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+        accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(k_tiles):
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - ki * BLOCK_K, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - ki * BLOCK_K, other=0.0)
+            accumulator = tl.dot(a, b, accumulator)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+        offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+        tl.store(c_ptrs, accumulator.to(tl.float16), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+'''
+
+# (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
+CONFIGS = [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 128, 32, 4, 4), (128, 256, 64, 8, 4)]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sizes", default="4096,8192")
+    args = ap.parse_args()
+
+    import torch
+    from triton.testing import do_bench
+
+    tmp = Path(tempfile.mkdtemp())
+    mods = {"tiles": load_shared("tiles", tmp, KERNELS, "realworld_gemm"),
+            "triton": load_shared("triton", tmp, KERNELS, "realworld_gemm")}
+    extra = {"tiles": {"backend": "cuda"}, "triton": {}}
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    rows = []
+    for size in (int(s) for s in args.sizes.split(",")):
+        m = n = k = size
+        a = torch.randn((m, k), device="cuda", dtype=torch.float16)
+        b = torch.randn((k, n), device="cuda", dtype=torch.float16)
+        c = torch.empty((m, n), device="cuda", dtype=torch.float16)
+        ref = (a @ b).float()
+        flops = 2.0 * m * n * k
+        strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+
+        def tutorial(mod, cfg, kw, wrap):
+            bm, bn, bk, warps, stages = cfg
+            mod.tutorial_matmul[(math.ceil(m / bm) * math.ceil(n / bn),)](
+                a, b, c, m, n, k, *strides, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                WRAP_AND_MASK=wrap, num_warps=warps, num_stages=stages, **kw)
+
+        def persistent(mod, cfg, kw):
+            bm, bn, bk, warps, stages = cfg
+            tiles_total = math.ceil(m / bm) * math.ceil(n / bn)
+            mod.persistent_matmul[(min(sms, tiles_total),)](
+                a, b, c, m, n, k, *strides, NUM_SMS=sms, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                num_warps=warps, num_stages=stages, **kw)
+
+        forms = [("tutorial (wrap + K masks)", lambda mod, cfg, kw: tutorial(mod, cfg, kw, True)),
+                 ("tutorial (no masks)", lambda mod, cfg, kw: tutorial(mod, cfg, kw, False)),
+                 ("persistent", persistent)]
+        for label, launch in forms:
+            best: dict[str, tuple[float, str]] = {}
+            for col, mod in mods.items():
+                for cfg in CONFIGS:
+                    name = "x".join(map(str, cfg[:3])) + f" w{cfg[3]} s{cfg[4]}"
+                    try:
+                        c.zero_()
+                        launch(mod, cfg, extra[col])
+                        torch.cuda.synchronize()
+                        err = ((c.float() - ref).norm() / ref.norm()).item()
+                        if not err < 1e-2:
+                            print(f"  {label} {col} {name}: wrong result (rel {err:.2e})")
+                            continue
+                        ms = do_bench(lambda: launch(mod, cfg, extra[col]), warmup=25, rep=100,
+                                      return_mode="median")
+                    except Exception as e:  # a config that fails to compile: report it, go on
+                        print(f"  {label} {col} {name}: failed: {type(e).__name__}: {str(e)[:160]}")
+                        continue
+                    tf = flops / (ms * 1e-3) / 1e12
+                    print(f"  {size}^3 {label:26s} {col:6s} {name:18s} {tf:7.1f} TFLOP/s", flush=True)
+                    if tf > best.get(col, (0.0, ""))[0]:
+                        best[col] = (tf, name)
+            rows.append((f"{label} {size}^3", best))
+
+    print(f"\n{torch.cuda.get_device_name()}  (TFLOP/s, best config of the same {len(CONFIGS)})")
+    print(f"{'case':40s} {'tiles':>26s} {'triton':>26s} {'tiles/triton':>12s}")
+    for name, best in rows:
+        t = best.get("tiles", (0.0, "-"))
+        r = best.get("triton", (float("nan"), "-"))
+        print(f"{name:40s} {f'{t[0]:.1f} ({t[1]})':>26s} {f'{r[0]:.1f} ({r[1]})':>26s} {t[0] / r[0]:12.2f}")
+
+
+if __name__ == "__main__":
+    main()
