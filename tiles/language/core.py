@@ -9,14 +9,8 @@ from ..core import dtypes as D
 from ..core.builder import current
 from ..core.ops import Op
 from . import semantic as S
+from .constexpr import constexpr
 from .tensor import tensor
-
-
-class constexpr:  # noqa: N801
-    """Annotation for compile-time arguments; ``constexpr(v)`` is just ``v``."""
-
-    def __new__(cls, value: Any = None) -> Any:  # type: ignore[misc]
-        return value
 
 
 def program_id(axis: Any) -> tensor:
@@ -48,6 +42,7 @@ def arange(start: Any, end: Any) -> tensor:
 
 
 def full(shape: Any, value: Any, dtype: Any) -> tensor:
+    shape = S.unwrap(shape)
     shape = S.shape_arg(shape if isinstance(shape, (tuple, list)) else (shape,))
     dtype = S.as_dtype(dtype)
     value = S.unwrap(value)
@@ -206,11 +201,13 @@ def cdiv(x: Any, div: Any) -> Any:
 
 
 def multiple_of(x: tensor, values: Any) -> tensor:
+    values = S.unwrap(values)
     vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
     return S.emit(Op.HINT, [x], A.Hint("multiple_of", tuple(int(S.unwrap(v)) for v in vals)))
 
 
 def max_contiguous(x: tensor, values: Any) -> tensor:
+    values = S.unwrap(values)
     vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
     return S.emit(Op.HINT, [x], A.Hint("max_contiguous", tuple(int(S.unwrap(v)) for v in vals)))
 

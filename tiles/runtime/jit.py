@@ -95,10 +95,11 @@ class JITFunction:
         builder = Builder()
         params: list[Param] = []
         call_args: list[Any] = []
+        from ..language.constexpr import constexpr
         from ..language.tensor import tensor
         for spec in specs:
             if spec.constexpr:
-                call_args.append(spec.value)
+                call_args.append(spec.value if spec.value is None else constexpr(spec.value))
                 continue
             assert spec.type is not None
             v = Value(TileType(spec.type), spec.name)
