@@ -9,7 +9,7 @@ from ..core import dtypes as D
 from ..core.builder import current
 from ..core.ops import Op
 from . import semantic as S
-from .constexpr import constexpr
+from .constexpr import constexpr  # noqa: F401  (tl.core.constexpr)
 from .tensor import tensor
 
 
