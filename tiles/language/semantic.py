@@ -21,6 +21,7 @@ from ..core.ir import Value
 from ..core.ops import Op
 from .constexpr import constexpr
 from .tensor import tensor
+from .unsupported import Unsupported
 
 Operand = Any  # tensor | bool | int | float
 
@@ -83,6 +84,8 @@ def as_dtype(d: Any) -> ScalarType:
     d = unwrap(d)
     if isinstance(d, (DType, PointerType)):
         return d
+    if isinstance(d, Unsupported):
+        d.fail()
     if isinstance(d, str) and d in D.BY_NAME:
         return D.BY_NAME[d]
     try:
