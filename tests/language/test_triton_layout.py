@@ -233,3 +233,18 @@ def test_assume_false_at_compile_time_is_an_error():
         tl.store(x_ptr, 1)
     with pytest.raises(CompilationError, match="tl.assume"):
         k[(1,)](np.zeros(1, np.int32), N=2)
+
+
+@tiles.jit
+def member_functions_kernel(x_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    v = tl.load(x_ptr + offs)
+    total = tl.reshape(v.sum(0), [1]).item()
+    tl.store(o_ptr + offs, v.flip() + total + v.cdiv(2) + v.reduce_or(0))
+
+
+def test_tensor_member_functions(rng):
+    x = rng.integers(0, 100, 8).astype(np.int32)
+    o = np.zeros(8, np.int32)
+    member_functions_kernel[(1,)](x, o, N=8)
+    np.testing.assert_array_equal(o, x[::-1] + x.sum() + (x + 1) // 2 + np.bitwise_or.reduce(x))
