@@ -106,3 +106,16 @@ def test_constexpr_static_assert_failure_names_line():
     with pytest.raises(CompilationError, match="BLOCK must be a multiple of 32") as info:
         k[(1,)](np.zeros(1, np.int32), BLOCK=16)
     assert info.value.loc.line > 0
+
+
+@tiles.jit
+def plain_ints_to_helper_kernel(x_ptr, o_ptr, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(o_ptr + offs, helper(tl.load(x_ptr + offs), 5, 2))   # helper sees constexpr objects
+
+
+def test_helper_constexpr_parameters_get_constexpr_objects(rng):
+    x = rng.integers(-9, 9, 8).astype(np.int32)
+    o = np.zeros(8, np.int32)
+    plain_ints_to_helper_kernel[(1,)](x, o, N=8)
+    np.testing.assert_array_equal(o, x * 2 + 5)

@@ -20,6 +20,11 @@ def unwrap(x: Any) -> Any:
     return x.value if isinstance(x, constexpr) else x
 
 
+def as_constexpr(x: Any) -> Any:
+    """``x`` as a constexpr object, as a kernel sees a compile-time argument (None and tiles unchanged)."""
+    return x if x is None or isinstance(x, constexpr) or _is_tile(x) else constexpr(x)
+
+
 def _is_tile(x: Any) -> bool:
     from .tensor import tensor
     return isinstance(x, tensor)
