@@ -119,3 +119,20 @@ def test_helper_constexpr_parameters_get_constexpr_objects(rng):
     o = np.zeros(8, np.int32)
     plain_ints_to_helper_kernel[(1,)](x, o, N=8)
     np.testing.assert_array_equal(o, x * 2 + 5)
+
+
+@tiles.jit
+def host_constexpr_kernel(x_ptr, o_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    tl.store(o_ptr + offs, tl.load(x_ptr + offs) + n + SCALE)
+
+
+def test_constexpr_objects_from_the_host_are_keyed_on_their_values(rng):
+    x = rng.integers(-9, 9, 8).astype(np.int32)
+    o = np.zeros(8, np.int32)
+    host_constexpr_kernel.cache.clear()
+    host_constexpr_kernel[(1,)](x, o, 4, N=tl.constexpr(8))
+    np.testing.assert_array_equal(o, x + 4 + 3)
+    host_constexpr_kernel[(1,)](x, o, tl.constexpr(5), N=8)   # a run-time parameter given a constexpr
+    np.testing.assert_array_equal(o, x + 5 + 3)
+    assert "constexpr[" not in repr(list(host_constexpr_kernel.cache))
