@@ -248,3 +248,37 @@ def test_tensor_member_functions(rng):
     o = np.zeros(8, np.int32)
     member_functions_kernel[(1,)](x, o, N=8)
     np.testing.assert_array_equal(o, x[::-1] + x.sum() + (x + 1) // 2 + np.bitwise_or.reduce(x))
+
+
+def _opencl_or_skip():
+    import importlib.util
+    if importlib.util.find_spec("pyopencl") is None:
+        pytest.skip("pyopencl is not installed")
+    try:
+        tiles.set_backend("opencl")
+    except Exception as e:  # no OpenCL platform
+        pytest.skip(f"OpenCL backend unavailable: {e}")
+
+
+def test_standard_functions_on_opencl(rng):
+    """The new standard functions lower through ordinary ops: OpenCL gives the interpreter's bits."""
+    x = (rng.standard_normal((4, 16)) * 100).astype(np.float32)
+    x[0, :3] = [np.nan, -0.0, np.inf]
+    ints = rng.integers(-1000, 1000, 32).astype(np.int32)
+    topk_in = rng.standard_normal((4, 32)).astype(np.float32)
+
+    def run_all():
+        flipped, swz = np.zeros_like(x), np.zeros(64, np.int32)
+        top, misc, r = np.zeros((4, 4), np.float32), np.zeros(32, np.int32), np.zeros(1, np.int32)
+        inter = np.zeros((2, 16), np.int32)
+        flip_kernel[(1,)](x, flipped, M=4, N=16, DIM=1)
+        swizzle_kernel[(1,)](swz, SI=5, SJ=7, SG=3, BI=8, BJ=8)
+        topk_kernel[(1,)](topk_in, top, M=4, N=32, K=4, DESC=True)
+        misc_kernel[(1,)](ints, misc, r, N=32)
+        interleave_kernel[(1,)](ints[:16].reshape(2, 8), ints[16:].reshape(2, 8), inter, M=2, N=8)
+        return [flipped, swz, top, misc, r, inter]
+
+    want = run_all()
+    _opencl_or_skip()
+    for got, ref in zip(run_all(), want):
+        np.testing.assert_array_equal(got.view(np.uint8), ref.view(np.uint8))
