@@ -45,7 +45,7 @@ def constexpr_kernel(x_ptr, o_ptr, n, BLOCK: tl.constexpr, DTYPE: tl.constexpr, 
     mask = offs < n
     x = tl.load(x_ptr + offs, mask=mask, other=0)
     total = tl.zeros([BLOCK], dtype=DTYPE)
-    for i in range(HALF):                  # Python range over a constexpr
+    for _ in range(HALF):                  # Python range over a constexpr
         total += 1
     for i in tl.static_range(SCALE):       # module-level tl.constexpr global
         total += i

@@ -34,7 +34,7 @@ def test_pointer_and_block_types():
 
 
 @tiles.jit
-def attention_style_kernel(X, O, n, BLOCK: tl.constexpr):
+def attention_style_kernel(X, O, n, BLOCK: tl.constexpr):  # noqa: E741  (the tutorial's names)
     offs = tl.arange(0, BLOCK)
     x = tl.load(X + offs)
     tl.static_assert(X.type.element_ty == tl.float16)        # scalar pointer: pointee
