@@ -14,6 +14,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import tiles.language as tl  # noqa: E402
 from tiles.core.ops import DOCS, FAMILIES, Op  # noqa: E402
+from tiles.language.unsupported import Unsupported  # noqa: E402
 
 OUTPUT = Path(__file__).with_name("language.md")
 
@@ -37,7 +38,22 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
 - **constexpr.** Parameters annotated `tl.constexpr`, and Python numbers, are
   compile-time values: arithmetic between them is Python's (`7 // -2 == -4`),
   `if` on them is resolved while tracing and only the taken branch is compiled.
-  Each distinct value compiles a new specialization.
+  Each distinct value compiles a new specialization.  As in Triton, a constexpr
+  parameter (or `tl.constexpr(v)`, also at module level) is a `tl.constexpr`
+  object inside the kernel: `.value` is the plain value, arithmetic and
+  comparisons give constexprs (tiles when mixed with a tile), and `int()`,
+  `bool()`, `hash()`, indexing and `range()` see the plain value.  `None`
+  arguments stay `None` so `if ptr is None:` works.
+- **Types on values.** `x.dtype` is the element type (`tl.float16`,
+  `tl.pointer_type(tl.float16)`); `x.type` is a `tl.block_type` for tiles (its
+  `element_ty` is the element type, pointer or not) and behaves as the dtype
+  for scalars (`ptr.type.element_ty` is the pointee).  Dtypes answer Triton's
+  queries: `is_fp16()`, `is_floating()`, `is_int_signed()`, `primitive_bitwidth`,
+  `scalar`, `element_ty` of pointer types...
+- **Layout.** `tl.core`, `tl.standard` (with the private helpers kernels import,
+  e.g. `_log2`), `tl.random` and `tl.math` mirror Triton 3.x's modules.  Names
+  tiles does not implement exist and raise a `CompilationError` saying why at
+  the line that uses them (marked "not supported" below).
 - **Promotion** follows Triton: a Python number does not widen a tile of the
   same or higher kind (`uint8_tile + 1` stays `uint8`); fp16 with bf16 gives
   fp32; `/` on integers gives fp32; `//` and `%` on integers follow C
@@ -156,6 +172,9 @@ def language_functions() -> list[tuple[str, str, str]]:
     for name in sorted(tl.__all__):
         obj = getattr(tl, name)
         if not callable(obj) or isinstance(obj, type) or inspect.ismodule(obj):
+            continue
+        if isinstance(obj, Unsupported):
+            rows.append((name, "(...)", f"not supported: {obj.reason}"))
             continue
         doc = (inspect.getdoc(obj) or NOTES.get(name, "")).split("\n\n")[0].replace("\n", " ")
         rows.append((name, _signature(obj), doc))

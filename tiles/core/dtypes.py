@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
+from typing import cast
 
 import ml_dtypes
 import numpy as np
@@ -22,8 +23,81 @@ class Kind(enum.IntEnum):
     FLOAT = 3
 
 
+class Predicate(int):
+    """A yes/no answer that is also callable, so ``dtype.is_int`` and Triton's ``dtype.is_int()`` agree."""
+
+    def __call__(self) -> bool:
+        return bool(self)
+
+    def __repr__(self) -> str:
+        return repr(bool(self))
+
+    __str__ = __repr__
+
+
+YES, NO = Predicate(1), Predicate(0)
+
+
+def _answer(value: bool) -> bool:
+    # Typed as bool: tiles code reads these as properties; only kernels call them.
+    return cast(bool, YES if value else NO)
+
+
+class TritonTypeQueries:
+    """Triton's ``dtype`` queries (``is_fp16()``, ``is_int_signed()``, ``scalar``...).
+
+    Kernels inspect types with them (``if x.dtype.is_fp16():``); here they are
+    answered from ``name``, ``kind`` and ``bits`` of the scalar types below.
+    """
+
+    name: str
+    kind: Kind
+    bits: int
+
+    def _named(self, *names: str) -> bool:
+        return self.name in names
+
+    def is_fp16(self) -> bool: return self._named("float16")
+    def is_bf16(self) -> bool: return self._named("bfloat16")
+    def is_fp32(self) -> bool: return self._named("float32")
+    def is_fp64(self) -> bool: return self._named("float64")
+    def is_fp8e4nv(self) -> bool: return self._named("float8e4nv")
+    def is_fp8e5(self) -> bool: return self._named("float8e5")
+    def is_fp8e4b15(self) -> bool: return False
+    def is_fp8e4b8(self) -> bool: return False
+    def is_fp8e5b16(self) -> bool: return False
+    def is_int1(self) -> bool: return self._named("int1")
+    def is_int8(self) -> bool: return self._named("int8")
+    def is_int16(self) -> bool: return self._named("int16")
+    def is_int32(self) -> bool: return self._named("int32")
+    def is_int64(self) -> bool: return self._named("int64")
+    def is_uint8(self) -> bool: return self._named("uint8")
+    def is_uint16(self) -> bool: return self._named("uint16")
+    def is_uint32(self) -> bool: return self._named("uint32")
+    def is_uint64(self) -> bool: return self._named("uint64")
+    def is_standard_floating(self) -> bool: return self._named("float16", "bfloat16", "float32", "float64")
+    def is_void(self) -> bool: return False
+    def is_block(self) -> bool: return False
+    def is_const(self) -> bool: return False
+
+    @staticmethod
+    def is_dtype(type_str: str) -> bool:
+        return type_str in BY_NAME
+
+    def is_int_signed(self) -> bool:
+        return self.kind is Kind.INT
+
+    def is_int_unsigned(self) -> bool:
+        return self.kind is Kind.UINT
+
+    @property
+    def scalar(self) -> ScalarType:
+        """Triton's ``type.scalar``: a scalar type is its own scalar."""
+        return self  # type: ignore[return-value]
+
+
 @dataclass(frozen=True)
-class DType:
+class DType(TritonTypeQueries):
     name: str
     kind: Kind
     bits: int
@@ -37,29 +111,48 @@ class DType:
     def itemsize(self) -> int:
         return max(1, self.bits // 8)
 
+    # The Triton-named queries are callable too: ``is_floating()``.
     @property
     def is_floating(self) -> bool:
-        return self.kind is Kind.FLOAT
+        return _answer(self.kind is Kind.FLOAT)
 
     @property
     def is_int(self) -> bool:
-        return self.kind in (Kind.INT, Kind.UINT, Kind.BOOL)
+        return _answer(self.kind in (Kind.INT, Kind.UINT, Kind.BOOL))
+
+    @property
+    def is_bool(self) -> bool:
+        return _answer(self.kind is Kind.BOOL)
+
+    @property
+    def is_fp8(self) -> bool:
+        return _answer(self.kind is Kind.FLOAT and self.bits == 8)
+
+    @property
+    def is_ptr(self) -> bool:
+        return _answer(False)
 
     @property
     def is_signed(self) -> bool:
         return self.kind is Kind.INT
 
     @property
-    def is_bool(self) -> bool:
-        return self.kind is Kind.BOOL
+    def primitive_bitwidth(self) -> int:
+        return self.bits
 
     @property
-    def is_fp8(self) -> bool:
-        return self.kind is Kind.FLOAT and self.bits == 8
+    def int_bitwidth(self) -> int:
+        return self.bits if self.is_int else 0
 
     @property
-    def is_ptr(self) -> bool:
-        return False
+    def fp_mantissa_width(self) -> int:
+        return self.mantissa
+
+    def get_int_max_value(self) -> int:
+        return int(self.max())
+
+    def get_int_min_value(self) -> int:
+        return int(self.min())
 
     def min(self) -> int | float:
         return _limits(self)[0]
@@ -73,55 +166,50 @@ class DType:
     def __str__(self) -> str:
         return self.name
 
-    # Triton spells these as methods; kernels that inspect dtypes use them.
-    def is_fp16(self) -> bool:
-        return self.name == "float16"
-
-    def is_bf16(self) -> bool:
-        return self.name == "bfloat16"
-
-    def is_fp32(self) -> bool:
-        return self.name == "float32"
-
-    def is_fp64(self) -> bool:
-        return self.name == "float64"
-
-    @property
-    def primitive_bitwidth(self) -> int:
-        return self.bits
-
 
 @dataclass(frozen=True)
-class PointerType:
+class PointerType(TritonTypeQueries):
     element: DType
     address_space: int = 1
 
     kind = Kind.UINT
     bits = 64
     itemsize = 8
+    primitive_bitwidth = 64
 
     @property
     def is_ptr(self) -> bool:
-        return True
+        return _answer(True)
 
     @property
     def is_floating(self) -> bool:
-        return False
+        return _answer(False)
 
     @property
     def is_int(self) -> bool:
-        return False
+        return _answer(False)
 
     @property
     def is_bool(self) -> bool:
+        return _answer(False)
+
+    @property
+    def is_fp8(self) -> bool:
+        return _answer(False)
+
+    def is_int_signed(self) -> bool:
+        return False
+
+    def is_int_unsigned(self) -> bool:
         return False
 
     @property
-    def name(self) -> str:
+    def name(self) -> str:  # type: ignore[override]
         return f"ptr<{self.element.name}>"
 
     @property
     def element_ty(self) -> DType:
+        """The pointee type (Triton's ``pointer_type.element_ty``)."""
         return self.element
 
     def __repr__(self) -> str:

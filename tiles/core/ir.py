@@ -36,6 +36,42 @@ class TileType:
         d = self.dtype
         return d.element if isinstance(d, PointerType) else d
 
+    # Triton's view of a value's type (``x.type``): a block type for tiles, the
+    # scalar type itself for scalars (so ``ptr.type.element_ty`` is the pointee).
+    def __post_init__(self) -> None:
+        if not isinstance(self.shape, tuple):  # tl.block_type(tl.float16, [16, 16])
+            object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
+
+    @property
+    def element_ty(self) -> ScalarType:
+        d = self.dtype
+        return d.element if not self.shape and isinstance(d, PointerType) else d
+
+    @property
+    def scalar(self) -> ScalarType:
+        return self.dtype
+
+    @property
+    def nbytes(self) -> int:
+        return self.numel * self.dtype.itemsize
+
+    def is_block(self) -> bool:
+        return bool(self.shape)
+
+    def is_ptr(self) -> bool:
+        return not self.shape and isinstance(self.dtype, PointerType)
+
+    def get_block_shapes(self) -> tuple[int, ...]:
+        return self.shape
+
+    def __getattr__(self, name: str) -> Any:
+        # A scalar's type answers its dtype's queries (``x.type.is_fp16()``).
+        fields = self.__dict__
+        dtype = fields.get("dtype")
+        if not name.startswith("_") and fields.get("shape") == () and hasattr(type(dtype), name):
+            return getattr(dtype, name)
+        raise AttributeError(f"tile type has no attribute {name!r}")
+
     def with_dtype(self, dtype: ScalarType) -> TileType:
         return TileType(dtype, self.shape)
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import core, memory, reduction
+from . import core, memory, reduction, standard
+from . import semantic as S
 
 METHODS: dict[str, Callable[..., Any]] = {
     "sum": reduction.sum, "max": reduction.max, "min": reduction.min, "argmax": reduction.argmax,
@@ -19,4 +20,19 @@ METHODS: dict[str, Callable[..., Any]] = {
     "ravel": core.ravel, "join": core.join,
     "load": memory.load, "store": memory.store, "atomic_add": memory.atomic_add,
     "atomic_max": memory.atomic_max, "atomic_min": memory.atomic_min,
+    "atomic_and": memory.atomic_and, "atomic_or": memory.atomic_or, "atomic_xor": memory.atomic_xor,
+    "atomic_xchg": memory.atomic_xchg, "atomic_cas": memory.atomic_cas,
+    "atomic_load": memory.atomic_load, "atomic_store": memory.atomic_store, "advance": memory.advance,
+    "cdiv": core.cdiv, "flip": standard.flip, "reduce_or": standard.reduce_or,
 }
+
+
+def _item(x: Any) -> Any:
+    """The single element of a one-element tile, as a scalar."""
+    t = S.to_tensor(x)
+    if t.numel != 1:
+        raise S.error(f".item() needs a tile with one element, got shape {list(t.shape)}")
+    return S.reshape(t, ())
+
+
+METHODS["item"] = _item

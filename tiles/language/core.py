@@ -9,14 +9,8 @@ from ..core import dtypes as D
 from ..core.builder import current
 from ..core.ops import Op
 from . import semantic as S
+from .constexpr import constexpr  # noqa: F401  (tl.core.constexpr)
 from .tensor import tensor
-
-
-class constexpr:  # noqa: N801
-    """Annotation for compile-time arguments; ``constexpr(v)`` is just ``v``."""
-
-    def __new__(cls, value: Any = None) -> Any:  # type: ignore[misc]
-        return value
 
 
 def program_id(axis: Any) -> tensor:
@@ -48,6 +42,7 @@ def arange(start: Any, end: Any) -> tensor:
 
 
 def full(shape: Any, value: Any, dtype: Any) -> tensor:
+    shape = S.unwrap(shape)
     shape = S.shape_arg(shape if isinstance(shape, (tuple, list)) else (shape,))
     dtype = S.as_dtype(dtype)
     value = S.unwrap(value)
@@ -206,11 +201,13 @@ def cdiv(x: Any, div: Any) -> Any:
 
 
 def multiple_of(x: tensor, values: Any) -> tensor:
+    values = S.unwrap(values)
     vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
     return S.emit(Op.HINT, [x], A.Hint("multiple_of", tuple(int(S.unwrap(v)) for v in vals)))
 
 
 def max_contiguous(x: tensor, values: Any) -> tensor:
+    values = S.unwrap(values)
     vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
     return S.emit(Op.HINT, [x], A.Hint("max_contiguous", tuple(int(S.unwrap(v)) for v in vals)))
 
@@ -254,3 +251,102 @@ def device_print(prefix: str, *args: Any, hex: bool = False) -> None:  # noqa: A
 
 def debug_barrier() -> None:
     current().emit(Op.BARRIER, [])
+
+
+# Triton core names kernels use beyond the ones above --------------------------
+
+TRITON_MAX_TENSOR_NUMEL = 1048576
+
+
+class const:  # noqa: N801
+    """Annotation marking a pointer to read-only data; tiles accepts it and checks nothing."""
+
+
+class constexpr_type:  # noqa: N801
+    """The type of a constexpr value (Triton's ``constexpr_type``)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = S.unwrap(value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"constexpr_type[{self.value!r}]"
+
+
+def add(x: Any, y: Any, sanitize_overflow: Any = True) -> tensor:
+    """``x + y``; integer overflow wraps (there is no overflow sanitizer)."""
+    return S.add(x, y)
+
+
+def sub(x: Any, y: Any, sanitize_overflow: Any = True) -> tensor:
+    """``x - y``; integer overflow wraps."""
+    return S.sub(x, y)
+
+
+def mul(x: Any, y: Any, sanitize_overflow: Any = True) -> tensor:
+    """``x * y``; integer overflow wraps."""
+    return S.mul(x, y)
+
+
+def assume(cond: Any) -> None:
+    """Promise that ``cond`` holds; checked as a device assertion in debug mode."""
+    c = S.unwrap(cond)
+    if not isinstance(c, tensor):
+        if not c:
+            raise S.error("tl.assume was given a condition that is false at compile time")
+        return
+    device_assert(c, "tl.assume condition does not hold")
+
+
+def expect_zero(x: Any, mask: Any) -> Any:
+    """Triton marks values expected to underflow to zero; outside its FP sanitizer that is ``x``."""
+    return S.unwrap(x)
+
+
+def condition(cond: Any, disable_licm: Any = False) -> Any:
+    """``while tl.condition(c, ...)``: the loop condition ``c``; ``disable_licm`` does not change results."""
+    return cond
+
+
+def map_elementwise(scalar_fn: Any, *args: Any, pack: Any = 1) -> Any:
+    """Apply ``scalar_fn`` to the broadcast ``args``; tiles ops are elementwise, so the tiles go in whole."""
+    tiles = [S.to_tensor(a) for a in args]
+    shape: tuple[int, ...] = ()
+    for t in tiles:
+        shape = S.broadcast_shapes(shape, t.shape)
+    return scalar_fn(*[S.broadcast_to(t, shape) for t in tiles])
+
+
+def _unwrap_if_constexpr(o: Any) -> Any:
+    return S.unwrap(o)
+
+
+_constexpr_to_value = _unwrap_if_constexpr
+
+
+def _tensor_member_fn(fn: Any) -> Any:
+    """Decorator: make ``fn`` callable as ``x.fn(...)`` too, as Triton's standard library does."""
+    from ._methods import METHODS
+    METHODS[fn.__name__] = fn
+    return fn
+
+
+def is_builtin(fn: Any) -> bool:
+    return False
+
+
+def __getattr__(name: str) -> Any:
+    # Triton's ``triton.language.core`` holds nearly every ``tl`` name (and
+    # ``core.get_int_dtype``); tiles spreads them over several modules.
+    import tiles.language as tl
+
+    from . import standard
+    for module in (tl, standard):
+        if name in vars(module):
+            return vars(module)[name]
+    raise AttributeError(f"module 'tiles.language.core' has no attribute {name!r}")

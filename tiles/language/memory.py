@@ -39,6 +39,7 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
     if isinstance(pointer, block_ptr):
         return pointer.load(boundary_check, padding_option)
     p = _pointer(pointer, "tl.load")
+    cache_modifier, eviction_policy = S.unwrap(cache_modifier), S.unwrap(eviction_policy)
     shape = p.shape
     if mask is not None:
         shape = S.broadcast_shapes(shape, S.to_tensor(mask).shape)
@@ -63,6 +64,7 @@ def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (),
         pointer.store(value, boundary_check)
         return
     p = _pointer(pointer, "tl.store")
+    cache_modifier, eviction_policy = S.unwrap(cache_modifier), S.unwrap(eviction_policy)
     shape = p.shape
     if mask is not None:
         shape = S.broadcast_shapes(shape, S.to_tensor(mask).shape)
@@ -84,6 +86,7 @@ _SCOPES = (None, "gpu", "cta", "sys")
 
 def _atomic(kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any) -> tensor:
     p = _pointer(pointer, f"tl.atomic_{kind}")
+    sem, scope = S.unwrap(sem), S.unwrap(scope)
     if sem not in _SEMS or scope not in _SCOPES:
         raise S.error(f"atomic sem must be one of {_SEMS[1:]} and scope one of {_SCOPES[1:]}")
     elem = p.dtype.element  # type: ignore[union-attr]
@@ -132,6 +135,7 @@ def atomic_xchg(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope
 
 def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> tensor:
     p = _pointer(pointer, "tl.atomic_cas")
+    sem, scope = S.unwrap(sem), S.unwrap(scope)
     elem = p.dtype.element  # type: ignore[union-attr]
     c = S.to_tensor(cmp) if isinstance(cmp, tensor) else S.const(S.unwrap(cmp), elem)
     v = S.to_tensor(val) if isinstance(val, tensor) else S.const(S.unwrap(val), elem)
@@ -139,6 +143,24 @@ def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = N
     operands = [S.broadcast_to(p, shape), S.broadcast_to(S.cast(c, elem), shape),
                 S.broadcast_to(S.cast(v, elem), shape)]
     return S.emit(Op.ATOMIC_CAS, operands, A.Atomic("cas", False, sem or "acq_rel", scope or "gpu"))
+
+
+def atomic_load(pointer: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    """Atomically read ``*pointer`` (an atomic or with zero on the element's bits)."""
+    p = _pointer(pointer, "tl.atomic_load")
+    elem = p.dtype.element  # type: ignore[union-attr]
+    if elem.is_int:
+        return _atomic("or", p, 0, mask, sem, scope)
+    bits = D.BY_NAME.get(f"int{elem.bits}")
+    if bits is None or elem.bits < 32:
+        raise S.error(f"tl.atomic_load supports 32- and 64-bit elements, got {elem}")
+    as_int = S.cast(p, PointerType(bits, p.dtype.address_space))  # type: ignore[union-attr]
+    return S.cast(_atomic("or", as_int, 0, mask, sem, scope), elem, bitcast=True)
+
+
+def atomic_store(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> None:
+    """Atomically write ``val`` to ``*pointer`` (an exchange whose old value is dropped)."""
+    _atomic("xchg", pointer, val, mask, sem, scope)
 
 
 # ---------------------------------------------------------------- block pointers
@@ -281,3 +303,13 @@ def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any
     return tensor_descriptor(b, [S.cast(s, D.int64) if isinstance(s, tensor) else S.unwrap(s) for s in shape],
                              [S.cast(s, D.int64) if isinstance(s, tensor) else S.unwrap(s) for s in strides],
                              bs)
+
+
+def load_tensor_descriptor(desc: tensor_descriptor, offsets: Any) -> tensor:
+    """``desc.load(offsets)`` as a function."""
+    return desc.load(offsets)
+
+
+def store_tensor_descriptor(desc: tensor_descriptor, offsets: Any, value: Any) -> None:
+    """``desc.store(offsets, value)`` as a function."""
+    desc.store(offsets, value)

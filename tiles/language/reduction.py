@@ -139,12 +139,12 @@ def _custom(op: Op, input: Any, axis: Any, combine_fn: Any, keep_dims: Any, reve
     else:
         ax = _axis(tensors[0], axis)
     fn = getattr(combine_fn, "fn", combine_fn)
-    block, _ = _combine_region(fn, [t.type for t in tensors])
+    block, _ = _combine_region(fn, [t.handle.type for t in tensors])
     attrs = A.Reduce(ax, "custom", reverse)
     if op is Op.REDUCE:
-        types = [t.type.with_shape(t.shape[:ax] + t.shape[ax + 1:]) for t in tensors]
+        types = [t.handle.type.with_shape(t.shape[:ax] + t.shape[ax + 1:]) for t in tensors]
     else:
-        types = [t.type for t in tensors]
+        types = [t.handle.type for t in tensors]
     results = current().emit(op, [t.handle for t in tensors], attrs, types, regions=[block])
     outs = [S.wrap(r) for r in results]
     if op is Op.REDUCE:

@@ -19,7 +19,9 @@ from ..core.dtypes import DType, PointerType, ScalarType
 from ..core.errors import CompilationError
 from ..core.ir import Value
 from ..core.ops import Op
+from .constexpr import constexpr
 from .tensor import tensor
+from .unsupported import Unsupported
 
 Operand = Any  # tensor | bool | int | float
 
@@ -34,6 +36,8 @@ def is_number(x: Any) -> bool:
 
 def unwrap(x: Any) -> Any:
     """Plain Python value of a constexpr-like object (NumPy scalars included)."""
+    if isinstance(x, constexpr):
+        return x.value
     if hasattr(x, "item") and not isinstance(x, tensor) and getattr(x, "ndim", 1) == 0:
         return x.item()
     return x
@@ -80,6 +84,8 @@ def as_dtype(d: Any) -> ScalarType:
     d = unwrap(d)
     if isinstance(d, (DType, PointerType)):
         return d
+    if isinstance(d, Unsupported):
+        d.fail()
     if isinstance(d, str) and d in D.BY_NAME:
         return D.BY_NAME[d]
     try:
@@ -92,8 +98,9 @@ def as_dtype(d: Any) -> ScalarType:
 
 
 def shape_arg(shape: Any) -> tuple[int, ...]:
-    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-        shape = shape[0]
+    shape = unwrap(shape)
+    if len(shape) == 1 and isinstance(unwrap(shape[0]), (tuple, list)):
+        shape = unwrap(shape[0])
     out = []
     for s in shape:
         s = unwrap(s)
@@ -139,6 +146,7 @@ def reshape(t: Operand, shape: tuple[int, ...]) -> tensor:
 
 def expand_dims(t: Operand, axis: Any) -> tensor:
     t = to_tensor(t)
+    axis = unwrap(axis)
     axes = [unwrap(axis)] if not isinstance(axis, (tuple, list)) else [unwrap(a) for a in axis]
     shape = list(t.shape)
     ndim = len(shape) + len(axes)
@@ -176,6 +184,7 @@ def split(t: tensor) -> tuple[tensor, tensor]:
 
 
 def subscript(t: tensor, index: Any) -> tensor:
+    index = unwrap(index)
     if not isinstance(index, tuple):
         index = (index,)
     shape: list[int] = []

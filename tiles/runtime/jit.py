@@ -17,6 +17,7 @@ from ..core.errors import CompilationError, LaunchError, TilesError
 from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
+from ..language.constexpr import as_constexpr
 from .specialize import ArgSpec, classify, launch_key
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
@@ -68,6 +69,8 @@ class JITFunction:
                               f"{self.__name__}[grid](...) instead of calling it from host code")
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
+        for name in self.constexprs.intersection(bound.arguments):  # as Triton: tl.constexpr objects
+            bound.arguments[name] = as_constexpr(bound.arguments[name])
         return self.rewritten(*bound.args, **bound.kwargs)
 
     def __getitem__(self, grid: Grid) -> Callable[..., CompiledKernel]:
@@ -98,7 +101,7 @@ class JITFunction:
         from ..language.tensor import tensor
         for spec in specs:
             if spec.constexpr:
-                call_args.append(spec.value)
+                call_args.append(as_constexpr(spec.value))
                 continue
             assert spec.type is not None
             v = Value(TileType(spec.type), spec.name)

@@ -9,6 +9,7 @@ import numpy as np
 
 from ..core import dtypes as D
 from ..core.dtypes import DType, PointerType, ScalarType
+from ..language.constexpr import constexpr as constexpr_object
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ def address_of(value: Any) -> int | None:
 
 
 def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpec:
+    if isinstance(value, constexpr_object):  # tl.constexpr(v) from the host: compile-time, keyed on v
+        return ArgSpec(name, True, value.value)
     if constexpr:
         return ArgSpec(name, True, value)
     if value is None or isinstance(value, (DType, PointerType, str)):

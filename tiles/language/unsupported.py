@@ -1,0 +1,60 @@
+"""Triton names tiles does not implement: each one says so, and why, where a kernel uses it.
+
+``tl.dot_scaled`` and friends exist so that ``import``s and module-level
+references succeed; calling one, reading an attribute of one or using one as a
+dtype raises a ``CompilationError`` naming the kernel line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NoReturn
+
+from ..core.builder import user_loc
+from ..core.errors import CompilationError
+
+
+class Unsupported:
+    """A placeholder for the Triton name ``name``; any use raises ``CompilationError``."""
+
+    __slots__ = ("name", "reason")
+
+    def __init__(self, name: str, reason: str) -> None:
+        object.__setattr__(self, "name", name)
+        object.__setattr__(self, "reason", reason)
+
+    def fail(self) -> NoReturn:
+        raise CompilationError(f"tl.{self.name} is not supported by tiles: {self.reason}", user_loc())
+
+    def __call__(self, *args: Any, **kwargs: Any) -> NoReturn:
+        self.fail()
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        self.fail()
+
+    def __repr__(self) -> str:
+        return f"<tl.{self.name}: not supported by tiles>"
+
+
+_FNUZ = ("an AMD 'fnuz' fp8 format; tiles has float8e4nv (e4m3fn) and float8e5 (e5m2) only")
+
+UNSUPPORTED: dict[str, str] = {
+    "dot_scaled": "microscaled (MX) matrix products are not implemented; dequantize the operands "
+                  "and use tl.dot",
+    "inline_asm_elementwise": "tiles compiles one IR for OpenCL, CUDA and ROCm, so it cannot embed "
+                              "target assembly; write the operation with tl ops",
+    "atomic_poll": "spin-waiting on memory with a timeout is not implemented; use atomic_cas in a "
+                   "while loop",
+    "float8e4b15": "Triton's bias-15 fp8 format has no NumPy/ml_dtypes counterpart here",
+    "float8e4b8": _FNUZ,
+    "float8e5b16": _FNUZ,
+    "void": "void is only the result type of inline assembly, which tiles does not support",
+    "slice": "slicing tiles (x[a:b]) is not supported; use masks, tl.split or tl.reshape",
+    "target_info": "kernels cannot branch on the target; tiles compiles one kernel for every "
+                   "backend (pass a tl.constexpr flag from the host instead)",
+}
+
+
+def placeholders() -> dict[str, Unsupported]:
+    return {name: Unsupported(name, why) for name, why in UNSUPPORTED.items()}
