@@ -119,7 +119,7 @@ def _rule(instr: Instr, info: dict[Value, AxisInfo]) -> AxisInfo:
     if op is Op.BROADCAST:
         src = instr.operands[0]
         if _last(src) == 1:
-            return AxisInfo(1, ops[0].div, n)
+            return AxisInfo(1, ops[0].div, n, ops[0].ones)
         return ops[0]
     if op is Op.RESHAPE:
         return ops[0] if _last(instr.operands[0]) == n else AxisInfo()

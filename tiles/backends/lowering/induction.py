@@ -7,7 +7,8 @@ tensor-core pipeliner cannot compute the pointers of a later iteration ahead of 
 carried value ``v`` whose yield is ``v + inc`` (``addptr`` or integer ``add``) with ``inc``
 loop-invariant, every use of ``v`` in the body is rewritten to ``init + ((iv - lb) // step) * inc``,
 which is the same value (integer and address arithmetic wrap identically either way); the carried
-copy is dropped when nothing after the loop reads it.
+copy is dropped when nothing after the loop reads it.  Values carried unchanged (what a block
+pointer's base, shape and strides become) are replaced by their initial value the same way.
 """
 
 from __future__ import annotations
@@ -106,6 +107,9 @@ def _rewrite_loop(loop: Instr, uses_after: set[Value], defs: dict[Value, Instr])
     mapping: dict[Value, Value] = {}
     cache: dict[str, Value] = {}
     for arg, init, y in zip(body.args[1:], loop.operands[3:], body.yields):
+        if y is arg or y is init:  # carried unchanged (a block pointer's base, shape and strides)
+            mapping[arg] = init
+            continue
         inc = _step_of(y, arg, producers)
         if inc is None or arg.type != init.type:
             continue

@@ -375,5 +375,8 @@ def lower(kernel: Kernel, emitter: Emitter, threads: int) -> Any:
     """Lower ``kernel`` onto ``emitter``; returns what ``emitter.finish`` returns."""
     from . import memory, reductions, relayout  # noqa: F401  (they register their rules)
     from .induction import close_induction_pointers
+    from .transpose_loads import transpose_column_loads
     kernel = close_induction_pointers(copy.deepcopy(kernel))
+    if emitter.mma_shape(D.float16, D.float32, "ieee") is not None:  # tensor cores stage B as rows
+        kernel = transpose_column_loads(kernel)
     return Lowering(kernel, emitter, threads).run()

@@ -1,0 +1,125 @@
+"""A ``tl.dot`` operand B loaded from a tile whose addresses run down its first axis becomes the
+transpose of a load that runs along its last axis (``Kernel -> Kernel``).
+
+Attention's ``K`` block in Triton's tutorial is ``(HEAD_DIM, BLOCK_N)`` with order ``(0, 1)``:
+consecutive addresses go down the columns.  Axis analysis tracks the last axis only, so that
+load could not be vectorized, staged with ``cp.async`` or pipelined.  The pointer (and mask and
+``other``) expression is rebuilt transposed by pushing the transpose down to its 1-D and scalar
+leaves (``x[:, None]`` becomes ``x[None, :]``, broadcasts swap their shape, elementwise ops
+apply to transposed operands), then ``B = trans(load(ptr^T))``, which the tensor-core planner
+stages as rows (``plan.b_rows``).  The loaded values are the same; only their order in the
+load changes.
+"""
+
+from __future__ import annotations
+
+from ...core import attrs as A  # noqa: N812
+from ...core.ir import Block, Instr, Kernel, TileType, Value
+from ...core.ops import BINARY_ARITH, COMPARISON, Op
+from .axisinfo import AxisInfo, _rule, analyze
+
+_ELEMENTWISE = frozenset({*BINARY_ARITH, *COMPARISON, Op.ADDPTR, Op.CAST, Op.WHERE, Op.NOT, Op.NEG})
+
+
+class _Sinker:
+    """Builds the transpose of 2-D index/pointer expressions from their leaves."""
+
+    def __init__(self, defs: dict[Value, Instr], info: dict[Value, AxisInfo]) -> None:
+        self.defs, self.info = defs, info
+        self.instrs: list[Instr] = []
+        self.memo: dict[Value, Value] = {}
+
+    def _emit(self, like: Instr, op: Op, operands: list[Value], type: TileType, attrs: object) -> Value:
+        out = Value(type)
+        instr = Instr(op, tuple(operands), (out,), attrs, loc=like.loc)
+        self.instrs.append(instr)
+        self.info[out] = _rule(instr, self.info)
+        return out
+
+    def __call__(self, v: Value) -> Value | None:
+        if len(v.type.shape) != 2:
+            return v if not v.type.shape else None
+        if v in self.memo:
+            return self.memo[v]
+        p = self.defs.get(v)
+        if p is None:
+            return None
+        rows, cols = v.type.shape
+        flipped = TileType(v.type.dtype, (cols, rows))
+        out: Value | None = None
+        if p.op is Op.CONST:
+            out = self._emit(p, Op.CONST, [], flipped, A.Const(p.attrs.value, p.attrs.dtype, (cols, rows)))
+        elif p.op is Op.BROADCAST:
+            src = p.operands[0]
+            if len(src.type.shape) == 1:  # (C,) broadcast along the rows: a (1, C) row
+                src = self._emit(p, Op.RESHAPE, [src], TileType(src.type.dtype, (src.type.shape[0], 1)),
+                                 A.Shape((src.type.shape[0], 1)))
+                out = self._emit(p, Op.BROADCAST, [src], flipped, A.Shape((cols, rows)))
+            else:
+                src_t = self(src)
+                if src_t is not None:
+                    out = self._emit(p, Op.BROADCAST, [src_t], flipped, A.Shape((cols, rows)))
+        elif p.op is Op.RESHAPE and len(p.operands[0].type.shape) == 1 and 1 in (rows, cols):
+            out = self._emit(p, Op.RESHAPE, [p.operands[0]], flipped, A.Shape((cols, rows)))
+        elif p.op in _ELEMENTWISE:
+            operands = [self(o) for o in p.operands]
+            if all(o is not None for o in operands):
+                out = self._emit(p, p.op, operands, flipped, p.attrs)  # type: ignore[arg-type]
+        if out is not None:
+            self.memo[v] = out
+        return out
+
+
+def _uses(block: Block, counts: dict[Value, int]) -> None:
+    for instr in block.instrs:
+        for v in instr.operands:
+            counts[v] = counts.get(v, 0) + 1
+        for region in instr.regions:
+            _uses(region, counts)
+    for y in block.yields:
+        counts[y] = counts.get(y, 0) + 1
+
+
+def transpose_column_loads(kernel: Kernel) -> Kernel:
+    info = analyze(kernel)
+    defs = {r: i for i in kernel.walk() for r in i.results}
+    counts: dict[Value, int] = {}
+    _uses(kernel.body, counts)
+    changed = False
+
+    def rewrite(load: Instr) -> list[Instr] | None:
+        ptr = load.operands[0]
+        if len(ptr.type.shape) != 2 or info.get(ptr, AxisInfo()).contig > 1:
+            return None
+        sinker = _Sinker(defs, info)
+        operands = [sinker(o) for o in load.operands]
+        if any(o is None for o in operands) or info[operands[0]].contig <= 1:  # type: ignore[index]
+            return None
+        b = load.result
+        rows, cols = b.type.shape
+        loaded = Value(TileType(b.type.dtype, (cols, rows)))
+        return [*sinker.instrs,
+                Instr(Op.LOAD, tuple(operands), (loaded,), load.attrs, loc=load.loc),  # type: ignore[arg-type]
+                Instr(Op.PERMUTE, (loaded,), (b,), A.Permute((1, 0)), loc=load.loc)]
+
+    def visit(block: Block) -> None:
+        nonlocal changed
+        b_loads = {i.operands[1] for i in block.instrs if i.op is Op.DOT}
+        out: list[Instr] = []
+        for instr in block.instrs:
+            for region in instr.regions:
+                visit(region)
+            if instr.op is Op.LOAD and instr.result in b_loads and counts.get(instr.result) == 1:
+                replaced = rewrite(instr)
+                if replaced is not None:
+                    out.extend(replaced)
+                    changed = True
+                    continue
+            out.append(instr)
+        block.instrs = out
+
+    visit(kernel.body)
+    if not changed:
+        return kernel
+    from ...core.passes import dead_code_elimination
+    return dead_code_elimination(kernel)
