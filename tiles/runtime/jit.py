@@ -19,7 +19,7 @@ from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
 from .launch_options import split_hints
-from .specialize import ArgSpec, classify, launch_key, mock_dtype_argument
+from .specialize import ArgSpec, MockArray, classify, launch_key, mock_dtype_argument
 from .validate import check_num_warps, check_positive_int, check_writable, normalize_grid
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
@@ -33,7 +33,20 @@ def _is_constexpr_annotation(ann: Any) -> bool:
     return isinstance(ann, str) and ann.split(".")[-1] == "constexpr"
 
 
-class JITFunction:
+class KernelInterface:
+    """What can be launched as ``kernel[grid](...)``: @jit, @autotune and @heuristics kernels."""
+
+    def run(self, *args: Any, grid: Grid, warmup: bool = False, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, grid: Grid) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+
+MockTensor = MockArray  # Triton's name: kernel.warmup(MockTensor(torch.float32), ...)
+
+
+class JITFunction(KernelInterface):
     """A kernel (or a device helper called from kernels)."""
 
     def __init__(self, fn: Callable[..., Any], do_not_specialize: Sequence[str | int] = (),
@@ -88,9 +101,6 @@ class JITFunction:
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
         return self.rewritten(*bound.args, **bound.kwargs)
-
-    def __getitem__(self, grid: Grid) -> Callable[..., CompiledKernel]:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:

@@ -77,8 +77,13 @@ def address_of(value: Any) -> int | None:
 class MockArray:
     """Stands for an array of ``dtype`` in ``kernel.warmup`` (Triton's ``MockTensor``): address 0."""
 
-    def __init__(self, dtype: Any) -> None:
+    def __init__(self, dtype: Any, shape: Any = None) -> None:
         self.dtype = dtype
+        self.shape = [1] if shape is None else list(shape)
+
+    @staticmethod
+    def data_ptr() -> int:
+        return 0
 
     def element_type(self) -> DType | None:
         if isinstance(self.dtype, np.dtype):
