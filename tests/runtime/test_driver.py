@@ -137,3 +137,18 @@ def test_triton_module_names_import():
     assert isinstance(persistent_scale, (JITFunction, KernelInterface))
     tuned = tiles.autotune([Config({})], key=[])(persistent_scale)
     assert isinstance(tuned, KernelInterface)
+
+
+@pytest.mark.skipif(not registry.status("cuda")[0], reason="no CUDA device (the coordinator runs this on the GPU)")
+def test_cuda_launch_on_a_named_stream(use_backend):
+    torch = pytest.importorskip("torch")
+    use_backend("cuda")
+    x = torch.randn(4096, device="cuda", generator=torch.Generator("cuda").manual_seed(50))
+    out = torch.zeros_like(x)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        assert driver.active.get_current_stream() == side.cuda_stream
+    persistent_scale[(8,)](x, out, 4096, NUM_SMS=8, BLOCK=256, stream=side.cuda_stream)
+    side.synchronize()
+    torch.testing.assert_close(out, x * 2, rtol=0, atol=0)

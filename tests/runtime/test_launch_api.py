@@ -237,3 +237,10 @@ def test_unsupported_argument_types(backend, bad, message):
     with pytest.raises(LaunchError, match=message) as caught:
         scaled_copy[(1,)](bad, out, 4, 1.0, BLOCK=4, backend=backend)
     assert "test_launch_api.py" in str(caught.value)
+
+
+@pytest.mark.parametrize("num_stages", [-1, 1.5, None])
+def test_num_stages_must_be_a_non_negative_int(num_stages):
+    x, out = _inputs(8, seed=12)
+    with pytest.raises(LaunchError, match=rf"num_stages must be an int >= 0, got {num_stages!r}"):
+        scaled_copy[(1,)](x, out, 8, 1.0, BLOCK=8, num_stages=num_stages)

@@ -307,9 +307,8 @@ class JITFunction(KernelInterface):
         if debug is None:
             debug = config.debug() if self.debug is None else bool(self.debug)
         num_warps = check_num_warps(num_warps, backend.target(), self.loc, self.__name__)
-        check_positive_int("num_stages", num_stages + 1 if type(num_stages) is int else num_stages,
-                           self.loc, self.__name__)
-        return Options(num_warps=num_warps, num_stages=int(num_stages), debug=bool(debug))
+        num_stages = check_positive_int("num_stages", num_stages, self.loc, self.__name__, minimum=0)
+        return Options(num_warps=num_warps, num_stages=num_stages, debug=bool(debug))
 
 
 def _resolve_backend(backend: str | Backend | None) -> Backend:

@@ -58,8 +58,7 @@ def _grid_size(size: Any, axis: int, sizes: tuple[Any, ...], where: Loc, name: s
 
 def max_num_warps(target: Target) -> int:
     """The most warps one program may have on ``target`` (32-lane warps where the target has none)."""
-    threads = min(target.max_threads_per_block, MAX_THREADS_PER_PROGRAM) \
-        if target.warp_size <= 1 else target.max_threads_per_block
+    threads = MAX_THREADS_PER_PROGRAM if target.warp_size <= 1 else target.max_threads_per_block
     return max(1, threads // max(target.warp_size, 32))
 
 
@@ -76,13 +75,15 @@ def check_num_warps(num_warps: Any, target: Target, where: Loc, name: str) -> in
     return value
 
 
-def check_positive_int(option: str, value: Any, where: Loc, name: str) -> None:
+def check_positive_int(option: str, value: Any, where: Loc, name: str, minimum: int = 1) -> int:
+    """``value`` as an int, when it is one and at least ``minimum``."""
     try:
-        ok = not isinstance(value, bool) and operator.index(value) >= 1
+        number = -1 if isinstance(value, bool) else operator.index(value)
     except TypeError:
-        ok = False
-    if not ok:
-        raise LaunchError(f"{where}: {name}: {option} must be an int >= 1, got {value!r}")
+        number = minimum - 1
+    if number < minimum:
+        raise LaunchError(f"{where}: {name}: {option} must be an int >= {minimum}, got {value!r}")
+    return number
 
 
 def check_writable(values: dict[str, Any], stores: dict[str, Loc], where: Loc, name: str) -> None:
