@@ -169,3 +169,19 @@ def test_concurrent_first_launches_tune_once():
     assert not errors and len(timed) == 2
     for out in outs:
         np.testing.assert_allclose(out, 2 * x + y, rtol=1e-6)
+
+
+def test_pruning_with_keyword_arguments_and_launch_options():
+    seen = []
+
+    def perf_model(**kw):
+        seen.append((kw["n"], kw["BLOCK"], kw["num_warps"]))
+        return kw["BLOCK"]  # prefers small blocks
+    tuned = tiles.autotune([tiles.Config({"BLOCK": b}, num_warps=w) for b, w in ((16, 1), (32, 2), (64, 4))],
+                           key=["n"], prune_configs_by={"perf_model": perf_model, "top_k": 2},
+                           do_bench=lambda fn, quantiles: (fn(), [1.0])[1])(kernels.add_kernel)
+    x, y, out = inputs(90, seed=27)
+    tuned[grid_for(90)](x, y, out, n=90, num_ctas=1, launch_pdl=False)
+    assert sorted(seen) == [(90, 16, 1), (90, 32, 2), (90, 64, 4)]
+    assert set(tuned.configs_timings) == {tuned.configs[0], tuned.configs[1]}
+    np.testing.assert_allclose(out, 2 * x + y, rtol=1e-6)

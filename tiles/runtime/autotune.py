@@ -188,7 +188,7 @@ class Autotuner(KernelInterface):
             if not isinstance(top_k, int):
                 raise TypeError(f"prune_configs_by['top_k'] must be an int or a float <= 1, got {top_k!r}")
             if len(pruned) > top_k:
-                estimate = {c: self.perf_model(**named, **kwargs, **c.all_kwargs()) for c in pruned}
+                estimate = {c: self.perf_model(**{**named, **kwargs, **c.all_kwargs()}) for c in pruned}
                 pruned = sorted(pruned, key=lambda c: estimate[c])[:top_k]
         return pruned
 
