@@ -187,7 +187,7 @@ class JITFunction(KernelInterface):
         other Triton launch options are accepted hints (``launch_options.HINTS``).
         """
         if kwargs and not kwargs.keys() <= self._param_names:
-            kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
+            kwargs, _hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
         values = self._values(args, kwargs)
         be = backend if isinstance(backend, Backend) else _resolve_backend(backend)
         key = (be, be.target_key(), num_warps, num_stages, debug, launch_key(values, self._param_kinds))
