@@ -131,3 +131,16 @@ def test_unwritable_cache_folder_warns_once_and_memory_caching_goes_on(tmp_path,
     assert len(messages) == 1, messages
     assert "cannot write its compile cache" in messages[0] and "TILES_CACHE_DIR" in messages[0]
     assert kernels.CachingBackend.compiles == 2  # one per BLOCK: the memory cache served the repeats
+
+
+def test_a_killed_writers_leftover_is_removed_once_stale(tmp_path):
+    path = tmp_path / "kernels" / "ef" / "entry.json"
+    path.parent.mkdir(parents=True)
+    stale, live = path.parent / f".{path.name}.dead.tmp", path.parent / f".{path.name}.live.tmp"
+    stale.write_bytes(b"half an entry")
+    live.write_bytes(b"being written")
+    old = time.time() - cache.STALE_TEMP_SECONDS - 5
+    os.utime(stale, (old, old))
+    assert cache.write_entry(path, b"payload")
+    assert not stale.exists() and live.exists()
+    assert cache.read_entry(path) == b"payload"

@@ -33,6 +33,7 @@ import os
 import re
 import tempfile
 import threading
+import time
 import types
 import warnings
 from collections.abc import Iterator, Sequence
@@ -50,6 +51,7 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 MAGIC = "tiles-cache"
+STALE_TEMP_SECONDS = 600  # a temporary file this old belongs to a writer that died mid-write
 
 
 # ---------------------------------------------------------------- key
@@ -185,6 +187,7 @@ def write_entry(path: Path, payload: bytes) -> bool:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        _remove_stale_temporaries(path)
         return True
     except OSError as e:
         try:
@@ -193,6 +196,17 @@ def write_entry(path: Path, payload: bytes) -> bool:
             pass
         _warn_unwritable(path.parent, e)
         return False
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Delete what writers of ``path`` killed mid-write left; a live writer's file is younger."""
+    deadline = time.time() - STALE_TEMP_SECONDS
+    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
+        try:
+            if leftover.stat().st_mtime < deadline:
+                leftover.unlink()
+        except OSError:  # another process removed it first
+            continue
 
 
 def read_entry(path: Path) -> bytes | None:
