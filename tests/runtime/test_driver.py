@@ -152,3 +152,15 @@ def test_cuda_launch_on_a_named_stream(use_backend):
     persistent_scale[(8,)](x, out, 4096, NUM_SMS=8, BLOCK=256, stream=side.cuda_stream)
     side.synchronize()
     torch.testing.assert_close(out, x * 2, rtol=0, atol=0)
+
+
+def test_jit_function_source_and_cache_key():
+    assert persistent_scale.src.lstrip().startswith("@tiles.jit")
+    assert "NUM_SMS" in persistent_scale.src
+    key = persistent_scale.cache_key
+    assert len(key) == 64 and key == tiles.jit(persistent_scale.fn).cache_key
+    assert key != tiles.jit(double_it).cache_key
+
+
+def double_it(x):
+    return x * 2

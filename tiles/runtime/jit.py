@@ -94,6 +94,17 @@ class JITFunction(KernelInterface):
                     self._rewritten = rewritten
         return self._rewritten
 
+    @property
+    def src(self) -> str:
+        """The function's source text (Triton's ``JITFunction.src``)."""
+        return inspect.getsource(self.fn)
+
+    @property
+    def cache_key(self) -> str:
+        """A hash of this kernel's source and of every @jit function it calls (Triton's name)."""
+        from .cache import source_fingerprint
+        return source_fingerprint(self)
+
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not is_tracing():
             raise LaunchError(f"{self.loc}: {self.__name__} is a @tiles.jit function: launch it with "
