@@ -244,3 +244,51 @@ def test_num_stages_must_be_a_non_negative_int(num_stages):
     x, out = _inputs(8, seed=12)
     with pytest.raises(LaunchError, match=rf"num_stages must be an int >= 0, got {num_stages!r}"):
         scaled_copy[(1,)](x, out, 8, 1.0, BLOCK=8, num_stages=num_stages)
+
+
+# ------------------------------------------------------------------ the same checks on the GPU targets
+
+
+def compile_only_cuda():
+    """The CUDA backend compiling real PTX (no GPU needed), recording launches instead of running them."""
+    from tiles.backends.cuda import CUDABackend
+
+    class CompileOnlyCUDA(CUDABackend):
+        name = "cuda"
+        launched: list = []
+
+        def available(self):
+            return True, ""
+
+        def arch(self):
+            return "sm_90"
+
+        def make_launcher(self, compiled, plan):
+            def launcher(grid, values, stream=None):
+                type(self).launched.append((grid, stream))
+            return launcher
+    return CompileOnlyCUDA()
+
+
+@pytest.mark.parametrize("name, limit", [("cuda", 32), ("rocm", 16)])
+def test_num_warps_rule_on_gpu_targets(name, limit, monkeypatch):
+    monkeypatch.setenv("TILES_ROCM_ARCH", "gfx942")  # 64-wide wavefronts when no device is present
+    x, out = _inputs(8, seed=13)
+    backend = compile_only_cuda() if name == "cuda" else name
+    with pytest.raises(LaunchError, match=rf"scaled_copy: num_warps must be a power of two from 1 to {limit} on "
+                                          rf"{name}, got 3"):
+        scaled_copy.warmup(x, out, 8, 1.0, BLOCK=8, num_warps=3, backend=backend)
+
+
+def test_cuda_gets_the_same_grid_and_argument_checks_and_the_stream():
+    backend = compile_only_cuda()
+    x, out = _inputs(8, seed=14)
+    with pytest.raises(LaunchError, match=r"grid size 0 must be an int, got 1\.9"):
+        scaled_copy[(1.9,)](x, out, 8, 1.0, BLOCK=8, backend=backend)
+    frozen = out.copy()
+    frozen.flags.writeable = False
+    with pytest.raises(LaunchError, match=rf"'out_ptr' is a read-only NumPy array.*test_launch_api.py:{STORE_LINE}"):
+        scaled_copy[(1,)](x, frozen, 8, 1.0, BLOCK=8, backend=backend)
+    scaled_copy[(2, 3, 4, 5)](x, out, 8, 1.0, BLOCK=8, backend=backend, stream=99)
+    scaled_copy[(2, 0)](x, out, 8, 1.0, BLOCK=8, backend=backend)
+    assert type(backend).launched == [((2, 3, 4), 99)]
