@@ -139,6 +139,15 @@ def test_warmup_takes_dtypes_in_place_of_arrays():
                                   BLOCK=64, grid=(1,))
     pointer_types = [str(p.value.type.dtype) for p in compiled.ir.params[:2]]
     assert all("float16" in t for t in pointer_types), pointer_types
+    compiled = scaled_copy.warmup(np.int32, np.int32, 64, 2, BLOCK=64, grid=(1,))
+    assert [str(p.value.type.dtype) for p in compiled.ir.params[:2]] == [str(tiles.language.pointer_type(tl.int32))] * 2
+
+
+def test_a_valid_launch_does_not_let_an_equal_float_num_warps_through():
+    x, out = _inputs(8, seed=15)
+    scaled_copy[(1,)](x, out, 8, 1.0, BLOCK=8, num_warps=4)
+    with pytest.raises(LaunchError, match="num_warps must be a power of two"):
+        scaled_copy[(1,)](x, out, 8, 1.0, BLOCK=8, num_warps=4.0)
 
 
 # ------------------------------------------------------------------ grid rules

@@ -201,7 +201,8 @@ class JITFunction(KernelInterface):
             kwargs, _hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
         values = self._values(args, kwargs)
         be = backend if isinstance(backend, Backend) else _resolve_backend(backend)
-        key = (be, be.target_key(), num_warps, num_stages, debug, launch_key(values, self._param_kinds))
+        key = (be, be.target_key(), num_warps, num_stages, type(num_warps), type(num_stages), debug,
+               launch_key(values, self._param_kinds))
         entry = self._launches.get(key)
         if entry is None:
             with self._lock_for(("launch", key)):
@@ -262,7 +263,7 @@ class JITFunction(KernelInterface):
                signature: dict[str | int, str] | None = None,
                constexprs: dict[str | int, Any] | None = None, **kwargs: Any) -> CompiledKernel:
         """Compile for these arguments without launching.  As in Triton, a dtype (``torch.float32``,
-        ``np.float32``, ``tl.float32``) in place of an array stands for an array of that dtype;
+        ``np.float32``, ``np.dtype("float16")``) in place of an array stands for an array of it;
         ``signature``/``constexprs`` compile from type strings instead (see ``compile``)."""
         if kwargs and not kwargs.keys() <= self._param_names:
             kwargs, _ = split_hints(kwargs, self.arg_names, self.loc, self.__name__)

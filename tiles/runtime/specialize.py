@@ -98,6 +98,8 @@ class MockArray:
 
 def mock_dtype_argument(value: Any) -> Any:
     """A torch or NumPy dtype given where an array goes becomes a ``MockArray`` of that dtype."""
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return MockArray(np.dtype(value))
     if isinstance(value, np.dtype) or (type(value).__name__ == "dtype" and type(value).__module__ == "torch"):
         return MockArray(value)
     return value
