@@ -1,6 +1,6 @@
 """tiles: write GPU kernels in Triton's tile language, run them anywhere."""
 
-from . import language, testing  # noqa: F401  (tiles.testing, as triton.testing)
+from . import compiler, language, runtime, testing  # noqa: F401  (as triton.compiler, .runtime, .testing)
 from .backends.registry import set_backend
 from .core.errors import (
     CompilationError,
@@ -12,8 +12,9 @@ from .core.errors import (
 )
 from .language.core import constexpr
 from .runtime.autotune import AutotuneError, Autotuner, Config, autotune
+from .runtime.errors import InterpreterError, OutOfResources, TritonError
 from .runtime.heuristics import Heuristics, heuristics
-from .runtime.jit import JITFunction, jit
+from .runtime.jit import JITFunction, KernelInterface, MockTensor, jit
 
 __version__ = "0.1.0"
 
@@ -31,6 +32,7 @@ def next_power_of_2(n: int) -> int:
 
 __all__ = [
     "AutotuneError", "Autotuner", "Config", "Heuristics", "autotune", "heuristics", "testing",
-    "CompilationError", "JITFunction", "KernelRuntimeError", "LaunchError", "OutOfResourcesError", "TilesError",
-    "UnsupportedError", "cdiv", "constexpr", "jit", "next_power_of_2", "set_backend",
+    "CompilationError", "InterpreterError", "JITFunction", "KernelInterface", "KernelRuntimeError", "LaunchError",
+    "MockTensor", "OutOfResources", "OutOfResourcesError", "TilesError", "TritonError", "UnsupportedError",
+    "cdiv", "compiler", "constexpr", "jit", "language", "next_power_of_2", "runtime", "set_backend",
 ]

@@ -9,7 +9,7 @@
 | ``TILES_DEBUG=1`` | compile with ``debug=True`` (keeps ``tl.device_assert``) unless ``@jit(debug=)`` says |
 | ``TILES_CACHE_DIR`` | on-disk compile cache (default: ``~/.cache/tiles``) |
 | ``TILES_ALWAYS_COMPILE=1`` | ignore the on-disk cache |
-| ``TILES_PRINT_AUTOTUNING=1`` | print the configuration the autotuner picks |
+| ``TILES_PRINT_AUTOTUNING=1`` | print each configuration tried, why one failed, and the one the autotuner picks |
 | ``TILES_OPENCL_DEVICE`` | OpenCL device: index into all devices, or part of "<platform> <device>" |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |

@@ -10,6 +10,7 @@ per kernel parameter.
 from __future__ import annotations
 
 import abc
+import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -88,20 +89,55 @@ class Backend(abc.ABC):
     @abc.abstractmethod
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg]) -> None:
-        """Run the compiled kernel over ``grid`` programs."""
+        """Run the compiled kernel over ``grid`` programs.  Backends with streams also take a
+        ``stream=`` keyword (the launch's ``stream=``, passed only when the caller gave one)."""
+
+    def target_key(self) -> Any:
+        """What compiled code is specific to here: (arch, current device).  The jit keys its
+        in-memory caches on it and calls it on every launch, so backends whose ``target()`` is
+        costly override it with something cheap."""
+        return (self.target().arch, self.current_device())
+
+    def current_device(self) -> int:
+        """The index of the device launches go to now (``tiles.runtime.driver``)."""
+        return 0
+
+    def set_current_device(self, device: int) -> None:
+        """Make ``device`` the one later launches go to; backends with one device accept only 0."""
+        if int(device) != 0:
+            raise ValueError(f"the {self.name} backend has one device (0), not {device}")
+
+    def current_stream(self, device: int | None = None) -> Any:
+        """The stream launches go to when the caller names none (0/None: the default stream)."""
+        return None
+
+    def device_properties(self, device: int = 0) -> dict[str, Any]:
+        """Triton's ``utils.get_device_properties`` keys for ``device`` (see tiles.runtime.driver)."""
+        target = self.target()
+        return {"multiprocessor_count": 1, "max_shared_mem": target.shared_memory,
+                "max_num_regs": 65536, "warpSize": target.warp_size,
+                "max_threads_per_block": target.max_threads_per_block,
+                "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0}
 
     def is_gpu(self) -> bool:
         """Whether kernels run on a GPU (only GPU backends are picked by default)."""
         return True
 
     def make_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]]
-                      ) -> Callable[[tuple[int, int, int], Sequence[Any]], None]:
-        """A function ``(grid, values)`` that launches ``compiled``; ``plan`` lists, per run-time
-        parameter, (index into values, name, is pointer, may be written).  Backends override
-        this to make repeated launches cheap."""
-        def launcher(grid: tuple[int, int, int], values: Sequence[Any]) -> None:
-            self.launch(compiled, grid, [LaunchArg(name, values[i], is_ptr, writable)
-                                         for i, name, is_ptr, writable in plan])
+                      ) -> Callable[..., None]:
+        """A function ``(grid, values, stream=None)`` that launches ``compiled``; ``plan`` lists,
+        per run-time parameter, (index into values, name, is pointer, may be written).  The jit
+        passes ``stream=`` only when the launch named one.  Backends override this to make
+        repeated launches cheap; this default hands ``stream`` to ``launch`` when that takes one
+        and otherwise ignores it (backends without streams run in order anyway)."""
+        takes_stream = "stream" in inspect.signature(self.launch).parameters
+
+        def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
+            args = [LaunchArg(name, values[i], is_ptr, writable) for i, name, is_ptr, writable in plan]
+            if stream is not None and takes_stream:
+                self.launch(compiled, grid, args, stream=stream)  # type: ignore[call-arg]
+            else:
+                self.launch(compiled, grid, args)
         return launcher
 
     def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Kernel,

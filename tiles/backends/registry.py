@@ -7,6 +7,7 @@ Modules are imported lazily, so a missing pycuda or pyopencl never breaks
 from __future__ import annotations
 
 import importlib
+import threading
 from importlib.metadata import entry_points
 from typing import Any
 
@@ -25,6 +26,7 @@ ENTRY_POINT_GROUP = "tiles.backends"
 
 _instances: dict[str, Backend] = {}
 _override: list[str] = []
+_lock = threading.RLock()  # one instance per backend name, even when threads ask at once
 
 
 class BackendUnavailable(TilesError):  # noqa: N818  (reads better than ...Error here)
@@ -49,8 +51,15 @@ def known() -> dict[str, str]:
 
 def get(name: str) -> Backend:
     """The backend called ``name`` or given as ``module:object``; raises if it cannot load."""
-    if name in _instances:
-        return _instances[name]
+    found = _instances.get(name)
+    if found is not None:
+        return found
+    with _lock:
+        found = _instances.get(name)
+        return found if found is not None else _create(name)
+
+
+def _create(name: str) -> Backend:
     spec = known().get(name, name if ":" in name else None)
     if spec is None:
         raise BackendUnavailable(f"unknown backend {name!r}; known: {', '.join(known())}")
@@ -80,7 +89,10 @@ def default() -> Backend:
     chosen = (_override[-1] if _override else None) or config.backend_name()
     found = _default_cache.get(chosen)
     if found is None:
-        found = _default_cache[chosen] = _pick(chosen)
+        with _lock:
+            found = _default_cache.get(chosen)
+            if found is None:
+                found = _default_cache[chosen] = _pick(chosen)
     return found
 
 
@@ -100,8 +112,9 @@ def _pick(chosen: str | None) -> Backend:
 
 def set_backend(name: str | None) -> None:
     """Choose the backend for later launches in this process (None: back to the default)."""
-    _override.clear()
-    _default_cache.clear()
-    if name is not None:
-        get(name)
-        _override.append(name)
+    with _lock:
+        _override.clear()
+        _default_cache.clear()
+        if name is not None:
+            get(name)
+            _override.append(name)

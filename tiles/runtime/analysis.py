@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..core.dtypes import PointerType
-from ..core.ir import Block, Kernel, Value
+from ..core.ir import Block, Kernel, Loc, Value
 from ..core.ops import Op
 
 _ANY = "*"
@@ -11,9 +11,15 @@ _ANY = "*"
 
 def written_params(kernel: Kernel) -> set[str]:
     """Pointer params some STORE/ATOMIC may write through (all of them if unsure)."""
+    return set(first_writes(kernel))
+
+
+def first_writes(kernel: Kernel) -> dict[str, Loc]:
+    """Each pointer param some STORE/ATOMIC may write through, with the line of one such write
+    (every param, at the unresolved write's line, when an address comes from an integer)."""
     origin: dict[Value, set[str]] = {p.value: {p.name} for p in kernel.params
                                      if isinstance(p.value.type.dtype, PointerType)}
-    written: set[str] = set()
+    written: dict[str, Loc] = {}
 
     def flow(block: Block) -> bool:
         changed = False
@@ -25,7 +31,8 @@ def written_params(kernel: Kernel) -> set[str]:
                 srcs = {_ANY}
             if instr.op in (Op.STORE, Op.ATOMIC, Op.ATOMIC_CAS):
                 before = len(written)
-                written.update(origin.get(instr.operands[0], set()))
+                for name in origin.get(instr.operands[0], set()):
+                    written.setdefault(name, instr.loc)
                 changed |= len(written) != before
             if instr.op is Op.FOR:
                 body = instr.regions[0]
@@ -53,7 +60,7 @@ def written_params(kernel: Kernel) -> set[str]:
     while flow(kernel.body):
         pass
     if _ANY in written:
-        return {p.name for p in kernel.params}
+        return {p.name: written.get(p.name, written[_ANY]) for p in kernel.params}
     return written
 
 

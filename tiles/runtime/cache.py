@@ -17,6 +17,8 @@ Entry file: one header line ``tiles-cache <format> <sha256 of payload> <length>`
 then the JSON payload.  Writers write a private temporary file in the same folder,
 fsync it and ``os.replace`` it into place, so readers see a whole old entry or a
 whole new one; a truncated or corrupted entry fails the checksum and is rebuilt.
+A folder that cannot be written gives one warning per process; compiled kernels are
+still kept in memory.
 """
 
 from __future__ import annotations
@@ -30,7 +32,10 @@ import json
 import os
 import re
 import tempfile
+import threading
+import time
 import types
+import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -46,6 +51,7 @@ if TYPE_CHECKING:
 
 FORMAT = 1
 MAGIC = "tiles-cache"
+STALE_TEMP_SECONDS = 600  # a temporary file this old belongs to a writer that died mid-write
 
 
 # ---------------------------------------------------------------- key
@@ -146,13 +152,34 @@ def entry_path(key: str, kind: str = "kernels") -> Path:
 # ---------------------------------------------------------------- entries on disk
 
 
+_warned_folders: set[str] = set()
+_warned_lock = threading.Lock()
+
+
+class CacheWarning(UserWarning):
+    """The on-disk cache cannot be used; kernels are compiled and kept in memory only."""
+
+
+def _warn_unwritable(folder: Path, error: OSError) -> None:
+    root = str(config.cache_dir())
+    with _warned_lock:
+        if root in _warned_folders:
+            return
+        _warned_folders.add(root)
+    warnings.warn(f"tiles cannot write its compile cache in {folder} ({error.strerror or error}); kernels "
+                  f"are compiled once per process and kept in memory. Set TILES_CACHE_DIR to a writable "
+                  f"folder to keep them between runs", CacheWarning, stacklevel=2)
+
+
 def write_entry(path: Path, payload: bytes) -> bool:
-    """Atomically replace ``path`` with a checksummed entry; False when the disk refuses."""
+    """Atomically replace ``path`` with a checksummed entry; False (and one warning per process)
+    when the disk refuses."""
     header = f"{MAGIC} {FORMAT} {hashlib.sha256(payload).hexdigest()} {len(payload)}\n".encode()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError:
+    except OSError as e:
+        _warn_unwritable(path.parent, e)
         return False
     try:
         with os.fdopen(fd, "wb") as f:
@@ -160,13 +187,26 @@ def write_entry(path: Path, payload: bytes) -> bool:
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)
+        _remove_stale_temporaries(path)
         return True
-    except OSError:
+    except OSError as e:
         try:
             os.unlink(tmp)
         except OSError:
             pass
+        _warn_unwritable(path.parent, e)
         return False
+
+
+def _remove_stale_temporaries(path: Path) -> None:
+    """Delete what writers of ``path`` killed mid-write left; a live writer's file is younger."""
+    deadline = time.time() - STALE_TEMP_SECONDS
+    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
+        try:
+            if leftover.stat().st_mtime < deadline:
+                leftover.unlink()
+        except OSError:  # another process removed it first
+            continue
 
 
 def read_entry(path: Path) -> bytes | None:

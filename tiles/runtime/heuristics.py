@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..backends.base import CompiledKernel
-from .jit import Grid, JITFunction
+from .jit import Grid, JITFunction, KernelInterface
 
 Rule = Callable[[dict[str, Any]], Any]
 
@@ -38,14 +38,15 @@ def named_arguments(jit_fn: JITFunction, args: tuple[Any, ...], kwargs: dict[str
     return {**kwargs, **bound.arguments}
 
 
-class Heuristics:
-    """A kernel whose listed meta-parameters are computed by ``values[name](args)``."""
+class Heuristics(KernelInterface):
+    """A kernel whose listed meta-parameters are computed by ``values[name](args)`` (Triton's
+    ``Heuristics``, same constructor)."""
 
-    def __init__(self, fn: Any, values: dict[str, Rule]) -> None:
+    def __init__(self, fn: Any, arg_names: list[str] | None, values: dict[str, Rule]) -> None:
         self.fn = fn
         self.values = dict(values)
         self.jit_fn = unwrap(fn)
-        self.arg_names = self.jit_fn.arg_names
+        self.arg_names = list(arg_names) if arg_names else self.jit_fn.arg_names
         self.__name__ = self.jit_fn.__name__
 
     def _with_heuristics(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -54,18 +55,15 @@ class Heuristics:
             kwargs[name] = rule(named_arguments(self.jit_fn, args, kwargs))
         return kwargs
 
-    def run(self, *args: Any, grid: Grid, **kwargs: Any) -> CompiledKernel:
-        return self.fn.run(*args, grid=grid, **self._with_heuristics(args, kwargs))
+    def run(self, *args: Any, grid: Grid, warmup: bool = False, **kwargs: Any) -> CompiledKernel:
+        return self.fn.run(*args, grid=grid, warmup=warmup, **self._with_heuristics(args, kwargs))
 
     def warmup(self, *args: Any, **kwargs: Any) -> CompiledKernel:
         return self.fn.warmup(*args, **self._with_heuristics(args, kwargs))
-
-    def __getitem__(self, grid: Grid) -> Callable[..., CompiledKernel]:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
 
 def heuristics(values: dict[str, Rule]) -> Callable[[Any], Heuristics]:
     """Decorator: ``@tiles.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})``."""
     if not isinstance(values, dict) or not all(callable(v) for v in values.values()):
         raise TypeError("tiles.heuristics takes a dict of meta-parameter name -> function(args)")
-    return lambda fn: Heuristics(fn, values)
+    return lambda fn: Heuristics(fn, unwrap(fn).arg_names, values)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import inspect
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,9 +19,12 @@ from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
 from ..language.constexpr import as_constexpr
-from .specialize import ArgSpec, classify, launch_key
+from .launch_options import split_hints
+from .specialize import ArgSpec, MockArray, classify, launch_key, mock_dtype_argument
+from .validate import check_num_warps, check_positive_int, check_writable, normalize_grid
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
+LAUNCH_KEYWORDS = frozenset({"grid", "warmup", "num_warps", "num_stages", "debug", "stream", "backend"})
 
 
 def _is_constexpr_annotation(ann: Any) -> bool:
@@ -30,7 +34,20 @@ def _is_constexpr_annotation(ann: Any) -> bool:
     return isinstance(ann, str) and ann.split(".")[-1] == "constexpr"
 
 
-class JITFunction:
+class KernelInterface:
+    """What can be launched as ``kernel[grid](...)``: @jit, @autotune and @heuristics kernels."""
+
+    def run(self, *args: Any, grid: Grid, warmup: bool = False, **kwargs: Any) -> Any:
+        raise NotImplementedError
+
+    def __getitem__(self, grid: Grid) -> Callable[..., Any]:
+        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+
+
+MockTensor = MockArray  # Triton's name: kernel.warmup(MockTensor(torch.float32), ...)
+
+
+class JITFunction(KernelInterface):
     """A kernel (or a device helper called from kernels)."""
 
     def __init__(self, fn: Callable[..., Any], do_not_specialize: Sequence[str | int] = (),
@@ -55,13 +72,39 @@ class JITFunction:
         self._param_kinds = tuple("c" if n in self.constexprs else
                                   ("n" if n in self.do_not_specialize else "s") for n in self.arg_names)
         self.loc = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno, fn.__name__)
+        self._param_names = frozenset(self.arg_names)
+        # First launches of one key from many threads compile once: one lock per key, taken only
+        # on a cache miss.  A result is cached only after it was built without an error.
+        self._locks: dict[Any, threading.RLock] = {}
+        self._locks_guard = threading.Lock()
+
+    def _lock_for(self, key: Any) -> threading.RLock:
+        with self._locks_guard:
+            lock = self._locks.get(key)
+            if lock is None:
+                lock = self._locks[key] = threading.RLock()
+            return lock
 
     # -- tracing -------------------------------------------------------------
     @property
     def rewritten(self) -> Callable[..., Any]:
         if self._rewritten is None:
-            self._rewritten, self.source = rewrite(self.fn)
+            with self._lock_for("rewrite"):
+                if self._rewritten is None:
+                    rewritten, self.source = rewrite(self.fn)
+                    self._rewritten = rewritten
         return self._rewritten
+
+    @property
+    def src(self) -> str:
+        """The function's source text (Triton's ``JITFunction.src``)."""
+        return inspect.getsource(self.fn)
+
+    @property
+    def cache_key(self) -> str:
+        """A hash of this kernel's source and of every @jit function it calls (Triton's name)."""
+        from .cache import source_fingerprint
+        return source_fingerprint(self)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if not is_tracing():
@@ -72,9 +115,6 @@ class JITFunction:
         for name in self.constexprs.intersection(bound.arguments):  # as Triton: tl.constexpr objects
             bound.arguments[name] = as_constexpr(bound.arguments[name])
         return self.rewritten(*bound.args, **bound.kwargs)
-
-    def __getitem__(self, grid: Grid) -> Callable[..., CompiledKernel]:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, **kwargs)
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -123,46 +163,72 @@ class JITFunction:
 
     def ir(self, *args: Any, **kwargs: Any) -> str:
         """The tile IR this kernel traces to for these arguments, as text."""
-        kwargs = {k: v for k, v in kwargs.items() if k not in ("num_warps", "num_stages")}
+        kwargs = {k: v for k, v in kwargs.items() if k not in LAUNCH_KEYWORDS}
+        kwargs, _ = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
         specs = self.specialize(self._bind(args, kwargs))
         return format_kernel(self.trace(specs))
 
     # -- compile and launch -------------------------------------------------
     def compile_for(self, specs: Sequence[ArgSpec], backend: Backend, options: Options) -> CompiledKernel:
-        key = (backend.name, options, *(s.key() for s in specs))
+        key = (backend.name, backend.target_key(), options, *(s.key() for s in specs))
         compiled = self.cache.get(key)
         if compiled is None:
-            from .cache import compile_cached
-            kernel = self.trace(specs)
-            if not options.debug:
-                kernel = _without_device_asserts(kernel)
-            compiled = compile_cached(self, specs, backend, options, kernel)
-            compiled.asm.setdefault("ir", format_kernel(kernel))
-            for stage in config.dump_stages():
-                if stage in compiled.asm:
-                    print(f"// ---- {self.__name__}: {stage}\n{compiled.asm[stage]}", file=sys.stderr)
-            self.cache[key] = compiled
+            with self._lock_for(("compile", key)):
+                compiled = self.cache.get(key)
+                if compiled is None:
+                    compiled = self._compile(specs, backend, options)
+                    self.cache[key] = compiled
         return compiled
 
-    def run(self, *args: Any, grid: Grid, num_warps: int = 4, num_stages: int = 3,
-            backend: str | Backend | None = None, **kwargs: Any) -> CompiledKernel:
+    def _compile(self, specs: Sequence[ArgSpec], backend: Backend, options: Options) -> CompiledKernel:
+        from .cache import compile_cached
+        kernel = self.trace(specs)
+        if not options.debug:
+            kernel = _without_device_asserts(kernel)
+        compiled = compile_cached(self, specs, backend, options, kernel)
+        compiled.asm.setdefault("ir", format_kernel(kernel))
+        for stage in config.dump_stages():
+            if stage in compiled.asm:
+                print(f"// ---- {self.__name__}: {stage}\n{compiled.asm[stage]}", file=sys.stderr)
+        return compiled
+
+    def run(self, *args: Any, grid: Grid, warmup: bool = False, num_warps: int = 4, num_stages: int = 3,
+            debug: bool | None = None, stream: Any = None, backend: str | Backend | None = None,
+            **kwargs: Any) -> CompiledKernel:
+        """Launch over ``grid`` (Triton's ``run``); ``warmup=True`` compiles without launching.
+
+        ``stream`` is handed to the backend's launcher as ``launcher(grid, values, stream=...)``;
+        other Triton launch options are accepted hints (``launch_options.HINTS``).
+        """
+        if kwargs and not kwargs.keys() <= self._param_names:
+            kwargs, _hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
         values = self._values(args, kwargs)
         be = backend if isinstance(backend, Backend) else _resolve_backend(backend)
-        key = (be, num_warps, num_stages, launch_key(values, self._param_kinds))
+        key = (be, be.target_key(), num_warps, num_stages, type(num_warps), type(num_stages), debug,
+               launch_key(values, self._param_kinds))
         entry = self._launches.get(key)
         if entry is None:
-            entry = self._prepare_launch(values, be, num_warps, num_stages)
-            self._launches[key] = entry
+            with self._lock_for(("launch", key)):
+                entry = self._launches.get(key)
+                if entry is None:
+                    entry = self._prepare_launch(values, be, num_warps, num_stages, debug)
+                    self._launches[key] = entry
         compiled, launcher = entry
+        if warmup:
+            return compiled
         if callable(grid):
             grid = grid({**dict(zip(self.arg_names, values)), "num_warps": num_warps,
                          "num_stages": num_stages})
-        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and grid[0] > 0:
-            launcher((grid[0], 1, 1), values)
-            return compiled
-        launch_grid = _normalize_grid(grid, self.__name__)
-        if launch_grid[0] and launch_grid[1] and launch_grid[2]:
+        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] <= 2**31 - 1:
+            launch_grid: tuple[int, int, int] = (grid[0], 1, 1)
+        else:
+            launch_grid = normalize_grid(grid, self.loc, self.__name__)
+            if not (launch_grid[0] and launch_grid[1] and launch_grid[2]):
+                return compiled
+        if stream is None:
             launcher(launch_grid, values)
+        else:
+            launcher(launch_grid, values, stream=stream)
         return compiled
 
     def _values(self, args: Sequence[Any], kwargs: dict[str, Any]) -> list[Any]:
@@ -184,27 +250,36 @@ class JITFunction:
             return list(self._bind(args, kwargs).values())
         return values
 
-    def _prepare_launch(self, values: list[Any], backend: Backend, num_warps: int,
-                        num_stages: int) -> tuple[CompiledKernel, Callable[..., None]]:
-        specs = self.specialize(dict(zip(self.arg_names, values)))
-        compiled = self.compile_for(specs, backend, self._options(num_warps, num_stages))
-        written = _written_params(compiled.ir)
-        plan = [(i, s.name, isinstance(s.type, PointerType), s.name in written)
+    def _prepare_launch(self, values: list[Any], backend: Backend, num_warps: int, num_stages: int,
+                        debug: bool | None) -> tuple[CompiledKernel, Callable[..., None]]:
+        named = dict(zip(self.arg_names, values))
+        specs = self.specialize(named)
+        compiled = self.compile_for(specs, backend, self._options(backend, num_warps, num_stages, debug))
+        stores = _first_writes(compiled.ir)
+        check_writable(named, stores, self.loc, self.__name__)
+        plan = [(i, s.name, isinstance(s.type, PointerType), s.name in stores)
                 for i, s in enumerate(specs) if not s.constexpr]
-        return compiled, backend.make_launcher(compiled, plan)
+        return compiled, _accepting_stream(backend.make_launcher(compiled, plan), backend)
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int = 4, num_stages: int = 3,
-               backend: str | Backend | None = None, signature: dict[str | int, str] | None = None,
+               debug: bool | None = None, stream: Any = None, backend: str | Backend | None = None,
+               signature: dict[str | int, str] | None = None,
                constexprs: dict[str | int, Any] | None = None, **kwargs: Any) -> CompiledKernel:
-        """Compile for these arguments (or for ``signature``/``constexprs``) without launching."""
+        """Compile for these arguments without launching.  As in Triton, a dtype (``torch.float32``,
+        ``np.float32``, ``np.dtype("float16")``) in place of an array stands for an array of it;
+        ``signature``/``constexprs`` compile from type strings instead (see ``compile``)."""
+        if kwargs and not kwargs.keys() <= self._param_names:
+            kwargs, _ = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
         if signature is not None:
             merged: dict[str | int, Any] = {**constexprs} if constexprs else {}
             merged.update(kwargs)
             return self.compile(signature, merged, backend=backend,
                                 num_warps=num_warps, num_stages=num_stages)
-        bound = self._bind(args, kwargs)
-        return self.compile_for(self.specialize(bound), _resolve_backend(backend),
-                                self._options(num_warps, num_stages))
+        bound = self._bind([mock_dtype_argument(a) for a in args],
+                           {k: mock_dtype_argument(v) if k not in self.constexprs else v
+                            for k, v in kwargs.items()})
+        be = _resolve_backend(backend)
+        return self.compile_for(self.specialize(bound), be, self._options(be, num_warps, num_stages, debug))
 
     def compile(self, signature: dict[str | int, str], constexprs: dict[str | int, Any] | None = None,
                 backend: str | Backend | None = None, num_warps: int = 4,
@@ -216,7 +291,8 @@ class JITFunction:
         name); ``:16`` after one promises that the address or value is a multiple of 16.
         """
         specs = self.specs_from_signature(signature, constexprs or {})
-        return self.compile_for(specs, _resolve_backend(backend), self._options(num_warps, num_stages))
+        be = _resolve_backend(backend)
+        return self.compile_for(specs, be, self._options(be, num_warps, num_stages))
 
     def specs_from_signature(self, signature: dict[str | int, str],
                              constexprs: dict[str | int, Any]) -> list[ArgSpec]:
@@ -241,9 +317,13 @@ class JITFunction:
                 raise LaunchError(f"{self.__name__}: give a type for {name!r} in {kind}")
         return specs
 
-    def _options(self, num_warps: int, num_stages: int) -> Options:
-        debug = config.debug() if self.debug is None else bool(self.debug)
-        return Options(num_warps=int(num_warps), num_stages=int(num_stages), debug=debug)
+    def _options(self, backend: Backend, num_warps: int, num_stages: int,
+                 debug: bool | None = None) -> Options:
+        if debug is None:
+            debug = config.debug() if self.debug is None else bool(self.debug)
+        num_warps = check_num_warps(num_warps, backend.target(), self.loc, self.__name__)
+        num_stages = check_positive_int("num_stages", num_stages, self.loc, self.__name__, minimum=0)
+        return Options(num_warps=num_warps, num_stages=num_stages, debug=bool(debug))
 
 
 def _resolve_backend(backend: str | Backend | None) -> Backend:
@@ -278,23 +358,26 @@ def _without_device_asserts(kernel: Kernel) -> Kernel:
     return kernel
 
 
-def _normalize_grid(g: Any, name: str) -> tuple[int, int, int]:
-    if isinstance(g, int):
-        g = (g,)
+def _accepting_stream(launcher: Callable[..., None], backend: Backend) -> Callable[..., None]:
+    """``launcher`` itself when it takes ``stream=``; else one that says so when given a stream."""
     try:
-        dims = tuple(int(x) for x in g)
-    except TypeError:
-        raise LaunchError(f"{name}: the grid must be a tuple of 1 to 3 ints or a function of the "
-                          f"meta-parameters returning one, got {g!r}") from None
-    if not 1 <= len(dims) <= 3 or any(d < 0 for d in dims):
-        raise LaunchError(f"{name}: the grid must have 1 to 3 non-negative sizes, got {dims}")
-    return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
+        if "stream" in inspect.signature(launcher).parameters:
+            return launcher
+    except (TypeError, ValueError):
+        return launcher
+
+    def without_streams(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
+        if stream is not None:
+            raise LaunchError(f"the {backend.name} backend's launcher does not take stream= yet; "
+                              "launch without it (the backend's current stream is used)")
+        launcher(grid, values)
+    return without_streams
 
 
-def _written_params(kernel: Kernel) -> set[str]:
-    """Names of pointer params whose memory some store or atomic may write."""
-    from .analysis import written_params
-    return written_params(kernel)
+def _first_writes(kernel: Kernel) -> dict[str, Loc]:
+    """Pointer params whose memory some store or atomic may write, with that write's line."""
+    from .analysis import first_writes
+    return first_writes(kernel)
 
 
 def jit(fn: Callable[..., Any] | None = None, *, do_not_specialize: Sequence[str | int] = (),

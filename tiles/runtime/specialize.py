@@ -75,11 +75,47 @@ def address_of(value: Any) -> int | None:
     return None
 
 
+class MockArray:
+    """Stands for an array of ``dtype`` in ``kernel.warmup`` (Triton's ``MockTensor``): address 0."""
+
+    def __init__(self, dtype: Any, shape: Any = None) -> None:
+        self.dtype = dtype
+        self.shape = [1] if shape is None else list(shape)
+
+    @staticmethod
+    def data_ptr() -> int:
+        return 0
+
+    def element_type(self) -> DType | None:
+        if isinstance(self.dtype, np.dtype):
+            try:
+                return D.from_numpy(self.dtype)
+            except TypeError:
+                return None
+        name = str(self.dtype).replace("torch.", "")
+        alias = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5"}
+        return D.BY_NAME.get(alias.get(name, name))
+
+
+def mock_dtype_argument(value: Any) -> Any:
+    """A torch or NumPy dtype given where an array goes becomes a ``MockArray`` of that dtype."""
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return MockArray(np.dtype(value))
+    if isinstance(value, np.dtype) or (type(value).__name__ == "dtype" and type(value).__module__ == "torch"):
+        return MockArray(value)
+    return value
+
+
 def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpec:
     if isinstance(value, constexpr_object):  # tl.constexpr(v) from the host: compile-time, keyed on v
         return ArgSpec(name, True, value.value)
     if constexpr:
         return ArgSpec(name, True, value)
+    if isinstance(value, MockArray):
+        dtype = value.element_type()
+        if dtype is None:
+            raise TypeError(f"argument {name!r}: tiles has no element type for {value.dtype}")
+        return ArgSpec(name, False, type=PointerType(dtype), divisibility=16 if specialize else 1)
     if value is None or isinstance(value, (DType, PointerType, str)):
         return ArgSpec(name, True, value)
     if isinstance(value, (bool, np.bool_)):
@@ -100,7 +136,12 @@ def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpe
         return ArgSpec(name, False, type=ty, divisibility=div)
     if isinstance(value, (float, np.floating)):
         return ArgSpec(name, False, type=D.float32)
-    dt = array_dtype(value)
+    try:
+        dt = array_dtype(value)
+    except TypeError:
+        raise TypeError(f"argument {name!r}: arrays of {getattr(value, 'dtype', '?')} cannot be passed to a "
+                        f"kernel; element types: bool, int8-64, uint8-64, float16, bfloat16, float32, float64, "
+                        f"float8 (complex and object arrays: pass .real/.imag or a view as float)") from None
     if dt is not None:
         addr = address_of(value)
         div = 16 if specialize and addr is not None and addr % 16 == 0 else 1
@@ -111,7 +152,7 @@ def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpe
 
 def _array_key(v: Any) -> tuple[Any, ...] | None:
     if isinstance(v, np.ndarray):
-        return ("a", v.dtype.str, v.__array_interface__["data"][0] % 16 == 0)
+        return ("a", v.dtype.str, v.__array_interface__["data"][0] % 16 == 0, v.flags.writeable)
     ptr = getattr(v, "data_ptr", None)
     if ptr is not None:
         return ("t", str(v.dtype), ptr() % 16 == 0)
@@ -142,7 +183,7 @@ def launch_key(values: list[Any], kinds: tuple[str, ...]) -> tuple[Any, ...]:
             if ak is None:
                 key.append(("o", t, _hashable(v) if not hasattr(v, "dtype") else str(getattr(v, "dtype", ""))))
             elif kind == "n":
-                key.append(ak[:2])
+                key.append((*ak[:2], *ak[3:]))
             else:
                 key.append(ak)
     return tuple(key)

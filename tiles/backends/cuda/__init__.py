@@ -99,6 +99,9 @@ class CUDABackend(Backend):
             return runtime.device_arch()
         return "sm_90"
 
+    def target_key(self) -> tuple[str, int]:
+        return (self.arch(), self.current_device())
+
     def target(self) -> Target:
         return Target("cuda", arch=self.arch(), warp_size=32, max_threads_per_block=1024,
                       shared_memory=227 * 1024, dtypes=SUPPORTED_DTYPES, unsupported_ops=UNSUPPORTED_OPS,

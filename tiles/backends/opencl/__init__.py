@@ -51,6 +51,10 @@ class OpenCLBackend(Backend):
                       shared_memory=dev.local_mem_size, dtypes=frozenset(dtypes),
                       unsupported_ops=UNSUPPORTED_OPS)
 
+    def target_key(self) -> tuple[int, int]:
+        from . import runtime
+        return (id(runtime.device()[2]), 0)  # the chosen device, fixed for the process
+
     def unsupported(self, kernel: Kernel) -> list[str]:
         reasons = super().unsupported(kernel)
         for instr in kernel.walk():

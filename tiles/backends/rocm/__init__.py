@@ -59,6 +59,9 @@ class ROCmBackend(Backend):
     def target(self) -> Target:
         return backend_target(self.arch())
 
+    def target_key(self) -> tuple[str, int]:
+        return (self.arch(), self.current_device())
+
     def stages(self, options: Options) -> dict[str, Stage]:
         arch = self.arch()
 
