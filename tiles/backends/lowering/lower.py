@@ -9,7 +9,6 @@ own modules.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -374,9 +373,5 @@ def _widest_chunk(kernel: Kernel) -> int:
 def lower(kernel: Kernel, emitter: Emitter, threads: int) -> Any:
     """Lower ``kernel`` onto ``emitter``; returns what ``emitter.finish`` returns."""
     from . import memory, reductions, relayout  # noqa: F401  (they register their rules)
-    from .induction import close_induction_pointers
-    from .transpose_loads import transpose_column_loads
-    kernel = close_induction_pointers(copy.deepcopy(kernel))
-    if emitter.mma_shape(D.float16, D.float32, "ieee") is not None:  # tensor cores stage B as rows
-        kernel = transpose_column_loads(kernel)
-    return Lowering(kernel, emitter, threads).run()
+    from .prepare import prepare
+    return Lowering(prepare(kernel, emitter), emitter, threads).run()

@@ -15,7 +15,7 @@ from ..emitter import Handle
 from ..lower import Index, Lowering
 from ..relayout import same_layout
 
-_PURE = BINARY_ARITH | COMPARISON | {Op.ADDPTR, Op.CAST, Op.NEG, Op.NOT}
+_PURE = BINARY_ARITH | COMPARISON | {Op.ADDPTR, Op.CAST, Op.NEG, Op.NOT, Op.WHERE}
 
 
 def can_remat(v: Value, defs: dict, budget: list[int]) -> bool:
@@ -59,6 +59,8 @@ def value_at(lw: Lowering, defs: dict, v: Value, coords: list[Index]) -> Handle:
         return e.cast(xs[0], d.operands[0].type.element, d.attrs.dtype, d.attrs.fp_downcast_rounding)
     if d.op in (Op.NEG, Op.NOT):
         return e.unary(d.op, xs[0], d.operands[0].type.element)
+    if d.op is Op.WHERE:  # a mask between constants: tl.where(causal, 0, -1e6)
+        return e.select(xs[0], xs[1], xs[2], v.type.dtype)
     return e.binary(d.op, xs[0], xs[1], d.operands[0].type.dtype)
 
 

@@ -1,0 +1,57 @@
+"""The IR passes that run just before the GPU walk (``lower.lower``), in order.
+
+Each is semantics-preserving and exists for layouts: the walk and the tensor-core planner give
+every value one layout, so forms that make one value serve two masters are split first.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+
+from ...core import dtypes as D  # noqa: N812
+from ...core.ir import Block, Instr, Kernel, Value
+from ...core.ops import Op
+from .emitter import Emitter
+from .induction import close_induction_pointers
+from .transpose_loads import transpose_column_loads
+
+
+def split_tile_constants(kernel: Kernel) -> Kernel:
+    """Every use of a constant tile after the first gets its own ``const`` next to the user, so
+    a zero that CSE shared between a dot accumulator (MMA layout) and a ``tl.where`` (blocked
+    layout) no longer forces a conversion through local memory."""
+    defs = {r: i for i in kernel.walk() if i.op is Op.CONST and i.results[0].type.shape for r in i.results}
+    seen: set[Value] = set()
+
+    def visit(block: Block) -> None:
+        out: list[Instr] = []
+        for instr in block.instrs:
+            for region in instr.regions:
+                visit(region)
+            operands = list(instr.operands)
+            for n, v in enumerate(operands):
+                const = defs.get(v)
+                if const is None:
+                    continue
+                if v not in seen:
+                    seen.add(v)
+                    continue
+                copy_ = Value(v.type)
+                out.append(dataclasses.replace(const, results=(copy_,)))
+                operands[n] = copy_
+            if operands != list(instr.operands):
+                instr = dataclasses.replace(instr, operands=tuple(operands))
+            out.append(instr)
+        block.instrs = out
+
+    visit(kernel.body)
+    return kernel
+
+
+def prepare(kernel: Kernel, emitter: Emitter) -> Kernel:
+    """A copy of ``kernel`` ready for the walk on ``emitter``."""
+    kernel = close_induction_pointers(copy.deepcopy(kernel))
+    if emitter.mma_shape(D.float16, D.float32, "ieee") is not None:  # tensor cores stage B as rows
+        kernel = transpose_column_loads(kernel)
+    return split_tile_constants(kernel)
