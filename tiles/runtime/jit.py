@@ -17,6 +17,7 @@ from ..core.errors import CompilationError, LaunchError, TilesError
 from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
+from . import checked_launch
 from .specialize import ArgSpec, classify, launch_key
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
@@ -133,6 +134,7 @@ class JITFunction:
             kernel = self.trace(specs)
             if not options.debug:
                 kernel = _without_device_asserts(kernel)
+            kernel = checked_launch.instrument_for(kernel, backend, options)
             compiled = compile_cached(self, specs, backend, options, kernel)
             compiled.asm.setdefault("ir", format_kernel(kernel))
             for stage in config.dump_stages():
@@ -188,7 +190,7 @@ class JITFunction:
         written = _written_params(compiled.ir)
         plan = [(i, s.name, isinstance(s.type, PointerType), s.name in written)
                 for i, s in enumerate(specs) if not s.constexpr]
-        return compiled, backend.make_launcher(compiled, plan)
+        return compiled, checked_launch.make_launcher(backend, compiled, plan)
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int = 4, num_stages: int = 3,
                backend: str | Backend | None = None, signature: dict[str | int, str] | None = None,
