@@ -261,3 +261,145 @@ def test_an_error_does_not_stick_to_the_next_launch(backend):
 
 def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
+
+
+# ---------------------------------------------------------------- the pass itself
+
+
+def _traced(kernel, args, constexprs):
+    return kernel.trace(kernel.specialize(kernel._bind(args, constexprs)))
+
+
+def _instrumented(kernel, args, constexprs):
+    return instrument(_traced(kernel, args, constexprs))
+
+
+MEMORY_OPS = ("load", "store", "atomic", "atomic_cas")
+
+
+def test_instrumented_corpus_passes_the_verifier():
+    """Every conformance-corpus kernel (loops, ifs, whiles, atomics, dots, block pointers...)
+    still verifies after instrumentation, and each of its accesses is either checked or
+    listed as unchecked."""
+    seen = set()
+    checked = 0
+    for case in corpus.all_cases(CI):
+        key = (case.kernel, tuple(sorted(case.constexprs.items(), key=str)))
+        if key in seen:
+            continue
+        seen.add(key)
+        with np.errstate(all="ignore"):
+            traced = _traced(case.kernel, case.args(), case.constexprs)
+        accesses = sum(1 for i in traced.walk() if i.op.value in MEMORY_OPS)
+        asserts = sum(1 for i in traced.walk() if i.op.value == "device_assert")
+        kernel, plan = instrument(traced)
+        verify(kernel)
+        assert len(plan.sites) + len(plan.unchecked) == accesses + asserts, case.id
+        assert not any(i.op.value == "device_assert" for i in kernel.walk()), case.id
+        checked += len(plan.sites)
+    assert len(seen) > 100 and checked > len(seen)
+
+
+def test_unknown_pointer_origin_stays_unchecked(backend):
+    x = rng(13).standard_normal(32).astype(np.float32)
+    _, plan = _instrumented(K.from_int, (x, np.zeros(32, np.float32)), {"BLOCK": 32})
+    assert [loc.line for loc in plan.unchecked] == [line_of("tl.store(out + offs, tl.load(p + offs))")]
+    assert [site.kind for site in plan.sites] == ["store"]  # the store through `out` is checked
+    out = np.zeros(32, np.float32)
+    K.from_int[(1,)](x, out, BLOCK=32, backend=backend)
+    np.testing.assert_array_equal(out, x)
+
+
+def test_checked_mode_follows_tiles_debug(monkeypatch):
+    """TILES_DEBUG=1 turns checked mode on for kernels that do not say ``debug=``."""
+    import tiles
+    import tiles.language as tl
+
+    @tiles.jit
+    def head(x, out):
+        tl.store(out + tl.arange(0, 16), tl.load(x + tl.arange(0, 16)))
+
+    x = np.zeros(8, np.float32)
+    out = np.zeros(16, np.float32)
+    for flag, expect_checked in (("0", False), ("1", True)):
+        monkeypatch.setenv("TILES_DEBUG", flag)
+        monkeypatch.setenv("TILES_CHECK", "1")  # the instrumented IR goes through the verifier
+        c = head.warmup(x, out, backend="cuda")
+        assert ("checked_record" in c.asm["ir"]) is expect_checked
+
+
+@pytest.mark.skipif(__import__("tiles.backends.cuda.toolchain", fromlist=["x"]).ptxas_path() is None,
+                    reason="ptxas is not on PATH")
+@pytest.mark.parametrize("case", ["vector_add", "loop_sum", "atomic_cas", "assert_positive", "matmul"])
+def test_checked_ptx_assembles(case):
+    """CUDA without a GPU: the checked kernels lower to PTX that ptxas accepts."""
+    from tiles.backends.cuda import toolchain
+    f32 = np.zeros(64, np.float32)
+    args = {"vector_add": ((f32, f32, f32, 64), {"BLOCK": 64}),
+            "loop_sum": ((f32, f32, 2), {"BLOCK": 32}),
+            "atomic_cas": ((np.zeros(4, np.int32), 1), {}),
+            "assert_positive": ((f32, 64), {"BLOCK": 64}),
+            "matmul": ((np.zeros((32, 32), np.float32),) * 3 + (32, 32, 32),
+                       {"BM": 16, "BN": 16, "BK": 16})}[case]
+    c = getattr(K, case).warmup(*args[0], backend="cuda", **args[1])
+    assert "checked_record" in c.asm["ir"]
+    info = toolchain.ptxas_info(c.asm["ptx"], c.metadata["arch"])
+    assert info.get("spill_stores", 0) == 0, info
+
+
+def test_checked_rocm_code_object_links():
+    """ROCm is compile-only here: the instrumented kernel links into an HSACO for each arch."""
+    from tiles.backends.rocm import ROCmBackend, toolchain
+    from tiles.backends.rocm.codeobject import read_code_object
+    if toolchain.find_linker() is None:
+        pytest.skip("no ld.lld found (install ROCm or `apt-get install lld`)")
+
+    class CompileOnly(ROCmBackend):
+        name = "rocm-checked-compile-only"
+
+        def __init__(self, arch: str) -> None:
+            self._arch = arch
+
+        def arch(self) -> str:
+            return self._arch
+
+    f32 = np.zeros(64, np.float32)
+    for arch in ("gfx90a", "gfx942", "gfx1100"):
+        for kernel, args, meta in ((K.vector_add, (f32, f32, f32, 64), {"BLOCK": 64}),
+                                   (K.atomic_add, (np.zeros(8, np.int32), np.zeros(64, np.int32), 64),
+                                    {"BLOCK": 64}),
+                                   (K.loop_sum, (f32, f32, 2), {"BLOCK": 32})):
+            kernel.cache.clear()
+            c = kernel.warmup(*args, backend=CompileOnly(arch), **meta)
+            assert "checked_record" in c.asm["ir"]
+            code = read_code_object(c.asm["hsaco"])
+            assert [k.name for k in code.kernels] == [c.name]
+
+
+# ---------------------------------------------------------------- host side
+
+
+def test_byte_span_matches_the_interpreter_extent():
+    from tiles.interp.memory import _extent
+    base = rng(14).standard_normal((6, 10)).astype(np.float32)
+    views = [base, base[2:5], base[:, 3:7], base[::-1], base[:, ::-2], base.T, base[1:1], base[3, 4:5]]
+    for v in views:
+        start = v.__array_interface__["data"][0]
+        lo, hi = _extent(v)
+        assert checked_launch.byte_span(v) == ((lo - start, hi - start) if v.size else (0, 0))
+
+
+@pytest.mark.skipif(not registry.status("cuda")[0], reason="no CUDA GPU")
+def test_cuda_torch_views_protect_the_parent():
+    """On CUDA, torch tensors are passed by address: a view's neighbours in its parent are real
+    device memory, and checked mode must keep a store past the view from reaching them."""
+    torch = pytest.importorskip("torch")
+    parent = torch.arange(64 + 4096 + 64, dtype=torch.float32, device="cuda")
+    before = parent.clone()
+    out = parent[:64]
+    pid, off, span = expect_out_of_bounds(
+        lambda: K.store_at[(1,)](out, 64, 4096, BLOCK=64, backend="cuda"),
+        "store", "store_at", "out", "tl.store(out + offs + shift")
+    assert pid == (0, 0, 0) and span == (0, 256) and off >= 4096 * 4
+    torch.cuda.synchronize()
+    assert torch.equal(parent, before)
