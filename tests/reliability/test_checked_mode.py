@@ -250,6 +250,44 @@ def test_correct_kernels_give_identical_results(backend):
     np.testing.assert_allclose(outs[0], a @ b, rtol=1e-4, atol=1e-4)
 
 
+CORPUS_STRIDE = {"opencl": 25, "cuda": 1}  # pocl compiles take seconds: a sample there
+
+
+@pytest.mark.parametrize("name", [p for p in BACKENDS if p.values[0] != "interpreter"],
+                         ids=lambda p: str(p))
+def test_corpus_kernels_are_unchanged_by_checked_mode(name, monkeypatch):
+    """Conformance-corpus kernels stay in bounds: checked mode must neither raise (a false
+    positive) nor change a single output bit.  All of them on CUDA, a sample on OpenCL."""
+    from tiles.core.errors import UnsupportedError
+    seen, cases = set(), []
+    for case in corpus.all_cases(CI):
+        key = (case.kernel, tuple(sorted(case.constexprs.items(), key=str)))
+        if key not in seen:
+            seen.add(key)
+            cases.append(case)
+    ran = 0
+    for case in cases[::CORPUS_STRIDE[name]]:
+        outputs = []
+        for debug in (False, True):
+            monkeypatch.setattr(case.kernel, "debug", debug)
+            monkeypatch.setattr(case.kernel, "_launches", {})  # launch plans are not keyed by debug
+            args = case.args()
+            try:
+                with np.errstate(all="ignore"):
+                    case.kernel[case.grid](*args, backend=name, **case.constexprs)
+            except UnsupportedError:
+                break
+            outputs.append([np.ascontiguousarray(args[i]).reshape(-1).view(np.uint8).copy()
+                            for i in case.outputs])
+        else:
+            for plain, checked in zip(*outputs):
+                np.testing.assert_array_equal(plain, checked, err_msg=case.id)
+            compiled = case.kernel.cache.values()
+            assert any(checked_launch.plan_of(c) for c in compiled), case.id
+            ran += 1
+    assert ran >= len(cases[::CORPUS_STRIDE[name]]) // 2, ran
+
+
 def test_an_error_does_not_stick_to_the_next_launch(backend):
     x = rng(12).standard_normal(64).astype(np.float32)
     out = np.zeros(64, np.float32)
