@@ -6,7 +6,7 @@
 | ``TILES_BACKEND=<name>`` | run kernels on this backend (``interpreter``, ``opencl``, ``cuda``, ``rocm``) |
 | ``TILES_DUMP=<stage>[,<stage>]`` | print these compile stages (``ir``, ``opencl``, ``llir``, ``ptx``...) |
 | ``TILES_CHECK=1`` | run the IR verifier after every pass |
-| ``TILES_DEBUG=1`` | compile with ``debug=True`` (keeps ``tl.device_assert``) unless ``@jit(debug=)`` says |
+| ``TILES_DEBUG=1`` | ``debug=True`` unless ``@jit(debug=)`` says: device_assert, checked memory (docs/debugging.md) |
 | ``TILES_CACHE_DIR`` | on-disk compile cache (default: ``~/.cache/tiles``) |
 | ``TILES_ALWAYS_COMPILE=1`` | ignore the on-disk cache |
 | ``TILES_PRINT_AUTOTUNING=1`` | print each configuration tried, why one failed, and the one the autotuner picks |

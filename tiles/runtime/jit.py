@@ -19,6 +19,7 @@ from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
 from ..language.constexpr import as_constexpr
+from . import checked_launch
 from .launch_options import split_hints
 from .specialize import ArgSpec, MockArray, classify, launch_key, mock_dtype_argument
 from .validate import check_num_warps, check_positive_int, check_writable, normalize_grid
@@ -185,6 +186,7 @@ class JITFunction(KernelInterface):
         kernel = self.trace(specs)
         if not options.debug:
             kernel = _without_device_asserts(kernel)
+        kernel = checked_launch.instrument_for(kernel, backend, options)
         compiled = compile_cached(self, specs, backend, options, kernel)
         compiled.asm.setdefault("ir", format_kernel(kernel))
         for stage in config.dump_stages():
@@ -259,7 +261,9 @@ class JITFunction(KernelInterface):
         check_writable(named, stores, self.loc, self.__name__)
         plan = [(i, s.name, isinstance(s.type, PointerType), s.name in stores)
                 for i, s in enumerate(specs) if not s.constexpr]
-        return compiled, _accepting_stream(backend.make_launcher(compiled, plan), backend)
+        launcher = checked_launch.make_launcher(backend, compiled, plan,
+                                                lambda inner: _accepting_stream(inner, backend))
+        return compiled, _accepting_stream(launcher, backend)
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int = 4, num_stages: int = 3,
                debug: bool | None = None, stream: Any = None, backend: str | Backend | None = None,
