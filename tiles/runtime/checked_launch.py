@@ -23,7 +23,7 @@ from ..core.errors import KernelRuntimeError, LaunchError
 from ..core.ir import Kernel
 from ..core.verify import verify
 
-Launcher = Callable[[tuple[int, int, int], Sequence[Any]], None]
+Launcher = Callable[..., None]
 _PLANS: weakref.WeakKeyDictionary[Kernel, CheckPlan] = weakref.WeakKeyDictionary()
 
 
