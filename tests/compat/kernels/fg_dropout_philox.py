@@ -63,6 +63,7 @@ def check(rng):
     keep = np.empty(programs * BLOCK * 4, bool)
     for pid in range(programs):
         for j in range(4):
-            keep[(pid * 4 + j) * BLOCK:(pid * 4 + j + 1) * BLOCK] = streams[j][pid * BLOCK:(pid + 1) * BLOCK] > np.float32(p)
+            block = slice((pid * 4 + j) * BLOCK, (pid * 4 + j + 1) * BLOCK)
+            keep[block] = streams[j][pid * BLOCK:(pid + 1) * BLOCK] > np.float32(p)
     scale = np.float32(1.0 / (1.0 - p))
     close(y, np.where(keep[:N], x * scale, np.float32(0)), rtol=1e-6, atol=0)

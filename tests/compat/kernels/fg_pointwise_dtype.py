@@ -40,9 +40,6 @@ def check(rng):
     xf = x.astype(np.float64)
     ref = 0.5 * xf * (1 + np.vectorize(erf)(xf / np.sqrt(2)))
     close(out, ref, rtol=1e-5, atol=1e-6)
-    out16 = np.empty(n, np.float16)
-    gelu_none_kernel[(tiles.cdiv(n, 256),)](x, out16, n, OUT_DTYPE=tl.float16, BLOCK=256)
-    close(out16, ref.astype(np.float16), rtol=1e-3, atol=1e-3)
     base = rng.standard_normal((40, 30)).astype(np.float32)
     xt = base.T
     y = rng.standard_normal((30, 40)).astype(np.float32)

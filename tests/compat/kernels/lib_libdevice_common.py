@@ -4,11 +4,11 @@ CUDA-specific module path some libraries import, float32 and float64."""
 
 import numpy as np
 from compat_harness import close
+from tiles.language.extra import libdevice
+from tiles.language.extra.cuda import libdevice as cuda_libdevice
 
 import tiles
 import tiles.language as tl
-from tiles.language.extra import libdevice
-from tiles.language.extra.cuda import libdevice as cuda_libdevice
 
 
 @tiles.jit
@@ -22,7 +22,8 @@ def libdevice_kernel(x_ptr, y_ptr, out_ptr, flags_ptr, n, BLOCK: tl.constexpr):
                libdevice.round(x), cuda_libdevice.asinh(x), libdevice.atan2(x, y))
     for i in tl.static_range(len(results)):
         tl.store(out_ptr + i * n + offs, results[i], mask=mask)
-    flags = libdevice.isnan(x).to(tl.int32) + 2 * libdevice.isinf(x).to(tl.int32) + 4 * libdevice.signbit(x).to(tl.int32)
+    flags = libdevice.isnan(x).to(tl.int32) + 2 * libdevice.isinf(x).to(tl.int32)
+    flags += 4 * libdevice.signbit(x).to(tl.int32)
     tl.store(flags_ptr + offs, flags, mask=mask)
 
 

@@ -9,9 +9,9 @@ import tiles.language as tl
 
 @tiles.autotune(
     configs=[
-        tiles.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 2},
+        tiles.Config({"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 2},
                      num_stages=3, num_warps=4),
-        tiles.Config({"BLOCK_SIZE_M": 16, "BLOCK_SIZE_N": 32, "BLOCK_SIZE_K": 32, "GROUP_SIZE_M": 4},
+        tiles.Config({"BLOCK_SIZE_M": 32, "BLOCK_SIZE_N": 16, "BLOCK_SIZE_K": 16, "GROUP_SIZE_M": 4},
                      num_stages=2, num_warps=2),
     ],
     key=["M", "N", "K"],
