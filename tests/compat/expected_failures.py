@@ -96,3 +96,10 @@ EXPECTED_FAILURES: dict[str, dict[str, str]] = {
         '*': "ModuleNotFoundError: No module named 'tiles.language.extra'",
     },
 }
+
+# Races: these fail on some runs only, so their marks are not strict.
+INTERMITTENT_FAILURES: dict[str, dict[str, str]] = {
+    'rt_launch_from_thread': {
+        '*': "KeyError: %n  (while interpreting broadcast at tests/compat/kernels/rt_launch_from_thread.py:16 in scale_kernel: two threads tracing the same kernel's first launch at once produce IR that uses an undefined value; about 2 runs in 3 on the interpreter)",
+    },
+}

@@ -8,15 +8,18 @@ that starts passing fails, so the mark gets removed).
 
 import pytest
 from compat_harness import available_backends, kernel_names, load
-from expected_failures import EXPECTED_FAILURES
+from expected_failures import EXPECTED_FAILURES, INTERMITTENT_FAILURES
 
 
 def cases():
     for backend in available_backends():
         for name in kernel_names():
-            reason = EXPECTED_FAILURES.get(name, {})
-            why = reason.get(backend, reason.get("*"))
-            marks = [pytest.mark.xfail(strict=True, reason=why)] if why else []
+            marks = []
+            for table, strict in ((EXPECTED_FAILURES, True), (INTERMITTENT_FAILURES, False)):
+                reason = table.get(name, {})
+                why = reason.get(backend, reason.get("*"))
+                if why:
+                    marks.append(pytest.mark.xfail(strict=strict, reason=why))
             yield pytest.param(name, backend, marks=marks, id=f"{backend}-{name}")
 
 
@@ -31,5 +34,5 @@ def test_corpus_is_large_enough():
 
 
 def test_every_expected_failure_names_a_kernel():
-    unknown = set(EXPECTED_FAILURES) - set(kernel_names())
+    unknown = (set(EXPECTED_FAILURES) | set(INTERMITTENT_FAILURES)) - set(kernel_names())
     assert not unknown, f"expected_failures.py lists kernels that do not exist: {sorted(unknown)}"
