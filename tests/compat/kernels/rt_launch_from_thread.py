@@ -22,11 +22,10 @@ def check(rng):
     inputs = [rng.standard_normal(n).astype(np.float32) for _ in range(2)]
     outputs = [np.empty(n, np.float32) for _ in range(2)]
     errors = []
-    backend = tiles.backends.registry.default().name
 
     def work(i):
         try:
-            scale_kernel[(tiles.cdiv(n, 128),)](inputs[i], outputs[i], float(i + 2), n, BLOCK=128, backend=backend)
+            scale_kernel[(tiles.cdiv(n, 128),)](inputs[i], outputs[i], float(i + 2), n, BLOCK=128)
         except Exception as error:  # reported on the main thread below
             errors.append(error)
 
