@@ -21,8 +21,10 @@ def unwrap(x: Any) -> Any:
 
 
 def as_constexpr(x: Any) -> Any:
-    """``x`` as a constexpr object, as a kernel sees a compile-time argument (None and tiles unchanged)."""
-    return x if x is None or isinstance(x, constexpr) or _is_tile(x) else constexpr(x)
+    """``x`` as a constexpr object, as a kernel sees a compile-time argument (None, strings and
+    tiles unchanged: a string argument stays usable where Python wants a ``str``, as in
+    ``getattr(tl, OP)``, which Triton allows by unwrapping builtins' arguments)."""
+    return x if x is None or isinstance(x, (constexpr, str)) or _is_tile(x) else constexpr(x)
 
 
 def _is_tile(x: Any) -> bool:
