@@ -15,9 +15,10 @@ from typing import Any
 
 from ..core import dtypes as D
 from ..core.builder import current
-from ..core.ir import Value
+from ..core.ir import Block, Value
 from ..core.ops import Op
 from . import semantic as S
+from .carry_types import branch_type_error, carried_type, loop_type_error
 from .tensor import tensor
 
 
@@ -103,24 +104,16 @@ def _is_dynamic(x: Any) -> bool:
 
 
 def _carried_type_error(name: str, before: Any, after: Any) -> Exception:
-    b = before.type if isinstance(before, tensor) else repr(before)
-    a = after.type if isinstance(after, tensor) else repr(after)
-    return S.error(f"loop-carried variable {name!r} is {b} before the loop but {a} after an "
-                   f"iteration; give it its final type and shape before the loop "
-                   f"(e.g. tl.zeros([...], dtype=...) or x.to(...))")
+    return S.error(f"loop-carried variable {name!r} is {before!r} before the loop but {after!r} "
+                   "after an iteration; give it its final structure before the loop")
 
 
-def _coerce_to(value: Any, like: tensor, name: str, before: Any) -> tensor:
+def _coerce_to(value: Any, like: tensor, name: str, before: Any, body: Any, kind: str) -> tensor:
+    if carried_type(value) != like.type:
+        raise loop_type_error(kind, name, before, value, body)
     if isinstance(value, tensor):
-        if value.type == like.type:
-            return value
-        if value.shape == like.shape and not isinstance(value.dtype, D.PointerType) \
-                and S.is_number(S.unwrap(before)):
-            return S.cast(value, like.dtype)
-        raise _carried_type_error(name, before, value)
-    if S.is_number(S.unwrap(value)):
-        return S.const(S.unwrap(value), like.dtype, like.shape)  # type: ignore[arg-type]
-    raise _carried_type_error(name, before, value)
+        return value
+    return S.const(S.unwrap(value), like.dtype, like.shape)  # type: ignore[arg-type]
 
 
 class _Carried:
@@ -148,13 +141,14 @@ class _Carried:
         return [self.values[i] if isinstance(self.values[i], _Undefined)
                 else _unflatten(aux, leaves[i]) for i, (aux, _) in enumerate(self.structure)]
 
-    def yields(self, new_values: Sequence[Any]) -> list[Value]:
+    def yields(self, new_values: Sequence[Any], body: Block, kind: str) -> list[Value]:
         out = []
         flat = [_flatten(v)[0] for v in new_values]
         for i, j, init in self.slots:
             if len(flat[i]) != len(self.structure[i][1]):
                 raise _carried_type_error(self.names[i], self.values[i], new_values[i])
-            out.append(_coerce_to(flat[i][j], init, self.names[i], self.structure[i][1][j]).handle)
+            out.append(_coerce_to(flat[i][j], init, self.names[i], self.structure[i][1][j], body,
+                                  kind).handle)
         for i, (_, leaves) in enumerate(self.structure):
             if isinstance(self.values[i], _Undefined):
                 continue
@@ -190,7 +184,7 @@ def for_(iterable: Any, body: Callable[..., tuple[Any, ...]], names: Sequence[st
     args = [Value(h.type) for h in carried.initial()]
     with builder.region([iv, *args]) as block:
         new = body(S.wrap(iv), *carried.rebuild(args))
-        block.yields = carried.yields(new)
+        block.yields = carried.yields(new, block, "loop")
     results = builder.emit(Op.FOR, [b.handle for b in bounds] + carried.initial(),
                            result_types=[a.type for a in args], regions=[block])
     return tuple(carried.rebuild(results))
@@ -211,7 +205,7 @@ def while_(cond: Callable[..., Any], body: Callable[..., tuple[Any, ...]], names
     bargs = [Value(h.type) for h in carried.initial()]
     with builder.region(bargs) as bblock:
         new = body(*carried.rebuild(bargs))
-        bblock.yields = carried.yields(new)
+        bblock.yields = carried.yields(new, bblock, "loop")
     results = builder.emit(Op.WHILE, carried.initial(), result_types=[a.type for a in bargs],
                            regions=[cblock, bblock])
     return tuple(carried.rebuild(results))
@@ -257,18 +251,18 @@ def if_(cond: Any, then: Callable[..., tuple[Any, ...]], otherwise: Callable[...
         plan.append((i, fa[1], [_merge(name, la, lb) for la, lb in zip(fa[0], fb[0])]))
     then_yields, else_yields = [], []
     for i, _aux, slots in plan:
-        for slot in slots:
+        initial = _flatten(values[i])[0]
+        for k, slot in enumerate(slots):
             if slot[0] != "dyn":
                 continue
             _, a, b = slot
+            if carried_type(a) != carried_type(b):
+                init = initial[k] if k < len(initial) else None
+                raise branch_type_error(names[i], a, b, init, (tblock, eblock))
             with _in_block(builder, tblock):
-                ua = _coerce_branch(a, b)
+                then_yields.append(_materialize(a, b).handle)
             with _in_block(builder, eblock):
-                ub = _coerce_branch(b, a)
-            if ua.type != ub.type:
-                raise S.error(f"{names[i]!r} is {ua.type} in one branch and {ub.type} in the other")
-            then_yields.append(ua.handle)
-            else_yields.append(ub.handle)
+                else_yields.append(_materialize(b, a).handle)
     tblock.yields, eblock.yields = then_yields, else_yields
     results = list(builder.emit(Op.IF, [c.handle], result_types=[v.type for v in then_yields],
                                 regions=[tblock, eblock]))
@@ -287,12 +281,9 @@ def _in_block(builder: Any, block: Any) -> Iterator[None]:
         builder.blocks.pop()
 
 
-def _coerce_branch(mine: Any, other: Any) -> tensor:
-    """This branch's value as a tensor typed to agree with the other branch's."""
+def _materialize(mine: Any, other: Any) -> tensor:
+    """This branch's value as a tile (both branches' values already have the same type)."""
     if isinstance(mine, tensor):
-        if isinstance(other, tensor) and other.shape == mine.shape and other.dtype != mine.dtype \
-                and not isinstance(mine.dtype, D.PointerType):
-            return S.cast(mine, D.computation_type(mine.dtype, False, other.dtype, False))  # type: ignore[arg-type]
         return mine
     if isinstance(other, tensor):
         return S.const(S.unwrap(mine), other.dtype, other.shape)  # type: ignore[arg-type]
