@@ -49,9 +49,30 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   `mask` and `other`.  Masked-off lanes never touch memory.  The interpreter
   reports any access outside the argument's buffer.
 - **Control flow.** `for`/`while`/`if` on run-time values are compiled into
-  structured loops and branches; values assigned in a body and used after it
-  must keep their type and shape across iterations/branches.
-  `tl.static_range` unrolls while tracing.
+  structured loops and branches.  A variable a loop carries or an `if` merges
+  keeps one type and shape (Triton's rule), and a Python number counts as the
+  tile Triton makes of it: `0` is int32, `0.0` float32, `True` int1, an int
+  beyond int32 int64.  So `acc = 0` then `acc += tl.load(p)` of float32 (or
+  int64, or uint32) is a compile error naming `acc`, both types and the line
+  that changed it; start from `acc = 0.0` or `tl.zeros([], dtype=tl.float32)`.
+  Accepted, as in Triton: `acc = 0` summing int8/int16/int32 loads (the sum
+  stays int32), `acc = 0.0` summing float16 loads (stays float32).  The two
+  branches of an `if` must agree the same way (`v = 0` in one and a float32
+  tile in the other is refused).  `tl.static_range(start, end, step)` (compile-
+  time ints, no other keywords, as in Triton) unrolls while tracing.
+- **`tl.range` options.** `tl.range(start, end, step, num_stages=None,
+  loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False,
+  warp_specialize=False, disable_licm=False)` takes Triton 3.x's keywords, each a
+  compile-time value, recorded on the loop (`{num_stages=..., ...}` in the IR
+  dump); none changes what the loop computes.  `num_stages` overrides the
+  launch's `num_stages` for this loop in the CUDA tensor-core pipeliner
+  (`num_stages=1` or `0` keeps the loop unpipelined; other loops are not
+  pipelined at all).  `disable_licm=True` keeps the interpreter's
+  loop-invariant hoisting out of the loop.  `loop_unroll_factor`, `flatten`,
+  `warp_specialize` and `disallow_acc_multi_buffer` are scheduling hints for
+  Triton's Hopper/Blackwell pipelines; tiles records them and leaves unrolling
+  to the OpenCL and LLVM compilers and has no warp specialization, so they have
+  no effect yet.
 - **Debug.** `tl.device_assert` is kept only when the kernel is compiled with
   `debug=True` (`@tiles.jit(debug=True)` or `TILES_DEBUG=1`), as in Triton.
 

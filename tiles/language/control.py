@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ..core import attrs as A
 from ..core import dtypes as D
 from ..core.builder import current
 from ..core.ir import Block, Value
@@ -45,17 +46,45 @@ def lookup(scope: dict[str, Any], names: Sequence[str]) -> tuple[Any, ...]:
 
 
 class range:  # noqa: N801, A001
-    """``range``/``tl.range`` inside kernels: a run-time loop (never unrolled)."""
+    """``range``/``tl.range`` inside kernels: a run-time loop (never unrolled while tracing).
+
+    The keywords are Triton's scheduling options (docs/language.md says what each does
+    here); they are compile-time values recorded on the loop and never change results.
+    """
 
     def __init__(self, arg1: Any, arg2: Any = None, step: Any = None, num_stages: Any = None,
                  loop_unroll_factor: Any = None, disallow_acc_multi_buffer: Any = False,
-                 flatten: Any = False, warp_specialize: Any = False) -> None:
+                 flatten: Any = False, warp_specialize: Any = False, disable_licm: Any = False) -> None:
         if arg2 is None:
             self.start, self.end = 0, arg1
         else:
             self.start, self.end = arg1, arg2
         self.step = 1 if step is None else step
-        self.num_stages = num_stages
+        self.options = A.Loop(
+            _option_int("num_stages", num_stages, 0), _option_int("loop_unroll_factor", loop_unroll_factor, 1),
+            *(_option_bool(n, v) for n, v in (("disallow_acc_multi_buffer", disallow_acc_multi_buffer),
+                                              ("flatten", flatten), ("warp_specialize", warp_specialize),
+                                              ("disable_licm", disable_licm))))
+
+    @property
+    def num_stages(self) -> int | None:
+        return self.options.num_stages
+
+
+def _option_int(name: str, value: Any, least: int) -> int | None:
+    v = S.unwrap(value)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < least:
+        raise S.error(f"tl.range({name}=...) must be a compile-time integer >= {least} or None, got {v!r}")
+    return v
+
+
+def _option_bool(name: str, value: Any) -> bool:
+    v = S.unwrap(value)
+    if isinstance(v, tensor):
+        raise S.error(f"tl.range({name}=...) must be a compile-time bool, got a run-time value")
+    return bool(v)
 
 
 class static_range:  # noqa: N801
@@ -185,7 +214,8 @@ def for_(iterable: Any, body: Callable[..., tuple[Any, ...]], names: Sequence[st
     with builder.region([iv, *args]) as block:
         new = body(S.wrap(iv), *carried.rebuild(args))
         block.yields = carried.yields(new, block, "loop")
-    results = builder.emit(Op.FOR, [b.handle for b in bounds] + carried.initial(),
+    options = iterable.options if iterable.options != A.Loop() else None
+    results = builder.emit(Op.FOR, [b.handle for b in bounds] + carried.initial(), options,
                            result_types=[a.type for a in args], regions=[block])
     return tuple(carried.rebuild(results))
 
