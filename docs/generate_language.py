@@ -47,7 +47,15 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
 - **Pointers.** An array argument is a pointer to its first element;
   `ptr + offsets` is a tile of pointers; `tl.load` / `tl.store` take an optional
   `mask` and `other`.  Masked-off lanes never touch memory.  The interpreter
-  reports any access outside the argument's buffer.
+  reports any access outside the argument's buffer.  A mask (of loads, stores
+  and atomics) must be boolean, as in Triton: a float or integer tile is a
+  compile error; compare to get one (`mask=m != 0`).
+- **Globals.** A kernel may read module globals that are modules, functions
+  (`@tiles.jit` or not), classes, dtypes, `None` or `tl.constexpr(...)` values;
+  reading any other global (`SCALE = 3.0`, an array) is a compile error naming
+  the line, as in Triton, because its value would be baked into the compiled
+  code without being part of the cache key.  Write `SCALE = tl.constexpr(3.0)`
+  or pass the value as an argument.  Argument defaults may name any global.
 - **Control flow.** `for`/`while`/`if` on run-time values are compiled into
   structured loops and branches.  A variable a loop carries or an `if` merges
   keeps one type and shape (Triton's rule), and a Python number counts as the
