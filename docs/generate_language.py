@@ -75,12 +75,14 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   dump); none changes what the loop computes.  `num_stages` overrides the
   launch's `num_stages` for this loop in the CUDA tensor-core pipeliner
   (`num_stages=1` or `0` keeps the loop unpipelined; other loops are not
-  pipelined at all).  `disable_licm=True` keeps the interpreter's
-  loop-invariant hoisting out of the loop.  `loop_unroll_factor`, `flatten`,
-  `warp_specialize` and `disallow_acc_multi_buffer` are scheduling hints for
-  Triton's Hopper/Blackwell pipelines; tiles records them and leaves unrolling
-  to the OpenCL and LLVM compilers and has no warp specialization, so they have
-  no effect yet.
+  pipelined at all).  `loop_unroll_factor=n` asks the target compiler to
+  unroll the loop n times (`llvm.loop.unroll.count` on CUDA and ROCm,
+  `#pragma unroll n` on OpenCL; the interpreter has nothing to unroll).
+  `disable_licm=True` keeps the interpreter's loop-invariant hoisting out of the
+  loop.  `flatten`, `warp_specialize` and `disallow_acc_multi_buffer` steer
+  Triton's Hopper/Blackwell pipelines (loop-nest flattening, warp-specialized
+  partitions, accumulator buffering); tiles has none of those, records them on
+  the loop and otherwise ignores them.
 - **Debug.** `tl.device_assert` is kept only when the kernel is compiled with
   `debug=True` (`@tiles.jit(debug=True)` or `TILES_DEBUG=1`), as in Triton.
 

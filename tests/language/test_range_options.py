@@ -85,3 +85,30 @@ def test_run_time_num_stages_is_refused():
     x = np.random.default_rng(14).standard_normal(4).astype(np.float32)
     with pytest.raises(CompilationError, match=r"num_stages=\.\.\.\) must be a compile-time integer"):
         bad_stages[(1,)](x, np.zeros(4, np.float32), 4, backend="interpreter")
+
+
+def _unroll_args():
+    x = np.random.default_rng(15).standard_normal(37).astype(np.float32)
+    return x, np.zeros(1, np.float32), 37
+
+
+def test_loop_unroll_factor_reaches_llvm():
+    from tiles.backends.cuda import toolchain
+    plain = ranged_sum.warmup(*_unroll_args(), STAGES=None, UNROLL=None, FLAG=False, backend="cuda")
+    unrolled = ranged_sum.warmup(*_unroll_args(), STAGES=None, UNROLL=4, FLAG=False, backend="cuda")
+    assert "llvm.loop" not in plain.asm["llir"]
+    assert '!{!"llvm.loop.unroll.count", i32 4}' in unrolled.asm["llir"]
+    if toolchain.ptxas_path():
+        toolchain.ptxas_info(unrolled.asm["ptx"], unrolled.metadata["arch"])
+
+
+def test_loop_unroll_factor_reaches_opencl():
+    from tiles.backends import registry
+    ok, why = registry.status("opencl")
+    if not ok:
+        pytest.skip(f"OpenCL backend unavailable: {why}")
+    x, out, n = _unroll_args()
+    compiled = ranged_sum.warmup(x, out, n, STAGES=None, UNROLL=4, FLAG=False, backend="opencl")
+    assert "#pragma unroll 4" in compiled.asm["opencl"]
+    ranged_sum[(1,)](x, out, n, STAGES=None, UNROLL=4, FLAG=False, backend="opencl")
+    np.testing.assert_allclose(out[0], (x * 2).sum(dtype=np.float32), rtol=1e-5)

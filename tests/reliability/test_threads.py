@@ -42,31 +42,31 @@ def short_switch_interval():
     sys.setswitchinterval(old)
 
 
-def _scaled_add(kernels, rng, dtype, block):
+def _scaled_add(kernels, rng, dtype, block, backend):
     n = int(rng.integers(1, 3 * block))
     x = rng.standard_normal(n).astype(dtype) if dtype == np.float32 else rng.integers(-99, 99, n).astype(dtype)
     y = rng.standard_normal(n).astype(dtype) if dtype == np.float32 else rng.integers(-99, 99, n).astype(dtype)
     alpha = 3 if dtype == np.int32 else 0.5
     out = np.zeros(n, dtype)
-    kernels["scaled_add"][(tiles.cdiv(n, block),)](x, y, out, n, alpha, BLOCK=block)
+    kernels["scaled_add"][(tiles.cdiv(n, block),)](x, y, out, n, alpha, BLOCK=block, backend=backend)
     expected = x * dtype(alpha) + y
     np.testing.assert_allclose(out, expected, rtol=1e-6, atol=1e-6)
 
 
-def _row_sums(kernels, rng, dtype, block):
+def _row_sums(kernels, rng, dtype, block, backend):
     rows, cols = int(rng.integers(1, 6)), int(rng.integers(1, 3 * block))
     x = rng.standard_normal((rows, cols)).astype(np.float32)
     out = np.zeros(rows, np.float32)
-    kernels["row_sums"][(rows,)](x, out, cols, x.shape[1], BLOCK=block)
+    kernels["row_sums"][(rows,)](x, out, cols, x.shape[1], BLOCK=block, backend=backend)
     np.testing.assert_allclose(out, x.sum(axis=1), rtol=1e-5, atol=1e-5)
 
 
-def _clamp_or_negate(kernels, rng, dtype, block):
+def _clamp_or_negate(kernels, rng, dtype, block, backend):
     n = int(rng.integers(1, 3 * block))
     x = (rng.standard_normal(n) * 4).astype(np.float32)
     limit = float(rng.choice([-1.0, 1.5]))
     out = np.zeros(n, np.float32)
-    kernels["clamp_or_negate"][(tiles.cdiv(n, block),)](x, out, n, limit, BLOCK=block)
+    kernels["clamp_or_negate"][(tiles.cdiv(n, block),)](x, out, n, limit, BLOCK=block, backend=backend)
     expected = np.clip(x, -limit, limit) if limit > 0 else -x
     np.testing.assert_array_equal(out, expected)
 
@@ -81,38 +81,36 @@ def _fresh_kernels():
 
 
 def _hammer(backend: str, base_seed: int, threads: int, rounds: int, steady: int) -> list[str]:
-    """Run the cases from ``threads`` threads; returns one line per failure."""
+    """Run the cases from ``threads`` threads; returns one line per failure.
+
+    Every launch names its backend (the default backend may be per thread)."""
     failures: list[str] = []
     lock = threading.Lock()
-    tiles.set_backend(backend)
-    try:
-        for r in range(rounds):
-            kernels = _fresh_kernels()
-            start = threading.Barrier(threads)
+    for r in range(rounds):
+        kernels = _fresh_kernels()
+        start = threading.Barrier(threads)
 
-            def worker(t: int, kernels=kernels, start=start, r=r) -> None:
-                seed = base_seed + 1000 * r + t
-                rng = np.random.default_rng(seed)
-                order = [CASES[(t + i) % len(CASES)] for i in range(len(CASES))]
-                start.wait()
-                for launch in range(1 + steady):
-                    for check, dtype, block in order:
-                        try:
-                            check(kernels, rng, dtype, block)
-                        except Exception as e:  # noqa: BLE001 - reported with its case below
-                            with lock:
-                                failures.append(
-                                    f"{backend} round {r} thread {t} seed {seed} launch {launch} "
-                                    f"{check.__name__[1:]}[{np.dtype(dtype).name}, BLOCK={block}]: "
-                                    f"{type(e).__name__}: {str(e)[:300]}\n"
-                                    + "".join(traceback.format_exception(e)[-3:]))
-            pool = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
-            for th in pool:
-                th.start()
-            for th in pool:
-                th.join()
-    finally:
-        tiles.set_backend(None)
+        def worker(t: int, kernels=kernels, start=start, r=r) -> None:
+            seed = base_seed + 1000 * r + t
+            rng = np.random.default_rng(seed)
+            order = [CASES[(t + i) % len(CASES)] for i in range(len(CASES))]
+            start.wait()
+            for launch in range(1 + steady):
+                for check, dtype, block in order:
+                    try:
+                        check(kernels, rng, dtype, block, backend)
+                    except Exception as e:  # noqa: BLE001 - reported with its case below
+                        with lock:
+                            failures.append(
+                                f"{backend} round {r} thread {t} seed {seed} launch {launch} "
+                                f"{check.__name__[1:]}[{np.dtype(dtype).name}, BLOCK={block}]: "
+                                f"{type(e).__name__}: {str(e)[:300]}\n"
+                                + "".join(traceback.format_exception(e)[-3:]))
+        pool = [threading.Thread(target=worker, args=(t,)) for t in range(threads)]
+        for th in pool:
+            th.start()
+        for th in pool:
+            th.join()
     return failures
 
 
