@@ -26,6 +26,7 @@ import inspect
 import itertools
 import linecache
 import textwrap
+import threading
 from collections.abc import Callable
 from types import ModuleType
 from typing import Any
@@ -315,8 +316,19 @@ def check_globals(fn: Callable[..., Any], fdef: ast.FunctionDef, filename: str) 
             f"as an argument", loc)
 
 
+# CPython (3.11, 3.12) keeps one recursion counter per interpreter while converting
+# between Python and C ASTs, so ast.parse/compile racing in two threads can fail with
+# "SystemError: AST constructor recursion depth mismatch": rewrites take turns.
+_ast_lock = threading.RLock()
+
+
 def rewrite(fn: Callable[..., Any]) -> tuple[Callable[..., Any], str]:
     """The kernel function with control flow rewritten, and its source text."""
+    with _ast_lock:
+        return _rewrite(fn)
+
+
+def _rewrite(fn: Callable[..., Any]) -> tuple[Callable[..., Any], str]:
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
