@@ -125,3 +125,27 @@ def test_each_kernel_alone_matches_numpy(backend):
     """The single-threaded baseline: if this fails, the threaded test's failures are not races."""
     failures = _hammer(backend, base_seed=7, threads=1, rounds=1, steady=0)
     assert not failures, "\n".join(failures)
+
+
+def test_each_thread_traces_into_its_own_builder():
+    """Deterministic: a thread inside tracing() never sees another thread's builder."""
+    from tiles.core.builder import Builder, current, is_tracing, tracing
+
+    inside, release = threading.Event(), threading.Event()
+    seen: dict[str, object] = {}
+
+    def other() -> None:
+        with tracing(Builder()) as mine:
+            inside.set()
+            release.wait(5)
+            seen["other"] = current() is mine
+
+    th = threading.Thread(target=other)
+    th.start()
+    assert inside.wait(5)
+    seen["main_tracing"] = is_tracing()  # the other thread is tracing; this one is not
+    with tracing(Builder()) as main_builder:
+        seen["main"] = current() is main_builder
+        release.set()
+        th.join()
+    assert seen == {"main_tracing": False, "main": True, "other": True}
