@@ -63,11 +63,42 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
 - **Pointers.** An array argument is a pointer to its first element;
   `ptr + offsets` is a tile of pointers; `tl.load` / `tl.store` take an optional
   `mask` and `other`.  Masked-off lanes never touch memory.  The interpreter
-  reports any access outside the argument's buffer.
+  reports any access outside the argument's buffer.  A mask (of loads, stores
+  and atomics) must be boolean, as in Triton: a float or integer tile is a
+  compile error; compare to get one (`mask=m != 0`).
+- **Globals.** A kernel may read module globals that are modules, functions
+  (`@tiles.jit` or not), classes, dtypes, `None` or `tl.constexpr(...)` values;
+  reading any other global (`SCALE = 3.0`, an array) is a compile error naming
+  the line, as in Triton, because its value would be baked into the compiled
+  code without being part of the cache key.  Write `SCALE = tl.constexpr(3.0)`
+  or pass the value as an argument.  Argument defaults may name any global.
 - **Control flow.** `for`/`while`/`if` on run-time values are compiled into
-  structured loops and branches; values assigned in a body and used after it
-  must keep their type and shape across iterations/branches.
-  `tl.static_range` unrolls while tracing.
+  structured loops and branches.  A variable a loop carries or an `if` merges
+  keeps one type and shape (Triton's rule), and a Python number counts as the
+  tile Triton makes of it: `0` is int32, `0.0` float32, `True` int1, an int
+  beyond int32 int64.  So `acc = 0` then `acc += tl.load(p)` of float32 (or
+  int64, or uint32) is a compile error naming `acc`, both types and the line
+  that changed it; start from `acc = 0.0` or `tl.zeros([], dtype=tl.float32)`.
+  Accepted, as in Triton: `acc = 0` summing int8/int16/int32 loads (the sum
+  stays int32), `acc = 0.0` summing float16 loads (stays float32).  The two
+  branches of an `if` must agree the same way (`v = 0` in one and a float32
+  tile in the other is refused).  `tl.static_range(start, end, step)` (compile-
+  time ints, no other keywords, as in Triton) unrolls while tracing.
+- **`tl.range` options.** `tl.range(start, end, step, num_stages=None,
+  loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False,
+  warp_specialize=False, disable_licm=False)` takes Triton 3.x's keywords, each a
+  compile-time value, recorded on the loop (`{num_stages=..., ...}` in the IR
+  dump); none changes what the loop computes.  `num_stages` overrides the
+  launch's `num_stages` for this loop in the CUDA tensor-core pipeliner
+  (`num_stages=1` or `0` keeps the loop unpipelined; other loops are not
+  pipelined at all).  `loop_unroll_factor=n` asks the target compiler to
+  unroll the loop n times (`llvm.loop.unroll.count` on CUDA and ROCm,
+  `#pragma unroll n` on OpenCL; the interpreter has nothing to unroll).
+  `disable_licm=True` keeps the interpreter's loop-invariant hoisting out of the
+  loop.  `flatten`, `warp_specialize` and `disallow_acc_multi_buffer` steer
+  Triton's Hopper/Blackwell pipelines (loop-nest flattening, warp-specialized
+  partitions, accumulator buffering); tiles has none of those, records them on
+  the loop and otherwise ignores them.
 - **Debug.** `tl.device_assert` is kept only when the kernel is compiled with
   `debug=True` (`@tiles.jit(debug=True)` or `TILES_DEBUG=1`), as in Triton.
 

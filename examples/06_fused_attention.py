@@ -15,8 +15,6 @@ import numpy as np
 import tiles
 import tiles.language as tl
 
-LOG2_E = 1.4426950408889634
-
 
 @tiles.jit
 def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale, H, N_CTX,
@@ -30,7 +28,8 @@ def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale, H, N
     dims = tl.arange(0, HEAD_DIM)
     q = tl.load(q_ptr + base + rows[:, None] * stride_n + dims[None, :], mask=rows[:, None] < N_CTX,
                 other=0.0)
-    scale = sm_scale * LOG2_E
+    log2_e = 1.4426950408889634  # a local: kernels read only constexpr globals (as in Triton)
+    scale = sm_scale * log2_e
 
     row_max = tl.full([BLOCK_M], -float("inf"), dtype=tl.float32)
     row_sum = tl.zeros([BLOCK_M], dtype=tl.float32)
@@ -61,7 +60,7 @@ def attention_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, sm_scale, H, N
     tl.store(o_ptr + base + rows[:, None] * stride_n + dims[None, :], out.to(tl.float16),
              mask=rows[:, None] < N_CTX)
     # log-sum-exp of each row in natural-log units (what a backward pass needs)
-    tl.store(lse_ptr + batch_head * N_CTX + rows, (row_max + tl.log2(row_sum)) / LOG2_E,
+    tl.store(lse_ptr + batch_head * N_CTX + rows, (row_max + tl.log2(row_sum)) / log2_e,
              mask=rows < N_CTX)
 
 

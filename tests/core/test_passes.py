@@ -12,8 +12,8 @@ def _ops(kernel):
     return [i.op for i in kernel.walk()]
 
 
-def test_folding_uses_c_division_and_cse_merges_repeats():
-    x = np.random.default_rng().standard_normal(16).astype(np.float32)
+def test_folding_uses_c_division_and_cse_merges_repeats(rng):
+    x = rng.standard_normal(16).astype(np.float32)
     specs = K.folded.specialize({"x_ptr": x, "out_ptr": x, "BLOCK": 16})
     kernel = K.folded.trace(specs)
     verify(kernel)
@@ -34,9 +34,9 @@ def test_passes_are_idempotent():
     assert _ops(kernel) == before
 
 
-def test_loop_invariants_move_out_and_results_stay():
+def test_loop_invariants_move_out_and_results_stay(rng):
     from tiles.core.licm import hoist_loop_invariants
-    x = np.random.default_rng().standard_normal(64).astype(np.float32)
+    x = rng.standard_normal(64).astype(np.float32)
     specs = K.loop_with_invariants.specialize({"x_ptr": x, "out_ptr": x, "n": 5, "scale": 0.5, "BLOCK": 32})
     kernel = hoist_loop_invariants(K.loop_with_invariants.trace(specs))
     verify(kernel)

@@ -47,8 +47,7 @@ def test_edge_values():
     assert not bad.any(), list(zip(a[bad], b[bad], c[bad], got[bad], want[bad]))[:5]
 
 
-def test_random_magnitudes():
-    rng = np.random.default_rng()
+def test_random_magnitudes(rng):
     a, b, c = rng.standard_normal((3, 5000)) * 10.0 ** rng.integers(-300, 300, (3, 5000))
     got = floats.fma(a, b, c, D.float64)
     want = np.array([exact_fma(*t) for t in zip(a, b, c)])

@@ -1,6 +1,5 @@
 """The language tests run every kernel on the NumPy interpreter."""
 
-import numpy as np
 import pytest
 
 import tiles
@@ -12,7 +11,3 @@ def _interpreter_backend():
     yield
     tiles.set_backend(None)
 
-
-@pytest.fixture
-def rng():
-    return np.random.default_rng()

@@ -174,9 +174,8 @@ def test_tile_op_literal(a, lit, left, op, seed):
     (tl.int64, tl.uint32, tl.int64), (tl.uint64, tl.int8, tl.uint64), (tl.int16, tl.float16, tl.float16),
     (tl.int64, tl.bfloat16, tl.float32),
 ])
-def test_promotion_table_entries(a, b, expected):
+def test_promotion_table_entries(rng, a, b, expected):
     assert promote(a, False, b, False) == expected  # the reference itself agrees with Triton's table
-    rng = np.random.default_rng()
     x, y = random_values(rng, a, 16), random_values(rng, b, 16)
     out = np.empty(16, dtype=NUMPY[expected])
     tile_tile_kernel[(1,)](x, y, out, 16, OP="add", EXPECTED=expected, BLOCK=16)
@@ -188,8 +187,8 @@ def test_promotion_table_entries(a, b, expected):
     (tl.float16, 1.5, tl.float16), (tl.bfloat16, 2.0, tl.bfloat16), (tl.int32, 0.5, tl.float32),
     (tl.uint8, 1.0, tl.float32),
 ])
-def test_literal_does_not_promote(dtype, lit, expected):
-    x = random_values(np.random.default_rng(), dtype, 16)
+def test_literal_does_not_promote(rng, dtype, lit, expected):
+    x = random_values(rng, dtype, 16)
     out = np.empty(16, dtype=NUMPY[expected])
     tile_literal_kernel[(1,)](x, out, 16, LIT=lit, LIT_LEFT=False, OP="add", EXPECTED=expected, BLOCK=16)
     lit_array = np.full(16, lit if expected in FLOATS else wrap_int(lit, expected), dtype=object)
@@ -251,8 +250,7 @@ def shift_kernel(x_ptr, s_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("dtype", [tl.int8, tl.uint8, tl.int32, tl.uint32, tl.int64, tl.uint64])
-def test_shifts_arithmetic_for_signed_logical_for_unsigned(dtype):
-    rng = np.random.default_rng()
+def test_shifts_arithmetic_for_signed_logical_for_unsigned(rng, dtype):
     bits = np.dtype(NUMPY[dtype]).itemsize * 8
     x = random_values(rng, dtype, 32)
     s = rng.integers(0, bits, 32).astype(NUMPY[dtype])
@@ -272,8 +270,8 @@ def unary_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("dtype", [tl.int8, tl.int32, tl.uint16, tl.int64])
-def test_neg_invert_abs_on_ints(dtype):
-    x = random_values(np.random.default_rng(), dtype, 16)
+def test_neg_invert_abs_on_ints(rng, dtype):
+    x = random_values(rng, dtype, 16)
     out = np.empty(48, dtype=NUMPY[dtype])
     unary_kernel[(1,)](x, out, BLOCK=16)
     np.testing.assert_array_equal(out[:16], [wrap_int(-int(v), dtype) for v in x])

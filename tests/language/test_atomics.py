@@ -37,10 +37,9 @@ UFUNCS = {"add": np.add, "max": np.maximum, "min": np.minimum, "and": np.bitwise
 
 @pytest.mark.parametrize("kind", sorted(UFUNCS))
 @pytest.mark.parametrize("dtype", [np.int32, np.uint32, np.int64, np.float32])
-def test_atomics_contended_by_programs(kind, dtype):
+def test_atomics_contended_by_programs(rng, kind, dtype):
     if dtype == np.float32 and kind in ("and", "or", "xor"):
         pytest.skip("bitwise atomics need integers")
-    rng = np.random.default_rng()
     programs, block, n = 5, 16, 13
     if dtype == np.float32:
         vals = rng.integers(-50, 50, (programs, block)).astype(dtype)  # small ints: sums are exact
@@ -110,8 +109,8 @@ def sum_by_atomic_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.atomic_add(out_ptr, tl.sum(tl.load(x_ptr + offs, mask=offs < n, other=0), axis=0))
 
 
-def test_sum_by_atomic_add():
-    x = np.random.default_rng().integers(-1000, 1000, 10_000).astype(np.int64)
+def test_sum_by_atomic_add(rng):
+    x = rng.integers(-1000, 1000, 10_000).astype(np.int64)
     out = np.zeros(1, np.int64)
     sum_by_atomic_kernel[(tiles.cdiv(x.size, 256),)](x, out, x.size, BLOCK=256)
     assert out[0] == x.sum()
@@ -124,8 +123,8 @@ def float_atomic_max_kernel(ptr, val_ptr, BLOCK: tl.constexpr):
     tl.atomic_min(ptr + BLOCK + offs, tl.load(val_ptr + tl.program_id(0) * BLOCK + offs))
 
 
-def test_float_atomic_max_min_with_negative_values():
-    vals = -np.abs(np.random.default_rng().standard_normal((4, 8))).astype(np.float32) - 1
+def test_float_atomic_max_min_with_negative_values(rng):
+    vals = -np.abs(rng.standard_normal((4, 8))).astype(np.float32) - 1
     target = np.concatenate([np.full(8, -1e30), np.full(8, 1e30)]).astype(np.float32)
     float_atomic_max_kernel[(4,)](target, vals, BLOCK=8)
     np.testing.assert_array_equal(target[:8], vals.max(0))

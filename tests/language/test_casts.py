@@ -31,16 +31,15 @@ def same(got, want):
 
 
 @pytest.mark.parametrize("dst", [tl.float16, tl.bfloat16, tl.float64])
-def test_float32_to_other_floats_rounds_to_nearest_even(dst):
-    x = random_values(np.random.default_rng(), tl.float32, 50)
+def test_float32_to_other_floats_rounds_to_nearest_even(rng, dst):
+    x = random_values(rng, tl.float32, 50)
     x[:4] = [65520.0, 1e-8, 3.0000001, np.float32(1) + np.float32(2**-11)]  # fp16 overflow, subnormal, ties
     same(run_cast(x, dst), x.astype(NUMPY[dst]))
 
 
 @pytest.mark.parametrize("dst,np_dst", [(tl.float8e5, ml_dtypes.float8_e5m2),
                                         (tl.float8e4nv, ml_dtypes.float8_e4m3fn)])
-def test_fp8_round_trip(dst, np_dst):
-    rng = np.random.default_rng()
+def test_fp8_round_trip(rng, dst, np_dst):
     x = (rng.standard_normal(50) * 8).astype(np.float32)
     x[:3] = [0.0, -0.0, np.nan]
     down = run_cast(x, dst, out_np=np_dst)
@@ -50,8 +49,8 @@ def test_fp8_round_trip(dst, np_dst):
     same(up, down.astype(np.float32))
 
 
-def test_round_toward_zero_downcast():
-    x = random_values(np.random.default_rng(), tl.float32, 50)
+def test_round_toward_zero_downcast(rng):
+    x = random_values(rng, tl.float32, 50)
     got = run_cast(x, tl.bfloat16, rounding="rtz")
     truncated = (x.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
     finite = np.isfinite(x)
@@ -72,8 +71,8 @@ def test_float_to_int_truncates_and_saturates(dst):
 @pytest.mark.parametrize("src,dst", [(tl.int32, tl.int8), (tl.int8, tl.uint32), (tl.uint16, tl.int16),
                                      (tl.int64, tl.int32), (tl.uint8, tl.int64), (tl.int32, tl.float32),
                                      (tl.int64, tl.float16), (tl.uint32, tl.float64), (tl.int16, tl.int1)])
-def test_int_conversions(src, dst):
-    x = random_values(np.random.default_rng(), src, 40)
+def test_int_conversions(rng, src, dst):
+    x = random_values(rng, src, 40)
     if dst == tl.int1:
         want = x != 0
     elif dst in (tl.float16, tl.float32, tl.float64):
@@ -86,8 +85,8 @@ def test_int_conversions(src, dst):
 @pytest.mark.parametrize("src,dst", [(tl.float32, tl.int32), (tl.float32, tl.uint32), (tl.int32, tl.float32),
                                      (tl.float16, tl.int16), (tl.bfloat16, tl.uint16), (tl.float64, tl.int64),
                                      (tl.uint8, tl.int8)])
-def test_bitcast_keeps_bits(src, dst):
-    x = random_values(np.random.default_rng(), src, 40)
+def test_bitcast_keeps_bits(rng, src, dst):
+    x = random_values(rng, src, 40)
     same(run_cast(x, dst, bitcast=True), x.view(NUMPY[dst]))
 
 

@@ -19,8 +19,7 @@ def compare_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("dtype", [tl.float32, tl.float16, tl.bfloat16, tl.int8, tl.uint32, tl.int64])
-def test_comparisons(dtype):
-    rng = np.random.default_rng()
+def test_comparisons(rng, dtype):
     x, y = random_values(rng, dtype, 32), random_values(rng, dtype, 32)
     y[:8] = x[:8]  # equal pairs, NaN == NaN included for floats
     out = np.empty(6 * 32, np.bool_)
@@ -53,8 +52,7 @@ def minmax_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("dtype", [tl.float32, tl.float16, tl.int16, tl.uint8])
-def test_maximum_minimum_nan_rules(dtype):
-    rng = np.random.default_rng()
+def test_maximum_minimum_nan_rules(rng, dtype):
     x, y = random_values(rng, dtype, 32), random_values(rng, dtype, 32)
     out = np.empty(6 * 32, NUMPY[dtype])
     minmax_kernel[(1,)](x, y, out, BLOCK=32)
@@ -78,8 +76,7 @@ def where_kernel(c_ptr, x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + 2 * BLOCK + offs, tl.sum(rows, axis=0))
 
 
-def test_where_with_literals_and_broadcasting():
-    rng = np.random.default_rng()
+def test_where_with_literals_and_broadcasting(rng):
     c = rng.integers(0, 3, 16).astype(np.int32)
     x = rng.integers(-100, 100, 16).astype(np.int32)
     out = np.empty(48, np.int32)

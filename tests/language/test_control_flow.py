@@ -20,8 +20,8 @@ def for_kernel(x_ptr, out_ptr, lo, hi, step, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("lo,hi,step", [(0, 7, 1), (2, 9, 3), (5, 5, 1), (6, 0, -2), (3, 1, 1)])
-def test_for_with_runtime_bounds_and_carried_tiles(lo, hi, step):
-    x = np.random.default_rng().standard_normal((10, 8)).astype(np.float32)
+def test_for_with_runtime_bounds_and_carried_tiles(rng, lo, hi, step):
+    x = rng.standard_normal((10, 8)).astype(np.float32)
     out = np.empty(9, np.float32)
     for_kernel[(1,)](x, out, lo, hi, step, BLOCK=8)
     rows = list(range(lo, hi, step))
@@ -128,8 +128,8 @@ def helper_call_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + 2 * BLOCK, sign_of(first).to(tl.float32))
 
 
-def test_calls_to_other_jit_functions():
-    x = (np.random.default_rng().standard_normal(16) * 3).astype(np.float32)
+def test_calls_to_other_jit_functions(rng):
+    x = (rng.standard_normal(16) * 3).astype(np.float32)
     out = np.empty(33, np.float32)
     helper_call_kernel[(1,)](x, out, BLOCK=16)
     np.testing.assert_array_equal(out[:16], np.clip(x, -2, 2))

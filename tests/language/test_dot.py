@@ -18,8 +18,7 @@ def dot_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.cons
 
 
 @pytest.mark.parametrize("m,n,k", [(16, 16, 16), (32, 64, 16), (16, 32, 64)])
-def test_fp32_ieee(m, n, k):
-    rng = np.random.default_rng()
+def test_fp32_ieee(rng, m, n, k):
     a = rng.standard_normal((m, k)).astype(np.float32)
     b = rng.standard_normal((k, n)).astype(np.float32)
     c = np.empty((m, n), np.float32)
@@ -33,7 +32,7 @@ def round_to_tf32(x):
     return rounded.astype(np.uint32).view(np.float32)
 
 
-def test_tf32_rounds_inputs_to_10_mantissa_bits():
+def test_tf32_rounds_inputs_to_10_mantissa_bits(rng):
     a = np.full((16, 16), 1 + 2**-20, np.float32)   # not representable in tf32: rounds to 1
     b = np.ones((16, 16), np.float32)
     ieee, tf32 = np.empty((16, 16), np.float32), np.empty((16, 16), np.float32)
@@ -41,7 +40,6 @@ def test_tf32_rounds_inputs_to_10_mantissa_bits():
     dot_kernel[(1,)](a, b, tf32, M=16, N=16, K=16, PRECISION="tf32", OUT=tl.float32)
     np.testing.assert_array_equal(ieee, np.float32(16 * (1 + 2**-20)))
     np.testing.assert_array_equal(tf32, np.float32(16))
-    rng = np.random.default_rng()
     a = rng.standard_normal((16, 32)).astype(np.float32)
     b = rng.standard_normal((32, 16)).astype(np.float32)
     c = np.empty((16, 16), np.float32)
@@ -50,8 +48,7 @@ def test_tf32_rounds_inputs_to_10_mantissa_bits():
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
 
 
-def test_fp16_inputs_accumulate_in_fp32():
-    rng = np.random.default_rng()
+def test_fp16_inputs_accumulate_in_fp32(rng):
     a = rng.standard_normal((32, 64)).astype(np.float16)
     b = rng.standard_normal((64, 16)).astype(np.float16)
     c = np.empty((32, 16), np.float32)
@@ -63,8 +60,7 @@ def test_fp16_inputs_accumulate_in_fp32():
                                rtol=2e-2, atol=5e-2)
 
 
-def test_int8_accumulates_in_int32():
-    rng = np.random.default_rng()
+def test_int8_accumulates_in_int32(rng):
     a = rng.integers(-128, 128, (16, 64)).astype(np.int8)
     b = rng.integers(-128, 128, (64, 32)).astype(np.int8)
     a[0, :] = -128
@@ -88,8 +84,7 @@ def batched_dot_kernel(a_ptr, b_ptr, acc_ptr, c_ptr, B: tl.constexpr, M: tl.cons
     tl.store(c_ptr + rb * M * N + rm * N + rn, tl.dot(a, b, acc, input_precision="ieee"))
 
 
-def test_batched_3d_dot_with_accumulator():
-    rng = np.random.default_rng()
+def test_batched_3d_dot_with_accumulator(rng):
     a = rng.standard_normal((2, 16, 32)).astype(np.float32)
     b = rng.standard_normal((2, 32, 16)).astype(np.float32)
     acc = rng.standard_normal((2, 16, 16)).astype(np.float32)

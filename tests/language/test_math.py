@@ -57,8 +57,7 @@ REFERENCES = {
 @pytest.mark.parametrize("dtype,np_dtype,rtol", [(tl.float32, np.float32, 2e-6),
                                                  (tl.float64, np.float64, 1e-13),
                                                  (tl.float16, np.float16, 2e-3)])
-def test_math_function(fn, dtype, np_dtype, rtol):
-    rng = np.random.default_rng()
+def test_math_function(rng, fn, dtype, np_dtype, rtol):
     x = random_values(rng, dtype, 45)
     x[-8:] = (rng.random(8) * 3).astype(np_dtype)  # some values inside every function's domain
     x[x.size // 2] = np_dtype(0.5)
@@ -87,8 +86,7 @@ def misc_kernel(x_ptr, y_ptr, z_ptr, out_ptr, BLOCK: tl.constexpr):
     tl.store(out_ptr + 4 * BLOCK + offs, tl.where(tl.isnan(x), 1.0, 0.0))
 
 
-def test_fma_clamp_div_isnan():
-    rng = np.random.default_rng()
+def test_fma_clamp_div_isnan(rng):
     x, y, z = (random_values(rng, tl.float32, 32) for _ in range(3))
     out = np.empty(5 * 32, np.float32)
     misc_kernel[(1,)](x, y, z, out, BLOCK=32)
@@ -109,8 +107,7 @@ def umulhi_kernel(x_ptr, y_ptr, out_ptr, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("dtype,bits", [(np.uint32, 32), (np.int32, 32), (np.uint64, 64)])
-def test_umulhi(dtype, bits):
-    rng = np.random.default_rng()
+def test_umulhi(rng, dtype, bits):
     info = np.iinfo(dtype)
     x = rng.integers(info.min, info.max, 16, dtype=dtype, endpoint=True)
     y = rng.integers(info.min, info.max, 16, dtype=dtype, endpoint=True)

@@ -15,8 +15,7 @@ def masked_copy_kernel(x_ptr, out_ptr, n, other, BLOCK: tl.constexpr):
 
 
 @pytest.mark.parametrize("n", [1, 31, 64, 100])
-def test_masked_load_with_other(n):
-    rng = np.random.default_rng()
+def test_masked_load_with_other(rng, n):
     block = 32
     total = tiles.cdiv(n, block) * block + block
     x = rng.standard_normal(n).astype(np.float32)
@@ -37,8 +36,7 @@ def strided_kernel(x_ptr, out_ptr, rows, cols, stride_r, stride_c, BR: tl.conste
     tl.store(out_ptr + c * rows + r, x, mask=mask)  # transposed, contiguous
 
 
-def test_strided_view_load():
-    rng = np.random.default_rng()
+def test_strided_view_load(rng):
     base = rng.integers(-100, 100, (10, 14)).astype(np.int16)
     view = base[1:, ::3]                      # a non-contiguous view: 9 x 5
     out = np.empty(view.size, np.int16)
@@ -74,8 +72,7 @@ def block_ptr_kernel(x_ptr, out_ptr, M, N, stride_m, BM: tl.constexpr, BN: tl.co
         dst = tl.advance(dst, (0, BN))
 
 
-def test_block_pointer_in_a_loop_with_boundary_checks():
-    rng = np.random.default_rng()
+def test_block_pointer_in_a_loop_with_boundary_checks(rng):
     x = rng.standard_normal((37, 45)).astype(np.float32)
     out = np.full((37, 45), np.nan, np.float32)
     block_ptr_kernel[(tiles.cdiv(37, 16),)](x, out, 37, 45, 45, BM=16, BN=16, PAD="zero")
@@ -89,8 +86,8 @@ def block_ptr_padding_kernel(x_ptr, out_ptr, N, BN: tl.constexpr, PAD: tl.conste
 
 
 @pytest.mark.parametrize("pad", ["zero", "nan"])
-def test_block_pointer_padding(pad):
-    x = np.random.default_rng().standard_normal(11).astype(np.float32)
+def test_block_pointer_padding(rng, pad):
+    x = rng.standard_normal(11).astype(np.float32)
     out = np.empty(16, np.float32)
     block_ptr_padding_kernel[(1,)](x, out, 11, BN=16, PAD=pad)
     np.testing.assert_array_equal(out[:11], x)
@@ -111,8 +108,7 @@ def descriptor_kernel(x_ptr, out_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
     dst.store([pm * BM, pn * BN], tile * 10)
 
 
-def test_tensor_descriptor_out_of_bounds():
-    rng = np.random.default_rng()
+def test_tensor_descriptor_out_of_bounds(rng):
     m, n = 20, 27
     x = rng.integers(1, 100, (m, n)).astype(np.int32)
     out = np.full((m, n), -1, np.int32)

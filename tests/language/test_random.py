@@ -54,8 +54,8 @@ def test_known_answer_in_a_kernel():
 
 
 @pytest.mark.parametrize("seed", [0, 12345, 2**31 - 1, 2**40 + 77, 1])
-def test_randint4x_matches_reference(seed):
-    base = int(np.random.default_rng().integers(0, 2**30))
+def test_randint4x_matches_reference(rng, seed):
+    base = int(rng.integers(0, 2**30))
     out = np.empty(5 * 32, np.uint32)
     randint4x_kernel[(1,)](out, seed, base, BLOCK=32)
     words = expected_words(seed, range(base, base + 32))
@@ -77,8 +77,8 @@ def uniform(words):
     return signed.astype(np.float32) * np.float32(4.6566127342e-10)
 
 
-def test_rand_and_randn_match_reference_and_statistics():
-    seed = int(np.random.default_rng().integers(0, 2**31))
+def test_rand_and_randn_match_reference_and_statistics(rng):
+    seed = int(rng.integers(0, 2**31))
     n = 5000
     out = np.empty(2 * n, np.float32)
     uniform_normal_kernel[(tiles.cdiv(n, 512),)](out, seed, n, BLOCK=512)

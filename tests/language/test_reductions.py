@@ -38,8 +38,7 @@ NUMPY_REDUCTIONS = {"sum": np.sum, "max": np.max, "min": np.min, "argmax": np.ar
 @pytest.mark.parametrize("kind", ["sum", "max", "min", "argmax", "argmin", "xor"])
 @pytest.mark.parametrize("axis", [0, 1, None])
 @pytest.mark.parametrize("keep", [False, True])
-def test_int_reductions(kind, axis, keep):
-    rng = np.random.default_rng()
+def test_int_reductions(rng, kind, axis, keep):
     x = rng.integers(-1000, 1000, (8, 16)).astype(np.int32)
     x[2, 3] = x[2, 5] = x.max() + 1  # ties: the lowest index wins
     if kind in ("argmax", "argmin") and axis is None:
@@ -52,8 +51,7 @@ def test_int_reductions(kind, axis, keep):
 
 
 @pytest.mark.parametrize("kind", ["sum", "max", "min", "argmax", "argmin"])
-def test_float_reductions_ignore_nan_in_max_min(kind):
-    rng = np.random.default_rng()
+def test_float_reductions_ignore_nan_in_max_min(rng, kind):
     x = rng.standard_normal((8, 16)).astype(np.float32)
     x[1, 4] = np.nan
     x[3, :] = np.nan                      # a row of NaN only
@@ -114,8 +112,7 @@ def custom_reduce_kernel(x_ptr, prod_ptr, val_ptr, idx_ptr, R: tl.constexpr, C: 
     tl.store(idx_ptr + rows, i)
 
 
-def test_reduce_with_custom_combine_functions():
-    rng = np.random.default_rng()
+def test_reduce_with_custom_combine_functions(rng):
     x = rng.integers(-3, 4, (4, 8)).astype(np.int32)
     prod, val, idx = np.empty(4, np.int32), np.empty(4, np.int32), np.empty(4, np.int32)
     custom_reduce_kernel[(1,)](x, prod, val, idx, R=4, C=8)
@@ -140,8 +137,7 @@ def scan_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, REVERSE: tl.co
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-def test_scans(reverse):
-    rng = np.random.default_rng()
+def test_scans(rng, reverse):
     x = rng.integers(-3, 4, (4, 8)).astype(np.int32)
     out = np.empty(3 * 32, np.int32)
     scan_kernel[(1,)](x, out, R=4, C=8, REVERSE=reverse)
@@ -177,8 +173,7 @@ def sort_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, DESCENDING: tl
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int16, np.uint8])
 @pytest.mark.parametrize("descending", [False, True])
-def test_sort(dtype, descending):
-    rng = np.random.default_rng()
+def test_sort(rng, dtype, descending):
     x = (rng.standard_normal((4, 32)) * 50).astype(dtype)
     out = np.empty_like(x)
     sort_kernel[(1,)](x, out, R=4, C=32, DESCENDING=descending)
@@ -209,8 +204,7 @@ def histogram_kernel(x_ptr, out_ptr, n, N: tl.constexpr, BINS: tl.constexpr):
     tl.store(out_ptr + tl.arange(0, BINS), tl.histogram(x, BINS, mask=offs < n))
 
 
-def test_histogram_with_mask():
-    rng = np.random.default_rng()
+def test_histogram_with_mask(rng):
     x = rng.integers(0, 16, 128).astype(np.int32)
     out = np.empty(16, np.int32)
     histogram_kernel[(1,)](x, out, 100, N=128, BINS=16)
@@ -226,8 +220,7 @@ def gather_kernel(src_ptr, idx_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
     tl.store(out_ptr + R * C + offs, tl.gather(src, idx % R, axis=0))
 
 
-def test_gather():
-    rng = np.random.default_rng()
+def test_gather(rng):
     src = rng.standard_normal((4, 8)).astype(np.float32)
     idx = rng.integers(0, 8, (4, 8)).astype(np.int32)
     out = np.empty(64, np.float32)

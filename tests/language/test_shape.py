@@ -25,8 +25,7 @@ def shape_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
     tl.store(out_ptr + 6 * n + rows[:, None] * C + cols[None, :], spread)
 
 
-def test_reshape_transpose_broadcast():
-    rng = np.random.default_rng()
+def test_reshape_transpose_broadcast(rng):
     x = rng.integers(-1000, 1000, (4, 8)).astype(np.int32)
     out = np.full(7 * 32, -1, np.int32)
     shape_kernel[(1,)](x, out, R=4, C=8)
@@ -54,8 +53,8 @@ def permute3d_kernel(x_ptr, out_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.con
     tl.store(out_ptr + A * B * C + tl.arange(0, A * B * C), tl.reshape(e, [A * B * C]))
 
 
-def test_permute_and_expand_dims_3d():
-    x = np.random.default_rng().standard_normal((2, 4, 8)).astype(np.float32)
+def test_permute_and_expand_dims_3d(rng):
+    x = rng.standard_normal((2, 4, 8)).astype(np.float32)
     out = np.empty(2 * 64, np.float32)
     permute3d_kernel[(1,)](x, out, A=2, B=4, C=8)
     np.testing.assert_array_equal(out[:64], np.transpose(x, (2, 0, 1)).ravel())
@@ -76,8 +75,7 @@ def join_split_cat_kernel(x_ptr, y_ptr, out_ptr, N: tl.constexpr):
     tl.store(out_ptr + 4 * N + tl.arange(0, 2 * N), tl.sort(both))  # cat may reorder: compare sorted
 
 
-def test_join_split_cat():
-    rng = np.random.default_rng()
+def test_join_split_cat(rng):
     x = rng.integers(-50, 50, 16).astype(np.int32)
     y = rng.integers(-50, 50, 16).astype(np.int32)
     out = np.empty(6 * 16, np.int32)

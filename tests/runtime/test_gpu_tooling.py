@@ -46,8 +46,8 @@ def test_cpu_tensor_on_the_cuda_backend_is_a_clear_error():
         kernels.add_kernel[(1,)](x, x, x, 64, BLOCK=64, backend="cuda")
 
 
-def test_numpy_arrays_round_trip_on_cuda():
-    x = np.random.default_rng().standard_normal(1000).astype(np.float32)
+def test_numpy_arrays_round_trip_on_cuda(rng):
+    x = rng.standard_normal(1000).astype(np.float32)
     out = np.full_like(x, np.nan)
     kernels.add_kernel[(1,)](x, x, out, 1000, BLOCK=1024, backend="cuda")
     np.testing.assert_array_equal(out, 2 * x + x)

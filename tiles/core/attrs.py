@@ -133,3 +133,15 @@ class Message:
 
     text: str
     hex: bool = False
+
+
+@dataclass(frozen=True)
+class Loop:
+    """FOR: ``tl.range``'s scheduling options; none of them changes what the loop computes."""
+
+    num_stages: int | None = None  # software-pipelining depth for this loop (overrides the launch's)
+    loop_unroll_factor: int | None = None
+    disallow_acc_multi_buffer: bool = False
+    flatten: bool = False
+    warp_specialize: bool = False
+    disable_licm: bool = False

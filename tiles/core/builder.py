@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import linecache
 import sys
+import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from types import CodeType
@@ -16,14 +17,21 @@ from .typerules import IRTypeError, infer
 
 # Code objects of rewritten kernels (and their nested helpers): frames running one
 # of these are user code, which is where error locations point.
+# Only ever grows; readers test membership without the lock (safe under the GIL).
 KERNEL_CODES: set[CodeType] = set()
+_codes_lock = threading.Lock()
 
 
 def register_code(code: CodeType) -> None:
+    with _codes_lock:
+        _register(code)
+
+
+def _register(code: CodeType) -> None:
     KERNEL_CODES.add(code)
     for const in code.co_consts:
         if isinstance(const, CodeType):
-            register_code(const)
+            _register(const)
 
 
 def user_loc(frame: Any = None) -> Loc:
@@ -100,24 +108,33 @@ class Builder:
             self.blocks.pop()
 
 
-_current: list[Builder] = []
+class _TracingState(threading.local):
+    """Each thread traces with its own stack of builders, so kernels compile concurrently."""
+
+    def __init__(self) -> None:
+        self.builders: list[Builder] = []
+
+
+_state = _TracingState()
 
 
 def current() -> Builder:
-    if not _current:
+    builders = _state.builders
+    if not builders:
         raise CompilationError("tiles.language functions can only be called inside a @tiles.jit "
                                "kernel that is being compiled or launched", UNKNOWN_LOC)
-    return _current[-1]
+    return builders[-1]
 
 
 def is_tracing() -> bool:
-    return bool(_current)
+    return bool(_state.builders)
 
 
 @contextmanager
 def tracing(builder: Builder) -> Iterator[Builder]:
-    _current.append(builder)
+    builders = _state.builders
+    builders.append(builder)
     try:
         yield builder
     finally:
-        _current.pop()
+        builders.pop()

@@ -24,8 +24,11 @@ import ast
 import copy
 import inspect
 import itertools
+import linecache
 import textwrap
+import threading
 from collections.abc import Callable
+from types import ModuleType
 from typing import Any
 
 from .builder import register_code
@@ -270,8 +273,62 @@ class _Exprs(ast.NodeTransformer):
         return node
 
 
+def _local_names(fdef: ast.FunctionDef) -> set[str]:
+    """Every name the function binds anywhere (parameters, assignments, loop targets, imports, defs)."""
+    names = {a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs}
+    names |= {a.arg for a in (fdef.args.vararg, fdef.args.kwarg) if a is not None}
+    for node in ast.walk(fdef):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not fdef:
+            names.add(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+    return names
+
+
+def _global_allowed(value: Any) -> bool:
+    """Triton's rule for globals a kernel reads: compile-time objects only."""
+    from ..language.core import constexpr
+    from .dtypes import DType, PointerType
+    return (value is None or isinstance(value, (ModuleType, DType, PointerType, constexpr))
+            or callable(value))
+
+
+def check_globals(fn: Callable[..., Any], fdef: ast.FunctionDef, filename: str) -> None:
+    """Refuse a kernel that reads a module global holding data (Triton does: its value would be baked in)."""
+    local = _local_names(fdef) | set(fn.__code__.co_freevars)
+    absent = object()
+    reads = (node for stmt in fdef.body for node in ast.walk(stmt))  # not defaults: Triton allows those
+    for node in reads:
+        if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local:
+            continue
+        value = fn.__globals__.get(node.id, absent)
+        if value is absent or _global_allowed(value):
+            continue
+        loc = Loc(filename, node.lineno, fn.__name__, linecache.getline(filename, node.lineno).strip())
+        raise CompilationError(
+            f"the kernel reads the global {node.id!r}, a {type(value).__name__} that is not a constexpr; "
+            f"kernels may only read globals that are modules, functions, dtypes or tl.constexpr(...) "
+            f"values (as in Triton). Define it as {node.id} = tl.constexpr({value!r:.40}) or pass it "
+            f"as an argument", loc)
+
+
+# CPython (3.11, 3.12) keeps one recursion counter per interpreter while converting
+# between Python and C ASTs, so ast.parse/compile racing in two threads can fail with
+# "SystemError: AST constructor recursion depth mismatch": rewrites take turns.
+_ast_lock = threading.RLock()
+
+
 def rewrite(fn: Callable[..., Any]) -> tuple[Callable[..., Any], str]:
     """The kernel function with control flow rewritten, and its source text."""
+    with _ast_lock:
+        return _rewrite(fn)
+
+
+def _rewrite(fn: Callable[..., Any]) -> tuple[Callable[..., Any], str]:
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
@@ -284,6 +341,7 @@ def rewrite(fn: Callable[..., Any]) -> tuple[Callable[..., Any], str]:
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         raise CompilationError(f"{fn.__qualname__} is not a plain function", Loc(filename, first))
+    check_globals(fn, fdef, filename)
     fdef.decorator_list = []
     fdef.returns = None
     for a in fdef.args.args + fdef.args.kwonlyargs:

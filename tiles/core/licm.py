@@ -32,7 +32,7 @@ def hoist_loop_invariants(kernel: Kernel) -> Kernel:
         for instr in block.instrs:
             for region in instr.regions:
                 visit(region)
-            if instr.op in (Op.FOR, Op.WHILE):
+            if instr.op in (Op.FOR, Op.WHILE) and not getattr(instr.attrs, "disable_licm", False):
                 for region in instr.regions:
                     out.extend(_hoist(region))
             out.append(instr)

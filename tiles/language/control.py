@@ -13,11 +13,13 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+from ..core import attrs as A
 from ..core import dtypes as D
 from ..core.builder import current
-from ..core.ir import Value
+from ..core.ir import Block, Value
 from ..core.ops import Op
 from . import semantic as S
+from .carry_types import branch_type_error, carried_type, loop_type_error
 from .tensor import tensor
 
 
@@ -44,17 +46,45 @@ def lookup(scope: dict[str, Any], names: Sequence[str]) -> tuple[Any, ...]:
 
 
 class range:  # noqa: N801, A001
-    """``range``/``tl.range`` inside kernels: a run-time loop (never unrolled)."""
+    """``range``/``tl.range`` inside kernels: a run-time loop (never unrolled while tracing).
+
+    The keywords are Triton's scheduling options (docs/language.md says what each does
+    here); they are compile-time values recorded on the loop and never change results.
+    """
 
     def __init__(self, arg1: Any, arg2: Any = None, step: Any = None, num_stages: Any = None,
                  loop_unroll_factor: Any = None, disallow_acc_multi_buffer: Any = False,
-                 flatten: Any = False, warp_specialize: Any = False) -> None:
+                 flatten: Any = False, warp_specialize: Any = False, disable_licm: Any = False) -> None:
         if arg2 is None:
             self.start, self.end = 0, arg1
         else:
             self.start, self.end = arg1, arg2
         self.step = 1 if step is None else step
-        self.num_stages = num_stages
+        self.options = A.Loop(
+            _option_int("num_stages", num_stages, 0), _option_int("loop_unroll_factor", loop_unroll_factor, 1),
+            *(_option_bool(n, v) for n, v in (("disallow_acc_multi_buffer", disallow_acc_multi_buffer),
+                                              ("flatten", flatten), ("warp_specialize", warp_specialize),
+                                              ("disable_licm", disable_licm))))
+
+    @property
+    def num_stages(self) -> int | None:
+        return self.options.num_stages
+
+
+def _option_int(name: str, value: Any, least: int) -> int | None:
+    v = S.unwrap(value)
+    if v is None:
+        return None
+    if isinstance(v, bool) or not isinstance(v, int) or v < least:
+        raise S.error(f"tl.range({name}=...) must be a compile-time integer >= {least} or None, got {v!r}")
+    return v
+
+
+def _option_bool(name: str, value: Any) -> bool:
+    v = S.unwrap(value)
+    if isinstance(v, tensor):
+        raise S.error(f"tl.range({name}=...) must be a compile-time bool, got a run-time value")
+    return bool(v)
 
 
 class static_range:  # noqa: N801
@@ -103,24 +133,16 @@ def _is_dynamic(x: Any) -> bool:
 
 
 def _carried_type_error(name: str, before: Any, after: Any) -> Exception:
-    b = before.type if isinstance(before, tensor) else repr(before)
-    a = after.type if isinstance(after, tensor) else repr(after)
-    return S.error(f"loop-carried variable {name!r} is {b} before the loop but {a} after an "
-                   f"iteration; give it its final type and shape before the loop "
-                   f"(e.g. tl.zeros([...], dtype=...) or x.to(...))")
+    return S.error(f"loop-carried variable {name!r} is {before!r} before the loop but {after!r} "
+                   "after an iteration; give it its final structure before the loop")
 
 
-def _coerce_to(value: Any, like: tensor, name: str, before: Any) -> tensor:
+def _coerce_to(value: Any, like: tensor, name: str, before: Any, body: Any, kind: str) -> tensor:
+    if carried_type(value) != like.type:
+        raise loop_type_error(kind, name, before, value, body)
     if isinstance(value, tensor):
-        if value.type == like.type:
-            return value
-        if value.shape == like.shape and not isinstance(value.dtype, D.PointerType) \
-                and S.is_number(S.unwrap(before)):
-            return S.cast(value, like.dtype)
-        raise _carried_type_error(name, before, value)
-    if S.is_number(S.unwrap(value)):
-        return S.const(S.unwrap(value), like.dtype, like.shape)  # type: ignore[arg-type]
-    raise _carried_type_error(name, before, value)
+        return value
+    return S.const(S.unwrap(value), like.dtype, like.shape)  # type: ignore[arg-type]
 
 
 class _Carried:
@@ -148,13 +170,14 @@ class _Carried:
         return [self.values[i] if isinstance(self.values[i], _Undefined)
                 else _unflatten(aux, leaves[i]) for i, (aux, _) in enumerate(self.structure)]
 
-    def yields(self, new_values: Sequence[Any]) -> list[Value]:
+    def yields(self, new_values: Sequence[Any], body: Block, kind: str) -> list[Value]:
         out = []
         flat = [_flatten(v)[0] for v in new_values]
         for i, j, init in self.slots:
             if len(flat[i]) != len(self.structure[i][1]):
                 raise _carried_type_error(self.names[i], self.values[i], new_values[i])
-            out.append(_coerce_to(flat[i][j], init, self.names[i], self.structure[i][1][j]).handle)
+            out.append(_coerce_to(flat[i][j], init, self.names[i], self.structure[i][1][j], body,
+                                  kind).handle)
         for i, (_, leaves) in enumerate(self.structure):
             if isinstance(self.values[i], _Undefined):
                 continue
@@ -190,8 +213,9 @@ def for_(iterable: Any, body: Callable[..., tuple[Any, ...]], names: Sequence[st
     args = [Value(h.type) for h in carried.initial()]
     with builder.region([iv, *args]) as block:
         new = body(S.wrap(iv), *carried.rebuild(args))
-        block.yields = carried.yields(new)
-    results = builder.emit(Op.FOR, [b.handle for b in bounds] + carried.initial(),
+        block.yields = carried.yields(new, block, "loop")
+    options = iterable.options if iterable.options != A.Loop() else None
+    results = builder.emit(Op.FOR, [b.handle for b in bounds] + carried.initial(), options,
                            result_types=[a.type for a in args], regions=[block])
     return tuple(carried.rebuild(results))
 
@@ -211,7 +235,7 @@ def while_(cond: Callable[..., Any], body: Callable[..., tuple[Any, ...]], names
     bargs = [Value(h.type) for h in carried.initial()]
     with builder.region(bargs) as bblock:
         new = body(*carried.rebuild(bargs))
-        bblock.yields = carried.yields(new)
+        bblock.yields = carried.yields(new, bblock, "loop")
     results = builder.emit(Op.WHILE, carried.initial(), result_types=[a.type for a in bargs],
                            regions=[cblock, bblock])
     return tuple(carried.rebuild(results))
@@ -257,18 +281,18 @@ def if_(cond: Any, then: Callable[..., tuple[Any, ...]], otherwise: Callable[...
         plan.append((i, fa[1], [_merge(name, la, lb) for la, lb in zip(fa[0], fb[0])]))
     then_yields, else_yields = [], []
     for i, _aux, slots in plan:
-        for slot in slots:
+        initial = _flatten(values[i])[0]
+        for k, slot in enumerate(slots):
             if slot[0] != "dyn":
                 continue
             _, a, b = slot
+            if carried_type(a) != carried_type(b):
+                init = initial[k] if k < len(initial) else None
+                raise branch_type_error(names[i], a, b, init, (tblock, eblock))
             with _in_block(builder, tblock):
-                ua = _coerce_branch(a, b)
+                then_yields.append(_materialize(a, b).handle)
             with _in_block(builder, eblock):
-                ub = _coerce_branch(b, a)
-            if ua.type != ub.type:
-                raise S.error(f"{names[i]!r} is {ua.type} in one branch and {ub.type} in the other")
-            then_yields.append(ua.handle)
-            else_yields.append(ub.handle)
+                else_yields.append(_materialize(b, a).handle)
     tblock.yields, eblock.yields = then_yields, else_yields
     results = list(builder.emit(Op.IF, [c.handle], result_types=[v.type for v in then_yields],
                                 regions=[tblock, eblock]))
@@ -287,12 +311,9 @@ def _in_block(builder: Any, block: Any) -> Iterator[None]:
         builder.blocks.pop()
 
 
-def _coerce_branch(mine: Any, other: Any) -> tensor:
-    """This branch's value as a tensor typed to agree with the other branch's."""
+def _materialize(mine: Any, other: Any) -> tensor:
+    """This branch's value as a tile (both branches' values already have the same type)."""
     if isinstance(mine, tensor):
-        if isinstance(other, tensor) and other.shape == mine.shape and other.dtype != mine.dtype \
-                and not isinstance(mine.dtype, D.PointerType):
-            return S.cast(mine, D.computation_type(mine.dtype, False, other.dtype, False))  # type: ignore[arg-type]
         return mine
     if isinstance(other, tensor):
         return S.const(S.unwrap(mine), other.dtype, other.shape)  # type: ignore[arg-type]

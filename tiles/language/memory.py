@@ -28,8 +28,9 @@ def _pointer(p: Any, what: str) -> tensor:
 
 def _mask(mask: Any, shape: tuple[int, ...]) -> tensor:
     m = S.to_tensor(mask)
-    if m.dtype != D.int1:
-        m = S.compare("ne", m, 0) if not isinstance(m.dtype, PointerType) else m
+    if m.dtype != D.int1:  # Triton: "Mask must have boolean scalar type"
+        raise S.error(f"a mask must be a boolean tile (int1), got {m.type}; compare to get one "
+                      f"(e.g. mask=offsets < n, or mask=m != 0)")
     return S.broadcast_to(m, shape)
 
 

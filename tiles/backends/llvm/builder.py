@@ -53,6 +53,7 @@ class LLVMBuilder:
         self.counter = 0
         self.decls: dict[str, str] = {}
         self.globals: list[str] = []
+        self.loop_metadata: list[str] = []  # numbered after the target's module flags
         self.uses_smem = False
         self.local_bytes = 0
         self.name = ""

@@ -62,6 +62,7 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, LLVMHopperOps, Emitter):
             ids = [f"!{i}" for i in range(len(t.module_flags))]
             lines.append(f"!llvm.module.flags = !{{{', '.join(ids)}}}")
             lines += [f"{i} = {node}" for i, node in zip(ids, t.module_flags)]
+        lines += self.loop_metadata
         return "\n".join(lines) + "\n"
 
     # ------------------------------------------------------------ values
@@ -253,7 +254,7 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, LLVMHopperOps, Emitter):
 
     # ------------------------------------------------------------ control flow
     def for_range(self, lb: Any, ub: Any, step: Any, iv_dtype: DType, carried: Carried,
-                  body: Callable[[Any, list[Any]], list[Any]]) -> list[Any]:
+                  body: Callable[[Any, list[Any]], list[Any]], unroll: int | None = None) -> list[Any]:
         ity = self.ty(iv_dtype)
         pre = self.cur
         head, loop, done = self._new_block("for"), self._new_block("body"), self._new_block("endfor")
@@ -270,13 +271,23 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, LLVMHopperOps, Emitter):
         new = body(iv, regs)
         nxt = self._val(ity, f"add {iv}, {step.name}")
         latch = self.cur
-        self._jump(head)
+        if unroll is None:
+            self._jump(head)
+        else:
+            self._emit(f"br label %{head}, !llvm.loop {self._unroll_metadata(unroll)}")
         phis = [f"  {iv.name} = phi {ity} [ {lb.name}, %{pre} ], [ {nxt.name}, %{latch} ]"]
         for r, (init, _), n in zip(regs, carried, new):
             phis.append(f"  {r.name} = phi {r.ty} [ {init.name}, %{pre} ], [ {n.name}, %{latch} ]")
         self.blocks[head][:0] = phis
         self.cur = done
         return regs
+
+    def _unroll_metadata(self, count: int) -> str:
+        """A loop-metadata node asking LLVM's unroller for ``count`` copies of the body."""
+        first = len(self.t.module_flags) + len(self.loop_metadata)
+        self.loop_metadata += [f"!{first} = distinct !{{!{first}, !{first + 1}}}",
+                               f'!{first + 1} = !{{!"llvm.loop.unroll.count", i32 {count}}}']
+        return f"!{first}"
 
     def _fresh(self, ty: str) -> Reg:
         self.counter += 1

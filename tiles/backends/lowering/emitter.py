@@ -252,9 +252,10 @@ class Emitter(abc.ABC):
     @abc.abstractmethod
     def for_range(self, lb: Handle, ub: Handle, step: Handle, iv_dtype: DType,
                   carried: Carried,
-                  body: Callable[[Handle, list[Handle]], list[Handle]]) -> list[Handle]:
+                  body: Callable[[Handle, list[Handle]], list[Handle]], unroll: int | None = None) -> list[Handle]:
         """for iv in range(lb, ub, step) (Python semantics, step may be negative):
-        carried = body(iv, carried); returns the final carried handles."""
+        carried = body(iv, carried); returns the final carried handles.  ``unroll``
+        (``tl.range(loop_unroll_factor=)``) asks the target compiler to unroll by that much."""
 
     @abc.abstractmethod
     def while_loop(self, carried: Carried, cond: Callable[[list[Handle]], Handle],

@@ -314,7 +314,9 @@ def _for(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         _bind(lw, body.args[1:], carried)
         return _yields(lw, body)
 
-    outs = lw.e.for_range(lb, ub, step, iv_dtype, _flat(lw, instr.operands[3:]), lw.in_scope(run))
+    factor = getattr(instr.attrs, "loop_unroll_factor", None)
+    hint = {} if factor is None else {"unroll": factor}
+    outs = lw.e.for_range(lb, ub, step, iv_dtype, _flat(lw, instr.operands[3:]), lw.in_scope(run), **hint)
     return _split(lw, instr.results, outs)
 
 

@@ -267,7 +267,7 @@ class OpenCLEmitter(MemoryMixin, Emitter):
 
     # ------------------------------------------------------------ control flow
     def for_range(self, lb: Handle, ub: Handle, step: Handle, iv_dtype: DType, carried: Carried,
-                  body: Callable[[Handle, list[Handle]], list[Handle]]) -> list[Handle]:
+                  body: Callable[[Handle, list[Handle]], list[Handle]], unroll: int | None = None) -> list[Handle]:
         names = [self._tmp(ct.reg(dt), h) for h, dt in carried]
         iv = f"i{self.count}"
         self.count += 1
@@ -276,6 +276,8 @@ class OpenCLEmitter(MemoryMixin, Emitter):
         else:
             cond = f"({step} > 0 ? {iv} < {ub} : {iv} > {ub})"
         it = ct.REGISTER[iv_dtype]
+        if unroll is not None:
+            self._line(f"#pragma unroll {unroll}")
         self._line(f"for ({it} {iv} = {lb}; {cond}; {iv} += {step}) {{")
         self.indent += 1
         self._assign(names, body(iv, list(names)), carried)

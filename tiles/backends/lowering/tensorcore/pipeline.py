@@ -101,6 +101,8 @@ def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Val
     from .fragments import state
     plan = state(lw).plan
     stages = getattr(lw.e, "num_stages", 1)
+    if instr.attrs is not None and instr.attrs.num_stages is not None:  # tl.range(num_stages=)
+        stages = instr.attrs.num_stages
     step_def = defs.get(instr.operands[2])
     if stages < 2 or step_def is None or step_def.op is not Op.CONST:
         return None
