@@ -9,7 +9,7 @@ import tiles.language.core as core
 from tiles.core.errors import CompilationError
 
 SCALE = tl.constexpr(3)
-ACTIVATIONS = {"relu": 1, "gelu": 2}
+ACTIVATIONS = tl.constexpr({"relu": 1, "gelu": 2})
 
 
 def test_constexpr_object_on_the_host():

@@ -7,7 +7,7 @@ from compat_harness import close
 import tiles
 import tiles.language as tl
 
-ROPE_GROUP_SIZE: int = 4
+ROPE_GROUP_SIZE = tl.constexpr(4)
 
 
 @tiles.heuristics({"BACKWARD_PASS": lambda args: bool(args["BACKWARD_PASS"])})
