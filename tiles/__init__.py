@@ -24,6 +24,17 @@ def cdiv(x: int, y: int) -> int:
     return (x + y - 1) // y
 
 
+_allocator: object = None
+
+
+def set_allocator(allocator: object) -> None:
+    """Triton's scratch allocator for tensor descriptors built on the device.  tiles lowers
+    descriptors to bounds-masked pointer accesses and needs no scratch: the allocator is kept,
+    never called."""
+    global _allocator
+    _allocator = allocator
+
+
 def next_power_of_2(n: int) -> int:
     """The smallest power of two >= n (1 for n <= 1)."""
     n = int(n)
@@ -34,5 +45,6 @@ __all__ = [
     "AutotuneError", "Autotuner", "Config", "Heuristics", "autotune", "heuristics", "testing",
     "CompilationError", "InterpreterError", "JITFunction", "KernelInterface", "KernelRuntimeError", "LaunchError",
     "MockTensor", "OutOfResources", "OutOfResourcesError", "TilesError", "TritonError", "UnsupportedError",
-    "cdiv", "compiler", "constexpr", "jit", "language", "next_power_of_2", "runtime", "set_backend",
+    "cdiv", "compiler", "constexpr", "jit", "language", "next_power_of_2", "runtime", "set_allocator",
+    "set_backend",
 ]

@@ -198,6 +198,15 @@ class block_ptr:  # noqa: N801
         self.base, self.shape, self.strides = base, shape, strides
         self.offsets, self.block_shape, self.order = offsets, block_shape, order
 
+    @property
+    def dtype(self) -> Any:
+        """The base pointer's type: ``p.dtype.element_ty`` is the element dtype, as in Triton."""
+        return self.base.dtype
+
+    @property
+    def type(self) -> Any:
+        return self.base.dtype
+
     def _checks(self, boundary_check: Any) -> tuple[int, ...]:
         checks = tuple(int(S.unwrap(c)) for c in (boundary_check or ()))
         for c in checks:

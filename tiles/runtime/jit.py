@@ -194,14 +194,22 @@ class JITFunction(KernelInterface):
                 print(f"// ---- {self.__name__}: {stage}\n{compiled.asm[stage]}", file=sys.stderr)
         return compiled
 
-    def run(self, *args: Any, grid: Grid, warmup: bool = False, num_warps: int = 4, num_stages: int = 3,
-            debug: bool | None = None, stream: Any = None, backend: str | Backend | None = None,
-            **kwargs: Any) -> CompiledKernel:
+    def run(self, *args: Any, grid: Grid, warmup: bool = False, num_warps: int | None = None,
+            num_stages: int | None = None, debug: bool | None = None, stream: Any = None,
+            backend: str | Backend | None = None, **kwargs: Any) -> CompiledKernel:
         """Launch over ``grid`` (Triton's ``run``); ``warmup=True`` compiles without launching.
 
         ``stream`` is handed to the backend's launcher as ``launcher(grid, values, stream=...)``;
-        other Triton launch options are accepted hints (``launch_options.HINTS``).
+        other Triton launch options are accepted hints (``launch_options.HINTS``).  A kernel with
+        a parameter named like an option (``num_stages: tl.constexpr``, as Triton's softmax
+        tutorial has) receives the option's value too, as in Triton.
         """
+        for name, option in (("num_warps", num_warps), ("num_stages", num_stages)):
+            if (option is not None and name in self._param_names and name not in kwargs
+                    and self.arg_names.index(name) >= len(args)):
+                kwargs[name] = option
+        num_warps = 4 if num_warps is None else num_warps
+        num_stages = 3 if num_stages is None else num_stages
         if kwargs and not kwargs.keys() <= self._param_names:
             kwargs, _hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
         values = self._values(args, kwargs)
