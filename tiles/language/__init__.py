@@ -6,7 +6,7 @@ from ..core.dtypes import (
     bfloat16, float8e4nv, float8e5, float16, float32, float64,
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
-from . import math, random  # noqa: F401
+from . import extra, math, random  # noqa: F401
 from .control import range, static_range
 from .core import (
     PropagateNan, abs, arange, broadcast, broadcast_to, cast, cat, cdiv, ceil, clamp, constexpr,

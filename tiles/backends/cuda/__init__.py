@@ -59,6 +59,7 @@ def nvptx_target(arch: str) -> LLVMTarget:
         math_f32={"log2": "llvm.nvvm.lg2.approx.f", "exp2": "llvm.nvvm.ex2.approx.f",
                   **(LIBDEVICE_F32 if libdevice else {})},
         math_f64=LIBDEVICE_F64 if libdevice else {},
+        libdevice=libdevice,
         kernel_attributes={"nvvm.maxntid": "{threads}"},
     )
 

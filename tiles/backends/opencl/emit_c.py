@@ -9,6 +9,7 @@ from ...core import dtypes as D  # noqa: N812
 from ...core.dtypes import DType, PointerType, ScalarType
 from ...core.errors import UnsupportedError
 from ...core.ir import Loc
+from ...core.mathfns import MathFunction
 from ...core.ops import COMPARISON, Op
 from ..base import Target
 from ..lowering.emitter import Carried, Emitter, Handle
@@ -191,6 +192,15 @@ class OpenCLEmitter(MemoryMixin, Emitter):
             assert op is Op.ABS
             return self._tmp(t, f"({t})abs({a})" if dtype.is_signed else a)
         return self._tmp(t, self._round(dtype, f"{_MATH[op]}({a})"))
+
+    def math_fn(self, fn: MathFunction, args: Sequence[Handle], dtypes: Sequence[DType]) -> Handle:
+        d = dtypes[0]
+        expr = fn.opencl_expr([str(a) for a in args], u=ct.unsigned(d) if d.is_int else "")
+        if not expr:
+            raise UnsupportedError(f"libdevice.{fn.name} has no OpenCL C builtin and is not supported on "
+                                   f"{self.target.backend}; it runs on the interpreter and CUDA")
+        rt = fn.result_dtype(d)
+        return self._tmp(ct.REGISTER[rt], f"({ct.REGISTER[rt]})({expr})" if rt != d else expr)
 
     def fma(self, a: Handle, b: Handle, c: Handle, dtype: DType) -> Handle:
         t = ct.REGISTER[dtype]

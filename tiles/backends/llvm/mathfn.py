@@ -1,0 +1,82 @@
+"""MATH_FN (core/mathfns.py) as LLVM IR.
+
+A function with an ``llvm`` spelling (rounding, copysign, ldexp, classification, bit
+counting) is lowered the same way on every LLVM target: exact, no library needed.  The rest
+call NVIDIA's libdevice when the target links it (``LLVMTarget.libdevice``); elsewhere they
+are unsupported, with an error that says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from ...core.dtypes import DType
+from ...core.errors import UnsupportedError
+from ...core.mathfns import MathFunction
+from .builder import Reg
+
+if TYPE_CHECKING:
+    from .arith import LLVMArithmetic
+
+_SUFFIX = {"float": "f32", "double": "f64", "i32": "i32", "i64": "i64"}
+
+
+def lower_math_fn(b: LLVMArithmetic, fn: MathFunction, args: Sequence[Reg], dtypes: Sequence[DType]) -> Reg:
+    d = dtypes[0]
+    spelling = fn.llvm if fn.llvm and fn.llvm not in b.t.math_fn_avoid else ""
+    if spelling:
+        return _generic(b, fn, spelling, list(args), d)
+    symbol = fn.nv_symbol(d.bits) if b.t.libdevice else ""
+    if not symbol:
+        where = b.target.backend
+        raise UnsupportedError(
+            f"libdevice.{fn.name} on {d} is not supported on {where}: "
+            + ("no device math library is linked for this target" if not b.t.libdevice
+               else "libdevice has no version for this type")
+            + "; run it on the interpreter, OpenCL or CUDA, or compute it from supported ops")
+    return _libdevice(b, fn, symbol, list(args), d)
+
+
+def _libdevice(b: LLVMArithmetic, fn: MathFunction, symbol: str, args: list[Reg], d: DType) -> Reg:
+    result = fn.result
+    if result in ("b", "i32") and fn.operands[0] == "f":
+        raw = b._call(symbol, "i32", args)
+        nonzero = b._val("i1", f"icmp ne {raw}, 0")
+        if result == "b":
+            return nonzero
+        return raw if fn.name == "ilogb" else b._val("i32", f"zext {nonzero} to i32")
+    ret = {"f": args[0].ty, "n": args[0].ty, "i32": "i32", "i64": "i64"}[result]
+    return b._call(symbol, ret, args)
+
+
+def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg], d: DType) -> Reg:
+    x = args[0]
+    ty = x.ty
+    sfx = _SUFFIX[ty]
+    if spelling.startswith("fpclass:"):
+        return b._call(f"llvm.is.fpclass.{sfx}", "i1", [x, Reg(spelling.split(":")[1], "i32")])
+    if spelling == "signbit":
+        ity = "i32" if ty == "float" else "i64"
+        bits = b._val(ity, f"bitcast {x} to {ity}")
+        neg = b._val("i1", f"icmp slt {bits}, 0")
+        return b._val("i32", f"zext {neg} to i32")
+    if spelling == "saturate":  # maxnum(NaN, 0) is 0; + 0.0 turns -0.0 into +0.0
+        lo = b._call(f"llvm.maxnum.{sfx}", ty, [x, Reg("0.0", ty)])
+        hi = b._call(f"llvm.minnum.{sfx}", ty, [lo, Reg("1.0", ty)])
+        return b._val(ty, f"fadd {hi}, 0.0")
+    if spelling == "llvm.ldexp":
+        return b._call(f"llvm.ldexp.{sfx}.i32", ty, args)
+    if spelling in ("llvm.ctlz", "llvm.cttz"):
+        count = b._call(f"{spelling}.{sfx}", ty, [x, Reg("false", "i1")])
+        if spelling == "llvm.cttz":  # ffs: 1 + index of the lowest set bit, 0 for 0
+            one = b._val(ty, f"add {count}, 1")
+            zero = b._val("i1", f"icmp eq {x}, 0")
+            count = b._val(ty, f"select {zero}, {ty} 0, {one}")
+        return _to_i32(b, count)
+    r = b._call(f"{spelling}.{sfx}", ty, args)
+    return _to_i32(b, r) if fn.result == "i32" else r
+
+
+def _to_i32(b: LLVMArithmetic, v: Reg) -> Reg:
+    return v if v.ty == "i32" else b._val("i32", f"trunc {v} to i32")
