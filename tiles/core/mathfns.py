@@ -35,7 +35,8 @@ class MathFunction:
     opencl: str | None = None      # C expression over {0}, {1}...; None: "name({0}, ...)"; "": absent
     nv: str | tuple[str, str] | None = None  # libdevice: base (f32 adds "f"; 64-bit ints "ll"),
     #                                          an explicit (32-bit, 64-bit) pair, or "": absent
-    llvm: str = ""                 # "llvm.<intrinsic>" (type suffix added), "fpclass:<mask>", "signbit"
+    llvm: str = ""                 # "llvm.<intrinsic>" (type suffix added) or an expansion in
+    #                                llvm/mathfn.py: "fpclass:<mask>", "signbit", "saturating:<rounding>"...
     ulp: float = 0.0               # documented bound of the OpenCL / libdevice versions, in ulp
     atol: float = 0.0              # extra absolute bound in units of the dtype's epsilon
     domain: tuple[float, float] = (-10.0, 10.0)
@@ -221,9 +222,9 @@ ROWS: tuple[MathFunction, ...] = (
     MathFunction("expm1", "f>f", np.expm1, "e ** x - 1, accurate near 0", ulp=3),
     MathFunction("log10", "f>f", np.log10, "base-10 logarithm", ulp=3, domain=_POS),
     MathFunction("log1p", "f>f", np.log1p, "ln(1 + x), accurate near 0", ulp=2, domain=(-0.9, 1e3)),
-    MathFunction("logb", "f>f", _logb, "unbiased exponent as a float", domain=(-1e6, 1e6)),
+    MathFunction("logb", "f>f", _logb, "unbiased exponent as a float", llvm="logb", domain=(-1e6, 1e6)),
     MathFunction("ilogb", "f>i32", _ilogb, "unbiased exponent (0 and NaN: INT_MIN, inf: INT_MAX)",
-                 domain=(-1e6, 1e6)),
+                 llvm="ilogb", domain=(-1e6, 1e6)),
     MathFunction("cbrt", "f>f", np.cbrt, "cube root", ulp=2, domain=(-1e3, 1e3)),
     MathFunction("rcbrt", "f>f", lambda x: 1.0 / np.cbrt(x), "1 / cube root", opencl="(1 / cbrt({0}))",
                  ulp=3, domain=(-1e3, 1e3)),
@@ -260,11 +261,12 @@ ROWS: tuple[MathFunction, ...] = (
                  llvm="llvm.nearbyint", domain=(-1e4, 1e4)),
     MathFunction("llrint", "f>i64", lambda x: _saturating_int64(np.rint(x)),
                  "round half to even to int64 (saturating, NaN: 0)",
-                 opencl="(isnan({0}) ? 0L : convert_long_sat_rte({0}))",
+                 opencl="(isnan({0}) ? 0L : convert_long_sat_rte({0}))", llvm="saturating:llvm.rint",
                  domain=(-1e4, 1e4)),
     MathFunction("llround", "f>i64", lambda x: _saturating_int64(_round_half_away(x)),
                  "round half away from zero to int64 (saturating, NaN: 0)",
-                 opencl="(isnan({0}) ? 0L : convert_long_sat(round({0})))", domain=(-1e4, 1e4)),
+                 opencl="(isnan({0}) ? 0L : convert_long_sat(round({0})))", llvm="saturating:llvm.round",
+                 domain=(-1e4, 1e4)),
     MathFunction("copysign", "ff>f", np.copysign, "|x| with the sign of y", llvm="llvm.copysign"),
     MathFunction("fdim", "ff>f", _fdim, "x - y if x > y else +0"),
     MathFunction("nextafter", "ff>f", np.nextafter, "next representable value after x toward y",

@@ -65,6 +65,11 @@ def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg]
         lo = b._call(f"llvm.maxnum.{sfx}", ty, [x, Reg("0.0", ty)])
         hi = b._call(f"llvm.minnum.{sfx}", ty, [lo, Reg("1.0", ty)])
         return b._val(ty, f"fadd {hi}, 0.0")
+    if spelling.startswith("saturating:"):  # round, then to int64 saturating with NaN -> 0
+        r = b._call(f"{spelling.split(':')[1]}.{sfx}", ty, [x])
+        return b._call(f"llvm.fptosi.sat.i64.{sfx}", "i64", [r])
+    if spelling in ("ilogb", "logb"):
+        return _exponent(b, x, sfx, spelling)
     if spelling == "llvm.ldexp":
         return b._call(f"llvm.ldexp.{sfx}.i32", ty, args)
     if spelling in ("llvm.ctlz", "llvm.cttz"):
@@ -76,6 +81,29 @@ def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg]
         return _to_i32(b, count)
     r = b._call(f"{spelling}.{sfx}", ty, args)
     return _to_i32(b, r) if fn.result == "i32" else r
+
+
+def _exponent(b: LLVMArithmetic, x: Reg, sfx: str, kind: str) -> Reg:
+    """ilogb / logb from llvm.frexp (whose exponent is one more), with the special values of
+    core/mathfns.py: ilogb(0) = ilogb(NaN) = INT_MIN, ilogb(+-inf) = INT_MAX; logb(0) = -inf,
+    logb(+-inf) = +inf, logb(NaN) = NaN."""
+    ty = x.ty
+    pair = b._call(f"llvm.frexp.{sfx}.i32", f"{{ {ty}, i32 }}", [x])
+    e = b._val("i32", f"extractvalue {pair}, 1")
+    e = b._val("i32", f"sub {e}, 1")
+    inf = b._call(f"llvm.is.fpclass.{sfx}", "i1", [x, Reg(str((1 << 2) | (1 << 9)), "i32")])
+    zero = b._val("i1", f"fcmp oeq {x}, 0.0")
+    if kind == "ilogb":
+        nan = b._val("i1", f"fcmp uno {x}, 0.0")
+        r = b._val("i32", f"select {inf}, i32 2147483647, {e}")
+        bad = b._val("i1", f"or {zero}, {nan.name}")
+        return b._val("i32", f"select {bad}, i32 -2147483648, {r}")
+    f = b._val(ty, f"sitofp {e} to {ty}")
+    ax = b._call(f"llvm.fabs.{sfx}", ty, [x])
+    f = b._val(ty, f"select {inf}, {ax}, {f}")   # +inf for +-inf; NaN stays NaN below
+    nan = b._val("i1", f"fcmp uno {x}, 0.0")
+    f = b._val(ty, f"select {nan}, {x}, {f}")
+    return b._val(ty, f"select {zero}, {ty} 0xFFF0000000000000, {f}")
 
 
 def _to_i32(b: LLVMArithmetic, v: Reg) -> Reg:
