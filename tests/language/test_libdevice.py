@@ -49,6 +49,7 @@ KNOWN = {
     "lgamma": [(0.5, 0.5723649429247001), (-2.5, -0.056243716497674054), (30.0, 71.25703896716801)],
     "tgamma": [(0.5, 1.772453850905516), (-2.5, -0.9453087204829419), (7.25, 1155.3810139199898)],
     "erfc": [(0.5, 0.4795001221869535), (-1.5, 1.9661051464753108), (8.0, 1.1224297172982926e-29)],
+    "erfcx": [(0.5, 0.6156903441929259), (-1.5, 18.653886256262734), (10.0, 0.05614099274382259)],
     "j0": [(2.5, -0.048383776468198)], "j1": [(2.5, 0.49709410246427405)],
     "y0": [(2.5, 0.4980703596152319)], "y1": [(2.5, 0.1459181379667858)],
 }
@@ -228,3 +229,31 @@ def test_constants_fold_through_math_functions():
     kern[(1,)](out, backend="interpreter")
     assert "math_fn" not in kern.ir(out)  # folded with the interpreter's own semantics
     np.testing.assert_array_equal(out, np.full(4, np.float32(np.tanh(0.5)) + np.float32(3.0), F32))
+
+
+def test_div_rz_is_the_exact_quotient_truncated():
+    """Against exact rational arithmetic (fractions), ties, overflow and subnormals included."""
+    from fractions import Fraction
+    rng = np.random.default_rng(11)
+    x = (rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300)).astype(F32)
+    y = (rng.standard_normal(300) * 10.0 ** rng.integers(-30, 30, 300)).astype(F32)
+    x[:6], y[:6] = [1, 3, 1e-45, 3e38, -7, 6], [3, 7, 3, 1e-10, 3, 3]
+    out = np.zeros(300, F32)
+
+    @tiles.jit
+    def kern(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        o = tl.arange(0, BLOCK)
+        m = o < n
+        tl.store(out_ptr + o, libdevice.div_rz(tl.load(x_ptr + o, mask=m), tl.load(y_ptr + o, mask=m)), mask=m)
+
+    kern[(1,)](x, y, out, 300, BLOCK=512, backend="interpreter")
+    biggest = Fraction(float(np.finfo(F32).max))
+    for a, b, got in zip(x, y, out):
+        q = Fraction(float(a)) / Fraction(float(b))
+        if abs(q) > biggest:
+            want = np.copysign(np.finfo(F32).max, float(q))
+        else:
+            want = F32(float(q))
+            if abs(Fraction(float(want))) > abs(q):
+                want = np.nextafter(want, F32(0))
+        assert got == want, (a, b, got, want)

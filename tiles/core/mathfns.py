@@ -151,6 +151,15 @@ def _lgamma(x: np.ndarray) -> np.ndarray:
     return np.where(tiny, -np.log(np.abs(np.where(tiny, x, 1.0))), r)
 
 
+def _div_rz(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """float32 x / y rounded toward zero: the float64 quotient of two float32 values is never
+    within 2^-48 of a float32 it is not equal to, so truncating it is exact."""
+    q = x / y
+    r = q.astype(np.float32)
+    over = np.abs(r.astype(np.float64)) > np.abs(q)
+    return np.where(over, (r.view(np.int32) - 1).view(np.float32), r)
+
+
 def _remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.frompyfunc(_or_nan(math.remainder), 2, 1)(x, y).astype(np.float64)
 
@@ -237,6 +246,8 @@ ROWS: tuple[MathFunction, ...] = (
     # special functions
     MathFunction("erfc", "f>f", _scipy("erfc", math.erfc), "1 - erf(x), accurate for large x", ulp=16,
                  domain=(-5.0, 9.0), ref_error64=(64, 0)),
+    MathFunction("erfcx", "f>f", _scipy("erfcx"), "exp(x * x) * erfc(x) without overflow", opencl="",
+                 ulp=5, domain=(-3.0, 30.0)),
     MathFunction("erfinv", "f>f", _scipy("erfinv"), "inverse of erf", opencl="", ulp=5, atol=1,
                  domain=(-0.999, 0.999)),
     MathFunction("lgamma", "f>f", _lgamma, "ln |gamma(x)|", ulp=16, atol=8,
@@ -272,6 +283,10 @@ ROWS: tuple[MathFunction, ...] = (
     MathFunction("nextafter", "ff>f", np.nextafter, "next representable value after x toward y",
                  native=True),
     MathFunction("remainder", "ff>f", _remainder, "x - n y with n = x / y rounded half to even"),
+    MathFunction("div_rz", "ff>f", _div_rz, "x / y rounded toward zero (float32)",
+                 opencl="(fabs((double)(float)((double){0} / {1})) > fabs((double){0} / {1}) ? "
+                        "nextafter((float)((double){0} / {1}), 0.0f) : (float)((double){0} / {1}))",
+                 nv=("__nv_fdiv_rz", ""), llvm="div_rz", f32_only=True, domain=(-1e3, 1e3)),
     MathFunction("saturatef", "f>f", _saturate, "clamp to [0, 1] (NaN and -0.0: +0.0)",
                  opencl="(fmin(fmax({0}, 0.0f), 1.0f) + 0.0f)", llvm="saturate", f32_only=True,
                  domain=(-2.0, 2.0)),
@@ -329,7 +344,6 @@ NOT_SUPPORTED: dict[str, str] = {
     "hadd": "use (x + y) >> 1 on a wider integer type",
     "rhadd": "use (x + y + 1) >> 1 on a wider integer type",
     "mul24": "24-bit multiply is a CUDA speed trick: use x * y",
-    "erfcx": "scaled complementary error function: no OpenCL builtin yet",
     "erfcinv": "no OpenCL builtin yet; use erfinv(1 - x)",
     "normcdf": "use 0.5 * erfc(-x * 0.7071067811865476)",
     "normcdfinv": "use -1.4142135623730951 * erfinv(1 - 2 * x) style formulas",

@@ -121,7 +121,8 @@ LIBDEVICE: dict[str, Callable[..., tensor]] = {
     **{name: _make(name) for name in mathfns.FUNCTIONS},
     **{name: _float_only(name, op) for name, op in _BY_OP.items()},
     "abs": abs, "isnan": isnan, "mulhi": umulhi, "umulhi": umulhi,
-    **{name: _not_supported(name, why) for name, why in mathfns.NOT_SUPPORTED.items()},
+    **{name: _not_supported(name, why) for name, why in mathfns.NOT_SUPPORTED.items()
+       if name not in mathfns.FUNCTIONS},
 }
 """Every libdevice name: tiles.language.extra.libdevice (and .cuda/.hip) export exactly these."""
 

@@ -68,6 +68,18 @@ def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg]
     if spelling.startswith("saturating:"):  # round, then to int64 saturating with NaN -> 0
         r = b._call(f"{spelling.split(':')[1]}.{sfx}", ty, [x])
         return b._call(f"llvm.fptosi.sat.i64.{sfx}", "i64", [r])
+    if spelling == "div_rz":  # the float64 quotient, truncated to float32 (exact: see core/mathfns.py)
+        wide = [b._val("double", f"fpext {a} to double") for a in args]
+        q = b._val("double", f"fdiv {wide[0]}, {wide[1].name}")
+        r = b._val("float", f"fptrunc {q} to float")
+        back = b._val("double", f"fpext {r} to double")
+        ar = b._call("llvm.fabs.f64", "double", [back])
+        aq = b._call("llvm.fabs.f64", "double", [q])
+        over = b._val("i1", f"fcmp ogt {ar}, {aq.name}")
+        bits = b._val("i32", f"bitcast {r} to i32")
+        less = b._val("i32", f"sub {bits}, 1")
+        down = b._val("float", f"bitcast {less} to float")
+        return b._val("float", f"select {over}, {down}, {r}")
     if spelling in ("ilogb", "logb"):
         return _exponent(b, x, sfx, spelling)
     if spelling == "llvm.ldexp":
