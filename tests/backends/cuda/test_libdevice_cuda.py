@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from test_examples_ptx import CompileOnlyCUDA
 
+import tiles
+import tiles.language as tl
 from conformance.corpus import libdevice as corpus
 from conformance.profiles import CI
 from conformance.runner import PASSED, run_case
@@ -15,6 +17,7 @@ from tiles.backends import registry
 from tiles.backends.cuda import toolchain
 from tiles.core import mathfns
 from tiles.core.errors import UnsupportedError
+from tiles.language.extra import libdevice
 
 CASES = corpus.cases(CI)
 
@@ -62,3 +65,37 @@ cuda_ok, cuda_why = registry.status("cuda")
 def test_every_function_on_the_gpu_matches_the_interpreter(case):
     outcome = run_case(case, registry.get("cuda"), registry.get("interpreter"))
     assert outcome.status == PASSED, outcome.message
+
+
+
+@tiles.jit
+def dot_then_math(a, b, c, BLOCK: tl.constexpr):
+    o = tl.arange(0, BLOCK)
+    acc = tl.dot(tl.load(a + o[:, None] * BLOCK + o[None, :]), tl.load(b + o[:, None] * BLOCK + o[None, :]))
+    r = libdevice.tanh(acc) + libdevice.pow(acc, 2.0)      # math on tensor-core fragments
+    tl.store(c + o[:, None] * BLOCK + o[None, :], tl.where(libdevice.isinf(r), 0.0, r))
+
+
+def _dot_inputs():
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((64, 64)) / 4).astype(np.float16)
+    return a, a.T.copy(), np.zeros((64, 64), np.float32)
+
+
+@pytest.mark.skipif(toolchain.libdevice_path() is None, reason="no libdevice.10.bc (CUDA toolkit or Triton)")
+def test_math_on_tensor_core_fragments_compiles():
+    ptx = dot_then_math.warmup(*_dot_inputs(), BLOCK=64, backend=CompileOnlyCUDA()).asm["ptx"]
+    assert "mma.sync" in ptx and not re.search(r"\.extern\s+\.func", ptx)
+    if toolchain.ptxas_path() is not None:
+        toolchain.ptxas_info(ptx, "sm_90")
+
+
+@pytest.mark.skipif(not cuda_ok, reason=f"no CUDA GPU: {cuda_why}")
+def test_math_on_tensor_core_fragments_on_the_gpu():
+    a, b, want = _dot_inputs()
+    dot_then_math[(1,)](a, b, want, BLOCK=64, backend="interpreter")
+    got = np.zeros_like(want)
+    dot_then_math[(1,)](a, b, got, BLOCK=64, backend="cuda")
+    # the dot may sum in another order (|error| <= 64 eps sum|a||b|, about 3e-5 here); x**2 doubles
+    # it relative to acc (|acc| < 10), tanh shrinks it
+    np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
