@@ -279,9 +279,9 @@ ROWS: tuple[MathFunction, ...] = (
                  opencl="(isnan({0}) ? 0L : convert_long_sat(round({0})))", llvm="saturating:llvm.round",
                  domain=(-1e4, 1e4)),
     MathFunction("copysign", "ff>f", np.copysign, "|x| with the sign of y", llvm="llvm.copysign"),
-    MathFunction("fdim", "ff>f", _fdim, "x - y if x > y else +0"),
+    MathFunction("fdim", "ff>f", _fdim, "x - y if x > y else +0", llvm="fdim"),
     MathFunction("nextafter", "ff>f", np.nextafter, "next representable value after x toward y",
-                 native=True),
+                 llvm="nextafter", native=True),
     MathFunction("remainder", "ff>f", _remainder, "x - n y with n = x / y rounded half to even"),
     MathFunction("div_rz", "ff>f", _div_rz, "x / y rounded toward zero (float32)",
                  opencl="(fabs((double)(float)((double){0} / {1})) > fabs((double){0} / {1}) ? "

@@ -126,5 +126,7 @@ LIBDEVICE: dict[str, Callable[..., tensor]] = {
 }
 """Every libdevice name: tiles.language.extra.libdevice (and .cuda/.hip) export exactly these."""
 
-_TRITON_MATH = frozenset(globals())
+_TRITON_MATH = ("abs", "ceil", "cos", "div_rn", "erf", "exp", "exp2", "fdiv", "floor", "fma", "isnan", "log",
+                "log2", "max", "min", "rsqrt", "sigmoid", "sin", "sqrt", "sqrt_rn", "umulhi")
 globals().update({k: v for k, v in LIBDEVICE.items() if k not in _TRITON_MATH})
+__all__ = sorted({*_TRITON_MATH, *LIBDEVICE})

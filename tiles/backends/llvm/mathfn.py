@@ -80,6 +80,16 @@ def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg]
         less = b._val("i32", f"sub {bits}, 1")
         down = b._val("float", f"bitcast {less} to float")
         return b._val("float", f"select {over}, {down}, {r}")
+    if spelling == "fdim":  # NaN in, NaN out; else x - y when x > y, +0 otherwise
+        y = args[1]
+        diff = b._val(ty, f"fsub {x}, {y.name}")
+        bigger = b._val("i1", f"fcmp ogt {x}, {y.name}")
+        r = b._val(ty, f"select {bigger}, {diff}, {ty} 0.0")
+        nan = b._val("i1", f"fcmp uno {x}, {y.name}")
+        either = b._val(ty, f"fadd {x}, {y.name}")
+        return b._val(ty, f"select {nan}, {either}, {r}")
+    if spelling == "nextafter":
+        return _nextafter(b, x, args[1])
     if spelling in ("ilogb", "logb"):
         return _exponent(b, x, sfx, spelling)
     if spelling == "llvm.ldexp":
@@ -93,6 +103,33 @@ def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg]
         return _to_i32(b, count)
     r = b._call(f"{spelling}.{sfx}", ty, args)
     return _to_i32(b, r) if fn.result == "i32" else r
+
+
+def _nextafter(b: LLVMArithmetic, x: Reg, y: Reg) -> Reg:
+    """The neighbour of x toward y: one step of the bit pattern, the smallest subnormal (with y's
+    sign) from zero, y itself when x == y, NaN when either is."""
+    ty = x.ty
+    ity = "i32" if ty == "float" else "i64"
+    bits = b._val(ity, f"bitcast {x} to {ity}")
+    up = b._val(ity, f"add {bits}, 1")
+    down = b._val(ity, f"sub {bits}, 1")
+    # away from zero (magnitude up) when x < y for positive x or x > y for negative x
+    less = b._val("i1", f"fcmp olt {x}, {y.name}")
+    positive = b._val("i1", f"icmp sge {bits}, 0")
+    away = b._val("i1", f"icmp eq i1 {less.name}, {positive.name}")
+    step = b._val(ity, f"select {away}, {up}, {down}")
+    r = b._val(ty, f"bitcast {step} to {ty}")
+    ybits = b._val(ity, f"bitcast {y} to {ity}")
+    sign = b._val(ity, f"and {ybits}, {-(1 << (31 if ity == 'i32' else 63))}")
+    tiny = b._val(ity, f"or {sign}, 1")
+    tiny_f = b._val(ty, f"bitcast {tiny} to {ty}")
+    zero = b._val("i1", f"fcmp oeq {x}, 0.0")
+    r = b._val(ty, f"select {zero}, {tiny_f}, {r}")
+    same = b._val("i1", f"fcmp oeq {x}, {y.name}")
+    r = b._val(ty, f"select {same}, {y}, {r}")
+    nan = b._val("i1", f"fcmp uno {x}, {y.name}")
+    either = b._val(ty, f"fadd {x}, {y.name}")
+    return b._val(ty, f"select {nan}, {either}, {r}")
 
 
 def _exponent(b: LLVMArithmetic, x: Reg, sfx: str, kind: str) -> Reg:
