@@ -50,7 +50,7 @@ def groups(dtype: DType) -> dict[str, list[MathFunction]]:
         if dtype.is_int != (fn.operands[0] == "n") or dtype == D.float64 and fn.f32_only:
             continue
         kind = "fast" if fn.name.startswith("fast_") else "exact" if fn.exact else "inexact"
-        if fn.opencl == "":
+        if not fn.has_opencl(dtype):
             kind += "-no_opencl"  # apart, so that OpenCL runs the rest of the group
         out.setdefault(f"{fn.operands}-{kind}", []).append(fn)
     return out

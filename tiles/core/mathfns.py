@@ -42,6 +42,10 @@ class MathFunction:
     domain: tuple[float, float] = (-10.0, 10.0)
     f32_only: bool = False         # no float64 version in libdevice
     native: bool = False           # the reference runs in the operand's own type (not float64)
+    # OpenCL C helper functions the expression calls (added once to the program), and whether
+    # the OpenCL spelling only exists for float32 operands (it computes in double).
+    opencl_helper: str = ""
+    opencl_f32_only: bool = False
     # Error of the SciPy reference itself in float64 (ulp, atol in eps), measured against mpmath at
     # 160 bits on ``domain``; float64 checks add it to the bound.
     ref_error64: tuple[float, float] = (0.0, 0.0)
@@ -63,6 +67,10 @@ class MathFunction:
         template = self.opencl if self.opencl is not None else (
             f"{self.name}(" + ", ".join(f"{{{i}}}" for i in range(len(args))) + ")")
         return template.format(*args, u=u) if template else ""
+
+    def has_opencl(self, operand: DType) -> bool:
+        """Whether OpenCL has a spelling for operands of this type."""
+        return self.opencl != "" and not (self.opencl_f32_only and operand != float32)
 
     def nv_symbol(self, bits: int) -> str:
         """The libdevice function for an operand of ``bits`` (32 or 64); "" when there is none."""
@@ -208,6 +216,23 @@ def _fpclass(mask: int) -> str:
     return f"fpclass:{mask}"
 
 
+# float32 erfinv for OpenCL (which has no builtin): Winitzki's closed form (a = 0.147, about 2e-3
+# relative) refined by two Halley steps on erf(x) - y in double, then rounded once.
+_ERFINV_OPENCL = """\
+inline float tiles_erfinv(float yf) {
+  double y = (double)yf;
+  if (!(fabs(y) < 1.0)) return fabs(y) == 1.0 ? copysign(INFINITY, yf) : NAN;
+  if (y == 0.0) return yf;
+  double l = log((1.0 - y) * (1.0 + y)), t = 2.0 / (M_PI * 0.147) + 0.5 * l;
+  double x = copysign(sqrt(sqrt(t * t - l / 0.147) - t), y);
+  for (int i = 0; i < 2; i++) {
+    double f = erf(x) - y, d = M_2_SQRTPI * exp(-x * x);
+    x -= f / (d + x * f);
+  }
+  return (float)x;
+}
+"""
+
 _INF, _FINITE = (1 << 2) | (1 << 9), 0x1F8   # llvm.is.fpclass test masks
 _POS = (1e-3, 1e3)
 
@@ -248,8 +273,8 @@ ROWS: tuple[MathFunction, ...] = (
                  domain=(-5.0, 9.0), ref_error64=(64, 0)),
     MathFunction("erfcx", "f>f", _scipy("erfcx"), "exp(x * x) * erfc(x) without overflow", opencl="",
                  ulp=5, domain=(-3.0, 30.0)),
-    MathFunction("erfinv", "f>f", _scipy("erfinv"), "inverse of erf", opencl="", ulp=5, atol=1,
-                 domain=(-0.999, 0.999)),
+    MathFunction("erfinv", "f>f", _scipy("erfinv"), "inverse of erf", opencl="tiles_erfinv({0})",
+                 opencl_helper=_ERFINV_OPENCL, opencl_f32_only=True, ulp=5, atol=1, domain=(-0.999, 0.999)),
     MathFunction("lgamma", "f>f", _lgamma, "ln |gamma(x)|", ulp=16, atol=8,
                  domain=(0.05, 40.0), ref_error64=(64, 160)),
     MathFunction("tgamma", "f>f", _scipy("gamma", math.gamma), "gamma function", ulp=16,

@@ -42,6 +42,7 @@ class OpenCLEmitter(MemoryMixin, Emitter):
         self.count = 0
         self.header = ""
         self.name = ""
+        self.helpers: dict[str, str] = {}  # math function -> C helper source it needs
 
     # ------------------------------------------------------------ text
     def _line(self, text: str) -> None:
@@ -97,6 +98,7 @@ class OpenCLEmitter(MemoryMixin, Emitter):
         if self.fp64:
             pragmas.insert(0, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
             prelude += ct.PRELUDE_FP64
+        prelude += "".join(self.helpers.values())
         body = list(self.lines)
         if local_bytes:
             body.insert(0, f"  __local uchar tiles_local[{local_bytes}] __attribute__((aligned(16)));")
@@ -196,6 +198,11 @@ class OpenCLEmitter(MemoryMixin, Emitter):
     def math_fn(self, fn: MathFunction, args: Sequence[Handle], dtypes: Sequence[DType]) -> Handle:
         d = dtypes[0]
         expr = fn.opencl_expr([str(a) for a in args], u=ct.unsigned(d) if d.is_int else "")
+        if fn.opencl_f32_only and d != D.float32 or fn.opencl_helper and not self.fp64:
+            raise UnsupportedError(f"libdevice.{fn.name} on {d} is not supported on {self.target.backend} "
+                                   "(its OpenCL version is float32 only and needs a double-capable device)")
+        if fn.opencl_helper:
+            self.helpers[fn.name] = fn.opencl_helper
         if not expr:
             raise UnsupportedError(f"libdevice.{fn.name} has no OpenCL C builtin and is not supported on "
                                    f"{self.target.backend}; it runs on the interpreter and CUDA")
