@@ -257,3 +257,21 @@ def test_div_rz_is_the_exact_quotient_truncated():
             if abs(Fraction(float(want))) > abs(q):
                 want = np.nextafter(want, F32(0))
         assert got == want, (a, b, got, want)
+
+
+def test_names_served_by_existing_ops():
+    x = np.array([1.0, -2.0, 3.5, 7.0, -0.5, 9.0, 0.25, -3.0], F32)
+    out = np.zeros(8, F32)
+
+    @tiles.jit
+    def kern(x_ptr, out_ptr):
+        o = tl.arange(0, 8)
+        v = tl.load(x_ptr + o)
+        r = libdevice.fmod(v, 1.5) + libdevice.fmax(v, 0.0) + libdevice.add_rn(v, v) + libdevice.rcp_rn(v)
+        r += libdevice.fma_rn(v, v, 1.0) + libdevice.mulhi(o, o).to(tl.float32) + libdevice.abs(v)
+        tl.store(out_ptr + o, r)
+
+    kern[(1,)](x, out, backend="interpreter")
+    want = np.fmod(x, F32(1.5)) + np.fmax(x, F32(0)) + (x + x) + F32(1) / x
+    want = want + ((x * x + F32(1)) + F32(0) + np.abs(x))  # same association; mulhi of small ints is 0
+    np.testing.assert_array_equal(out, want)

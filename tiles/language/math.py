@@ -47,7 +47,7 @@ def call(name: str, *args: Any) -> tensor:
     kinds = fn.operands
     if len(args) != len(kinds):
         raise S.error(f"libdevice.{name} takes {len(kinds)} argument(s), got {len(args)}")
-    if kinds in ("ff", "fff"):
+    if kinds == "ff":
         x, y, _ = S._pair(args[0], args[1])
         operands = [x, y]
     elif kinds == "fi":
@@ -100,21 +100,13 @@ def _not_supported(name: str, why: str) -> Callable[..., tensor]:
     return f
 
 
-def _fmod(x: Any, y: Any) -> tensor:
-    return S.mod(x, y)
-
-
-def _binary(kind: str) -> Callable[..., tensor]:
-    return lambda x, y: S.minmax(kind, x, y) if kind in ("max", "min") else getattr(S, kind)(x, y)
-
-
 # libdevice names computed by an existing IR op (accuracy as that op's on each backend).
 _BY_OP: dict[str, Callable[..., tensor]] = {
     "exp": exp, "exp2": exp2, "log": log, "log2": log2, "sqrt": sqrt, "sqrt_rn": sqrt,
     "rsqrt": rsqrt, "rsqrt_rn": rsqrt, "sin": sin, "cos": cos, "erf": erf, "floor": floor,
-    "ceil": ceil, "fma": fma, "fma_rn": fma, "div_rn": div_rn, "fmod": _fmod,
-    "add_rn": _binary("add"), "sub_rn": _binary("sub"), "mul_rn": _binary("mul"),
-    "fmin": _binary("min"), "fmax": _binary("max"), "rcp_rn": lambda x: S.truediv(1.0, x),
+    "ceil": ceil, "fma": fma, "fma_rn": fma, "div_rn": div_rn, "fmod": S.mod,
+    "add_rn": S.add, "sub_rn": S.sub, "mul_rn": S.mul, "rcp_rn": lambda x: S.truediv(1.0, x),
+    "fmin": lambda x, y: S.minmax("min", x, y), "fmax": lambda x, y: S.minmax("max", x, y),
 }
 
 LIBDEVICE: dict[str, Callable[..., tensor]] = {
