@@ -233,6 +233,20 @@ inline float tiles_erfinv(float yf) {
 }
 """
 
+# bit reversal for OpenCL (no builtin): swap halves, then ever smaller neighbouring groups.
+_BREV_OPENCL = """\
+inline uint tiles_brev_uint(uint x) {
+  x = (x >> 16) | (x << 16);
+  x = ((x >> 8) & 0x00FF00FFu) | ((x & 0x00FF00FFu) << 8);
+  x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
+  x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
+  return ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
+}
+inline ulong tiles_brev_ulong(ulong x) {
+  return ((ulong)tiles_brev_uint((uint)x) << 32) | (ulong)tiles_brev_uint((uint)(x >> 32));
+}
+"""
+
 _INF, _FINITE = (1 << 2) | (1 << 9), 0x1F8   # llvm.is.fpclass test masks
 _POS = (1e-3, 1e3)
 
@@ -352,8 +366,8 @@ ROWS: tuple[MathFunction, ...] = (
                  "number of set bits", opencl="(int)popcount({0})", nv="popc", llvm="llvm.ctpop"),
     MathFunction("ffs", "n>i32", _ffs, "1 + index of the lowest set bit (0 for 0)",
                  opencl="({0} == 0 ? 0 : (int)popcount((({u}){0} & -({u}){0}) - 1) + 1)", nv="ffs", llvm="llvm.cttz"),
-    MathFunction("brev", "n>n", _brev, "the bits in reverse order", opencl="", nv="brev",
-                 llvm="llvm.bitreverse"),
+    MathFunction("brev", "n>n", _brev, "the bits in reverse order", opencl="tiles_brev_{u}(({u}){0})",
+                 opencl_helper=_BREV_OPENCL, nv="brev", llvm="llvm.bitreverse"),
 )
 
 FUNCTIONS: dict[str, MathFunction] = {f.name: f for f in ROWS}

@@ -198,7 +198,7 @@ class OpenCLEmitter(MemoryMixin, Emitter):
     def math_fn(self, fn: MathFunction, args: Sequence[Handle], dtypes: Sequence[DType]) -> Handle:
         d = dtypes[0]
         expr = fn.opencl_expr([str(a) for a in args], u=ct.unsigned(d) if d.is_int else "")
-        if fn.opencl_f32_only and d != D.float32 or fn.opencl_helper and not self.fp64:
+        if fn.opencl_f32_only and (d != D.float32 or not self.fp64):
             raise UnsupportedError(f"libdevice.{fn.name} on {d} is not supported on {self.target.backend} "
                                    "(its OpenCL version is float32 only and needs a double-capable device)")
         if fn.opencl_helper:
