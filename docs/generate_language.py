@@ -206,7 +206,7 @@ def math_section() -> list[str]:
         if ref_ulp or ref_eps:
             bound += f"; ref64 +{ref_ulp:g} ulp" + (f" + {ref_eps:g} eps" if ref_eps else "")
         args = [f"x{i}" for i in range(len(fn.operands))]
-        ocl = f"`{fn.opencl_expr(args, u='unsigned')}`" if fn.opencl != "" else "not supported (no builtin)"
+        ocl = f"`{fn.opencl_expr(args, u='uint')}`" if fn.opencl != "" else "not supported (no builtin)"
         if fn.opencl_f32_only:
             ocl += " (float32 only: our helper, in double)"
         symbols = [fn.nv_symbol(b) for b in (32, 64)]
