@@ -97,7 +97,8 @@ def _scipy(name: str, fallback: Callable[[float], float] | None = None) -> Ref:
             import scipy.special as sp  # type: ignore[import-untyped]
         except ImportError:
             if fallback is None:
-                raise RuntimeError(f"the interpreter computes {name} with SciPy: pip install scipy") from None
+                raise RuntimeError(f"the interpreter computes {name} with SciPy: "
+                                   "pip install scipy (or tiles[math])") from None
             return np.frompyfunc(_or_nan(fallback), len(xs), 1)(*xs).astype(np.float64)
         return np.asarray(getattr(sp, name)(*xs), dtype=np.float64)
     return ref
