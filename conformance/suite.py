@@ -38,7 +38,7 @@ def run(backend: str | Backend, profile: Profile, families: set[str] | None = No
     be = B.resolve(backend)
     ref = B.reference()
     report = Report(be.name, profile.name)
-    report.declared = [f"{op.value} within {rtol:.2g}*|exact| + {atol:.2g}"
+    report.declared = [f"{getattr(op, 'value', op)} within {rtol:.2g}*|exact| + {atol:.2g}"
                        for op, rtol, atol in be.target().approximate]
     chosen = selected(corpus_cases(profile), families, keyword)
     by_family: dict[str, list[Case]] = {}

@@ -13,7 +13,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import tiles.language as tl  # noqa: E402
+from tiles.backends.cuda import FAST_MATH  # noqa: E402
+from tiles.core import mathfns  # noqa: E402
 from tiles.core.ops import DOCS, FAMILIES, Op  # noqa: E402
+from tiles.language.math import _BY_OP  # noqa: E402
 from tiles.language.unsupported import Unsupported  # noqa: E402
 
 OUTPUT = Path(__file__).with_name("language.md")
@@ -216,12 +219,71 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
+MATH_INTRODUCTION = """\
+## Math functions: `tl.math` and `libdevice`
+
+`from triton.language.extra import libdevice` (or `.cuda.libdevice`, `.hip.libdevice`,
+`tl.extra.cuda.libdevice.tanh`, and the Triton 2.x spellings `tl.math.tanh`) reach one portable
+set of functions.  Like Triton's libdevice they take float32 or float64 tiles (float16/bfloat16
+are refused with the fix: `x.to(tl.float32)`); two operands are promoted and broadcast together
+as arithmetic does.  Each function below is one row of `tiles/core/mathfns.py` and traces to the
+`math_fn` op.  The interpreter computes the row's NumPy/SciPy reference in float64 and rounds once
+(`native` rows compute in the operand's type); backends are checked against it within the
+*bound*: `ulp` units in the last place of the result plus `atol` machine epsilons (`exact`:
+bit for bit; zero's sign free for inexact ones).  Where SciPy's own float64 value is less
+accurate (measured against 160-bit mpmath), float64 checks add that error, shown as *ref64*.
+
+Per backend: **OpenCL** calls the C builtin shown (OpenCL's accuracy rules are within the bound);
+**CUDA** calls NVIDIA libdevice's `__nv_*` function, or the exact LLVM spelling; the `fast_*`
+functions use the hardware approximations and CUDA declares their bound in
+`Target.approximate`; **ROCm** links no math library: functions with an LLVM spelling compile
+(exactly), the others raise `UnsupportedError` naming the function.
+"""
+
+
+def math_section() -> list[str]:
+    fast = {name: (rtol, atol) for name, rtol, atol in FAST_MATH}
+    out = [MATH_INTRODUCTION, "| function | operands -> result | meaning | bound | OpenCL | CUDA | ROCm |",
+           "|---|---|---|---|---|---|---|"]
+    kinds = {"f": "float", "i": "int32", "n": "int32/int64"}
+    results = {"f": "float", "n": "same", "b": "int1", "i32": "int32", "i64": "int64"}
+    for fn in mathfns.ROWS:
+        sig = ", ".join(kinds[k] for k in fn.operands) + " -> " + results[fn.result]
+        if fn.f32_only:
+            sig = sig.replace("float", "float32")
+        bound = "exact" if fn.exact else f"{fn.ulp:g} ulp" + (f" + {fn.atol:g} eps" if fn.atol else "")
+        ref_ulp, ref_eps = fn.ref_error64
+        if ref_ulp or ref_eps:
+            bound += f"; ref64 +{ref_ulp:g} ulp" + (f" + {ref_eps:g} eps" if ref_eps else "")
+        args = [f"x{i}" for i in range(len(fn.operands))]
+        ocl = f"`{fn.opencl_expr(args, u='uint')}`" if fn.opencl != "" else "not supported (no builtin)"
+        if fn.opencl_f32_only:
+            ocl += " (float32 only: our helper, in double)"
+        symbols = [fn.nv_symbol(b) for b in (32, 64)]
+        cuda = f"LLVM `{fn.llvm}`" if fn.llvm else "libdevice " + "/".join(f"`{s}`" for s in symbols if s)
+        if fn.name in fast:
+            rtol, atol = fast[fn.name]
+            cuda += f" (approximate: {rtol:.2g}·|x| + {atol:.2g})"
+        rocm = f"LLVM `{fn.llvm}`" if fn.llvm else "not supported"
+        out.append(f"| `{fn.name}` | {sig} | {_cell(fn.doc)} | {bound} | {_cell(ocl)} | {_cell(cuda)} | {rocm} |")
+    out += ["", "These libdevice names call an IR op of their own (its accuracy is that op's, "
+            "see the elementwise ops below): " + ", ".join(f"`{n}`" for n in sorted(_BY_OP))
+            + ", `abs`, `isnan`, `mulhi`/`umulhi`.", "",
+            "Not supported (a `CompilationError` at the call's line says why): "
+            + "; ".join(f"`{n}`: {why}" for n, why in mathfns.NOT_SUPPORTED.items()
+                        if not any(n.endswith(r) for r in ("_rd", "_ru", "_rz", "_rn")))
+            + "; the directed-rounding variants (`*_rd`, `*_ru`, `*_rz`) and the rounding-mode "
+            "conversions (`float2int_rn`, ...).", ""]
+    return out
+
+
 def render() -> str:
     out = [INTRODUCTION, "## `tl` functions\n",
            "The signature as tiles implements it, and its docstring where it has one.\n",
            "| function | signature | notes |", "|---|---|---|"]
     for name, sig, doc in language_functions():
         out.append(f"| `tl.{name}` | `{_cell(sig)}` | {_cell(doc)} |")
+    out += ["", *math_section()]
     out += ["", "## IR ops: the semantics every backend implements\n",
             "Each `tl` function traces to one or more of these ops (see `TILES_DUMP=ir` or "
             "`kernel.ir(...)`).  The one-line rule is the contract the interpreter "

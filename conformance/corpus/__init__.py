@@ -11,6 +11,7 @@ from . import (
     dot,
     elementwise,
     integer,
+    libdevice,
     math_fns,
     memory,
     random_,
@@ -18,7 +19,7 @@ from . import (
     shapes,
 )
 
-MODULES = (elementwise, integer, casts, math_fns, reductions, shapes, memory, atomics, dot, control, random_)
+MODULES = (elementwise, integer, casts, math_fns, libdevice, reductions, shapes, memory, atomics, dot, control, random_)
 
 
 def all_cases(profile: Profile) -> list[Case]:

@@ -34,7 +34,8 @@ class Target:
     unsupported_ops: frozenset[Op] = frozenset()
     # float32 ops computed by hardware approximations, with the bound their results keep:
     # (op, rtol, atol) means |got - exact| <= rtol * |exact| + atol.  Declared, not hidden.
-    approximate: tuple[tuple[Op, float, float], ...] = ()
+    # ``op`` is an Op or the name of a MATH_FN function (core/mathfns.py), e.g. "fast_expf".
+    approximate: tuple[tuple[Op | str, float, float], ...] = ()
 
 
 @dataclass(frozen=True)

@@ -38,6 +38,13 @@ class Cast:
 
 
 @dataclass(frozen=True)
+class MathFn:
+    """MATH_FN: the function's name, a key of ``core.mathfns.FUNCTIONS``."""
+
+    name: str
+
+
+@dataclass(frozen=True)
 class Hint:
     """HINT: ``kind`` is ``multiple_of`` or ``max_contiguous``; one value per axis."""
 

@@ -17,7 +17,7 @@ from .ir import Block, Instr, Kernel, Value
 from .ops import BINARY_ARITH, COMPARISON, MATH, SIDE_EFFECTS, Op
 
 _FOLDABLE = BINARY_ARITH | COMPARISON | MATH | {Op.NEG, Op.NOT, Op.CAST, Op.WHERE, Op.FMA, Op.ISNAN,
-                                                Op.BROADCAST}
+                                                Op.MATH_FN, Op.BROADCAST}
 _PURE = _FOLDABLE | {Op.CONST, Op.ARANGE, Op.PROGRAM_ID, Op.NUM_PROGRAMS, Op.BITCAST, Op.ADDPTR,
                      Op.RESHAPE, Op.PERMUTE, Op.JOIN, Op.CAT, Op.PTR_TO_INT, Op.INT_TO_PTR, Op.HINT}
 

@@ -57,6 +57,7 @@ class Op(enum.Enum):
     CEIL = "ceil"
     ABS = "abs"
     ISNAN = "isnan"
+    MATH_FN = "math_fn"
     # conversions and selection
     CAST = "cast"
     BITCAST = "bitcast"
@@ -138,6 +139,7 @@ DOCS: dict[Op, str] = {
     Op.CEIL: "r = ceil(a)",
     Op.ABS: "r = |a|  (ints: wraps at the minimum)",
     Op.ISNAN: "r = a is NaN  (int1)",
+    Op.MATH_FN: "r = fn(a, ...) for the function `name` of core/mathfns.py (tanh, pow, isinf, clz...)",
     Op.CAST: "r = a converted to `dtype` (floats round to nearest even; float->int truncates, saturating; NaN->0)",
     Op.BITCAST: "r = the bits of a reinterpreted as `dtype` (same width)",
     Op.WHERE: "r = c ? a : b",
@@ -182,7 +184,7 @@ MATH = frozenset({
     Op.FLOOR, Op.CEIL, Op.ABS,
 })
 ELEMENTWISE = (UNARY_ARITH | BINARY_ARITH | COMPARISON | MATH
-               | frozenset({Op.FMA, Op.ISNAN, Op.CAST, Op.BITCAST, Op.WHERE, Op.ADDPTR,
+               | frozenset({Op.FMA, Op.ISNAN, Op.MATH_FN, Op.CAST, Op.BITCAST, Op.WHERE, Op.ADDPTR,
                             Op.PTR_TO_INT, Op.INT_TO_PTR, Op.HINT}))
 CREATION = frozenset({Op.CONST, Op.ARANGE, Op.PROGRAM_ID, Op.NUM_PROGRAMS})
 SHAPE = frozenset({Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.JOIN, Op.SPLIT, Op.CAT})

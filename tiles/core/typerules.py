@@ -12,6 +12,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from . import attrs as A
+from . import mathfns
 from .dtypes import PointerType, int1, int32, int64
 from .ir import TileType
 from .ops import BINARY_ARITH, COMPARISON, MATH, Op
@@ -73,6 +74,17 @@ def _cmp(types: Sequence[TileType], _: Any) -> tuple[TileType, ...]:
 @_rule(Op.ISNAN)
 def _isnan(types: Sequence[TileType], _: Any) -> tuple[TileType, ...]:
     return (types[0].with_dtype(int1),)
+
+
+@_rule(Op.MATH_FN)
+def _math_fn(types: Sequence[TileType], a: A.MathFn) -> tuple[TileType, ...]:
+    shape = types[0].shape
+    if any(t.shape != shape for t in types):
+        raise IRTypeError(f"{a.name}: operand shapes differ: {[t.shape for t in types]}")
+    try:
+        return (types[0].with_dtype(mathfns.result_type(a.name, [t.dtype for t in types])),)
+    except (TypeError, KeyError) as e:
+        raise IRTypeError(f"math_fn {a.name}: {e}") from None
 
 
 @_rule(Op.CAST, Op.BITCAST)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import dtypes, mathfns
 from ..core.dtypes import DType, PointerType
 from ..core.ir import TileType
 from ..core.ops import Op
@@ -262,6 +262,16 @@ def _exact_unary(fn: Callable[[np.ndarray], np.ndarray], ints: Callable[[np.ndar
 ELEMENTWISE_IMPL[Op.FLOOR] = _exact_unary(np.floor, np.copy)
 ELEMENTWISE_IMPL[Op.CEIL] = _exact_unary(np.ceil, np.copy)
 ELEMENTWISE_IMPL[Op.ABS] = _exact_unary(np.abs, lambda a: a.copy() if a.dtype.kind in "bu" else np.abs(a))
+
+
+@_impl(Op.MATH_FN)
+def _math_fn(attrs: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
+    """A core/mathfns.py function: its NumPy reference on float64 (float operands; or in their
+    own type for ``native`` functions) or the integers themselves, rounded once to the result type."""
+    fn = mathfns.FUNCTIONS[attrs.name]
+    wide = args if fn.native else [a.astype(_F64) if _is_float(a) else a for a in args]
+    out = np.asarray(fn.ref(*wide))
+    return out.astype(rt.element.np) if out.dtype != rt.element.np else out
 
 
 @_impl(Op.ISNAN)

@@ -7,8 +7,6 @@ not implement exist and raise a ``CompilationError`` saying why when a kernel
 uses them (``unsupported.py``).
 """
 
-import importlib as _importlib
-import importlib.util as _importlib_util
 
 from ..core.dtypes import (
     DType as dtype,
@@ -17,7 +15,7 @@ from ..core.dtypes import (
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
 from ..core.ir import TileType as block_type
-from . import core, math, random, standard  # noqa: F401
+from . import core, extra, math, random, standard  # noqa: F401
 from .constexpr import constexpr
 from .control import range, static_range
 from .core import (
@@ -45,9 +43,6 @@ from .reduction import (
 from .standard import bitonic_merge, flip, interleave, reduce_or, squeeze, swizzle2d, topk, unsqueeze
 from .tensor import tensor
 from .unsupported import placeholders as _placeholders
-
-if _importlib_util.find_spec(f"{__name__}.extra") is not None:  # written by the math work
-    extra = _importlib.import_module(f"{__name__}.extra")
 
 float8e4m3fn = float8e4nv
 float8e5m2 = float8e5

@@ -34,15 +34,29 @@ LIBDEVICE_F64 = {"exp": "__nv_exp", "exp2": "__nv_exp2", "log": "__nv_log", "log
 EPS32 = 2.0 ** -23
 
 
-def approximate_math(libdevice: bool) -> tuple[tuple[Op, float, float], ...]:
+def approximate_math(libdevice: bool) -> tuple[tuple[Op | str, float, float], ...]:
     """float32 math on the hardware approximations (as Triton): exp = ex2.approx(x * log2 e),
     whose rounded argument costs up to ~46 ulp near the ends of exp's finite range; lg2.approx
     is 2^-22 in absolute terms near 1; without libdevice, log = lg2 * ln 2 and sin/cos use
     sin/cos.approx (absolute error about 2^-20.5 on [-pi, pi], growing outside)."""
-    out = [(Op.EXP, 64 * EPS32, 0.0), (Op.LOG2, 4 * EPS32, 2.0 ** -22)]
+    out: list[tuple[Op | str, float, float]] = [(Op.EXP, 64 * EPS32, 0.0), (Op.LOG2, 4 * EPS32, 2.0 ** -22)]
     if not libdevice:
         out += [(Op.LOG, 4 * EPS32, 2.0 ** -22), (Op.SIN, 0.0, 2.0 ** -18), (Op.COS, 0.0, 2.0 ** -18)]
-    return tuple(out)
+    return tuple(out) + FAST_MATH
+
+
+# libdevice's __nv_fast_* functions (CUDA Math API, "intrinsic functions"), inside the ranges the
+# conformance corpus uses: __expf 2 + 1.173|x| ulp (|x| <= 20), __exp10f 2 + 2.97|x| ulp (|x| <= 8),
+# __logf / __log2f / __log10f 2^-21.41 / 2^-22 / 2^-24 absolute near 1 and 3 ulp elsewhere,
+# __sinf / __cosf 2^-21.41 absolute on [-pi, pi], __tanf from them, __powf = exp2(y * __log2f(x)),
+# __fdividef 2 ulp (0 when 2^126 < |y| < 2^128).
+FAST_MATH: tuple[tuple[Op | str, float, float], ...] = (
+    ("fast_expf", 32 * EPS32, 0.0), ("fast_exp10f", 32 * EPS32, 0.0),
+    ("fast_logf", 4 * EPS32, 2.0 ** -21), ("fast_log2f", 4 * EPS32, 2.0 ** -22),
+    ("fast_log10f", 4 * EPS32, 2.0 ** -23), ("fast_sinf", 0.0, 2.0 ** -20),
+    ("fast_cosf", 0.0, 2.0 ** -20), ("fast_tanf", 16 * EPS32, 2.0 ** -19),
+    ("fast_powf", 64 * EPS32, 0.0), ("fast_dividef", 4 * EPS32, 1e-30),
+)
 
 
 def nvptx_target(arch: str) -> LLVMTarget:
@@ -59,6 +73,7 @@ def nvptx_target(arch: str) -> LLVMTarget:
         math_f32={"log2": "llvm.nvvm.lg2.approx.f", "exp2": "llvm.nvvm.ex2.approx.f",
                   **(LIBDEVICE_F32 if libdevice else {})},
         math_f64=LIBDEVICE_F64 if libdevice else {},
+        libdevice=libdevice,
         kernel_attributes={"nvvm.maxntid": "{threads}"},
     )
 

@@ -6,6 +6,7 @@ holds more than twice their precision).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -13,6 +14,7 @@ import numpy as np
 from ...core import dtypes as D
 from ...core.dtypes import DType, PointerType, ScalarType
 from ...core.errors import UnsupportedError
+from ...core.mathfns import MathFunction
 from ...core.ops import Op
 from .builder import (
     _FCMP,
@@ -26,6 +28,7 @@ from .builder import (
     _hex_double,
     _zero_literal,
 )
+from .mathfn import lower_math_fn
 
 
 class LLVMArithmetic(LLVMBuilder):
@@ -206,6 +209,9 @@ class LLVMArithmetic(LLVMBuilder):
         tau = self._val("float", f"fmul {t}, {ex.name}")
         r = self._val("float", f"fsub float {_hex_double(1.0)}, {tau.name}")
         return self._call("llvm.copysign.f32", "float", [r, x])
+
+    def math_fn(self, fn: MathFunction, args: Sequence[Any], dtypes: Sequence[DType]) -> Reg:
+        return lower_math_fn(self, fn, args, dtypes)
 
     def fma(self, a: Any, b: Any, c: Any, dtype: DType) -> Reg:
         if not dtype.is_floating:

@@ -37,6 +37,10 @@ class LLVMTarget:
     math_f32: dict[str, str] = field(default_factory=dict)
     # float64 math functions by name (exp, log, sin...), e.g. from NVIDIA's libdevice.
     math_f64: dict[str, str] = field(default_factory=dict)
+    # NVIDIA's libdevice is linked: math functions without an LLVM spelling call its __nv_* ones.
+    libdevice: bool = False
+    # core/mathfns.py LLVM spellings this target cannot lower (the function then needs the library).
+    math_fn_avoid: frozenset[str] = frozenset()
     # Extra function attributes for the kernel (e.g. amdgpu-flat-work-group-size).
     kernel_attributes: dict[str, str] = field(default_factory=dict)
     module_flags: tuple[str, ...] = ()

@@ -19,7 +19,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...core.dtypes import DType, PointerType, ScalarType, int32
+from ...core.errors import UnsupportedError
 from ...core.ir import Loc
+from ...core.mathfns import MathFunction
 from ...core.ops import Op
 from ..base import Target
 
@@ -68,6 +70,11 @@ class Emitter(abc.ABC):
     @abc.abstractmethod
     def unary(self, op: Op, a: Handle, dtype: DType) -> Handle:
         """NEG, NOT, a MATH op or ISNAN (int1 result) on an operand of ``dtype``."""
+
+    def math_fn(self, fn: MathFunction, args: Sequence[Handle], dtypes: Sequence[DType]) -> Handle:
+        """MATH_FN ``fn`` (core/mathfns.py) on operands of ``dtypes``; its result type is
+        ``fn.result_dtype(dtypes[0])``."""
+        raise UnsupportedError(f"libdevice.{fn.name} is not supported on {self.target.backend}")
 
     @abc.abstractmethod
     def fma(self, a: Handle, b: Handle, c: Handle, dtype: DType) -> Handle:

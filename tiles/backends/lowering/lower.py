@@ -14,6 +14,7 @@ from typing import Any
 
 from ...core import attrs as A  # noqa: N812
 from ...core import dtypes as D  # noqa: N812
+from ...core import mathfns
 from ...core.dtypes import DType, PointerType, ScalarType
 from ...core.errors import UnsupportedError
 from ...core.ir import Block, Instr, Kernel, Value
@@ -227,6 +228,13 @@ def _binary(lw: Lowering, instr: Instr) -> list[list[Handle]]:
 def _unary(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     dt = instr.operands[0].type.element
     return _zip(lw, instr, lambda a: lw.e.unary(instr.op, a, dt))
+
+
+@rule(Op.MATH_FN)
+def _math_fn(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    fn = mathfns.FUNCTIONS[instr.attrs.name]
+    dts = [v.type.element for v in instr.operands]
+    return _zip(lw, instr, lambda *xs: lw.e.math_fn(fn, xs, dts))
 
 
 @rule(Op.FMA)

@@ -9,6 +9,7 @@ from ...core import dtypes as D  # noqa: N812
 from ...core.dtypes import DType, PointerType, ScalarType
 from ...core.errors import UnsupportedError
 from ...core.ir import Loc
+from ...core.mathfns import MathFunction
 from ...core.ops import COMPARISON, Op
 from ..base import Target
 from ..lowering.emitter import Carried, Emitter, Handle
@@ -41,6 +42,7 @@ class OpenCLEmitter(MemoryMixin, Emitter):
         self.count = 0
         self.header = ""
         self.name = ""
+        self.helpers: dict[str, str] = {}  # math function -> C helper source it needs
 
     # ------------------------------------------------------------ text
     def _line(self, text: str) -> None:
@@ -96,6 +98,7 @@ class OpenCLEmitter(MemoryMixin, Emitter):
         if self.fp64:
             pragmas.insert(0, "#pragma OPENCL EXTENSION cl_khr_fp64 : enable")
             prelude += ct.PRELUDE_FP64
+        prelude += "".join(self.helpers.values())
         body = list(self.lines)
         if local_bytes:
             body.insert(0, f"  __local uchar tiles_local[{local_bytes}] __attribute__((aligned(16)));")
@@ -191,6 +194,20 @@ class OpenCLEmitter(MemoryMixin, Emitter):
             assert op is Op.ABS
             return self._tmp(t, f"({t})abs({a})" if dtype.is_signed else a)
         return self._tmp(t, self._round(dtype, f"{_MATH[op]}({a})"))
+
+    def math_fn(self, fn: MathFunction, args: Sequence[Handle], dtypes: Sequence[DType]) -> Handle:
+        d = dtypes[0]
+        expr = fn.opencl_expr([str(a) for a in args], u=ct.unsigned(d) if d.is_int else "")
+        if fn.opencl_f32_only and (d != D.float32 or not self.fp64):
+            raise UnsupportedError(f"libdevice.{fn.name} on {d} is not supported on {self.target.backend} "
+                                   "(its OpenCL version is float32 only and needs a double-capable device)")
+        if fn.opencl_helper:
+            self.helpers[fn.name] = fn.opencl_helper
+        if not expr:
+            raise UnsupportedError(f"libdevice.{fn.name} has no OpenCL C builtin and is not supported on "
+                                   f"{self.target.backend}; it runs on the interpreter and CUDA")
+        rt = fn.result_dtype(d)
+        return self._tmp(ct.REGISTER[rt], f"({ct.REGISTER[rt]})({expr})" if rt != d else expr)
 
     def fma(self, a: Handle, b: Handle, c: Handle, dtype: DType) -> Handle:
         t = ct.REGISTER[dtype]

@@ -15,6 +15,7 @@ from typing import Any
 from ....core import dtypes as D  # noqa: N812
 from ....core.dtypes import DType, ScalarType
 from ....core.ir import Instr, Value
+from ....core.mathfns import FUNCTIONS
 from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from .. import reductions, relayout  # noqa: F401  (their rules are registered first)
 from ..emitter import Handle
@@ -130,6 +131,8 @@ def _apply(lw: Lowering, instr: Instr, xs: list[Handle]) -> Handle:
         return e.cast(xs[0], src, instr.attrs.dtype, instr.attrs.fp_downcast_rounding)  # type: ignore[arg-type]
     if op is Op.WHERE:
         return e.select(xs[0], xs[1], xs[2], instr.result.type.dtype)
+    if op is Op.MATH_FN:
+        return e.math_fn(FUNCTIONS[instr.attrs.name], xs, [o.type.element for o in instr.operands])
     return e.unary(op, xs[0], src)  # type: ignore[arg-type]
 
 

@@ -174,7 +174,7 @@ def dot_shape(e: Emitter, instr: Instr, threads: int) -> tuple[int, int, int] | 
 
 
 WILD = "wild"   # a loop-carried value whose layout is not known yet (optimistic)
-_EW = BINARY_ARITH | COMPARISON | MATH | {Op.NEG, Op.NOT, Op.ISNAN, Op.FMA, Op.CAST, Op.WHERE}
+_EW = BINARY_ARITH | COMPARISON | MATH | {Op.NEG, Op.NOT, Op.ISNAN, Op.MATH_FN, Op.FMA, Op.CAST, Op.WHERE}
 _ROW_REDUCE = {"max": Op.MAXIMUM, "min": Op.MINIMUM, "sum": Op.ADD}
 
 
