@@ -1,0 +1,127 @@
+"""Live host arrays found by address, for pointers a kernel makes from integers.
+
+A kernel may load device addresses from memory (``x.ctypes.data``, ``t.data_ptr()``) and
+turn them into pointers.  When such an address lies in no array passed to the launch,
+the interpreter looks for a *live* NumPy array or CPU torch tensor that holds it: one
+reachable from an object the garbage collector tracks (a list, a dict, an object's
+attributes) or from a local variable of a running Python frame.  An array that is alive
+owns (or keeps alive) its memory, so reading inside its extent is sound, and accesses
+get the same bounds checks as an argument's.  Arrays found are remembered weakly, so a
+second launch with the same arrays does not scan again.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any
+
+import numpy as np
+
+_REMEMBERED: list[weakref.ref[Any]] = []
+
+
+def extent(arr: np.ndarray) -> tuple[int, int]:
+    """(lowest byte, one past the highest byte) of the view's elements, absolute."""
+    start = arr.__array_interface__["data"][0]
+    if arr.size == 0:
+        return start, start
+    lo = hi = start
+    for n, s in zip(arr.shape, arr.strides):
+        lo += min(0, (n - 1) * s)
+        hi += max(0, (n - 1) * s)
+    return lo, hi + arr.itemsize
+
+
+def as_host_array(obj: Any) -> np.ndarray | None:
+    """``obj`` as a NumPy view of its memory, when it is an ndarray or a CPU torch tensor."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(obj, torch.Tensor) or obj.device.type != "cpu":
+        return None
+    same_size_int = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+    try:
+        t = obj.detach()
+        if t.dtype.is_floating_point and t.element_size() in (1, 2) and t.dtype != torch.float16:
+            t = t.view(same_size_int[t.element_size()])  # bfloat16/float8: NumPy has no such type
+        return t.numpy()
+    except (RuntimeError, TypeError, KeyError):
+        return None
+
+
+def _candidates() -> Iterator[Any]:
+    """Every object the collector tracks and everything they refer to; frame locals."""
+    for obj in gc.get_objects():
+        yield obj
+        yield from gc.get_referents(obj)
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        yield from frame.f_locals.values()
+        frame = frame.f_back
+
+
+def _holding(arrays: Iterator[np.ndarray], wanted: np.ndarray) -> list[np.ndarray]:
+    """The arrays whose extent holds at least one of the sorted addresses ``wanted``."""
+    found: dict[tuple[int, int], np.ndarray] = {}
+    for arr in arrays:
+        lo, hi = extent(arr)
+        if hi > lo and (lo, hi) not in found:
+            j = int(np.searchsorted(wanted, lo))
+            if j < wanted.size and wanted[j] < hi:
+                found[(lo, hi)] = arr
+    return list(found.values())
+
+
+def _remembered() -> Iterator[np.ndarray]:
+    for ref in list(_REMEMBERED):
+        obj = ref()
+        arr = None if obj is None else as_host_array(obj)
+        if arr is None:
+            _REMEMBERED.remove(ref)
+        else:
+            yield arr
+
+
+def _scan() -> Iterator[tuple[Any, np.ndarray]]:
+    seen: set[int] = set()
+    kept: list[np.ndarray] = []  # alive while scanning, so ids in ``seen`` are not reused
+    torch = sys.modules.get("torch")
+    for obj in _candidates():
+        if not isinstance(obj, np.ndarray) and (torch is None or not isinstance(obj, torch.Tensor)):
+            continue
+        arr = as_host_array(obj)
+        while arr is not None and id(arr) not in seen:
+            seen.add(id(arr))
+            kept.append(arr)
+            yield obj, arr
+            obj = arr.base if isinstance(arr.base, np.ndarray) else None
+            arr = obj
+
+
+def find_live_arrays(addresses: np.ndarray) -> list[np.ndarray]:
+    """Live host arrays whose memory holds some of ``addresses`` (remembered ones first)."""
+    wanted = np.unique(addresses)
+    hits = _holding(_remembered(), wanted)
+    covered = np.zeros(wanted.size, np.bool_)
+    for arr in hits:
+        lo, hi = extent(arr)
+        covered |= (wanted >= lo) & (wanted < hi)
+    if covered.all():
+        return hits
+    owners: dict[int, Any] = {}
+
+    def scanned() -> Iterator[np.ndarray]:
+        for obj, arr in _scan():
+            owners[id(arr)] = obj
+            yield arr
+    new = _holding(scanned(), wanted[~covered])
+    for arr in new:
+        try:
+            _REMEMBERED.append(weakref.ref(owners[id(arr)]))
+        except TypeError:
+            pass
+    return hits + new
