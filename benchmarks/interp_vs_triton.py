@@ -25,7 +25,7 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 SIZES = {"full": dict(vec=2**20, rows=1024, cols=1024, mnk=256, sum_n=2**22,
-                     persistent=(512, 512, 256, 12), tuned=(384, 320, 200), scan=(256, 8192),
+                     persistent=(512, 512, 256, 12), tuned=(384, 320, 200), scan=(64, 4096),
                      attention=(16, 1024, 64), groups=((128, 128, 128), (256, 64, 192),
                                                        (96, 160, 64), (200, 130, 90)), group_sms=8),
          "quick": dict(vec=2**14, rows=64, cols=256, mnk=64, sum_n=2**14,
