@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-_REMEMBERED: list[weakref.ref[Any]] = []
+_REMEMBERED: list[tuple[weakref.ref[Any], int, int]] = []  # (owner, extent when found)
 
 
 def extent(arr: np.ndarray) -> tuple[int, int]:
@@ -76,14 +76,20 @@ def _holding(arrays: Iterator[np.ndarray], wanted: np.ndarray) -> list[np.ndarra
     return list(found.values())
 
 
-def _remembered() -> Iterator[np.ndarray]:
-    for ref in list(_REMEMBERED):
+def _remembered(wanted: np.ndarray) -> Iterator[np.ndarray]:
+    """Remembered arrays that held one of ``wanted`` when found (their extent is checked
+    again by the caller: a torch tensor can be resized in place)."""
+    for entry in list(_REMEMBERED):
+        ref, lo, hi = entry
         obj = ref()
-        arr = None if obj is None else as_host_array(obj)
-        if arr is None:
-            _REMEMBERED.remove(ref)
-        else:
-            yield arr
+        if obj is None:
+            _REMEMBERED.remove(entry)
+            continue
+        j = int(np.searchsorted(wanted, lo))
+        if j < wanted.size and wanted[j] < hi:
+            arr = as_host_array(obj)
+            if arr is not None:
+                yield arr
 
 
 def _scan() -> Iterator[tuple[Any, np.ndarray]]:
@@ -105,7 +111,7 @@ def _scan() -> Iterator[tuple[Any, np.ndarray]]:
 def find_live_arrays(addresses: np.ndarray) -> list[np.ndarray]:
     """Live host arrays whose memory holds some of ``addresses`` (remembered ones first)."""
     wanted = np.unique(addresses)
-    hits = _holding(_remembered(), wanted)
+    hits = _holding(_remembered(wanted), wanted)
     covered = np.zeros(wanted.size, np.bool_)
     for arr in hits:
         lo, hi = extent(arr)
@@ -121,7 +127,7 @@ def find_live_arrays(addresses: np.ndarray) -> list[np.ndarray]:
     new = _holding(scanned(), wanted[~covered])
     for arr in new:
         try:
-            _REMEMBERED.append(weakref.ref(owners[id(arr)]))
+            _REMEMBERED.append((weakref.ref(owners[id(arr)]), *extent(arr)))
         except TypeError:
             pass
     return hits + new

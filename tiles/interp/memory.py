@@ -97,6 +97,9 @@ def addresses(ptr: Pointers) -> np.ndarray:
 
 
 def _min_max(x: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
+    if x.size == 1 and (mask is None or mask.all()):
+        v = int(x.flat[0])
+        return v, v
     if mask is None:
         # a broadcast view repeats its data along zero-stride axes: look at one copy only
         x = x[tuple(slice(0, 1) if st == 0 else slice(None) for st in x.strides)]
@@ -160,6 +163,8 @@ class Memory:
                 self.param_values.append(_scalar(arg, t.dtype))
         self.writers: dict[int, np.ndarray] | None = {} if check_races else None
         self.unresolved: Loc | None = None  # where a pointer was made from an unknown address
+        self._by_size: list[Buffer] = []  # the buffers, largest first, and their host extents
+        self._host_lo = self._host_hi = self._shift = np.zeros(0, np.int64)
         self._scratch: dict[tuple[int, ...], np.ndarray] = {}
 
     # ------------------------------------------------------------ locating lanes
@@ -264,13 +269,19 @@ class Memory:
     def _translate(self, addr: np.ndarray, out: np.ndarray, todo: np.ndarray) -> np.ndarray:
         """Writes the virtual address of each ``todo`` lane that lies in a buffer (the largest
         buffer where several hold it; one past the end counts) and returns the lanes left."""
-        left = todo.copy()
-        for buf in sorted(self.buffers, key=lambda b: -b.nbytes):
-            lo, hi = buf.host
-            inside = left & (addr >= lo) & (addr <= hi)
-            if inside.any():
-                out[inside] = addr[inside] - lo + buf.base
-                left &= ~inside
+        if len(self._by_size) != len(self.buffers):
+            self._by_size = sorted(self.buffers, key=lambda b: -b.nbytes)
+            self._host_lo = np.array([b.host[0] for b in self._by_size], np.int64)
+            self._host_hi = np.array([b.host[1] for b in self._by_size], np.int64)
+            self._shift = np.array([b.base - b.host[0] for b in self._by_size], np.int64)
+        lanes = np.flatnonzero(todo)
+        a = addr.ravel()[lanes][:, None]
+        holds = (a >= self._host_lo) & (a <= self._host_hi)
+        first = holds.argmax(axis=1)
+        found = holds[np.arange(lanes.size), first]
+        out.ravel()[lanes[found]] = a[found, 0] + self._shift[first[found]]
+        left = np.zeros_like(todo)
+        left.ravel()[lanes[~found]] = True
         return left
 
     # ------------------------------------------------------------ accesses
@@ -298,15 +309,21 @@ class Memory:
         if not 0 <= k < len(self.buffers) or ((hi_b >> SHIFT) - FIRST_SLOT) != k:
             return None
         buf = self.buffers[k]
-        rel = p - buf.base
-        if (rel % size).any():
-            return None
+        if p.size == 1:
+            if (lo_b - buf.base) % size:
+                return None
+            rel: np.ndarray | np.int64 = np.int64((lo_b - buf.base) // size)
+        else:
+            rel = p - buf.base
+            if (rel % size).any():
+                return None
+            rel //= size
         lo_i, hi_i = _min_max(i, mask)
         # conservative: every base with every offset (the exact check is the slow path's)
         if lo_b + lo_i * size < buf.base or hi_b + hi_i * size + size > buf.base + buf.nbytes:
             return None
         idx = self._scratch_like(d.shape)
-        np.add(i, rel // size, out=idx, dtype=np.int64, casting="unsafe")
+        np.add(i, rel, out=idx, dtype=np.int64, casting="unsafe")
         return buf, idx
 
     def load(self, addr: Pointers, mask: np.ndarray | None, other: np.ndarray | None,
