@@ -6,8 +6,8 @@ the interpreter looks for a *live* NumPy array or CPU torch tensor that holds it
 reachable from an object the garbage collector tracks (a list, a dict, an object's
 attributes) or from a local variable of a running Python frame.  An array that is alive
 owns (or keeps alive) its memory, so reading inside its extent is sound, and accesses
-get the same bounds checks as an argument's.  Arrays found are remembered weakly, so a
-second launch with the same arrays does not scan again.
+get the same bounds checks as an argument's.  Arrays found are remembered weakly: a
+later launch tries the remembered ones that are still alive before scanning again.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-_REMEMBERED: list[tuple[weakref.ref[Any], int, int]] = []  # (owner, extent when found)
+_REMEMBERED: list[tuple[weakref.ref[Any]]] = []
 
 
 def extent(arr: np.ndarray) -> tuple[int, int]:
@@ -76,20 +76,17 @@ def _holding(arrays: Iterator[np.ndarray], wanted: np.ndarray) -> list[np.ndarra
     return list(found.values())
 
 
-def _remembered(wanted: np.ndarray) -> Iterator[np.ndarray]:
-    """Remembered arrays that held one of ``wanted`` when found (their extent is checked
-    again by the caller: a torch tensor can be resized in place)."""
+def remembered_arrays() -> list[np.ndarray]:
+    """The live arrays found by earlier scans that are still alive."""
+    alive = []
     for entry in list(_REMEMBERED):
-        ref, lo, hi = entry
-        obj = ref()
-        if obj is None:
+        obj = entry[0]()
+        arr = None if obj is None else as_host_array(obj)
+        if arr is None:
             _REMEMBERED.remove(entry)
-            continue
-        j = int(np.searchsorted(wanted, lo))
-        if j < wanted.size and wanted[j] < hi:
-            arr = as_host_array(obj)
-            if arr is not None:
-                yield arr
+        else:
+            alive.append(arr)
+    return alive
 
 
 def _scan() -> Iterator[tuple[Any, np.ndarray]]:
@@ -109,25 +106,18 @@ def _scan() -> Iterator[tuple[Any, np.ndarray]]:
 
 
 def find_live_arrays(addresses: np.ndarray) -> list[np.ndarray]:
-    """Live host arrays whose memory holds some of ``addresses`` (remembered ones first)."""
-    wanted = np.unique(addresses)
-    hits = _holding(_remembered(wanted), wanted)
-    covered = np.zeros(wanted.size, np.bool_)
-    for arr in hits:
-        lo, hi = extent(arr)
-        covered |= (wanted >= lo) & (wanted < hi)
-    if covered.all():
-        return hits
+    """Live host arrays whose memory holds some of ``addresses``, found by a scan of the
+    heap and remembered (weakly) for later launches."""
     owners: dict[int, Any] = {}
 
     def scanned() -> Iterator[np.ndarray]:
         for obj, arr in _scan():
             owners[id(arr)] = obj
             yield arr
-    new = _holding(scanned(), wanted[~covered])
-    for arr in new:
+    found = _holding(scanned(), np.unique(addresses))
+    for arr in found:
         try:
-            _REMEMBERED.append((weakref.ref(owners[id(arr)]), *extent(arr)))
-        except TypeError:
+            _REMEMBERED.append((weakref.ref(owners[id(arr)]),))
+        except TypeError:  # an object without weak references: found again next time
             pass
-    return hits + new
+    return found

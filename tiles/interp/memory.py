@@ -35,7 +35,7 @@ from ..core.errors import KernelRuntimeError, LaunchError
 from ..core.ir import Kernel, Loc
 from . import atomics
 from .live_arrays import extent as _extent
-from .live_arrays import find_live_arrays
+from .live_arrays import find_live_arrays, remembered_arrays
 from .programs import Programs
 
 SHIFT = 44
@@ -96,13 +96,19 @@ def addresses(ptr: Pointers) -> np.ndarray:
     return np.add(r, ptr.p, out=r)
 
 
+def _one_copy(x: np.ndarray) -> np.ndarray:
+    """A broadcast view repeats its data along zero-stride axes: one copy of it."""
+    if 0 not in x.strides:
+        return x
+    return x[tuple(slice(0, 1) if st == 0 else slice(None) for st in x.strides)]
+
+
 def _min_max(x: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
     if x.size == 1 and (mask is None or mask.all()):
         v = int(x.flat[0])
         return v, v
     if mask is None:
-        # a broadcast view repeats its data along zero-stride axes: look at one copy only
-        x = x[tuple(slice(0, 1) if st == 0 else slice(None) for st in x.strides)]
+        x = _one_copy(x)
         return int(x.min()), int(x.max())
     shape = np.broadcast_shapes(x.shape, mask.shape)
     x, mask = np.broadcast_to(x, shape), np.broadcast_to(mask, shape)
@@ -118,6 +124,7 @@ class Buffer:
         lo, hi = _extent(array)
         self.name = name
         self.label = f"argument '{name}'" if label is None else label
+        self.live = label is not None  # found by address, not passed
         self.array = array
         self.nbytes = hi - lo
         self.writable = bool(array.flags.writeable)
@@ -165,12 +172,22 @@ class Memory:
         self.unresolved: Loc | None = None  # where a pointer was made from an unknown address
         self._by_size: list[Buffer] = []  # the buffers, largest first, and their host extents
         self._host_lo = self._host_hi = self._shift = np.zeros(0, np.int64)
+        self._remembered_added = False
+        self._missing = np.zeros(0, np.int64)  # addresses no live array held
         self._scratch: dict[tuple[int, ...], np.ndarray] = {}
 
     # ------------------------------------------------------------ locating lanes
 
     def _one_buffer(self, addr: np.ndarray, mask: np.ndarray | None, size: int) -> Buffer | None:
-        """The buffer holding every active lane, all aligned; None: take the slow path."""
+        """The buffer holding every active lane, all aligned; None: take the slow path.
+        Tries every lane first (masked-off ones are usually in bounds too, and unmasked
+        reductions are far cheaper), then only the active ones."""
+        buf = self._holding_all(addr, None, size)
+        if buf is None and mask is not None:
+            buf = self._holding_all(addr, mask, size)
+        return buf
+
+    def _holding_all(self, addr: np.ndarray, mask: np.ndarray | None, size: int) -> Buffer | None:
         lo, hi = _min_max(addr, mask)
         k = (lo >> SHIFT) - FIRST_SLOT
         if not 0 <= k < len(self.buffers):
@@ -179,10 +196,12 @@ class Memory:
         if lo < buf.base or hi + size > buf.base + buf.nbytes:
             return None
         if size > 1:  # buffers start 2**44-aligned: the low bits of every address must be 0
-            if mask is not None:
+            if mask is None:
+                low = np.bitwise_or.reduce(_one_copy(addr), axis=None)
+            else:
                 shape = np.broadcast_shapes(addr.shape, mask.shape)
-                addr, mask = np.broadcast_to(addr, shape), np.broadcast_to(mask, shape)
-            low = np.bitwise_or.reduce(addr, axis=None, where=True if mask is None else mask)
+                low = np.bitwise_or.reduce(np.broadcast_to(addr, shape), axis=None,
+                                           where=np.broadcast_to(mask, shape))
             if int(low) & (size - 1):
                 return None
         return buf
@@ -256,21 +275,34 @@ class Memory:
             return addr
         out = addr.copy()
         todo = self._translate(addr, out, host)
-        if todo.any():
-            for arr in find_live_arrays(addr[todo]):
-                lo = _extent(arr)[0]
-                self.buffers.append(Buffer(len(self.buffers), f"0x{lo:x}", arr,
-                                           f"live {type(arr).__name__} at {lo:#x} (not an argument)"))
+        if todo.any() and not self._remembered_added:
+            self._remembered_added = True
+            self._add_live(remembered_arrays())
             todo = self._translate(addr, out, todo)
+        if todo.any():
+            missing = np.setdiff1d(addr[todo], self._missing)
+            if missing.size:
+                self._add_live(find_live_arrays(missing))
+                todo = self._translate(addr, out, todo)
             if todo.any():
+                self._missing = np.union1d(self._missing, addr[todo])
                 self.unresolved = loc
         return out
 
+    def _add_live(self, arrays: list[np.ndarray]) -> None:
+        known = {b.host for b in self.buffers}
+        for arr in arrays:
+            lo, hi = _extent(arr)
+            if (lo, hi) not in known and hi > lo:
+                known.add((lo, hi))
+                self.buffers.append(Buffer(len(self.buffers), f"0x{lo:x}", arr,
+                                           f"live {type(arr).__name__} at {lo:#x} (not an argument)"))
+
     def _translate(self, addr: np.ndarray, out: np.ndarray, todo: np.ndarray) -> np.ndarray:
-        """Writes the virtual address of each ``todo`` lane that lies in a buffer (the largest
-        buffer where several hold it; one past the end counts) and returns the lanes left."""
+        """Writes the virtual address of each ``todo`` lane that lies in a buffer (an argument
+        before a live array, then the largest; one past the end counts); returns the lanes left."""
         if len(self._by_size) != len(self.buffers):
-            self._by_size = sorted(self.buffers, key=lambda b: -b.nbytes)
+            self._by_size = sorted(self.buffers, key=lambda b: (b.live, -b.nbytes))
             self._host_lo = np.array([b.host[0] for b in self._by_size], np.int64)
             self._host_hi = np.array([b.host[1] for b in self._by_size], np.int64)
             self._shift = np.array([b.base - b.host[0] for b in self._by_size], np.int64)
@@ -318,9 +350,13 @@ class Memory:
             if (rel % size).any():
                 return None
             rel //= size
-        lo_i, hi_i = _min_max(i, mask)
-        # conservative: every base with every offset (the exact check is the slow path's)
-        if lo_b + lo_i * size < buf.base or hi_b + hi_i * size + size > buf.base + buf.nbytes:
+        # conservative: every base with every offset (the exact check is the slow path's);
+        # all offsets first, as in _one_buffer, then only the active ones
+        for m in (None, mask) if mask is not None else (None,):
+            lo_i, hi_i = _min_max(i, m)
+            if lo_b + lo_i * size >= buf.base and hi_b + hi_i * size + size <= buf.base + buf.nbytes:
+                break
+        else:
             return None
         idx = self._scratch_like(d.shape)
         np.add(i, rel, out=idx, dtype=np.int64, casting="unsafe")
