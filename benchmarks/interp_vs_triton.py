@@ -5,7 +5,12 @@
 The tiles half runs in this process.  The Triton half runs in a subprocess, in an
 environment with ``torch`` and ``triton`` (this interpreter if it has them, else the
 one given with --triton-python), on CPU tensors.  Both halves check their outputs
-against NumPy before timing, then report the median of several runs after a warm-up.
+against NumPy before timing, then report the median of several runs after a warm-up,
+as wall-clock time and as CPU time of the process (the CPU ratio is the steadier one on
+a shared machine).  The autotuned kernel is tuned during the warm-up on both sides, with
+the same ``do_bench`` (one timed call per config: Triton's default benchmarker needs a
+GPU driver and fails under TRITON_INTERPRET=1 without one); the timed runs use the
+chosen config, as later calls of a tuned kernel do.
 """
 
 from __future__ import annotations
@@ -192,20 +197,25 @@ def _address(t) -> int:
     return t.data_ptr() if hasattr(t, "data_ptr") else t.ctypes.data
 
 
-def time_cases(flavor: str, size: dict, repeats: int, only: str = "") -> dict[str, float]:
+def time_cases(flavor: str, size: dict, repeats: int, only: str = "") -> dict[str, list[float]]:
+    """name -> [median wall-clock s, median CPU s of the process, wall-clock s of the first call]."""
     results = {}
     for name, (launch, check) in build_cases(flavor, size).items():
         if only and not re.search(only, name):
             continue
-        launch()          # warm-up: compiles, and its output is checked
+        first = time.perf_counter()
+        launch()          # warm-up: traces/compiles (and autotunes), and its output is checked
+        first = time.perf_counter() - first
         check()
-        times = []
+        walls, cpus = [], []
         for _ in range(repeats):
-            start = time.perf_counter()
+            start, cpu = time.perf_counter(), time.process_time()
             launch()
-            times.append(time.perf_counter() - start)
-        results[name] = statistics.median(times)
-        print(f"  [{flavor}] {name}: {results[name]:.4f} s", file=sys.stderr)
+            walls.append(time.perf_counter() - start)
+            cpus.append(time.process_time() - cpu)
+        results[name] = [statistics.median(walls), statistics.median(cpus), first]
+        print(f"  [{flavor}] {name}: {results[name][0]:.4f} s wall, {results[name][1]:.4f} s CPU",
+              file=sys.stderr)
     return results
 
 
@@ -218,7 +228,7 @@ def find_triton_python(explicit: str | None) -> str | None:
     return str(venv) if venv.exists() else None
 
 
-def run_triton_half(python: str, size_name: str, repeats: int, only: str) -> dict[str, float]:
+def run_triton_half(python: str, size_name: str, repeats: int, only: str) -> dict[str, list[float]]:
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH",)}
     env["TRITON_INTERPRET"] = "1"
     proc = subprocess.run([python, __file__, "--flavor", "triton", "--sizes", size_name,
@@ -243,18 +253,24 @@ def main() -> None:
         print(json.dumps(time_cases("triton", size, args.repeats, args.only)))
         return
     tiles_times = time_cases("tiles", size, args.repeats, args.only)
-    triton_times: dict[str, float] = {}
+    triton_times: dict[str, list[float]] = {}
     python = find_triton_python(args.triton_python) if args.flavor == "both" else None
     if python:
         triton_times = run_triton_half(python, args.sizes, args.triton_repeats, args.only)
     else:
         print("triton/torch not found: reporting tiles only", file=sys.stderr)
     width = max(40, *map(len, tiles_times))
-    print(f"{'kernel':<{width}} {'tiles s':>10} {'triton s':>10} {'ratio':>8}")
-    for name, t in tiles_times.items():
-        tr = triton_times.get(name)
-        extra = f"{tr:>10.4f} {tr / t:>7.1f}x" if tr is not None else f"{'-':>10} {'-':>8}"
-        print(f"{name:<{width}} {t:>10.4f} {extra}")
+    print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), f"sizes={args.sizes}")
+    print(f"{'kernel':<{width}} {'tiles s':>9} {'triton s':>9} {'ratio':>7}   "
+          f"{'tiles CPU':>9} {'triton CPU':>10} {'ratio':>7}   {'1st call':>8} {'triton 1st':>10}")
+    for name, (wall, cpu, first) in tiles_times.items():
+        if name in triton_times:
+            twall, tcpu, tfirst = triton_times[name]
+            extra = (f"{twall:>9.4f} {twall / wall:>6.1f}x   {cpu:>9.4f} {tcpu:>10.4f} "
+                     f"{tcpu / max(cpu, 1e-9):>6.1f}x   {first:>8.3f} {tfirst:>10.3f}")
+        else:
+            extra = f"{'-':>9} {'-':>7}   {cpu:>9.4f} {'-':>10} {'-':>7}   {first:>8.3f} {'-':>10}"
+        print(f"{name:<{width}} {wall:>9.4f} {extra}")
 
 
 if __name__ == "__main__":
