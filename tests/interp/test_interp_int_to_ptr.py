@@ -147,5 +147,18 @@ def test_pointer_round_trip_through_an_integer_keeps_its_buffer():
     np.testing.assert_array_equal(out, np.concatenate([x[3:], np.zeros(3, np.float32)]))
 
 
+def test_torch_tensors_by_data_ptr():
+    """Grouped-GEMM style host code: torch tensors kept in a list, their data_ptr() in a table."""
+    torch = pytest.importorskip("torch")
+    gen = torch.Generator().manual_seed(15)
+    held = [torch.randn(40, generator=gen)[3:19], torch.randn(5, generator=gen),
+            torch.randn(32, generator=gen).to(torch.float32)]
+    table = torch.tensor([t.data_ptr() for t in held], dtype=torch.int64)
+    lens = torch.tensor([t.numel() for t in held], dtype=torch.int32)
+    out = torch.full((3, BLOCK), 7.0)
+    gather_rows[(3,)](table, lens, out, BLOCK=BLOCK)
+    np.testing.assert_array_equal(out.numpy(), _expected([t.numpy() for t in held]))
+
+
 if __name__ == "__main__":
     sys.exit(pytest.main([__file__, "-q"]))

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import gc
 import sys
+import threading
 import weakref
 from collections.abc import Iterator
 from types import FrameType
@@ -21,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-_REMEMBERED: list[tuple[weakref.ref[Any]]] = []
+_REMEMBERED: list[weakref.ref[Any]] = []
+_LOCK = threading.Lock()  # launches may run on several threads
 
 
 def extent(arr: np.ndarray) -> tuple[int, int]:
@@ -78,15 +80,11 @@ def _holding(arrays: Iterator[np.ndarray], wanted: np.ndarray) -> list[np.ndarra
 
 def remembered_arrays() -> list[np.ndarray]:
     """The live arrays found by earlier scans that are still alive."""
-    alive = []
-    for entry in list(_REMEMBERED):
-        obj = entry[0]()
-        arr = None if obj is None else as_host_array(obj)
-        if arr is None:
-            _REMEMBERED.remove(entry)
-        else:
-            alive.append(arr)
-    return alive
+    with _LOCK:
+        objects = [ref() for ref in _REMEMBERED]
+        _REMEMBERED[:] = [ref for ref, obj in zip(_REMEMBERED, objects) if obj is not None]
+    arrays = (as_host_array(obj) for obj in objects if obj is not None)
+    return [arr for arr in arrays if arr is not None]
 
 
 def _scan() -> Iterator[tuple[Any, np.ndarray]]:
@@ -115,9 +113,12 @@ def find_live_arrays(addresses: np.ndarray) -> list[np.ndarray]:
             owners[id(arr)] = obj
             yield arr
     found = _holding(scanned(), np.unique(addresses))
+    refs = []
     for arr in found:
         try:
-            _REMEMBERED.append((weakref.ref(owners[id(arr)]),))
+            refs.append(weakref.ref(owners[id(arr)]))
         except TypeError:  # an object without weak references: found again next time
             pass
+    with _LOCK:
+        _REMEMBERED.extend(refs)
     return found
