@@ -66,18 +66,6 @@ def _candidates() -> Iterator[Any]:
         frame = frame.f_back
 
 
-def _holding(arrays: Iterator[np.ndarray], wanted: np.ndarray) -> list[np.ndarray]:
-    """The arrays whose extent holds at least one of the sorted addresses ``wanted``."""
-    found: dict[tuple[int, int], np.ndarray] = {}
-    for arr in arrays:
-        lo, hi = extent(arr)
-        if hi > lo and (lo, hi) not in found:
-            j = int(np.searchsorted(wanted, lo))
-            if j < wanted.size and wanted[j] < hi:
-                found[(lo, hi)] = arr
-    return list(found.values())
-
-
 def remembered_arrays() -> list[np.ndarray]:
     """The live arrays found by earlier scans that are still alive."""
     with _LOCK:
@@ -103,22 +91,35 @@ def _scan() -> Iterator[tuple[Any, np.ndarray]]:
             arr = obj
 
 
-def find_live_arrays(addresses: np.ndarray) -> list[np.ndarray]:
-    """Live host arrays whose memory holds some of ``addresses``, found by a scan of the
-    heap and remembered (weakly) for later launches."""
-    owners: dict[int, Any] = {}
+class LiveIndex:
+    """Every live host array at one moment (one heap scan), searchable by address.  A
+    launch builds it at most once: a kernel creates no arrays while it runs."""
 
-    def scanned() -> Iterator[np.ndarray]:
+    def __init__(self) -> None:
+        found: dict[tuple[int, int], tuple[Any, np.ndarray]] = {}
         for obj, arr in _scan():
-            owners[id(arr)] = obj
-            yield arr
-    found = _holding(scanned(), np.unique(addresses))
-    refs = []
-    for arr in found:
-        try:
-            refs.append(weakref.ref(owners[id(arr)]))
-        except TypeError:  # an object without weak references: found again next time
-            pass
-    with _LOCK:
-        _REMEMBERED.extend(refs)
-    return found
+            lo, hi = extent(arr)
+            if hi > lo:
+                found.setdefault((lo, hi), (obj, arr))
+        self._entries = list(found.values())
+        self._lo = np.array([lo for lo, _ in found], np.int64)
+        self._hi = np.array([hi for _, hi in found], np.int64)
+
+    def holding(self, addresses: np.ndarray) -> list[np.ndarray]:
+        """The arrays whose extent holds one of ``addresses`` (one past the end included),
+        remembered weakly for later launches."""
+        wanted = np.unique(addresses)
+        hit = np.zeros(len(self._entries), np.bool_)
+        for start in range(0, wanted.size, 256):
+            w = wanted[start:start + 256, None]
+            hit |= ((self._lo <= w) & (w <= self._hi)).any(axis=0)
+        chosen = [self._entries[k] for k in np.flatnonzero(hit)]
+        refs = []
+        for obj, _ in chosen:
+            try:
+                refs.append(weakref.ref(obj))
+            except TypeError:  # an object without weak references: found again next time
+                pass
+        with _LOCK:
+            _REMEMBERED.extend(refs)
+        return [arr for _, arr in chosen]

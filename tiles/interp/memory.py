@@ -34,8 +34,8 @@ from ..core.dtypes import DType, PointerType
 from ..core.errors import KernelRuntimeError, LaunchError
 from ..core.ir import Kernel, Loc
 from . import atomics
+from .live_arrays import LiveIndex, remembered_arrays
 from .live_arrays import extent as _extent
-from .live_arrays import find_live_arrays, remembered_arrays
 from .programs import Programs
 
 SHIFT = 44
@@ -173,7 +173,7 @@ class Memory:
         self._by_size: list[Buffer] = []  # the buffers, largest first, and their host extents
         self._host_lo = self._host_hi = self._shift = np.zeros(0, np.int64)
         self._remembered_added = False
-        self._missing = np.zeros(0, np.int64)  # addresses no live array held
+        self._live: LiveIndex | None = None  # every live host array, once a lookup needs it
         self._scratch: dict[tuple[int, ...], np.ndarray] = {}
 
     # ------------------------------------------------------------ locating lanes
@@ -280,12 +280,11 @@ class Memory:
             self._add_live(remembered_arrays())
             todo = self._translate(addr, out, todo)
         if todo.any():
-            missing = np.setdiff1d(addr[todo], self._missing)
-            if missing.size:
-                self._add_live(find_live_arrays(missing))
-                todo = self._translate(addr, out, todo)
+            if self._live is None:
+                self._live = LiveIndex()
+            self._add_live(self._live.holding(addr[todo]))
+            todo = self._translate(addr, out, todo)
             if todo.any():
-                self._missing = np.union1d(self._missing, addr[todo])
                 self.unresolved = loc
         return out
 
