@@ -38,12 +38,25 @@ class Plan:
         self.region_free: dict[Instr, tuple[Value, ...]] = {}
         self.deferred: set[Instr] = set()  # ADDPTRs whose results only feed memory accesses
         self._analyze(kernel.body)
+        self.steps: dict[Block, list[Step]] = {}
+        self._compile(kernel.body)
         biggest = max([1, *(p.value.type.numel for p in kernel.params),
                        *(v.type.numel for i in kernel.walk() for v in i.results),
                        *(a.type.numel for i in kernel.walk() for r in i.regions for a in r.args)])
         self.sequential = any(i.op is Op.ATOMIC_CAS or (i.op is Op.ATOMIC and i.attrs.kind == "xchg")
                               for i in kernel.walk())
         self.chunk = 1 if self.sequential else max(1, CHUNK_ELEMENTS // biggest)
+
+    def _compile(self, block: Block) -> None:
+        """Each instruction of ``block`` (and of its regions) as a Step, looked up once."""
+        steps = []
+        for instr, dead in zip(block.instrs, self.dead[block]):
+            for region in instr.regions:
+                self._compile(region)
+            kind = _KINDS.get(instr.op, DEFERRED if instr in self.deferred else RULE)
+            rule = INTERP_RULES.get(instr.op) if kind == RULE else None
+            steps.append((kind, instr, rule, instr.operands, instr.results, tuple(dead)))
+        self.steps[block] = steps
 
     def _analyze(self, block: Block) -> tuple[Value, ...]:
         """Free values of ``block`` (used, defined outside); fills dead lists."""
@@ -80,6 +93,10 @@ class Plan:
         self.free[block] = free
         return free
 
+
+RULE, FOR, IF, WHILE, DEFERRED = range(5)
+_KINDS = {Op.FOR: FOR, Op.IF: IF, Op.WHILE: WHILE}
+Step = tuple[int, Instr, Any, tuple[Value, ...], tuple[Value, ...], tuple[Value, ...]]
 
 _PLANS: weakref.WeakKeyDictionary[Kernel, Plan] = weakref.WeakKeyDictionary()
 
@@ -139,31 +156,31 @@ class _Walker:
 
     def run_block(self, ctx: Ctx, block: Block) -> list[np.ndarray]:
         env = ctx.env
-        dead = self.plan.dead[block]
-        deferred = self.plan.deferred
-        for i, instr in enumerate(block.instrs):
-            op = instr.op
-            results: Sequence[Any]
+        for kind, instr, rule, operands, results, dead in self.plan.steps[block]:
+            out: Sequence[Any]
             try:
-                if op is Op.FOR:
-                    results = self.run_for(ctx, instr)
-                elif op is Op.IF:
-                    results = self.run_if(ctx, instr)
-                elif op is Op.WHILE:
-                    results = self.run_while(ctx, instr)
-                elif instr in deferred:
-                    p, off = (env[v] for v in instr.operands)
-                    results = (DeferredPtr(p, off, instr.results[0].type.element.itemsize),)
+                if kind == RULE:
+                    out = rule(ctx, instr, [env[v] for v in operands])
+                elif kind == DEFERRED:
+                    p, off = (env[v] for v in operands)
+                    out = (DeferredPtr(p, off, results[0].type.element.itemsize),)
+                elif kind == FOR:
+                    out = self.run_for(ctx, instr)
+                elif kind == IF:
+                    out = self.run_if(ctx, instr)
                 else:
-                    results = INTERP_RULES[op](ctx, instr, [env[v] for v in instr.operands])
+                    out = self.run_while(ctx, instr)
             except TilesError:
                 raise
             except Exception as e:
-                e.add_note(f"while interpreting {op.value} at {instr.loc} "
+                e.add_note(f"while interpreting {instr.op.value} at {instr.loc} "
                            f"in kernel '{ctx.launch.kernel.name}'")
                 raise
-            env.update(zip(instr.results, results))
-            for v in dead[i]:
+            if len(results) == 1:
+                env[results[0]] = out[0]
+            elif results:
+                env.update(zip(results, out))
+            for v in dead:
                 del env[v]
         return [env[v] for v in block.yields]
 

@@ -164,8 +164,13 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.
 
 def round_tf32(x: np.ndarray) -> np.ndarray:
     """fp32 values rounded to tf32 (10 explicit mantissa bits), nearest-even, as fp32."""
-    bits = np.ascontiguousarray(x, _F32).view(_U32)
-    lsb = (bits >> np.uint32(13)) & np.uint32(1)
-    rounded = (bits + np.uint32(0xFFF) + lsb) & np.uint32(0xFFFFE000)
-    special = (bits & np.uint32(0x7F800000)) == np.uint32(0x7F800000)
-    return np.where(special, bits, rounded).view(_F32)
+    bits = np.array(x, _F32, order="C").view(_U32)
+    r = np.right_shift(bits, np.uint32(13))  # in place from here: one temporary in all
+    r &= np.uint32(1)
+    r += np.uint32(0xFFF)
+    r += bits
+    r &= np.uint32(0xFFFFE000)  # inf is kept; NaN payloads could carry into the sign: restore
+    nan = np.isnan(bits.view(_F32))
+    if nan.any():
+        np.copyto(r, bits, where=nan)
+    return r.view(_F32)

@@ -1,11 +1,18 @@
 """The interpreter's memory: the kernel's array arguments as checked buffers.
 
 A pointer is an int64 *virtual address* that packs (buffer, byte offset): buffer
-``k`` (the k-th array argument) starts at ``(k + 1) << 44``, so ``ADDPTR`` is an
-integer add, ``WHERE`` can mix buffers, and ``PTR_TO_INT`` gives an address that
-is 2**44-aligned at the lowest byte of every argument.  A buffer is the
+``k`` starts at ``(FIRST_SLOT + k) << 44`` (2**62 and up, above any host address),
+so ``ADDPTR`` is an integer add, ``WHERE`` can mix buffers, and ``PTR_TO_INT`` gives
+an address that is 2**44-aligned at the lowest byte of every buffer.  A buffer is an
 argument's *own* memory extent (lowest to highest byte of the view's elements,
 negative strides included), never its parent's.
+
+``INT_TO_PTR`` of a host address (``x.ctypes.data``, ``t.data_ptr()`` loaded from
+memory) resolves it to the buffer of the array argument whose extent holds it (the
+largest, where arguments overlap), else to a live NumPy array or CPU torch tensor that
+holds it (live_arrays.py), which becomes a buffer of the launch.  Virtual addresses
+and 0 are kept; an address in nothing stays as it is and points into no buffer, so an
+access through it fails naming both lines.
 
 Every load, store and atomic checks, for the lanes its mask leaves on, that the
 access lies inside one buffer and is aligned to the element size, and raises a
@@ -27,10 +34,14 @@ from ..core.dtypes import DType, PointerType
 from ..core.errors import KernelRuntimeError, LaunchError
 from ..core.ir import Kernel, Loc
 from . import atomics
+from .live_arrays import LiveIndex, remembered_arrays
+from .live_arrays import extent as _extent
 from .programs import Programs
 
 SHIFT = 44
 SPAN = 1 << SHIFT
+FIRST_SLOT = 1 << 18  # buffer k's base is (FIRST_SLOT + k) << SHIFT = 2**62 + k * 2**44
+VIRTUAL = FIRST_SLOT << SHIFT
 _LOG2 = {1: 0, 2: 1, 4: 2, 8: 3}
 
 
@@ -51,18 +62,6 @@ class _Raw:
         self.owner = owner
         self.__array_interface__ = {"data": (address, readonly), "shape": (nbytes,),
                                     "typestr": "|u1", "version": 3}
-
-
-def _extent(arr: np.ndarray) -> tuple[int, int]:
-    """(lowest byte, one past the highest byte) of the view's elements, absolute."""
-    start = arr.__array_interface__["data"][0]
-    if arr.size == 0:
-        return start, start
-    lo = hi = start
-    for n, s in zip(arr.shape, arr.strides):
-        lo += min(0, (n - 1) * s)
-        hi += max(0, (n - 1) * s)
-    return lo, hi + arr.itemsize
 
 
 def view_dtype(elem: DType | PointerType) -> np.dtype:
@@ -97,10 +96,19 @@ def addresses(ptr: Pointers) -> np.ndarray:
     return np.add(r, ptr.p, out=r)
 
 
+def _one_copy(x: np.ndarray) -> np.ndarray:
+    """A broadcast view repeats its data along zero-stride axes: one copy of it."""
+    if 0 not in x.strides:
+        return x
+    return x[tuple(slice(0, 1) if st == 0 else slice(None) for st in x.strides)]
+
+
 def _min_max(x: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
+    if x.size == 1 and (mask is None or mask.all()):
+        v = int(x.flat[0])
+        return v, v
     if mask is None:
-        # a broadcast view repeats its data along zero-stride axes: look at one copy only
-        x = x[tuple(slice(0, 1) if st == 0 else slice(None) for st in x.strides)]
+        x = _one_copy(x)
         return int(x.min()), int(x.max())
     shape = np.broadcast_shapes(x.shape, mask.shape)
     x, mask = np.broadcast_to(x, shape), np.broadcast_to(mask, shape)
@@ -112,14 +120,17 @@ def _min_max(x: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
 class Buffer:
     """One array argument: its bytes, virtual base address and typed views."""
 
-    def __init__(self, slot: int, name: str, array: np.ndarray) -> None:
+    def __init__(self, slot: int, name: str, array: np.ndarray, label: str | None = None) -> None:
         lo, hi = _extent(array)
         self.name = name
+        self.label = f"argument '{name}'" if label is None else label
+        self.live = label is not None  # found by address, not passed
         self.array = array
         self.nbytes = hi - lo
         self.writable = bool(array.flags.writeable)
         self.raw = np.asarray(_Raw(lo, self.nbytes, not self.writable, array))
-        self.base = (slot + 1) << SHIFT
+        self.base = (FIRST_SLOT + slot) << SHIFT
+        self.host = (lo, hi)
         self.origin = self.base + array.__array_interface__["data"][0] - lo
         self._views: dict[np.dtype, np.ndarray] = {}
 
@@ -133,7 +144,7 @@ class Buffer:
     def describe(self) -> str:
         lo, hi = self.base - self.origin, self.base + self.nbytes - self.origin
         a = self.array
-        return (f"argument '{self.name}' ({'x'.join(map(str, a.shape)) or 'scalar'} {a.dtype} "
+        return (f"{self.label} ({'x'.join(map(str, a.shape)) or 'scalar'} {a.dtype} "
                 f"array; valid byte offsets [{lo}, {hi}))")
 
 
@@ -158,24 +169,39 @@ class Memory:
             else:
                 self.param_values.append(_scalar(arg, t.dtype))
         self.writers: dict[int, np.ndarray] | None = {} if check_races else None
+        self.unresolved: Loc | None = None  # where a pointer was made from an unknown address
+        self._by_size: list[Buffer] = []  # the buffers, largest first, and their host extents
+        self._host_lo = self._host_hi = self._shift = np.zeros(0, np.int64)
+        self._remembered_added = False
+        self._live: LiveIndex | None = None  # every live host array, once a lookup needs it
         self._scratch: dict[tuple[int, ...], np.ndarray] = {}
 
     # ------------------------------------------------------------ locating lanes
 
     def _one_buffer(self, addr: np.ndarray, mask: np.ndarray | None, size: int) -> Buffer | None:
-        """The buffer holding every active lane, all aligned; None: take the slow path."""
+        """The buffer holding every active lane, all aligned; None: take the slow path.
+        Tries every lane first (masked-off ones are usually in bounds too, and unmasked
+        reductions are far cheaper), then only the active ones."""
+        buf = self._holding_all(addr, None, size)
+        if buf is None and mask is not None:
+            buf = self._holding_all(addr, mask, size)
+        return buf
+
+    def _holding_all(self, addr: np.ndarray, mask: np.ndarray | None, size: int) -> Buffer | None:
         lo, hi = _min_max(addr, mask)
-        k = (lo >> SHIFT) - 1
+        k = (lo >> SHIFT) - FIRST_SLOT
         if not 0 <= k < len(self.buffers):
             return None
         buf = self.buffers[k]
         if lo < buf.base or hi + size > buf.base + buf.nbytes:
             return None
         if size > 1:  # buffers start 2**44-aligned: the low bits of every address must be 0
-            if mask is not None:
+            if mask is None:
+                low = np.bitwise_or.reduce(_one_copy(addr), axis=None)
+            else:
                 shape = np.broadcast_shapes(addr.shape, mask.shape)
-                addr, mask = np.broadcast_to(addr, shape), np.broadcast_to(mask, shape)
-            low = np.bitwise_or.reduce(addr, axis=None, where=True if mask is None else mask)
+                low = np.bitwise_or.reduce(np.broadcast_to(addr, shape), axis=None,
+                                           where=np.broadcast_to(mask, shape))
             if int(low) & (size - 1):
                 return None
         return buf
@@ -183,7 +209,7 @@ class Memory:
     def _lanes(self, addr: np.ndarray, size: int, site: Site, program_of: np.ndarray
                ) -> list[tuple[Buffer, np.ndarray, np.ndarray]]:
         """Slow path over flat active addresses: [(buffer, selection, element index)]."""
-        slot = ((addr + SPAN // 2) >> SHIFT) - 1
+        slot = ((addr + SPAN // 2) >> SHIFT) - FIRST_SLOT
         ok = np.zeros(addr.shape, np.bool_)
         groups = []
         for k in np.unique(slot):
@@ -218,7 +244,13 @@ class Memory:
 
     def _raise(self, site: Site, program: int, addr: int, size: int) -> None:
         where = f"in kernel '{site.kernel}', {site.programs.describe(program)}"
-        k = ((addr + SPAN // 2) >> SHIFT) - 1
+        k = ((addr + SPAN // 2) >> SHIFT) - FIRST_SLOT
+        if not 0 <= k < len(self.buffers) and 0 < addr < VIRTUAL and self.unresolved is not None:
+            raise KernelRuntimeError(
+                f"{site.what} {where}: address {addr:#x} is in no array: a pointer made from an "
+                f"integer at {self.unresolved} (int_to_ptr / .to(tl.pointer_type(...))) must point "
+                "into an array passed to the launch or a live NumPy array / CPU torch tensor; "
+                "pass the array it points into as an extra argument (or keep it alive)", site.loc)
         if not 0 <= k < len(self.buffers):
             raise KernelRuntimeError(f"{site.what} {where}: address {addr:#x} points into no "
                                      "argument (invalid or null pointer)", site.loc)
@@ -233,6 +265,55 @@ class Memory:
         if not buf.writable:
             raise KernelRuntimeError(f"{site.what} in kernel '{site.kernel}': "
                                      f"{buf.describe()} is read-only", site.loc)
+
+    # ------------------------------------------------------------ pointers from integers
+
+    def resolve(self, addr: np.ndarray, loc: Loc) -> np.ndarray:
+        """INT_TO_PTR: host addresses inside an array become virtual addresses into its buffer."""
+        host = (addr > 0) & (addr < VIRTUAL)
+        if not host.any():
+            return addr
+        out = addr.copy()
+        todo = self._translate(addr, out, host)
+        if todo.any() and not self._remembered_added:
+            self._remembered_added = True
+            self._add_live(remembered_arrays())
+            todo = self._translate(addr, out, todo)
+        if todo.any():
+            if self._live is None:
+                self._live = LiveIndex()
+            self._add_live(self._live.holding(addr[todo]))
+            todo = self._translate(addr, out, todo)
+            if todo.any():
+                self.unresolved = loc
+        return out
+
+    def _add_live(self, arrays: list[np.ndarray]) -> None:
+        known = {b.host for b in self.buffers}
+        for arr in arrays:
+            lo, hi = _extent(arr)
+            if (lo, hi) not in known and hi > lo:
+                known.add((lo, hi))
+                self.buffers.append(Buffer(len(self.buffers), f"0x{lo:x}", arr,
+                                           f"live {type(arr).__name__} at {lo:#x} (not an argument)"))
+
+    def _translate(self, addr: np.ndarray, out: np.ndarray, todo: np.ndarray) -> np.ndarray:
+        """Writes the virtual address of each ``todo`` lane that lies in a buffer (an argument
+        before a live array, then the largest; one past the end counts); returns the lanes left."""
+        if len(self._by_size) != len(self.buffers):
+            self._by_size = sorted(self.buffers, key=lambda b: (b.live, -b.nbytes))
+            self._host_lo = np.array([b.host[0] for b in self._by_size], np.int64)
+            self._host_hi = np.array([b.host[1] for b in self._by_size], np.int64)
+            self._shift = np.array([b.base - b.host[0] for b in self._by_size], np.int64)
+        lanes = np.flatnonzero(todo)
+        a = addr.ravel()[lanes][:, None]
+        holds = (a >= self._host_lo) & (a <= self._host_hi)
+        first = holds.argmax(axis=1)
+        found = holds[np.arange(lanes.size), first]
+        out.ravel()[lanes[found]] = a[found, 0] + self._shift[first[found]]
+        left = np.zeros_like(todo)
+        left.ravel()[lanes[~found]] = True
+        return left
 
     # ------------------------------------------------------------ accesses
 
@@ -255,19 +336,29 @@ class Memory:
         if size != d.size:
             return None
         lo_b, hi_b = _min_max(p, None)
-        k = (lo_b >> SHIFT) - 1
-        if not 0 <= k < len(self.buffers) or ((hi_b >> SHIFT) - 1) != k:
+        k = (lo_b >> SHIFT) - FIRST_SLOT
+        if not 0 <= k < len(self.buffers) or ((hi_b >> SHIFT) - FIRST_SLOT) != k:
             return None
         buf = self.buffers[k]
-        rel = p - buf.base
-        if (rel % size).any():
-            return None
-        lo_i, hi_i = _min_max(i, mask)
-        # conservative: every base with every offset (the exact check is the slow path's)
-        if lo_b + lo_i * size < buf.base or hi_b + hi_i * size + size > buf.base + buf.nbytes:
+        if p.size == 1:
+            if (lo_b - buf.base) % size:
+                return None
+            rel: np.ndarray | np.int64 = np.int64((lo_b - buf.base) // size)
+        else:
+            rel = p - buf.base
+            if (rel % size).any():
+                return None
+            rel //= size
+        # conservative: every base with every offset (the exact check is the slow path's);
+        # all offsets first, as in _one_buffer, then only the active ones
+        for m in (None, mask) if mask is not None else (None,):
+            lo_i, hi_i = _min_max(i, m)
+            if lo_b + lo_i * size >= buf.base and hi_b + hi_i * size + size <= buf.base + buf.nbytes:
+                break
+        else:
             return None
         idx = self._scratch_like(d.shape)
-        np.add(i, rel // size, out=idx, dtype=np.int64, casting="unsafe")
+        np.add(i, rel, out=idx, dtype=np.int64, casting="unsafe")
         return buf, idx
 
     def load(self, addr: Pointers, mask: np.ndarray | None, other: np.ndarray | None,

@@ -226,7 +226,8 @@ def _dot(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarray]
     if instr.attrs is not None and instr.attrs.input_precision == "tf32" and da == dtypes.float32:
         a, b = floats.round_tf32(a), floats.round_tf32(b)
     with np.errstate(all="ignore"):
-        r = np.matmul(a.astype(_F64), b.astype(_F64)) + acc.astype(_F64)
+        r = np.matmul(a.astype(_F64), b.astype(_F64))
+        r = np.add(r, acc, out=r) if r.shape == np.broadcast_shapes(r.shape, acc.shape) else r + acc
     if out.is_int:
         return (convert(r, out),)
     return (floats.narrow(r, out),)

@@ -94,6 +94,12 @@ for _op, _impl in semantics.ELEMENTWISE_IMPL.items():
     INTERP_RULES[_op] = _elementwise_rule(_impl)
 
 
+@_rule(Op.INT_TO_PTR)
+def _int_to_ptr(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarray]:
+    a = args[0] if args[0].dtype == np.int64 else args[0].astype(np.int64)
+    return (ctx.launch.memory.resolve(a, instr.loc),)
+
+
 # ---------------------------------------------------------------- shape
 
 

@@ -64,7 +64,8 @@ def _impl(*ops: Op) -> Callable[[Impl], Impl]:
 
 
 def _is_float(a: np.ndarray) -> bool:
-    return a.dtype in _NATIVE_FLOATS or a.dtype == np.float16 or dtype_of(a).is_floating
+    kind = a.dtype.kind
+    return kind == "f" or (kind == "V" and dtype_of(a).is_floating)  # "V": ml_dtypes floats
 
 
 def _wide(a: np.ndarray) -> np.ndarray:
@@ -95,7 +96,14 @@ _INT_BINARY: dict[Op, Callable[..., np.ndarray]] = {
 _BOOL_NATIVE = {Op.AND, Op.OR, Op.XOR, Op.MAXIMUM, Op.MINIMUM, Op.MAXIMUM_NAN, Op.MINIMUM_NAN}
 
 
+def _positive(x: np.ndarray, strict: bool) -> bool:
+    low = x.min() if x.size else 1
+    return bool(low > 0 if strict else low >= 0)
+
+
 def _idiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if _positive(b, True) and (a.dtype.kind == "u" or _positive(a, False)):
+        return np.floor_divide(a, b)  # no zero divisor, no negative operand: floor is trunc
     zero = b == 0
     bs = np.where(zero, b.dtype.type(1), b)
     q = np.floor_divide(a, bs)
@@ -106,6 +114,8 @@ def _idiv(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _imod(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if _positive(b, True) and (a.dtype.kind == "u" or _positive(a, False)):
+        return np.remainder(a, b)
     zero = b == 0
     bs = np.where(zero, b.dtype.type(1), b)
     r = a - _idiv(a, bs) * bs
