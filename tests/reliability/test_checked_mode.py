@@ -14,7 +14,6 @@ from __future__ import annotations
 import inspect
 import re
 
-import checked_kernels as K
 import numpy as np
 import pytest
 
@@ -25,6 +24,8 @@ from tiles.core.checked import instrument
 from tiles.core.errors import KernelRuntimeError
 from tiles.core.verify import verify
 from tiles.runtime import checked_launch
+
+from . import checked_kernels as K
 
 SOURCE = inspect.getsource(K).splitlines()
 
