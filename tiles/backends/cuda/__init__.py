@@ -129,13 +129,15 @@ class CUDABackend(Backend):
         is_cuda_tensor = runtime.is_cuda_tensor
 
         def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
-            if not pointers or not all(is_cuda_tensor(values[i]) for i in pointers):
+            tensors = [values[i] for i in pointers]
+            if not tensors or False in [is_cuda_tensor(v) for v in tensors]:
                 slow(compiled, grid, [LaunchArg(n, values[i], p, w) for i, n, p, w in plan], stream=stream)
                 return
-            device = values[pointers[0]].get_device()
-            if any(values[i].get_device() != device for i in pointers):
+            devices = {v.get_device() for v in tensors}
+            if len(devices) > 1:  # the general path names the arguments in its error
                 slow(compiled, grid, [LaunchArg(n, values[i], p, w) for i, n, p, w in plan], stream=stream)
-                return  # (it raises, naming the arguments)
+                return
+            device = devices.pop()
             context = runtime.primary_context(device)
             pushed = runtime.make_current(context)
             try:
