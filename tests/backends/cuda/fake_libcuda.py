@@ -13,8 +13,9 @@ import ctypes
 import itertools
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 INVALID_CONTEXT = 201
 _instances = itertools.count(1)
@@ -39,7 +40,7 @@ class Launch:
 @dataclass
 class FakeLibCUDA:
     devices: int = 2
-    kernels: dict[str, Callable[["FakeLibCUDA", bytes], None]] = field(default_factory=dict)
+    kernels: dict[str, Callable[[FakeLibCUDA, bytes], None]] = field(default_factory=dict)
     launches: list[Launch] = field(default_factory=list)
     modules_loaded: list[int] = field(default_factory=list)  # the context of each load
     copies: list[tuple[str, int]] = field(default_factory=list)  # (direction, stream)
