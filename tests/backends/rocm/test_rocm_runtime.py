@@ -19,8 +19,8 @@ SUCCESS, NOT_READY = 0, 600
 class FakeHip:
     """Per-thread current device, host-visible "device" memory (malloc'd bytes), events."""
 
-    hipError_t = types.SimpleNamespace(hipSuccess=SUCCESS, hipErrorNotReady=NOT_READY)
-    hipEventDisableTiming = 2
+    hipError_t = types.SimpleNamespace(hipSuccess=SUCCESS, hipErrorNotReady=NOT_READY)  # noqa: N815 (HIP names)
+    hipEventDisableTiming = 2  # noqa: N815
 
     def __init__(self):
         self.local = threading.local()

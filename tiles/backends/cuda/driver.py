@@ -65,7 +65,11 @@ def load_library() -> Any:
     """libcuda with argument types declared (raises OSError when there is no driver)."""
     lib = ctypes.CDLL("libcuda.so.1")
     for name, argtypes in _SIGNATURES.items():
-        function = getattr(lib, name)
+        try:
+            function = getattr(lib, name)
+        except AttributeError:  # a driver that exports only the unversioned name
+            function = getattr(lib, name.removesuffix("_v2"))
+            setattr(lib, name, function)
         function.argtypes = argtypes
         function.restype = ctypes.c_int
     return lib

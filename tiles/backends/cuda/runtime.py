@@ -332,8 +332,12 @@ def launch(loaded: LoadedKernel, grid: tuple[int, int, int], block: int, args: S
                       for a, place in zip(args, places)]
             loaded.launch(function, grid, block, handle, loaded.pack([*values, *grid]))
             staging.finish()
-        finally:
-            staging.release()
+        except BaseException:
+            try:
+                staging.release()
+            except Exception:  # after a kernel fault the driver refuses frees; report the fault
+                pass
+            raise
     finally:
         if pushed:
             driver().pop()
