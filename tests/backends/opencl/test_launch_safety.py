@@ -124,3 +124,20 @@ def test_ctrl_c_interrupts_the_wait_for_a_long_kernel():
         timer.cancel()
         runtime.device()[1].finish()  # let the abandoned kernel end before the next test
     assert waited < 1.5, f"Ctrl-C took {waited:.2f} s to interrupt a ~4 s kernel"
+
+
+def test_stream_is_a_command_queue_of_the_backends_context():
+    import pyopencl as cl
+
+    from tiles.backends.opencl import OpenCLBackend, runtime
+    n = 300
+    rng = np.random.default_rng(21)
+    x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
+    compiled = K.add_kernel.warmup(x, y, x, n, BLOCK=256, backend="opencl")
+    plan = [(0, "x_ptr", True, False), (1, "y_ptr", True, False), (2, "out_ptr", True, True), (3, "n", False, False)]
+    launch = OpenCLBackend().make_launcher(compiled, plan)
+    out = np.full(n, np.nan, np.float32)
+    launch((2, 1, 1), [x, y, out, n], stream=cl.CommandQueue(runtime.device()[0]))
+    np.testing.assert_array_equal(out, x + y)
+    with pytest.raises(LaunchError, match="CommandQueue made on its context"):
+        launch((2, 1, 1), [x, y, out, n], stream=12345)
