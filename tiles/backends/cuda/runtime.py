@@ -39,7 +39,7 @@ from .driver import Driver, load_library
 BYTES_DATA_OFFSET = bytes.__basicsize__ - 1
 EXTRA = struct.Struct("@5Q")
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _contexts: dict[int, int] = {}
 
 
@@ -130,8 +130,11 @@ def _pointer_place(address: int) -> tuple[int, int]:
     """(device, context) of a device address; context 0 means the device's primary context."""
     drv = driver()
     device = drv.pointer_attribute(cu.CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, address)
-    owner = drv.pointer_attribute(cu.CU_POINTER_ATTRIBUTE_CONTEXT, address)
-    return device, (0 if owner == primary_context(device) else owner)
+    try:
+        owner = drv.pointer_attribute(cu.CU_POINTER_ATTRIBUTE_CONTEXT, address)
+    except cu.CUDAError:  # memory from a pool or virtual memory management has no one context
+        owner = 0
+    return device, (0 if owner in (0, primary_context(device)) else owner)
 
 
 def device_address(arg: LaunchArg) -> tuple[int, int, int] | None:
