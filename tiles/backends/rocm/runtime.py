@@ -245,7 +245,7 @@ class LoadedKernel:
         self.image = hsaco  # HIP may read the image lazily; keep it alive with the module
         self.name = name
         self.functions: dict[int, Any] = {}
-        self.function = self.function_on(current_device())
+        self.function = self.function_on(int(check(hip().hipGetDevice(), "hipGetDevice")))
 
     def function_on(self, device: int) -> Any:
         """The function loaded on ``device`` (this thread's current device), loaded once."""
