@@ -43,7 +43,7 @@ _SIGNATURES: dict[str, list[Any]] = {
     "cuModuleLoadData": [ctypes.POINTER(_p), ctypes.c_char_p],
     "cuModuleGetFunction": [ctypes.POINTER(_p), _p, ctypes.c_char_p],
     "cuFuncSetAttribute": [_p, ctypes.c_int, ctypes.c_int],
-    "cuLaunchKernel": [_p, _u, _u, _u, _u, _u, _u, _u, _p, _p, ctypes.POINTER(ctypes.c_char_p)],
+    "cuLaunchKernel": [_p, _u, _u, _u, _u, _u, _u, _u, _p, _p, ctypes.c_char_p],  # extra: packed void*[5]
     "cuPointerGetAttribute": [_p, ctypes.c_int, ctypes.c_uint64],
     "cuMemAlloc_v2": [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
     "cuMemFree_v2": [ctypes.c_uint64],
@@ -61,9 +61,9 @@ class CUDAError(LaunchError):
     """A CUDA driver call failed; the message names the call and the driver's error."""
 
 
-def load_library() -> Any:
-    """libcuda with argument types declared (raises OSError when there is no driver)."""
-    lib = ctypes.CDLL("libcuda.so.1")
+def load_library(path: str = "libcuda.so.1") -> Any:
+    """libcuda (or a stand-in at ``path``) with argument types declared; OSError when absent."""
+    lib = ctypes.CDLL(path)
     for name, argtypes in _SIGNATURES.items():
         try:
             function = getattr(lib, name)
@@ -115,7 +115,11 @@ class Driver:
         return int(self._out(_p, "cuDevicePrimaryCtxRetain", device) or 0)
 
     def current_context(self) -> int:
-        return int(self._out(_p, "cuCtxGetCurrent") or 0)
+        value = _p()  # (asked on every launch: no generic helper in the way)
+        status = self.lib.cuCtxGetCurrent(ctypes.byref(value))
+        if status:
+            self.check(status, "cuCtxGetCurrent")
+        return value.value or 0
 
     def set_current(self, context: int) -> None:
         self.check(self.lib.cuCtxSetCurrent(context), "cuCtxSetCurrent")
