@@ -1,6 +1,6 @@
 """Host cost of the CUDA launch path without a GPU: tiles' launcher over a do-nothing libcuda.
 
-Builds ``stub/libcuda_stub.c`` (every driver call returns success at once) with ``cc``, points
+Builds ``tests/backends/cuda/libcuda_stub.c`` (every driver call succeeds at once) with ``cc``, points
 the CUDA runtime at it, and times back-to-back launches of a compiled kernel with torch-style
 CUDA tensors (the fast path) and with NumPy arrays (staging path; copies are no-ops here).
 What remains is the Python + ctypes cost of a launch: context check, stream choice, argument
@@ -64,8 +64,8 @@ def per_launch_us(fn, n: int = 20000, repeats: int = 5) -> float:
 
 def main() -> None:
     library = Path(tempfile.mkdtemp()) / "libcuda_stub.so"
-    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(ROOT / "stub" / "libcuda_stub.c")],
-                   check=True)
+    source = ROOT.parent / "tests" / "backends" / "cuda" / "libcuda_stub.c"
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
     runtime.use_driver(Driver(load_library(str(library))))
     x = np.ones(1024, np.float32)
     compiled = add_kernel.warmup(x, x, x, 1024, BLOCK=1024, backend="cuda")
