@@ -68,7 +68,7 @@ class HostSpan:
         """Store the view's elements from ``received`` (the span's bytes, as copied from the
         device) into the view; a contiguous view's ``host_buffer`` already is the view."""
         if self.contiguous or not self.view.size:
-            if received.ctypes.data != self.view.ctypes.data and self.view.size:
+            if self.view.size and host_pointer(received) != host_pointer(self.view):
                 self.view.reshape(-1, order="A").view(np.uint8)[...] = received
             return
         elements = np.ndarray(self.view.shape, self.view.dtype, buffer=received,

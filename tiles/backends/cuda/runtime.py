@@ -28,7 +28,7 @@ import numpy as np
 from ...core.errors import LaunchError
 from .. import dlpack
 from ..base import LaunchArg
-from ..staging import HostSpan
+from ..staging import HostSpan, host_pointer
 from ..streams import stream_handle
 from ..waiting import poll_until
 from . import driver as cu
@@ -179,7 +179,7 @@ class Staging:
         buffer = drv.alloc(span.nbytes)
         self.buffers.append(buffer)
         if span.nbytes:
-            drv.copy_to_device(buffer, int(span.bytes.ctypes.data), span.nbytes, self.stream)
+            drv.copy_to_device(buffer, host_pointer(span.bytes), span.nbytes, self.stream)
         if arg.writable:
             self.written.append((span, buffer))
         return buffer + span.offset
@@ -194,7 +194,7 @@ class Staging:
         for span, buffer in self.written:
             host = span.host_buffer()
             if span.nbytes:
-                drv.copy_to_host(int(host.ctypes.data), buffer, span.nbytes, self.stream)
+                drv.copy_to_host(host_pointer(host), buffer, span.nbytes, self.stream)
             received.append((span, host))
         if received:
             self._wait(drv)

@@ -23,7 +23,7 @@ import numpy as np
 from ...core.errors import LaunchError
 from .. import dlpack
 from ..base import LaunchArg
-from ..staging import HostSpan
+from ..staging import HostSpan, host_pointer
 from ..waiting import poll_until
 
 _lock = threading.Lock()
@@ -182,7 +182,7 @@ class DeviceBuffer:
     def from_host(cls, span: HostSpan, written: bool, stream: int) -> DeviceBuffer:
         address = int(check(hip().hipMalloc(max(span.nbytes, 1)), "hipMalloc"))
         if span.nbytes:
-            check(hip().hipMemcpyHtoDAsync(address, int(span.bytes.ctypes.data), span.nbytes, _stream(stream)),
+            check(hip().hipMemcpyHtoDAsync(address, host_pointer(span.bytes), span.nbytes, _stream(stream)),
                   "hipMemcpyHtoDAsync")
         return cls(address, span, written)
 
@@ -227,7 +227,7 @@ class ArgumentStaging:
             for buffer in buffers:
                 if buffer.written and buffer.span.nbytes:
                     host = buffer.span.host_buffer()
-                    check(hip().hipMemcpyDtoH(int(host.ctypes.data), buffer.address, buffer.span.nbytes),
+                    check(hip().hipMemcpyDtoH(host_pointer(host), buffer.address, buffer.span.nbytes),
                           "hipMemcpyDtoH")
                     received.append((buffer.span, host))
             for span, host in received:
