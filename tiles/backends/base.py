@@ -96,16 +96,12 @@ class Backend(abc.ABC):
 
     def make_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]]
                       ) -> Callable[[tuple[int, int, int], Sequence[Any]], None]:
-        """A function ``(grid, values, stream=None)`` that launches ``compiled``; ``plan`` lists,
-        per run-time parameter, (index into values, name, is pointer, may be written).  A
-        ``stream`` (the user's ``kernel[grid](..., stream=s)``) is passed on to ``launch`` as a
-        keyword only when given.  Backends override this to make repeated launches cheap."""
-        def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
-            args = [LaunchArg(name, values[i], is_ptr, writable) for i, name, is_ptr, writable in plan]
-            if stream is None:
-                self.launch(compiled, grid, args)
-            else:
-                self.launch(compiled, grid, args, stream=stream)  # type: ignore[call-arg]
+        """A function ``(grid, values)`` that launches ``compiled``; ``plan`` lists, per run-time
+        parameter, (index into values, name, is pointer, may be written).  Backends override
+        this to make repeated launches cheap."""
+        def launcher(grid: tuple[int, int, int], values: Sequence[Any]) -> None:
+            self.launch(compiled, grid, [LaunchArg(name, values[i], is_ptr, writable)
+                                         for i, name, is_ptr, writable in plan])
         return launcher
 
     def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Kernel,
