@@ -92,7 +92,7 @@ class FakeLibCUDA:
         return 0
 
     def cuDeviceGetAttribute(self, value: Any, attribute: int, device: int) -> int:
-        _set(value, {75: 9, 76: 0}[attribute])
+        _set(value, {75: 9, 76: 0}.get(attribute, 1000 + attribute))
         return 0
 
     def cuDeviceGetName(self, name: Any, size: int, device: int) -> int:

@@ -230,3 +230,14 @@ def test_launch_overhead_of_the_tensor_path(lib, monkeypatch):
     per_launch = (time.perf_counter() - start) / count
     print(f"launch path over the fake driver: {per_launch * 1e6:.1f} us")
     assert per_launch < 200e-6
+
+
+def test_driver_questions_of_the_backend(lib):
+    backend = CUDABackend()
+    props = backend.device_properties(1)
+    assert set(props) == set(runtime.PROPERTY_ATTRIBUTES)
+    backend.set_current_device(1)
+    assert lib.current() == lib.primary(1)
+    assert backend.current_device() == 1
+    assert backend.current_stream() == 0
+    assert runtime.device_arch(1) == "sm_90a"

@@ -156,3 +156,29 @@ class CUDABackend(Backend):
         """Run on the arguments' device, on ``stream`` (see ``runtime``'s docstring)."""
         from . import runtime
         runtime.launch(self._loaded(compiled), grid, compiled.metadata["threads"], args, stream)
+
+    # -- tiles.runtime.driver's questions, answered by the driver --------------------------
+    def current_device(self) -> int:
+        from . import runtime
+        return runtime.current_device() if self.available()[0] else 0
+
+    def set_current_device(self, device: int) -> None:
+        from . import runtime
+        runtime.set_current_device(int(device))
+
+    def current_stream(self, device: int | None = None) -> Any:
+        from ..streams import default_stream
+        from . import runtime
+        if not self.available()[0]:
+            return None
+        return default_stream(runtime.current_device() if device is None else int(device), False)
+
+    def device_properties(self, device: int = 0) -> dict[str, Any]:
+        """Triton's ``get_device_properties`` keys from the driver (the target's, compiling only)."""
+        from . import runtime
+        if self.available()[0]:
+            return dict(runtime.device_properties(device))
+        target = self.target()
+        return {"multiprocessor_count": 1, "max_shared_mem": target.shared_memory, "max_num_regs": 65536,
+                "warpSize": 32, "max_threads_per_block": target.max_threads_per_block,
+                "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0}

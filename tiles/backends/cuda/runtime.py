@@ -65,6 +65,7 @@ def use_driver(drv: Driver | None) -> None:
     global _driver
     _driver = drv
     _contexts.clear()
+    _archs.clear()
     _abandoned.clear()
 
 
@@ -108,12 +109,38 @@ def current_device() -> int:
     return 0
 
 
+def set_current_device(device: int) -> None:
+    """Make ``device`` current for this thread (its primary context; torch's device too)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        torch.cuda.set_device(device)
+    driver().set_current(primary_context(device))
+
+
+_archs: dict[int, str] = {}
+
+
 def device_arch(device: int | None = None) -> str:
-    drv = driver()
+    """``sm_90a`` for an H100/H200: asked once per device (jit cache keys ask on every launch)."""
     device = current_device() if device is None else device
-    major = drv.device_attribute(cu.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device)
-    minor = drv.device_attribute(cu.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device)
-    return f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
+    arch = _archs.get(device)
+    if arch is None:
+        drv = driver()
+        major = drv.device_attribute(cu.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device)
+        minor = drv.device_attribute(cu.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device)
+        arch = _archs[device] = f"sm_{major}{minor}" + ("a" if (major, minor) == (9, 0) else "")
+    return arch
+
+
+# Triton's get_device_properties keys -> CUdevice_attribute
+PROPERTY_ATTRIBUTES = {"max_threads_per_block": 1, "warpSize": 10, "max_num_regs": 12, "sm_clock_rate": 13,
+                       "multiprocessor_count": 16, "mem_clock_rate": 36, "mem_bus_width": 37,
+                       "max_shared_mem": 97}  # 97: the opt-in maximum per block
+
+
+def device_properties(device: int) -> dict[str, int]:
+    drv = driver()
+    return {key: drv.device_attribute(attribute, device) for key, attribute in PROPERTY_ATTRIBUTES.items()}
 
 
 def device_name(device: int | None = None) -> str:
