@@ -160,7 +160,10 @@ class CUDABackend(Backend):
     # -- tiles.runtime.driver's questions, answered by the driver --------------------------
     def current_device(self) -> int:
         from . import runtime
-        return runtime.current_device() if self.available()[0] else 0
+        try:
+            return runtime.current_device()
+        except Exception:  # no driver or no device: compiling only, for device 0
+            return 0
 
     def set_current_device(self, device: int) -> None:
         from . import runtime

@@ -46,24 +46,33 @@ _contexts: dict[int, int] = {}
 _driver: Driver | None = None
 
 
+_driver_error: Exception | None = None
+
+
 def driver() -> Driver:
-    """The initialized driver (raises when there is no libcuda or no device)."""
-    global _driver
+    """The initialized driver (raises when there is no libcuda or no device; tried once)."""
+    global _driver, _driver_error
     if _driver is None:
         with _lock:
+            if _driver_error is not None:
+                raise _driver_error
             if _driver is None:
-                drv = Driver(load_library())
-                drv.init()
-                if drv.device_count() == 0:
-                    raise RuntimeError("no CUDA device")
+                try:
+                    drv = Driver(load_library())
+                    drv.init()
+                    if drv.device_count() == 0:
+                        raise RuntimeError("no CUDA device")
+                except Exception as e:
+                    _driver_error = e
+                    raise
                 _driver = drv
     return _driver
 
 
 def use_driver(drv: Driver | None) -> None:
     """Replace the driver (tests run the launch path over a fake libcuda); None: the real one."""
-    global _driver
-    _driver = drv
+    global _driver, _driver_error
+    _driver, _driver_error = drv, None
     _contexts.clear()
     _archs.clear()
     _abandoned.clear()
