@@ -64,8 +64,15 @@ class _TorchCUDATimer:
 
 class _PyCUDATimer:
     def __init__(self) -> None:
-        import pycuda.autoinit  # noqa: F401
+        import atexit
+
         import pycuda.driver as cuda
+        # the primary context (where tiles launches), not a new one as pycuda.autoinit makes:
+        # events only order with kernels of their own context
+        cuda.init()
+        context = cuda.Device(0).retain_primary_context()
+        context.push()
+        atexit.register(context.pop)
         self.cuda = cuda
         self.flush_buffer = cuda.mem_alloc(L2_FLUSH_BYTES)
 

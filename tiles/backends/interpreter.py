@@ -54,7 +54,8 @@ class InterpreterBackend(Backend):
         return compiled
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
-               args: Sequence[LaunchArg]) -> None:
+               args: Sequence[LaunchArg], stream: Any = None) -> None:
+        """Runs synchronously on the host; a ``stream`` is accepted and has nothing to order."""
         from ..interp import interpret
         values = [host_array(a.value) if a.is_pointer else a.value for a in args]
         interpret(compiled.ir, grid, values)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import sys
 
@@ -129,13 +130,16 @@ class RecordingKernel:
     def __init__(self, image, name):
         self.name = name
 
-    def launch(self, grid, block, kernargs, shared_bytes=0):
+    def launch(self, grid, block, kernargs, shared_bytes=0, stream=0, device=None):
         self.launches.append((self.name, grid, block, kernargs))
         self.shared = shared_bytes
 
 
 class FakeStaging:
     finished = 0
+
+    def __init__(self, stream=0):
+        self.stream = stream
 
     def device_address(self, arg):
         return 0x1000 * (1 + ["x_ptr", "y_ptr", "out_ptr"].index(arg.name))
@@ -147,6 +151,8 @@ class FakeStaging:
 def test_launch_packs_arguments_for_hip(no_device, hand_written_emitter, monkeypatch):
     monkeypatch.setattr(runtime, "LoadedKernel", RecordingKernel)
     monkeypatch.setattr(runtime, "ArgumentStaging", FakeStaging)
+    monkeypatch.setattr(runtime, "launch_device", lambda args: 0)
+    monkeypatch.setattr(runtime, "OnDevice", lambda device: contextlib.nullcontext())
     monkeypatch.setenv("TILES_ROCM_ARCH", "gfx1100")
     backend = ROCmBackend()
     compiled = add_kernel.compile(SIGNATURE, {"BLOCK": 256}, backend=backend, num_warps=8)

@@ -1,7 +1,8 @@
-"""The CUDA backend: shared lowering -> LLVM IR -> NVPTX PTX (llvmlite) -> pycuda.
+"""The CUDA backend: shared lowering -> LLVM IR -> NVPTX PTX (llvmlite) -> the CUDA driver.
 
 Stages: ``ir``, ``llir`` (LLVM IR text), ``ptx``; on a machine with an NVIDIA GPU
-the PTX is loaded with pycuda when the kernel first launches.  Without a GPU,
+the PTX is loaded through libcuda (ctypes, ``driver.py``) when the kernel first launches
+in a context; ``runtime.py`` picks the device, context and stream of each launch.  Without a GPU,
 kernels still compile to PTX for ``TILES_CUDA_ARCH`` (default sm_90).
 """
 
@@ -11,10 +12,7 @@ import os
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from ...core import dtypes as D
-from ...core.dtypes import PointerType
 from ...core.ops import Op
 from ...core.printer import format_kernel
 from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
@@ -78,29 +76,14 @@ def nvptx_target(arch: str) -> LLVMTarget:
     )
 
 
-def _param_format(dtype: Any) -> str:
-    if isinstance(dtype, PointerType):
-        return "P"
-    if dtype.is_bool:
-        return "B"
-    if dtype.is_floating:
-        return {32: "f", 64: "d"}[dtype.bits]
-    return {(8, True): "b", (8, False): "B", (16, True): "h", (16, False): "H", (32, True): "i",
-            (32, False): "I", (64, True): "q", (64, False): "Q"}[(dtype.bits, dtype.is_signed)]
-
-
 class CUDABackend(Backend):
     name = "cuda"
 
     def available(self) -> tuple[bool, str]:
         try:
-            import pycuda.driver  # noqa: F401
-        except ImportError as e:
-            return False, f"pycuda is not installed ({e})"
-        try:
             from . import runtime
             runtime.driver()
-        except Exception as e:  # no driver, no device
+        except Exception as e:  # no libcuda, no device
             return False, f"no usable CUDA device: {e}"
         return True, ""
 
@@ -145,48 +128,78 @@ class CUDABackend(Backend):
         if loaded is None:
             from . import runtime
             params = [p.value.type.dtype for p in compiled.ir.params]
-            formats = "".join(_param_format(d) for d in params) + "iii"
-            loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, formats,
+            loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, params,
                                           compiled.metadata.get("shared", 0))
             compiled.metadata["loaded"] = loaded
-            compiled.metadata["formats"] = formats
         return loaded
 
     def make_launcher(self, compiled: CompiledKernel,
                       plan: Sequence[tuple[int, str, bool, bool]]) -> Callable[..., None]:
+        """``launcher(grid, values, stream=None)``; torch CUDA tensors and scalars take a short
+        path (no LaunchArg objects, no staging), anything else goes through ``launch``."""
         from . import runtime
         loaded = self._loaded(compiled)
-        call = loaded.function.prepared_call
-        block = (compiled.metadata["threads"], 1, 1)
-        shared = loaded.shared_bytes
+        block = compiled.metadata["threads"]
         slow = self.launch
         indices = [i for i, *_ in plan]
-        pointers = {i for i, _n, is_ptr, _w in plan if is_ptr}
-        scalars_only = not pointers
+        pointers = [i for i, _n, is_ptr, _w in plan if is_ptr]
+        pointer_set = set(pointers)
+        is_cuda_tensor = runtime.is_cuda_tensor
 
-        def launcher(grid: tuple[int, int, int], values: Sequence[Any]) -> None:
-            if not scalars_only and not all(runtime.is_cuda_tensor(values[i]) for i in pointers):
-                slow(compiled, grid, [LaunchArg(n, values[i], p, w) for i, n, p, w in plan])
+        def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
+            tensors = [values[i] for i in pointers]
+            if not tensors or False in [is_cuda_tensor(v) for v in tensors]:
+                slow(compiled, grid, [LaunchArg(n, values[i], p, w) for i, n, p, w in plan], stream=stream)
                 return
-            args = [values[i].data_ptr() if i in pointers else values[i] for i in indices]
-            call(grid, block, *args, *grid, shared_size=shared)
+            devices = {v.get_device() for v in tensors}
+            if len(devices) > 1:  # the general path names the arguments in its error
+                slow(compiled, grid, [LaunchArg(n, values[i], p, w) for i, n, p, w in plan], stream=stream)
+                return
+            device = devices.pop()
+            context = runtime.primary_context(device)
+            pushed = runtime.make_current(context)
+            try:
+                function = loaded.functions.get(context) or loaded.function(context)
+                handle = runtime.stream_handle(stream, device)
+                packed = loaded.pack([values[i].data_ptr() if i in pointer_set else values[i]
+                                      for i in indices] + list(grid))
+                loaded.launch(function, grid, block, handle, packed)
+            finally:
+                if pushed:
+                    runtime.driver().pop()
         return launcher
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
-               args: Sequence[LaunchArg]) -> None:
+               args: Sequence[LaunchArg], stream: Any = None) -> None:
+        """Run on the arguments' device, on ``stream`` (see ``runtime``'s docstring)."""
         from . import runtime
-        loaded = self._loaded(compiled)
-        values: list[Any] = []
-        pending = []
-        for arg in args:
-            if arg.is_pointer:
-                addr, copy = runtime.device_pointer(arg)
-                values.append(np.uintp(addr))
-                if copy is not None:
-                    pending.append(copy)
-            else:
-                values.append(arg.value)
-        values.extend(grid)
-        loaded.launch(grid, compiled.metadata["threads"], values)
-        if pending:
-            runtime.copy_back(pending)
+        runtime.launch(self._loaded(compiled), grid, compiled.metadata["threads"], args, stream)
+
+    # -- tiles.runtime.driver's questions, answered by the driver --------------------------
+    def current_device(self) -> int:
+        from . import runtime
+        try:
+            return runtime.current_device()
+        except Exception:  # no driver or no device: compiling only, for device 0
+            return 0
+
+    def set_current_device(self, device: int) -> None:
+        from . import runtime
+        runtime.set_current_device(int(device))
+
+    def current_stream(self, device: int | None = None) -> Any:
+        from ..streams import default_stream
+        from . import runtime
+        if not self.available()[0]:
+            return None
+        return default_stream(runtime.current_device() if device is None else int(device), False)
+
+    def device_properties(self, device: int = 0) -> dict[str, Any]:
+        """Triton's ``get_device_properties`` keys from the driver (the target's, compiling only)."""
+        from . import runtime
+        if self.available()[0]:
+            return dict(runtime.device_properties(device))
+        target = self.target()
+        return {"multiprocessor_count": 1, "max_shared_mem": target.shared_memory, "max_num_regs": 65536,
+                "warpSize": 32, "max_threads_per_block": target.max_threads_per_block,
+                "sm_clock_rate": 0, "mem_clock_rate": 0, "mem_bus_width": 0}

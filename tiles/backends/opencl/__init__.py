@@ -8,6 +8,7 @@ Stages: ``ir`` (tile IR text), ``opencl`` (the generated OpenCL C), ``binary``
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from ...core import dtypes as D  # noqa: N812
 from ...core.ir import Kernel
@@ -89,9 +90,10 @@ class OpenCLBackend(Backend):
         return program.binaries[0]
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
-               args: Sequence[LaunchArg]) -> None:
+               args: Sequence[LaunchArg], stream: Any = None) -> None:
+        """``stream``: a pyopencl CommandQueue on the backend's context (default: its own queue)."""
         from . import runtime
-        runtime.launch(compiled, grid, args)
+        runtime.launch(compiled, grid, args, stream)
 
 
 __all__ = ["OpenCLBackend"]

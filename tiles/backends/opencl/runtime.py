@@ -1,8 +1,10 @@
-"""pyopencl plumbing: device choice, program builds (cached by source), launches."""
+"""pyopencl plumbing: device choice, program builds (cached by source), thread-safe launches
+that copy NumPy arguments (strided views included) and wait without blocking Ctrl-C."""
 
 from __future__ import annotations
 
 import os
+import threading
 from collections.abc import Sequence
 from functools import lru_cache
 from typing import Any
@@ -12,6 +14,8 @@ import numpy as np
 from ...core.dtypes import PointerType
 from ...core.errors import LaunchError
 from ..base import CompiledKernel, LaunchArg
+from ..staging import HostSpan
+from ..waiting import poll_until
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 
@@ -71,7 +75,10 @@ def build(source: str) -> Any:
     return program
 
 
-def _buffer(arg: LaunchArg, copies: list[tuple[np.ndarray, Any]]) -> Any:
+_launch_lock = threading.Lock()  # clSetKernelArg + enqueue on a shared cl.Kernel is not thread-safe
+
+
+def _buffer(arg: LaunchArg, copies: list[tuple[HostSpan, Any]]) -> Any:
     import pyopencl as cl
     import pyopencl.array as cla
     value = arg.value
@@ -81,29 +88,76 @@ def _buffer(arg: LaunchArg, copies: list[tuple[np.ndarray, Any]]) -> Any:
                               "pass the base array and add the offset in the kernel")
         return value.base_data
     from ..interpreter import host_array
-    arr = host_array(value)
-    if arr.size and not arr.flags.c_contiguous:
-        raise LaunchError(f"argument {arg.name}: the OpenCL backend copies NumPy arrays to the device "
-                          "and needs them C-contiguous; pass np.ascontiguousarray(...) or a pyopencl array")
+    span = HostSpan(host_array(value))
+    if span.negative_strides:
+        raise LaunchError(f"argument {arg.name}: a view with negative strides (such as x[::-1]); the "
+                          "OpenCL backend can only pass the address of a buffer's first byte. Pass "
+                          "np.ascontiguousarray(x), or index from the end inside the kernel")
     ctx = device()[0]
     flags = cl.mem_flags.READ_WRITE
-    if arr.nbytes == 0:
+    if span.nbytes == 0:
         return cl.Buffer(ctx, flags, 16)
-    buf = cl.Buffer(ctx, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=arr)
+    buf = cl.Buffer(ctx, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=span.bytes)
     if arg.writable:
-        copies.append((arr, buf))
+        copies.append((span, buf))
     return buf
 
 
-def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[LaunchArg]) -> None:
+def _kernel(compiled: CompiledKernel) -> Any:
     import pyopencl as cl
-    ctx, queue, _ = device()
     kernel = compiled.metadata.get("kernel")
     if kernel is None:
         kernel = compiled.metadata["kernel"] = cl.Kernel(compiled.metadata["program"],
                                                          compiled.metadata["entry"])
+    return kernel
+
+
+def _queue(stream: Any) -> Any:
+    """The queue to run on: ``stream`` (a pyopencl CommandQueue of our context) or ours."""
+    import pyopencl as cl
+    ctx, queue, _ = device()
+    if stream is None:
+        return queue
+    if not isinstance(stream, cl.CommandQueue) or stream.context != ctx:
+        raise LaunchError(f"stream={stream!r}: the OpenCL backend takes a pyopencl CommandQueue made on "
+                          "its context (tiles.backends.opencl.runtime.device()[0]) as the stream")
+    return stream
+
+
+def wait_for(event: Any) -> None:
+    """Wait for ``event`` by polling, so Ctrl-C is not held up by a long kernel."""
+    import pyopencl as cl
+    complete = cl.command_execution_status.COMPLETE
+    event.command_queue.flush()
+
+    def done() -> bool:
+        status = event.command_execution_status
+        if status < 0:
+            raise LaunchError(f"an OpenCL command failed with status {status}")
+        return bool(status == complete)
+    poll_until(done)
+
+
+# (event, objects) left by an interrupted wait: kept alive until the event completes
+_abandoned: list[tuple[Any, Any, Any]] = []
+
+
+def _release_finished() -> None:
+    import pyopencl as cl
+    if _abandoned:
+        with _launch_lock:
+            _abandoned[:] = [entry for entry in _abandoned
+                             if entry[0].command_execution_status != cl.command_execution_status.COMPLETE]
+
+
+def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[LaunchArg],
+           stream: Any = None) -> None:
+    import pyopencl as cl
+    queue = _queue(stream)
+    kernel = _kernel(compiled)
+    _release_finished()
     threads = compiled.metadata["threads"]
-    copies: list[tuple[np.ndarray, Any]] = []
+    copies: list[tuple[HostSpan, Any]] = []
     values = []
     for param, arg in zip(compiled.ir.params, args):
         dt = param.value.type.dtype
@@ -113,10 +167,21 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
             values.append(np.uint8(bool(arg.value)))
         else:
             values.append(dt.np.type(arg.value))
-    kernel.set_args(*values)
-    cl.enqueue_nd_range_kernel(queue, kernel, (grid[0] * threads, grid[1], grid[2]),
-                               (threads, 1, 1))
-    if copies:  # NumPy arguments: wait and copy back; device arrays stay asynchronous
-        for arr, buf in copies:
-            cl.enqueue_copy(queue, arr, buf)
-        queue.finish()
+    with _launch_lock:
+        kernel.set_args(*values)
+        done = cl.enqueue_nd_range_kernel(queue, kernel, (grid[0] * threads, grid[1], grid[2]),
+                                          (threads, 1, 1))
+    if copies:  # NumPy arguments: copy back; device arrays stay asynchronous
+        received = []
+        for span, buf in copies:
+            host = span.host_buffer()
+            done = cl.enqueue_copy(queue, host, buf, is_blocking=False)
+            received.append((span, host))
+        try:
+            wait_for(done)
+        except BaseException:  # Ctrl-C: releasing buffers in use would block until the kernel ends
+            with _launch_lock:
+                _abandoned.append((done, values, received))
+            raise
+        for span, host in received:
+            span.write_back(host)

@@ -107,19 +107,26 @@ class ROCmBackend(Backend):
         return CompiledKernel(kernel.name, kernel, options, dict(asm), dict(metadata), image)
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
-               args: Sequence[LaunchArg]) -> None:
+               args: Sequence[LaunchArg], stream: Any = None) -> None:
+        """Run on the arguments' device and on ``stream`` (see ``runtime``'s docstring)."""
+        from ..streams import stream_handle
         image: bytes = compiled.asm["hsaco"]
         info = kernel_in(read_code_object(image), compiled.name)
-        if not isinstance(compiled.handle, runtime.LoadedKernel):
-            compiled.handle = runtime.LoadedKernel(image, info.name)
         block = compiled.options.num_warps * info.wavefront_size
         if block > info.max_flat_workgroup_size:
             raise LaunchError(f"{compiled.name}: {block} work-items per program, but the code object "
                               f"allows at most {info.max_flat_workgroup_size}")
-        dtypes = [p.value.type.dtype for p in compiled.ir.params]
-        staging = runtime.ArgumentStaging()
-        try:
-            kernargs = pack_arguments(info, args, dtypes, grid, staging.device_address)
-            compiled.handle.launch(grid, block, kernargs, compiled.metadata.get("shared", 0))
-        finally:
-            staging.finish()
+        device = runtime.launch_device(args)
+        with runtime.OnDevice(device):
+            if not isinstance(compiled.handle, runtime.LoadedKernel):
+                compiled.handle = runtime.LoadedKernel(image, info.name)
+            cupy_args = any("cupy" in type(a.value).__module__ for a in args if a.is_pointer)
+            handle = stream_handle(stream, device, cupy_args)
+            dtypes = [p.value.type.dtype for p in compiled.ir.params]
+            staging = runtime.ArgumentStaging(handle)
+            try:
+                kernargs = pack_arguments(info, args, dtypes, grid, staging.device_address)
+                compiled.handle.launch(grid, block, kernargs, compiled.metadata.get("shared", 0),
+                                       stream=handle, device=device)
+            finally:
+                staging.finish()

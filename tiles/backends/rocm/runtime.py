@@ -1,9 +1,20 @@
-"""hip-python side of the ROCm backend: availability, device, memory, module loading, launch."""
+"""hip-python side of the ROCm backend: availability, device, memory, module loading, launch.
+
+As on CUDA, a launch runs on the device holding its arrays (torch ``get_device()``, DLPack's
+device id), else torch's current device (when torch has initialized it), else the thread's
+current HIP device; the calling thread's device is switched with ``hipSetDevice`` for the
+launch and switched back after.  A module is loaded once per device.  The stream is the
+caller's ``stream=`` or the current torch/cupy stream (``streams.py``); host arrays (strided
+views included) are copied on it, and the wait for the copy back polls an event.
+"""
 
 from __future__ import annotations
 
 import ctypes
 import functools
+import sys
+import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -12,6 +23,10 @@ import numpy as np
 from ...core.errors import LaunchError
 from .. import dlpack
 from ..base import LaunchArg
+from ..staging import HostSpan, host_pointer
+from ..waiting import poll_until
+
+_lock = threading.Lock()
 
 
 class HIPError(RuntimeError):
@@ -83,36 +98,106 @@ def device_name() -> str:
     return name.decode() if isinstance(name, bytes) else str(name)
 
 
+def current_device() -> int:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        return int(torch.cuda.current_device())
+    return int(check(hip().hipGetDevice(), "hipGetDevice"))
+
+
+def argument_device(v: Any) -> int | None:
+    """The device of a device array, or None for host memory (or when it does not say)."""
+    if getattr(v, "is_cuda", False) is True:  # torch on ROCm
+        return int(v.get_device())
+    device = getattr(getattr(v, "device", None), "id", None)  # cupy
+    if isinstance(device, int) and hasattr(v, "__cuda_array_interface__"):
+        return device
+    if dlpack.device_type(v) == dlpack.DLPACK_ROCM:
+        return int(v.__dlpack_device__()[1])
+    return None
+
+
+def launch_device(args: Sequence[LaunchArg]) -> int:
+    """The device a launch runs on; arguments on two devices are refused."""
+    found = [(a.name, d) for a in args if a.is_pointer for d in [argument_device(a.value)] if d is not None]
+    if not found:
+        return current_device()
+    name, device = found[0]
+    for other, d in found[1:]:
+        if d != device:
+            raise LaunchError(f"arguments {name!r} and {other!r} are on different devices ({device} and {d}); "
+                              "move them to one device")
+    return device
+
+
+class OnDevice:
+    """``with OnDevice(d):`` makes ``d`` this thread's HIP device, restoring the previous one."""
+
+    def __init__(self, device: int) -> None:
+        self.device = device
+        self.previous = -1
+
+    def __enter__(self) -> OnDevice:
+        current = int(check(hip().hipGetDevice(), "hipGetDevice"))
+        if current != self.device:
+            check(hip().hipSetDevice(self.device), f"hipSetDevice({self.device})")
+            self.previous = current
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.previous >= 0:
+            check(hip().hipSetDevice(self.previous), f"hipSetDevice({self.previous})")
+
+
+def _stream(handle: int) -> Any:
+    return None if handle == 0 else handle
+
+
+def wait_for_stream(handle: int) -> None:
+    """Wait for the work queued so far on the stream, polling an event (Ctrl-C stays live)."""
+    h = hip()
+    event = check(h.hipEventCreateWithFlags(h.hipEventDisableTiming), "hipEventCreateWithFlags")
+    check(h.hipEventRecord(event, _stream(handle)), "hipEventRecord")
+
+    def done() -> bool:
+        status = h.hipEventQuery(event)
+        status = status[0] if isinstance(status, tuple) else status
+        if status == h.hipError_t.hipErrorNotReady:
+            return False
+        check(status, "hipEventQuery (an error in the kernel or a copy)")
+        return True
+    poll_until(done)
+    check(h.hipEventDestroy(event), "hipEventDestroy")
+
+
 @dataclass
 class DeviceBuffer:
-    """Device memory staged from a host array; copied back on ``release`` when ``host`` is set."""
+    """Device memory staged from a host span; ``written`` spans are copied back."""
 
     address: int
-    nbytes: int
-    host: np.ndarray | None
+    span: HostSpan
+    written: bool
 
     @classmethod
-    def from_host(cls, array: np.ndarray, copy_back: bool) -> DeviceBuffer:
-        address = int(check(hip().hipMalloc(max(array.nbytes, 1)), "hipMalloc"))
-        buffer = cls(address, array.nbytes, array if copy_back else None)
-        if array.nbytes:
-            check(hip().hipMemcpyHtoD(address, array.ctypes.data, array.nbytes), "hipMemcpyHtoD")
-        return buffer
-
-    def release(self) -> None:
-        if self.host is not None and self.nbytes:
-            check(hip().hipMemcpyDtoH(self.host.ctypes.data, self.address, self.nbytes), "hipMemcpyDtoH")
-        check(hip().hipFree(self.address), "hipFree")
+    def from_host(cls, span: HostSpan, written: bool, stream: int) -> DeviceBuffer:
+        address = int(check(hip().hipMalloc(max(span.nbytes, 1)), "hipMalloc"))
+        if span.nbytes:
+            check(hip().hipMemcpyHtoDAsync(address, host_pointer(span.bytes), span.nbytes, _stream(stream)),
+                  "hipMemcpyHtoDAsync")
+        return cls(address, span, written)
 
 
 class ArgumentStaging:
     """Device addresses for array arguments; host arrays are copied in, and back when written."""
 
-    def __init__(self) -> None:
+    def __init__(self, stream: int = 0) -> None:
+        self.stream = stream
         self.buffers: list[DeviceBuffer] = []
 
     def device_address(self, arg: LaunchArg) -> int:
         v = arg.value
+        if getattr(v, "is_cuda", False) is True:
+            return int(v.data_ptr())
         if hasattr(v, "__cuda_array_interface__"):
             return int(v.__cuda_array_interface__["data"][0])
         kind = dlpack.device_type(v)
@@ -125,38 +210,64 @@ class ArgumentStaging:
         if kind == dlpack.DLPACK_CPU and not isinstance(v, np.ndarray):
             v = np.from_dlpack(v)
         if isinstance(v, np.ndarray):
-            if not (v.flags.c_contiguous or v.flags.f_contiguous):
-                raise LaunchError(f"argument {arg.name!r}: non-contiguous NumPy arrays are not "
-                                  "supported by the rocm backend; pass np.ascontiguousarray(x)")
-            buffer = DeviceBuffer.from_host(v, copy_back=arg.writable)
+            buffer = DeviceBuffer.from_host(HostSpan(v), arg.writable, self.stream)
             self.buffers.append(buffer)
-            return buffer.address
+            return buffer.address + buffer.span.offset
         raise LaunchError(f"argument {arg.name!r}: cannot pass a {type(v).__name__} to the rocm "
                           "backend (expected a NumPy array or a ROCm device array)")
 
     def finish(self) -> None:
-        """Copy written host arrays back (this waits for the kernel) and free the staging memory."""
+        """Wait for the kernel, copy written host arrays back and free the staging memory."""
         buffers, self.buffers = self.buffers, []
+        if not buffers:
+            return
+        try:
+            wait_for_stream(self.stream)
+            received = []
+            for buffer in buffers:
+                if buffer.written and buffer.span.nbytes:
+                    host = buffer.span.host_buffer()
+                    check(hip().hipMemcpyDtoH(host_pointer(host), buffer.address, buffer.span.nbytes),
+                          "hipMemcpyDtoH")
+                    received.append((buffer.span, host))
+            for span, host in received:
+                span.write_back(host)
+        except KeyboardInterrupt:
+            raise  # the kernel may still use the buffers: they are left allocated
         for buffer in buffers:
-            buffer.release()
+            check(hip().hipFree(buffer.address), "hipFree")
 
 
 class LoadedKernel:
-    """A hipFunction_t from a code object, launched with a packed kernarg buffer."""
+    """A hipFunction_t per device from a code object, launched with a packed kernarg buffer."""
 
     def __init__(self, hsaco: bytes, name: str) -> None:
         self.image = hsaco  # HIP may read the image lazily; keep it alive with the module
-        self.module = check(hip().hipModuleLoadData(hsaco), "hipModuleLoadData")
-        self.function = check(hip().hipModuleGetFunction(self.module, name.encode()),
-                              f"hipModuleGetFunction({name})")
+        self.name = name
+        self.functions: dict[int, Any] = {}
+        self.function = self.function_on(int(check(hip().hipGetDevice(), "hipGetDevice")))
 
-    def launch(self, grid: tuple[int, int, int], block: int, kernargs: bytes, shared_bytes: int = 0) -> None:
+    def function_on(self, device: int) -> Any:
+        """The function loaded on ``device`` (this thread's current device), loaded once."""
+        function = self.functions.get(device)
+        if function is None:
+            with _lock:
+                function = self.functions.get(device)
+                if function is None:
+                    module = check(hip().hipModuleLoadData(self.image), "hipModuleLoadData")
+                    function = check(hip().hipModuleGetFunction(module, self.name.encode()),
+                                     f"hipModuleGetFunction({self.name})")
+                    self.functions[device] = function
+        return function
+
+    def launch(self, grid: tuple[int, int, int], block: int, kernargs: bytes, shared_bytes: int = 0,
+               stream: int = 0, device: int | None = None) -> None:
         h = hip()
+        function = self.function if device is None else self.function_on(device)
         buffer = ctypes.create_string_buffer(kernargs, max(len(kernargs), 1))
         size = ctypes.c_size_t(len(kernargs))
         config = (ctypes.c_void_p * 5)(int(h.HIP_LAUNCH_PARAM_BUFFER_POINTER), ctypes.addressof(buffer),
                                        int(h.HIP_LAUNCH_PARAM_BUFFER_SIZE), ctypes.addressof(size),
                                        int(h.HIP_LAUNCH_PARAM_END))
-        check(h.hipModuleLaunchKernel(self.function, *grid, block, 1, 1, shared_bytes, None, None,
+        check(h.hipModuleLaunchKernel(function, *grid, block, 1, 1, shared_bytes, _stream(stream), None,
                                       ctypes.addressof(config)), "hipModuleLaunchKernel")
-
