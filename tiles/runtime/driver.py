@@ -120,18 +120,7 @@ def device_properties(backend: Backend, device: int) -> dict[str, Any]:
 
 def _cuda_properties(device: int) -> dict[str, Any]:
     from ..backends.cuda import runtime
-    cuda = runtime.driver()
-    attr = cuda.device_attribute
-    dev = cuda.Device(device)
-    optin = getattr(attr, "MAX_SHARED_MEMORY_PER_BLOCK_OPTIN", attr.MAX_SHARED_MEMORY_PER_BLOCK)
-    return {"max_shared_mem": dev.get_attribute(optin),
-            "max_num_regs": dev.get_attribute(attr.MAX_REGISTERS_PER_BLOCK),
-            "multiprocessor_count": dev.get_attribute(attr.MULTIPROCESSOR_COUNT),
-            "warpSize": dev.get_attribute(attr.WARP_SIZE),
-            "sm_clock_rate": dev.get_attribute(attr.CLOCK_RATE),
-            "mem_clock_rate": dev.get_attribute(attr.MEMORY_CLOCK_RATE),
-            "mem_bus_width": dev.get_attribute(attr.GLOBAL_MEMORY_BUS_WIDTH),
-            "max_threads_per_block": dev.get_attribute(attr.MAX_THREADS_PER_BLOCK)}
+    return dict(runtime.device_properties(device))
 
 
 def _rocm_properties(backend: Backend, device: int) -> dict[str, Any]:
