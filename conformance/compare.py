@@ -66,7 +66,7 @@ class Rule:
         if self.kind == other.kind == "ulp":
             return Rule("ulp", self.ulps + other.ulps, signed_zero=self.signed_zero and other.signed_zero)
         if self.kind == "tol" and other.kind == "tol":
-            return Rule("tol", max(self.rtol, other.rtol), max(self.atol, other.atol),
+            return Rule("tol", rtol=max(self.rtol, other.rtol), atol=max(self.atol, other.atol),
                         signed_zero=False)
         return Rule(self.kind, self.ulps, self.rtol, self.atol,
                     signed_zero=self.signed_zero and other.signed_zero)

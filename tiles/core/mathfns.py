@@ -104,6 +104,18 @@ def _scipy(name: str, fallback: Callable[[float], float] | None = None) -> Ref:
     return ref
 
 
+def _bessel(name: str, at_inf: Callable[[np.ndarray], np.ndarray]) -> Ref:
+    """scipy's Bessel function with C's (and CUDA's) values at +-inf: j0 -> 0, j1 -> +-0,
+    y0 / y1 -> 0 at +inf and NaN at -inf (SciPy gives NaN at both)."""
+    ref = _scipy(name)
+
+    def bessel(x: np.ndarray) -> np.ndarray:
+        x = np.asarray(x)
+        with np.errstate(invalid="ignore"):
+            return np.where(np.isinf(x), at_inf(x), ref(x))
+    return bessel
+
+
 def _or_nan(fn: Callable[..., float]) -> Callable[..., float]:
     def safe(*x: float) -> float:
         try:
@@ -294,13 +306,17 @@ ROWS: tuple[MathFunction, ...] = (
                  domain=(0.05, 40.0), ref_error64=(64, 160)),
     MathFunction("tgamma", "f>f", _scipy("gamma", math.gamma), "gamma function", ulp=16,
                  domain=(0.05, 30.0), ref_error64=(8, 0)),
-    MathFunction("j0", "f>f", _scipy("j0"), "Bessel function of the first kind, order 0", opencl="",
+    MathFunction("j0", "f>f", _bessel("j0", lambda x: np.zeros_like(x)),
+                 "Bessel function of the first kind, order 0", opencl="",
                  ulp=9, atol=8, domain=(-8.0, 8.0), ref_error64=(48, 0)),
-    MathFunction("j1", "f>f", _scipy("j1"), "Bessel function of the first kind, order 1", opencl="",
+    MathFunction("j1", "f>f", _bessel("j1", lambda x: np.copysign(0.0, x)),
+                 "Bessel function of the first kind, order 1", opencl="",
                  ulp=9, atol=8, domain=(-8.0, 8.0), ref_error64=(160, 0)),
-    MathFunction("y0", "f>f", _scipy("y0"), "Bessel function of the second kind, order 0", opencl="",
+    MathFunction("y0", "f>f", _bessel("y0", lambda x: np.where(x > 0, 0.0, np.nan)),
+                 "Bessel function of the second kind, order 0", opencl="",
                  ulp=9, atol=8, domain=(0.1, 8.0), ref_error64=(1024, 8)),
-    MathFunction("y1", "f>f", _scipy("y1"), "Bessel function of the second kind, order 1", opencl="",
+    MathFunction("y1", "f>f", _bessel("y1", lambda x: np.where(x > 0, 0.0, np.nan)),
+                 "Bessel function of the second kind, order 1", opencl="",
                  ulp=9, atol=8, domain=(0.1, 8.0), ref_error64=(96, 8)),
     # rounding and exact operations
     MathFunction("trunc", "f>f", np.trunc, "round toward zero", llvm="llvm.trunc", domain=(-1e4, 1e4)),

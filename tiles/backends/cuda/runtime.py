@@ -176,8 +176,11 @@ def _pointer_place(address: int) -> tuple[int, int]:
 def device_address(arg: LaunchArg) -> tuple[int, int, int] | None:
     """(address, device, context or 0) of device memory, or None for host memory to stage."""
     v = arg.value
-    if getattr(v, "is_cuda", None) is not None:  # torch
-        return (v.data_ptr(), v.get_device(), 0) if v.is_cuda else None
+    if getattr(v, "is_cuda", None) is not None:  # torch: a CPU tensor is refused, as Triton does
+        if not v.is_cuda:
+            raise LaunchError(f"argument {arg.name!r} is a torch tensor on {v.device}; the cuda backend "
+                              "needs it on the GPU (tensor.cuda()) or as a NumPy array")
+        return v.data_ptr(), v.get_device(), 0
     if hasattr(v, "gpudata"):  # pycuda GPUArray
         return (int(v.gpudata), *_pointer_place(int(v.gpudata)))
     if hasattr(v, "__cuda_array_interface__"):
