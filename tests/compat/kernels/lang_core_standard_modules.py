@@ -4,11 +4,11 @@ repeated reshapes."""
 
 import numpy as np
 from compat_harness import close
-from tiles.language.standard import _log2
 
 import tiles
 import tiles.language as tl
 import tiles.language.core as core
+from tiles.language.standard import _log2
 
 
 @tiles.jit

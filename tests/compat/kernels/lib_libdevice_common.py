@@ -4,11 +4,11 @@ CUDA-specific module path some libraries import, float32 and float64."""
 
 import numpy as np
 from compat_harness import close
-from tiles.language.extra import libdevice
-from tiles.language.extra.cuda import libdevice as cuda_libdevice
 
 import tiles
 import tiles.language as tl
+from tiles.language.extra import libdevice
+from tiles.language.extra.cuda import libdevice as cuda_libdevice
 
 
 @tiles.jit

@@ -3,10 +3,10 @@ rstd cached per row, program_id cast to int64 before pointer arithmetic, dW part
 
 import numpy as np
 from compat_harness import close, stride
-from tiles.language.extra.libdevice import rsqrt
 
 import tiles
 import tiles.language as tl
+from tiles.language.extra.libdevice import rsqrt
 
 _CASTING_MODE_NONE: tl.constexpr = tl.constexpr(-1)
 _CASTING_MODE_LLAMA: tl.constexpr = tl.constexpr(0)

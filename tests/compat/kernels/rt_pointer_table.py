@@ -29,6 +29,7 @@ def check(rng):
     rows = [rng.standard_normal(n).astype(np.float32) for n in lengths]
     originals = [r.copy() for r in rows]
     if tiles.backends.registry.default().name == "cuda":
+        import pycuda.autoprimaryctx  # noqa: F401, PLC0415  (pycuda's calls need the primary context current)
         import pycuda.gpuarray as gpuarray  # noqa: PLC0415  (only where CUDA runs)
 
         held = [gpuarray.to_gpu(r) for r in rows]

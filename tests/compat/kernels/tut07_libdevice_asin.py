@@ -2,10 +2,10 @@
 
 import numpy as np
 from compat_harness import close
-from tiles.language.extra import libdevice
 
 import tiles
 import tiles.language as tl
+from tiles.language.extra import libdevice
 
 
 @tiles.jit

@@ -59,6 +59,7 @@ def grouped_matmul_kernel(group_a_ptrs, group_b_ptrs, group_c_ptrs, group_gemm_s
 def _addresses(arrays):
     """Device addresses as the wrapper would take them from torch's data_ptr()."""
     if tiles.backends.registry.default().name == "cuda":
+        import pycuda.autoprimaryctx  # noqa: F401, PLC0415  (pycuda's calls need the primary context current)
         import pycuda.gpuarray as gpuarray  # noqa: PLC0415  (only where CUDA runs)
 
         on_device = [gpuarray.to_gpu(a) for a in arrays]

@@ -3,10 +3,10 @@ Cohere logit scaling, flags as constexprs chosen by heuristics, labels of -100 i
 
 import numpy as np
 from compat_harness import close
-from tiles.language.extra import libdevice
 
 import tiles
 import tiles.language as tl
+from tiles.language.extra import libdevice
 
 triton_tanh = libdevice.tanh
 
