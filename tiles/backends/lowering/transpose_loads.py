@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ...core import attrs as A  # noqa: N812
 from ...core.ir import Block, Instr, Kernel, TileType, Value
+from ...core.passes import _uses
 from ...core.ops import BINARY_ARITH, COMPARISON, Op
 from .axisinfo import AxisInfo, _rule, analyze
 
@@ -68,16 +69,6 @@ class _Sinker:
         if out is not None:
             self.memo[v] = out
         return out
-
-
-def _uses(block: Block, counts: dict[Value, int]) -> None:
-    for instr in block.instrs:
-        for v in instr.operands:
-            counts[v] = counts.get(v, 0) + 1
-        for region in instr.regions:
-            _uses(region, counts)
-    for y in block.yields:
-        counts[y] = counts.get(y, 0) + 1
 
 
 def transpose_column_loads(kernel: Kernel) -> Kernel:
