@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from ...core import attrs as A  # noqa: N812
 from ...core.ir import Block, Instr, Kernel, TileType, Value
-from ...core.passes import _uses
 from ...core.ops import BINARY_ARITH, COMPARISON, Op
+from ...core.passes import _uses
 from .axisinfo import AxisInfo, _rule, analyze
 
 _ELEMENTWISE = frozenset({*BINARY_ARITH, *COMPARISON, Op.ADDPTR, Op.CAST, Op.WHERE, Op.NOT, Op.NEG})
