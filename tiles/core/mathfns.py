@@ -285,7 +285,8 @@ ROWS: tuple[MathFunction, ...] = (
     MathFunction("log1p", "f>f", np.log1p, "ln(1 + x), accurate near 0", ulp=2, domain=(-0.9, 1e3)),
     MathFunction("logb", "f>f", _logb, "unbiased exponent as a float", llvm="logb", domain=(-1e6, 1e6)),
     MathFunction("ilogb", "f>i32", _ilogb, "unbiased exponent (0 and NaN: INT_MIN, inf: INT_MAX)",
-                 llvm="ilogb", domain=(-1e6, 1e6)),
+                 llvm="ilogb", domain=(-1e6, 1e6),  # OpenCL leaves FP_ILOGB0/FP_ILOGBNAN to the platform
+                 opencl="((({0}) == 0 || isnan({0})) ? INT_MIN : (isinf({0}) ? INT_MAX : ilogb({0})))"),
     MathFunction("cbrt", "f>f", np.cbrt, "cube root", ulp=2, domain=(-1e3, 1e3)),
     MathFunction("rcbrt", "f>f", lambda x: 1.0 / np.cbrt(x), "1 / cube root", opencl="(1 / cbrt({0}))",
                  ulp=3, domain=(-1e3, 1e3)),
