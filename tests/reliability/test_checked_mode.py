@@ -254,8 +254,6 @@ def test_correct_kernels_give_identical_results(backend):
 CORPUS_STRIDE = {"opencl": 25, "cuda": 1}  # pocl compiles take seconds: a sample there
 
 
-@pytest.mark.parametrize("name", [p for p in BACKENDS if p.values[0] != "interpreter"],
-                         ids=lambda p: str(p))
 def _assert_same_bits(plain, checked, what):
     """Bit for bit, except that a NaN may come back as another NaN (its sign and payload are
     unspecified; LLVM may pick other instructions for the checked kernel)."""
@@ -269,6 +267,8 @@ def _assert_same_bits(plain, checked, what):
                                   err_msg=what)
 
 
+@pytest.mark.parametrize("name", [p for p in BACKENDS if p.values[0] != "interpreter"],
+                         ids=lambda p: str(p))
 def test_corpus_kernels_are_unchanged_by_checked_mode(name, monkeypatch):
     """Conformance-corpus kernels stay in bounds: checked mode must neither raise (a false
     positive) nor change a single output bit.  All of them on CUDA, a sample on OpenCL."""
