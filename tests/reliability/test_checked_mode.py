@@ -293,7 +293,9 @@ def test_corpus_kernels_are_unchanged_by_checked_mode(name, monkeypatch):
                 break
             outputs.append([np.ascontiguousarray(args[i]).reshape(-1).copy() for i in case.outputs])
         else:
-            for plain, checked in zip(*outputs):
+            for rule, plain, checked in zip(case.outputs.values(), *outputs):
+                if rule.kind == "multiset":  # e.g. tickets from atomics: which program gets which varies
+                    plain, checked = np.sort(plain), np.sort(checked)
                 _assert_same_bits(plain, checked, case.id)
             compiled = case.kernel.cache.values()
             assert any(checked_launch.plan_of(c) for c in compiled), case.id
