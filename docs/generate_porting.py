@@ -74,20 +74,19 @@ def tiles_spelling(name: str) -> str:
 
 
 def present(dotted: str) -> bool:
-    """Import the longest module prefix of ``dotted`` and walk the rest as attributes."""
+    """Walk ``dotted`` from its top package as attributes, importing a submodule only where no
+    attribute has that name (``tiles.runtime.driver`` is an object, as in Triton, not the module)."""
     parts = dotted.split(".")
-    for split in range(len(parts), 0, -1):
-        try:
-            obj = importlib.import_module(".".join(parts[:split]))
-        except ImportError:
-            continue
-        try:
-            for attr in parts[split:]:
+    try:
+        obj = importlib.import_module(parts[0])
+        for n, attr in enumerate(parts[1:], start=1):
+            if hasattr(obj, attr):
                 obj = getattr(obj, attr)
-        except Exception:  # a driver property may raise where no device answers; absent either way
-            return False
-        return True
-    return False
+            else:
+                obj = importlib.import_module(".".join(parts[: n + 1]))
+    except Exception:  # ImportError, or a driver property that raises where no device answers
+        return False
+    return True
 
 
 def rows() -> list[Row]:
