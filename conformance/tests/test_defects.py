@@ -53,7 +53,10 @@ def test_generated_programs_find_and_shrink_defect(defect, flavor, tmp_path, mon
     from conformance.backends import reference
     profile = dataclasses.replace(CI, generated_examples=1000)
     outcomes = search(f"generated_{flavor}", defect(), reference(), profile)
-    (failure,) = [o for o in outcomes if o.status == FAILED]
+    found = [o for o in outcomes if o.status != PASSED]
+    assert len(found) == 1 and found[0].status == FAILED, "\n".join(
+        f"{o.status}: {o.message[:3000]}" for o in found) or f"no disagreement in {len(outcomes)} programs"
+    (failure,) = found
     kernel = failure.message.split("kernel:\n", 1)[1].split("reproducer:", 1)[0]
     # generated programs start at up to ~40 lines; shrunk ones keep the faulty op and little else
     assert kernel.count("\n") <= 14, f"not shrunk:\n{kernel}"
