@@ -98,17 +98,7 @@ class CUDABackend(Backend):
         return "sm_90"
 
     def target_key(self) -> tuple[str, int]:
-        """(arch, device) of the next launch, asked on every launch: the device once, its arch
-        from the per-device cache."""
-        device = self.current_device()
-        forced = os.environ.get("TILES_CUDA_ARCH")
-        if forced:
-            return forced, device
-        from . import runtime
-        try:
-            return runtime.device_arch(device), device
-        except Exception:  # no driver or no device: compiling only (as arch())
-            return "sm_90", device
+        return (self.arch(), self.current_device())
 
     def target(self) -> Target:
         return Target("cuda", arch=self.arch(), warp_size=32, max_threads_per_block=1024,
