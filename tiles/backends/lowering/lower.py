@@ -362,13 +362,21 @@ def _barrier(lw: Lowering, instr: Instr) -> list[list[Handle]]:
 
 @rule(Op.DEVICE_PRINT)
 def _print(lw: Lowering, instr: Instr) -> list[list[Handle]]:
-    values = []
+    # Each value is printed by the thread that owns it (thread 0 for scalars and for a print
+    # without operands): one line per owner predicate, so copies held by idle threads stay silent.
+    text = instr.attrs.text if instr.attrs else ""
+    lines: dict[Any, list[tuple[Handle, Any]]] = {}
     for v in instr.operands:
         lay = lw.layout(v)
         for j, h in enumerate(lw.env[v]):
-            if lay.round_is_full(lay.slot(j)[0]) or not lay.shape:
-                values.append((h, v.type.dtype))
-    lw.e.device_print(instr.attrs.text if instr.attrs else "", values)
+            lines.setdefault(lw.owner(lay, j), []).append((h, v.type.dtype))
+    if not lines:
+        lines[lw.owner(lw.layout(()), 0)] = []
+    for cond, values in lines.items():
+        if cond is None:
+            lw.e.device_print(text, values)
+        else:
+            lw.e.when(cond, lambda values=values: lw.e.device_print(text, values))  # type: ignore[misc]
     return []
 
 

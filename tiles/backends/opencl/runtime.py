@@ -4,6 +4,7 @@ that copy NumPy arguments (strided views included) and wait without blocking Ctr
 from __future__ import annotations
 
 import os
+import sys
 import threading
 from collections.abc import Sequence
 from functools import lru_cache
@@ -150,6 +151,14 @@ def _release_finished() -> None:
                              if entry[0].command_execution_status != cl.command_execution_status.COMPLETE]
 
 
+def _prints(compiled: CompiledKernel) -> bool:
+    found = compiled.metadata.get("device_print")
+    if found is None:
+        from ...core.ops import Op
+        found = compiled.metadata["device_print"] = any(i.op is Op.DEVICE_PRINT for i in compiled.ir.walk())
+    return bool(found)
+
+
 def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[LaunchArg],
            stream: Any = None) -> None:
     import pyopencl as cl
@@ -157,6 +166,9 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     kernel = _kernel(compiled)
     _release_finished()
     threads = compiled.metadata["threads"]
+    prints = _prints(compiled)
+    if prints:  # the device writes to the same file descriptor: Python's earlier lines first
+        sys.stdout.flush()
     copies: list[tuple[HostSpan, Any]] = []
     values = []
     for param, arg in zip(compiled.ir.params, args):
@@ -171,6 +183,8 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
         kernel.set_args(*values)
         done = cl.enqueue_nd_range_kernel(queue, kernel, (grid[0] * threads, grid[1], grid[2]),
                                           (threads, 1, 1))
+    if not copies and prints:  # device_print's lines come out when the kernel ends
+        wait_for(done)
     if copies:  # NumPy arguments: copy back; device arrays stay asynchronous
         received = []
         for span, buf in copies:
