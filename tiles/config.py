@@ -4,11 +4,14 @@
 |---|---|
 | ``TILES_INTERPRET=1`` | run kernels on the NumPy interpreter |
 | ``TILES_BACKEND=<name>`` | run kernels on this backend (``interpreter``, ``opencl``, ``cuda``, ``rocm``) |
-| ``TILES_DUMP=<stage>[,<stage>]`` | print these compile stages (``ir``, ``opencl``, ``llir``, ``ptx``...) |
+| ``TILES_DUMP=<stage>[,<stage>]`` | print these compile stages to stderr (``ir``, ``opencl``, ``llir``, ``ptx``... |
+|   | see ``DUMP_STAGES``); a name no backend produces is an error that lists the known ones |
 | ``TILES_CHECK=1`` | run the IR verifier after every pass |
 | ``TILES_DEBUG=1`` | ``debug=True`` unless ``@jit(debug=)`` says: device_assert, checked memory (docs/debugging.md) |
 | ``TILES_CACHE_DIR`` | on-disk compile cache (default: ``~/.cache/tiles``) |
 | ``TILES_ALWAYS_COMPILE=1`` | ignore the on-disk cache |
+| ``TILES_PROGRESS=0/1`` | progress on stderr: each autotuning config and its time, compiles over 2 s |
+|   | (on a terminal: a bar redrawn in place); default: on when stderr is a terminal (runtime/progress.py) |
 | ``TILES_PRINT_AUTOTUNING=1`` | print each configuration tried, why one failed, and the one the autotuner picks |
 | ``TILES_OPENCL_DEVICE`` | OpenCL device: index into all devices, or part of "<platform> <device>" |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
@@ -18,7 +21,12 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterable
 from pathlib import Path
+
+# the stages the built-in backends produce (a third-party backend's own stage names are accepted too)
+DUMP_STAGES = ("ir", "opencl", "binary", "llir", "ptx", "amdgcn", "hsaco")
 
 
 def _flag(name: str) -> bool:
@@ -35,8 +43,17 @@ def backend_name() -> str | None:
     return os.environ.get("TILES_BACKEND") or None
 
 
-def dump_stages() -> set[str]:
-    return {s.strip() for s in os.environ.get("TILES_DUMP", "").split(",") if s.strip()}
+def dump_stages(produced: Iterable[str] = ()) -> set[str]:
+    """The stages ``TILES_DUMP`` names; ``produced``: stages of the backend at hand, also accepted."""
+    names = {s.strip() for s in os.environ.get("TILES_DUMP", "").split(",") if s.strip()}
+    known = [*DUMP_STAGES, *(s for s in produced if s not in DUMP_STAGES)]
+    unknown = sorted(names - set(known))
+    if unknown:
+        from .core.errors import TilesError
+        raise TilesError(f"TILES_DUMP={os.environ['TILES_DUMP']!r}: no stage called "
+                         f"{', '.join(map(repr, unknown))}; known stages: {', '.join(known)} "
+                         "(give one or more, separated by commas, e.g. TILES_DUMP=ir,ptx)")
+    return names
 
 
 def check_ir() -> bool:
@@ -53,6 +70,14 @@ def cache_dir() -> Path:
 
 def always_compile() -> bool:
     return _flag("TILES_ALWAYS_COMPILE")
+
+
+def progress() -> bool:
+    """Report long compiles and autotuning on stderr: TILES_PROGRESS, else when stderr is a terminal."""
+    value = os.environ.get("TILES_PROGRESS", "").strip().lower()
+    if value:
+        return value in ("1", "true", "yes", "on")
+    return bool(getattr(sys.stderr, "isatty", lambda: False)())
 
 
 def print_autotuning() -> bool:

@@ -133,6 +133,7 @@ def test_prune_configs_by():
 
 def test_print_and_progress(monkeypatch, capsys):
     monkeypatch.setenv("TILES_PRINT_AUTOTUNING", "1")
+    monkeypatch.setenv("TILES_PROGRESS", "1")
     tuned = make_tuned_add(blocks=(16, 32, 64, 128))
     x, y, out = arrays(64)
     tuned[grid_for(64)](x, y, out, 64)

@@ -15,7 +15,6 @@ from __future__ import annotations
 import hashlib
 import inspect
 import json
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -24,10 +23,9 @@ from typing import Any
 from .. import config as env
 from ..backends.base import CompiledKernel
 from ..core.errors import KernelRuntimeError, TilesError
+from . import progress
 from .heuristics import named_arguments, unwrap
 from .jit import Grid, KernelInterface
-
-PROGRESS_MIN_CONFIGS = 4  # tuning at least this many configurations reports progress on stderr
 
 
 class AutotuneError(TilesError):
@@ -241,21 +239,25 @@ class Autotuner(KernelInterface):
         timings: dict[Config, float] = {}
         failures: dict[Config, str] = {}
         start = time.perf_counter()
-        progress = _Progress(self.__name__, len(configs))
-        for i, config in enumerate(configs):
-            progress.update(i, config)
-            result = self._bench_one(config, args, kwargs, grid, named)
-            if isinstance(result, str):
-                failures[config] = result
-            else:
-                timings[config] = result
-        self.bench_time_s = time.perf_counter() - start
-        self.configs_timings, self.failures = timings, failures
-        if not timings:
-            reasons = "\n".join(f"  {c}: {why}" for c, why in failures.items())
-            raise AutotuneError(f"autotune of {self.__name__}: every configuration failed:\n{reasons}")
-        best = min(timings, key=lambda c: timings[c])
-        progress.done(best, timings[best], self.bench_time_s)
+        report = progress.Autotuning(self.__name__, len(configs))
+        best: Config | None = None
+        try:
+            for i, config in enumerate(configs):
+                report.trying(i, config)
+                result = self._bench_one(config, args, kwargs, grid, named)
+                report.finished(i, config, result)
+                if isinstance(result, str):
+                    failures[config] = result
+                else:
+                    timings[config] = result
+            self.bench_time_s = time.perf_counter() - start
+            self.configs_timings, self.failures = timings, failures
+            if not timings:
+                reasons = "\n".join(f"  {c}: {why}" for c, why in failures.items())
+                raise AutotuneError(f"autotune of {self.__name__}: every configuration failed:\n{reasons}")
+            best = min(timings, key=lambda c: timings[c])
+        finally:
+            report.close(best, timings.get(best) if best is not None else None, time.perf_counter() - start)
         return best
 
     def _lock_for(self, key: tuple[Any, ...]) -> threading.Lock:
@@ -329,25 +331,6 @@ class Autotuner(KernelInterface):
         from .cache import write_json
         timings = {str(c): ms for c, ms in (self.configs_timings or {}).items()}
         write_json(self._result_path(key), {"kernel": self.__name__, "best": str(best), "timings": timings})
-
-
-class _Progress:
-    """A one-line progress report on stderr while many configurations are timed."""
-
-    def __init__(self, name: str, total: int) -> None:
-        self.name, self.total = name, total
-        self.enabled = total >= PROGRESS_MIN_CONFIGS
-        self.live = self.enabled and sys.stderr.isatty()
-
-    def update(self, index: int, config: Config) -> None:
-        if self.live:
-            sys.stderr.write(f"\rtiles: autotuning {self.name} [{index + 1}/{self.total}] {config}\x1b[K")
-            sys.stderr.flush()
-
-    def done(self, best: Config, ms: float, seconds: float) -> None:
-        if self.enabled:
-            sys.stderr.write(f"{chr(13) if self.live else ''}tiles: autotuned {self.name} over "
-                             f"{self.total} configs in {seconds:.1f}s; best {best} ({ms:.4g} ms)\n")
 
 
 QUANTILES = (0.5, 0.2, 0.8)  # what Triton asks a do_bench for; the first (the median) ranks configs

@@ -19,7 +19,7 @@ from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
 from ..language.constexpr import as_constexpr
-from . import checked_launch
+from . import checked_launch, progress
 from .launch_options import split_hints
 from .specialize import ArgSpec, MockArray, classify, launch_key, mock_dtype_argument
 from .validate import check_num_warps, check_positive_int, check_writable, normalize_grid
@@ -177,7 +177,8 @@ class JITFunction(KernelInterface):
             with self._lock_for(("compile", key)):
                 compiled = self.cache.get(key)
                 if compiled is None:
-                    compiled = self._compile(specs, backend, options)
+                    with progress.compiling(self.__name__, backend.name):
+                        compiled = self._compile(specs, backend, options)
                     self.cache[key] = compiled
         return compiled
 
@@ -189,7 +190,7 @@ class JITFunction(KernelInterface):
         kernel = checked_launch.instrument_for(kernel, backend, options)
         compiled = compile_cached(self, specs, backend, options, kernel)
         compiled.asm.setdefault("ir", format_kernel(kernel))
-        for stage in config.dump_stages():
+        for stage in config.dump_stages(compiled.asm):
             if stage in compiled.asm:
                 print(f"// ---- {self.__name__}: {stage}\n{compiled.asm[stage]}", file=sys.stderr)
         return compiled
