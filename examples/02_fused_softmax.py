@@ -8,6 +8,7 @@ import numpy as np
 
 import tiles
 import tiles.language as tl
+from tiles.backends.choice import add_backend_argument, chosen, describe
 
 
 @tiles.jit
@@ -53,5 +54,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rows", type=int, default=123)
     parser.add_argument("--cols", type=int, default=781)
+    add_backend_argument(parser)
     args = parser.parse_args()
-    main(args.rows, args.cols)
+    main(args.rows, args.cols, backend=chosen(args.backend))
+    print(describe(args.backend))

@@ -13,6 +13,7 @@ import numpy as np
 
 import tiles
 import tiles.language as tl
+from tiles.backends.choice import add_backend_argument, chosen, describe
 
 
 @tiles.jit
@@ -78,5 +79,7 @@ if __name__ == "__main__":
     parser.add_argument("--m", type=int, default=200)
     parser.add_argument("--n", type=int, default=136)
     parser.add_argument("--k", type=int, default=90)
+    add_backend_argument(parser)
     args = parser.parse_args()
-    main(args.m, args.n, args.k)
+    main(args.m, args.n, args.k, backend=chosen(args.backend))
+    print(describe(args.backend))

@@ -8,6 +8,7 @@ import numpy as np
 
 import tiles
 import tiles.language as tl
+from tiles.backends.choice import add_backend_argument, chosen, describe
 
 
 @tiles.jit
@@ -49,5 +50,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--n", type=int, default=10_007)
     parser.add_argument("--p", type=float, default=0.3)
+    add_backend_argument(parser)
     args = parser.parse_args()
-    main(args.n, args.p)
+    main(args.n, args.p, backend=chosen(args.backend))
+    print(describe(args.backend))

@@ -15,6 +15,7 @@ import numpy as np
 
 import tiles
 import tiles.language as tl
+from tiles.backends.choice import add_backend_argument, chosen, describe
 
 
 @tiles.jit
@@ -150,5 +151,7 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--m", type=int, default=67)
     parser.add_argument("--n", type=int, default=300)
+    add_backend_argument(parser)
     args = parser.parse_args()
-    main(args.m, args.n)
+    main(args.m, args.n, backend=chosen(args.backend))
+    print(describe(args.backend))

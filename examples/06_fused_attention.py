@@ -14,6 +14,7 @@ import numpy as np
 
 import tiles
 import tiles.language as tl
+from tiles.backends.choice import add_backend_argument, chosen, describe
 
 
 @tiles.jit
@@ -110,5 +111,7 @@ if __name__ == "__main__":
     parser.add_argument("--h", type=int, default=2)
     parser.add_argument("--n-ctx", type=int, default=100)
     parser.add_argument("--head-dim", type=int, default=32)
+    add_backend_argument(parser)
     args = parser.parse_args()
-    main(args.z, args.h, args.n_ctx, args.head_dim)
+    main(args.z, args.h, args.n_ctx, args.head_dim, backend=chosen(args.backend))
+    print(describe(args.backend))

@@ -162,19 +162,62 @@ def cmd_dump(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- bench and conformance
 
 
+def split_backend(script_args: Sequence[str]) -> tuple[str | None, list[str]]:
+    """Take ``--backend NAME`` / ``--backend=NAME`` out of the script's arguments (those after a
+    ``--`` all stay the script's)."""
+    backend, rest = None, []
+    args = list(script_args)
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        if arg == "--":
+            rest.extend(args[i + 1:])
+            break
+        if arg == "--backend":
+            if i + 1 >= len(args):
+                raise CommandError("--backend needs a backend name")
+            backend, i = args[i + 1], i + 2
+            continue
+        if arg.startswith("--backend="):
+            backend = arg.partition("=")[2]
+        else:
+            rest.append(arg)
+        i += 1
+    return backend, rest
+
+
 def cmd_bench(args: argparse.Namespace) -> int:
-    if args.backend:
-        os.environ["TILES_BACKEND"] = args.backend
+    from .backends import registry
+    from .backends.choice import AUTO
+    backend, script_args = split_backend(args.script_args)
+    backend = backend or args.backend
     path = Path(args.script)
     if not path.is_file():
         raise CommandError(f"no such file: {args.script}")
-    saved_argv = sys.argv
-    sys.argv = [str(path), *args.script_args]
+    if backend == AUTO:
+        backend = None
+    if backend:
+        ok, why = registry.status(backend)
+        if not ok:
+            raise CommandError(f"the {backend} backend is not available here: {why}")
+    saved = sys.argv, os.environ.get("TILES_BACKEND")
+    sys.argv = [str(path), *script_args]
     sys.path.insert(0, str(path.resolve().parent))
     try:
+        if backend:  # the script's launches without backend= go there; so do its subprocesses
+            os.environ["TILES_BACKEND"] = backend
+            registry.set_backend(backend)
+        print(f"tiles bench: {path.name} runs on the {backend or registry.default().name} backend"
+              + ("" if backend else " (the default here; choose one with --backend NAME)"), file=sys.stderr)
         runpy.run_path(str(path), run_name="__main__")
     finally:
-        sys.argv = saved_argv
+        sys.argv = saved[0]
+        if saved[1] is None:
+            os.environ.pop("TILES_BACKEND", None)
+        else:
+            os.environ["TILES_BACKEND"] = saved[1]
+        if backend:
+            registry.set_backend(None)
     return 0
 
 
@@ -227,10 +270,14 @@ def build_parser() -> argparse.ArgumentParser:
 
     bench = sub.add_parser("bench", help="run a benchmark script",
                            description="Run a benchmark script as __main__ (for example one using "
-                                       "tiles.testing.perf_report).")
+                                       "tiles.testing.perf_report).  --backend, before or after the "
+                                       "script, is tiles': it sets TILES_BACKEND for the script's "
+                                       "kernels; every argument after `--` goes to the script.",
+                           epilog="example: tiles bench examples/03_matmul.py --backend opencl -- --m 64")
     bench.add_argument("script", metavar="FILE.py")
     bench.add_argument("script_args", nargs=argparse.REMAINDER, help="arguments passed to the script")
-    bench.add_argument("--backend", help="run its kernels on this backend (sets TILES_BACKEND)")
+    bench.add_argument("--backend", help="run its kernels on this backend: interpreter, opencl, cuda, "
+                                         "rocm, a third-party name, or auto (sets TILES_BACKEND)")
     bench.set_defaults(handler=cmd_bench)
 
     conformance = sub.add_parser("conformance", help="run the conformance suite (python -m conformance)",
