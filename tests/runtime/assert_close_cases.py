@@ -1,6 +1,7 @@
 """assert_close cases run by tiles and by Triton 3.9 (test_testing_triton.py records Triton's outcomes)."""
 
 import numpy as np
+
 CASES = {
     "nan_and_inf_within_atol": (np.array([1.0, np.nan, np.inf]), np.array([1.005, np.nan, np.inf]), {}),
     "beyond_the_default_atol": (np.array([1.0, 2.0]), np.array([1.0, 2.02]), {}),
@@ -20,7 +21,8 @@ CASES = {
     "shape_3_and_a_scalar": (np.zeros(3), 0.0, {}),
     "shapes_2x3_and_3": (np.zeros((2, 3)), np.zeros(3), {}),
     "a_list_and_an_array": ([1.0, 2.0], np.array([1.0, 2.0]), {}),
-    "atol_as_a_function": (np.array([1.0, 2.0], np.float32), np.array([1.0, 2.05], np.float32), {"atol": lambda dt: 0.1}),
+    "atol_as_a_function": (np.array([1.0, 2.0], np.float32), np.array([1.0, 2.05], np.float32),
+                           {"atol": lambda dt: 0.1}),
     "rtol_as_a_function": (np.array([100.0, 2.0]), np.array([101.0, 2.0]), {"atol": 0, "rtol": lambda dt: 0.01}),
     "fp16_and_fp32": (np.array([1.0, 2.0], np.float16), np.array([1.0, 2.001], np.float32), {}),
     "bools": (np.array([True, False]), np.array([True, True]), {"atol": 0}),

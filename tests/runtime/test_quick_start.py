@@ -64,6 +64,23 @@ def test_auto_says_how_it_picked(monkeypatch, capsys):
     assert why in out
 
 
+def test_the_readme_shows_what_the_main_command_prints(monkeypatch, capsys):
+    readme = (EXAMPLES.parent / "README.md").read_text()
+    quick_start = readme[readme.index("## Quick start"):]
+    assert "python examples/01_vector_add.py\n" in quick_start.split("```")[1]
+    shown = quick_start.split("```text\n", 1)[1].split("```", 1)[0].splitlines()
+    monkeypatch.delenv("TILES_BACKEND", raising=False)
+    monkeypatch.delenv("TILES_INTERPRET", raising=False)
+    registry.set_backend(None)
+    if registry.default().name != "interpreter":
+        pytest.skip("the README shows a machine without a GPU backend; this one has one")
+    run_example(monkeypatch, "01_vector_add.py")
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[:3] == shown[:3]
+    assert [line.split()[:2] for line in printed[3:]] == [line.split()[:2] for line in shown[3:]]
+    assert all(line.split()[2] in ("available", "unavailable:") for line in printed[3:] + shown[3:])
+
+
 @pytest.mark.parametrize("argv, message", [
     (["--backend", "nope"], "unknown backend 'nope'; choose one of auto, interpreter"),
     (["--backend", "cuda"], "the cuda backend is not available here"),
