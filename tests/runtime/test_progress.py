@@ -142,3 +142,23 @@ def test_autotuning_is_quiet_when_switched_off(monkeypatch, capsys, rng):
     tuned[lambda meta: (tiles.cdiv(n, meta["BLOCK"]),)](x, y, out, n)
     np.testing.assert_array_equal(out, 2 * x + y)  # add_kernel adds 2x
     assert capsys.readouterr().err == ""
+
+
+def test_on_opencl_the_first_launch_is_reported_too(monkeypatch, capsys, rng):
+    from tiles.backends import registry
+    ok, why = registry.status("opencl")
+    if not ok:
+        pytest.skip(f"OpenCL backend unavailable: {why}")
+    monkeypatch.setenv("TILES_PROGRESS", "1")
+    monkeypatch.setattr(progress, "COMPILE_NOTICE_S", 0.0)
+    kernel = fresh_kernel()
+    x = rng.standard_normal(40).astype(np.float32)
+    for _ in range(2):
+        out = np.empty_like(x)
+        kernel[(3,)](x, out, 40, BLOCK=16, backend="opencl")
+        np.testing.assert_array_equal(out, 2 * x)
+    lines = [line for line in capsys.readouterr().err.splitlines() if " took " in line]
+    assert len(lines) == 2, lines  # the compile, then the first launch only
+    assert lines[0].startswith("tiles: compiling double for opencl took ")
+    assert lines[1].startswith("tiles: compiling double for opencl (the OpenCL driver's part, at the first "
+                               "launch) took ")

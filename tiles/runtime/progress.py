@@ -123,8 +123,8 @@ class Autotuning:
 class _CompileWatch:
     """Says so on stderr when a compile outlives ``COMPILE_NOTICE_S``; ticks on a terminal."""
 
-    def __init__(self, kernel: str, backend: str) -> None:
-        self.kernel, self.backend = kernel, backend
+    def __init__(self, kernel: str, backend: str, note: str) -> None:
+        self.kernel, self.backend, self.note = kernel, backend, note
         self.start = time.perf_counter()
         self.live = _LiveLine()
         self.noticed = False
@@ -133,7 +133,7 @@ class _CompileWatch:
         self.thread.start()
 
     def _what(self) -> str:
-        return f"{self.kernel} for {self.backend}"
+        return f"{self.kernel} for {self.backend}" + (f" ({self.note})" if self.note else "")
 
     def _watch(self) -> None:
         if self.stopped.wait(COMPILE_NOTICE_S):
@@ -158,12 +158,13 @@ class _CompileWatch:
 
 
 @contextmanager
-def compiling(kernel: str, backend: str) -> Iterator[None]:
-    """Around one compile: reports it on stderr if it runs longer than ``COMPILE_NOTICE_S``."""
+def compiling(kernel: str, backend: str, note: str = "") -> Iterator[None]:
+    """Around one compile: reports it on stderr if it runs longer than ``COMPILE_NOTICE_S``
+    (``note``: which part of the compile, in parentheses after the backend)."""
     if not enabled():
         yield
         return
-    watch = _CompileWatch(kernel, backend)
+    watch = _CompileWatch(kernel, backend, note)
     failed = True
     try:
         yield

@@ -93,7 +93,13 @@ class OpenCLBackend(Backend):
                args: Sequence[LaunchArg], stream: Any = None) -> None:
         """``stream``: a pyopencl CommandQueue on the backend's context (default: its own queue)."""
         from . import runtime
-        runtime.launch(compiled, grid, args, stream)
+        if "launched" in compiled.metadata:
+            runtime.launch(compiled, grid, args, stream)
+            return
+        from ...runtime import progress
+        with progress.compiling(compiled.name, self.name, "the OpenCL driver's part, at the first launch"):
+            runtime.launch(compiled, grid, args, stream)
+        compiled.metadata["launched"] = True
 
 
 __all__ = ["OpenCLBackend"]
