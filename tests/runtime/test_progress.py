@@ -129,6 +129,7 @@ def test_autotuning_on_a_terminal_draws_a_bar(monkeypatch, rng):
     for i, filled in enumerate((0, 5, 10, 15)):
         bar = "[" + "#" * filled + "." * (20 - filled) + "]"
         assert f"\r\x1b[Ktiles: autotuning add_kernel {bar} {i + 1}/4: BLOCK: {16 << i}" in text
+    assert re.search(r"4/4: BLOCK: 128, [^\r]*\(previous: [\d.e+-]+ ms\)", text)
     assert text.endswith("\r\x1b[Ktiles: autotuned add_kernel over 4 configs in "
                          f"{text.rsplit(' in ', 1)[1]}") and text.count("\n") == 1
 

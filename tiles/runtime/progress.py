@@ -99,17 +99,21 @@ class Autotuning:
         self.kernel, self.total = kernel, total
         self.on = enabled()
         self.live = _LiveLine() if self.on else None
+        self.last = ""  # the previous configuration's outcome, shown on the bar
 
     def trying(self, index: int, config: Any) -> None:
         if self.live is not None:
             self.live.show(f"tiles: autotuning {self.kernel} {_bar(index, self.total)} "
-                           f"{index + 1}/{self.total}: {config}")
+                           f"{index + 1}/{self.total}: {config}{self.last}")
 
     def finished(self, index: int, config: Any, result: float | str) -> None:
         """``result``: the configuration's time in ms, or why it could not run."""
-        if not self.on or self.live is None or self.live.terminal:
+        if self.live is None:
             return
         outcome = f"{result:.4g} ms" if isinstance(result, float) else f"failed: {result}"
+        if self.live.terminal:
+            self.last = f" (previous: {outcome.splitlines()[0][:60]})"
+            return
         report(f"tiles: autotuning {self.kernel} [{index + 1}/{self.total}] {config}: {outcome}")
 
     def close(self, best: Any | None, best_ms: float | None, seconds: float) -> None:
