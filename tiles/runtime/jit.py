@@ -18,6 +18,7 @@ from ..core.errors import CompilationError, LaunchError, TilesError
 from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
+from ..language import control
 from ..language.constexpr import as_constexpr
 from . import checked_launch
 from .launch_options import split_hints
@@ -92,7 +93,7 @@ class JITFunction(KernelInterface):
         if self._rewritten is None:
             with self._lock_for("rewrite"):
                 if self._rewritten is None:
-                    rewritten, self.source = rewrite(self.fn)
+                    rewritten, self.source = rewrite(self.fn, control)
                     self._rewritten = rewritten
         return self._rewritten
 

@@ -105,10 +105,9 @@ def _buffer(arg: LaunchArg, copies: list[tuple[HostSpan, Any]]) -> Any:
 
 def _kernel(compiled: CompiledKernel) -> Any:
     import pyopencl as cl
-    kernel = compiled.metadata.get("kernel")
+    kernel = compiled.loaded.get("kernel")
     if kernel is None:
-        kernel = compiled.metadata["kernel"] = cl.Kernel(compiled.metadata["program"],
-                                                         compiled.metadata["entry"])
+        kernel = compiled.loaded["kernel"] = cl.Kernel(compiled.loaded["program"], compiled.entry)
     return kernel
 
 
@@ -156,7 +155,7 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     queue = _queue(stream)
     kernel = _kernel(compiled)
     _release_finished()
-    threads = compiled.metadata["threads"]
+    threads = compiled.threads
     copies: list[tuple[HostSpan, Any]] = []
     values = []
     for param, arg in zip(compiled.ir.params, args):
