@@ -51,7 +51,7 @@ def module_names() -> dict[str, Path]:
 
 
 def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom,
-             modules: dict[str, Path]) -> Iterator[str]:
+             modules: set[str] | dict[str, Path]) -> Iterator[str]:
     if isinstance(node, ast.Import):
         yield from (alias.name for alias in node.names)
         return
@@ -66,22 +66,25 @@ def _targets(module: str, is_package: bool, node: ast.Import | ast.ImportFrom,
         yield full if full in modules else prefix
 
 
+def imports_of(name: str, is_package: bool, source: str, modules: set[str] | dict[str, Path]) -> set[str]:
+    """The tiles modules ``source`` (module ``name``) imports: nearest existing module of each name."""
+    edges = set()
+    for node in ast.walk(ast.parse(source)):
+        if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            continue
+        for target in _targets(name, is_package, node, modules):
+            while target not in modules and "." in target:
+                target = target.rsplit(".", 1)[0]
+            if target in modules and target != name and target.startswith("tiles"):
+                edges.add(target)
+    return edges
+
+
 def import_graph() -> dict[str, set[str]]:
-    """module -> the tiles modules it imports (nearest existing module of each dotted name)."""
+    """module -> the tiles modules it imports."""
     modules = module_names()
-    graph: dict[str, set[str]] = {}
-    for name, path in modules.items():
-        edges = graph.setdefault(name, set())
-        tree = ast.parse(path.read_text(), str(path))
-        for node in ast.walk(tree):
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
-                continue
-            for target in _targets(name, path.name == "__init__.py", node, modules):
-                while target not in modules and "." in target:
-                    target = target.rsplit(".", 1)[0]
-                if target in modules and target != name and target.startswith("tiles"):
-                    edges.add(target)
-    return graph
+    return {name: imports_of(name, path.name == "__init__.py", path.read_text(), modules)
+            for name, path in modules.items()}
 
 
 def layer_of(module: str) -> tuple[int, str]:
@@ -95,11 +98,24 @@ def layer_of(module: str) -> tuple[int, str]:
     return best
 
 
-def test_graph_sees_imports_inside_functions():
-    graph = import_graph()
-    # runtime/jit.py imports runtime/cache.py inside a method: it must still be an edge.
-    assert "tiles.runtime.cache" in graph["tiles.runtime.jit"]
-    assert "tiles.core.ir" in graph["tiles.backends.lowering.emitter"]
+def test_graph_sees_every_kind_of_import():
+    modules = {"tiles.core", "tiles.core.ir", "tiles.core.ops", "tiles.language", "tiles.language.core",
+               "tiles.runtime", "tiles.runtime.jit", "tiles.runtime.cache", "tiles.config"}
+    source = """
+from typing import TYPE_CHECKING
+from .. import config
+from ..core import ir
+if TYPE_CHECKING:
+    from ..language.core import tensor
+def f():
+    from .cache import compile_cached
+    import tiles.core.ops
+"""
+    assert imports_of("tiles.runtime.jit", False, source, modules) == {
+        "tiles.config", "tiles.core.ir", "tiles.language.core", "tiles.runtime.cache", "tiles.core.ops"}
+    assert imports_of("tiles.runtime", True, "from . import jit\nfrom .jit import x", modules) == {
+        "tiles.runtime.jit"}
+    assert import_graph()["tiles.backends.lowering.emitter"] >= {"tiles.core.ir", "tiles.backends.base"}
 
 
 def test_no_upward_or_sideways_imports():

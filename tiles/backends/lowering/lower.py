@@ -75,8 +75,7 @@ class Lowering:
         for p, h in zip(self.kernel.params, handles):
             self.env[p.value] = [h]
         self.lower_block(self.kernel.body)
-        code: str = self.e.finish(self.local_bytes)
-        return code
+        return self.e.finish(self.local_bytes)
 
     def lower_block(self, block: Block) -> list[list[Handle]]:
         for instr in block.instrs:
