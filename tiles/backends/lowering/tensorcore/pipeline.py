@@ -204,22 +204,11 @@ def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dt
     e.cp_async_commit()
 
 
-@dataclass(frozen=True)
-class MMAHooks:
-    """What a pipelined loop needs from ``rules.py``, handed in by its FOR rule (which
-    imports this module, so this one does not import it back)."""
-
-    geometry: Callable[[Instr], tuple[int, int, int, int]]
-    hoist_a: Callable[..., None]
-    lower_carried_body: Callable[..., list[Handle]]
-    mma_handles: Callable[..., list[Handle]]
-
-
-def _layout(lw: Lowering, pipe: Pipe, geometry: Callable[[Instr], tuple[int, int, int, int]]
-            ) -> tuple[int, list[Place], dict[tuple[Instr, int], int]]:
+def _layout(lw: Lowering, pipe: Pipe) -> tuple[int, list[Place], dict[tuple[Instr, int], int]]:
     """Stage size (bytes), where each fed tile's elements go in a stage, and the byte offset
     of each (DOT, operand) region inside a stage."""
     from .fragments import state
+    from .rules import geometry
     plan = state(lw).plan
     iop = lw.iop
     if not plan.wgmma:
@@ -259,10 +248,10 @@ def _keep(lw: Lowering, pipe: Pipe, body: Block) -> int:
     return 1 if pos and body.args[1 + pos[0]] is dot.operands[2] and _uses(body, dot.operands[2]) == 1 else 0
 
 
-def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int], hooks: MMAHooks) -> list[Any]:
+def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> list[Any]:
     from .fragments import publish, state
     from .plan import MMALayout
-    hoist_a, lower_carried_body, mma_handles = hooks.hoist_a, hooks.lower_carried_body, hooks.mma_handles
+    from .rules import hoist_a, lower_carried_body, mma_handles
     st = state(lw)
     plan = st.plan
     e = lw.e
@@ -274,7 +263,7 @@ def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int], hooks
         lay = plan.values[dot.result]
         assert isinstance(lay, MMALayout)
         hoist_a(lw, dot, plan.dots[dot], lay)
-    stage_bytes, places, offsets = _layout(lw, pipe, hooks.geometry)
+    stage_bytes, places, offsets = _layout(lw, pipe)
     S = pipe.stages  # noqa: N806
     keep = _keep(lw, pipe, body)
     ahead_by = S - 1 - keep  # stages in flight ahead of the one being read

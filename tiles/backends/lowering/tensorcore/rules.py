@@ -21,10 +21,10 @@ from ....core.ir import Block, Instr, Value, walk_block
 from ....core.ops import MEMORY, SIDE_EFFECTS, Op
 from .. import sorting  # noqa: F401  (registers the serial DOT rule first)
 from ..emitter import Handle
-from ..lower import RULES, Lowering, report_unpipelined, rule
+from ..lower import RULES, Lowering, rule
 from .convert import Lanes, align16, padded, stage
 from .fragments import a_from_regs, frag_handles, publish, state
-from .pipeline import MMAHooks, find_pipe, hoistable, lower_pipelined
+from .pipeline import find_pipe, hoistable, lower_pipelined
 from .plan import Frag, MMALayout
 from .wgmma import wgmma_dot
 
@@ -211,9 +211,7 @@ def _for(lw: Lowering, instr: Instr) -> list[Any]:
         return _PLAIN_FOR(lw, instr)
     pipe = find_pipe(lw, instr, st.plan.dots, st.defs)
     if pipe is not None:
-        return lower_pipelined(lw, instr, pipe, pos,
-                               MMAHooks(geometry, hoist_a, lower_carried_body, mma_handles))
-    report_unpipelined(lw, instr)
+        return lower_pipelined(lw, instr, pipe, pos)
     lb, ub, step = (lw.env[v][0] for v in instr.operands[:3])
     (body,) = instr.regions
     iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]
