@@ -69,8 +69,12 @@ def test_metadata_is_a_read_only_json_view_of_the_typed_fields():
         meta["threads"] = 1
     with pytest.raises(TypeError, match="read-only"):
         meta.update(shared=0)
-    restored = CompiledKernel.restore(compiled.ir, compiled.options, compiled.asm, json.loads(json.dumps(meta)))
+    saved = json.loads(json.dumps(meta))
+    restored = CompiledKernel.restore(compiled.ir, compiled.options, compiled.asm, saved)
     assert restored.metadata == meta and restored.threads == compiled.threads
+    # positionally, as backends' load_cached build it: the saved dict's launch facts fill the fields
+    positional = CompiledKernel(compiled.name, compiled.ir, compiled.options, dict(compiled.asm), dict(saved))
+    assert (positional.threads, positional.shared, positional.extra) == (compiled.threads, compiled.shared, {})
 
 
 def test_threads_come_from_options_and_the_target_width():

@@ -77,10 +77,10 @@ class CompiledKernel:
     ``threads``, ``shared`` (bytes of dynamic shared / local memory per program), ``entry`` (the
     function name in the code), ``arch`` and ``not_applied`` (options the generated code does not
     follow, each with its file:line, e.g. a ``tl.range(num_stages=)`` with nothing to pipeline)
-    are set by the stages; ``extra`` holds any other
-    JSON-able facts a backend reports (registers, spills...), ``loaded`` the live objects it keeps
-    (modules, programs; never cached).  ``metadata`` is a read-only view of all the facts, as
-    Triton's ``CompiledKernel.metadata``.
+    are set by the stages; ``extra`` holds any other JSON-able facts a backend reports
+    (registers, spills...), ``loaded`` the live objects it keeps (modules, programs; never
+    cached).  ``metadata`` is a read-only view of all the facts, as Triton's
+    ``CompiledKernel.metadata``; a saved one passed back as ``extra`` fills the typed fields.
     """
 
     name: str
@@ -103,14 +103,18 @@ class CompiledKernel:
         facts["not_applied"] = list(self.not_applied)
         return Metadata({**facts, **self.extra})
 
+    def __post_init__(self) -> None:
+        # A saved ``metadata`` dict given as ``extra`` (disk-cache entries): launch facts go to their fields.
+        for name in LAUNCH_FIELDS:
+            if name in self.extra:
+                setattr(self, name, self.extra.pop(name))
+        self.not_applied = tuple(self.not_applied)
+
     @classmethod
     def restore(cls, kernel: Kernel, options: Options, asm: dict[str, Any], metadata: Mapping[str, Any],
                 handle: Any = None) -> CompiledKernel:
         """A kernel rebuilt from stored stages and the ``metadata`` saved with them (disk cache)."""
-        launch = {name: metadata[name] for name in LAUNCH_FIELDS if name in metadata}
-        launch["not_applied"] = tuple(launch.get("not_applied", ()))
-        extra = {k: v for k, v in metadata.items() if k not in LAUNCH_FIELDS}
-        return cls(kernel.name, kernel, options, dict(asm), extra, handle, **launch)
+        return cls(kernel.name, kernel, options, dict(asm), dict(metadata), handle)
 
 
 @dataclass
