@@ -11,7 +11,7 @@
 | ``TILES_CACHE_DIR`` | on-disk compile cache (default: ``~/.cache/tiles``) |
 | ``TILES_ALWAYS_COMPILE=1`` | ignore the on-disk cache |
 | ``TILES_PROGRESS=0/1`` | progress on stderr: each autotuning config and its time, compiles over 2 s |
-|   | (on a terminal: a bar redrawn in place); default: on when stderr is a terminal (runtime/progress.py) |
+|   | (on a terminal: a bar redrawn in place); default: on when stderr is a terminal (progress.py) |
 | ``TILES_PRINT_AUTOTUNING=1`` | print each configuration tried, why one failed, and the one the autotuner picks |
 | ``TILES_OPENCL_DEVICE`` | OpenCL device: index into all devices, or part of "<platform> <device>" |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
@@ -49,8 +49,7 @@ def dump_stages(produced: Iterable[str] = ()) -> set[str]:
     known = [*DUMP_STAGES, *(s for s in produced if s not in DUMP_STAGES)]
     unknown = sorted(names - set(known))
     if unknown:
-        from .core.errors import TilesError
-        raise TilesError(f"TILES_DUMP={os.environ['TILES_DUMP']!r}: no stage called "
+        raise ValueError(f"TILES_DUMP={os.environ['TILES_DUMP']!r}: no stage called "
                          f"{', '.join(map(repr, unknown))}; known stages: {', '.join(known)} "
                          "(give one or more, separated by commas, e.g. TILES_DUMP=ir,ptx)")
     return names

@@ -101,14 +101,14 @@ class CachingBackend(Backend):
     def stages(self, options: Options) -> dict[str, Stage]:
         def text(kernel: Any, compiled: CompiledKernel) -> str:
             type(self).compiles += 1
-            compiled.metadata["shared"] = 0
+            compiled.shared = 16
             return format_kernel(kernel)
         return {"ir": text, "fake_asm": lambda ir, compiled: ir.encode() + b"\x00\xff"}
 
     def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Any,
                     options: Options) -> CompiledKernel:
         type(self).loads += 1
-        return CompiledKernel(kernel.name, kernel, options, dict(asm), metadata, asm["fake_asm"])
+        return CompiledKernel.restore(kernel, options, asm, metadata, asm["fake_asm"])
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg]) -> None:

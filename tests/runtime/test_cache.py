@@ -45,7 +45,7 @@ def test_second_compile_is_served_from_disk(backend, private_cache_dir):
     assert (backend.compiles, backend.loads) == (1, 1)
     assert second.asm["fake_asm"] == first.asm["fake_asm"]
     assert isinstance(second.asm["fake_asm"], bytes)
-    assert second.metadata == {"shared": 0}
+    assert second.shared == 16 and second.metadata == first.metadata
     only_entry(private_cache_dir)
 
 

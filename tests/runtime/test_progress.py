@@ -13,8 +13,7 @@ from at_kernels import make_tuned_add
 
 import tiles
 import tiles.language as tl
-from tiles import config
-from tiles.runtime import progress
+from tiles import config, progress
 
 
 class Terminal(io.StringIO):

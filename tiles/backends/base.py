@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,23 +40,81 @@ class Target:
 
 @dataclass(frozen=True)
 class Options:
-    """Launch-time compile options (Triton's ``num_warps``/``num_stages``)."""
+    """The compile options of a launch, handed whole to every stage (``Backend.stages``,
+    ``lowering.lower``).  Triton's other launch options (``num_ctas``, ``maxnreg``, ...) are
+    accepted and change nothing: ``runtime/launch_options.py`` (``HINTS``) lists them, and
+    docs/porting-from-triton.md says why each has no effect."""
 
     num_warps: int = 4
-    num_stages: int = 3
+    num_stages: int = 3   # software-pipelining depth of tensor-core loops (cuda); tl.range's wins
     debug: bool = False
+
+    def threads(self, target: Target) -> int:
+        """Threads per program: ``num_warps`` warps of the target's width (the only place this is computed)."""
+        return self.num_warps * target.warp_size
+
+
+# CompiledKernel's typed launch facts, also readable through its ``metadata`` view.
+LAUNCH_FIELDS = ("threads", "shared", "entry", "arch", "not_applied")
+
+
+class Metadata(dict[str, Any]):
+    """A read-only snapshot of a compiled kernel's facts (a dict, so JSON and ``==`` work)."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("CompiledKernel.metadata is read-only: set the typed fields (threads, shared, "
+                        "entry, arch), CompiledKernel.extra (other JSON-able facts) or .loaded (live objects)")
+
+    __setitem__ = __delitem__ = _refuse  # type: ignore[assignment]
+    update = pop = popitem = clear = setdefault = _refuse  # type: ignore[assignment]
 
 
 @dataclass
 class CompiledKernel:
-    """A kernel ready to launch: its stage outputs, metadata and the loaded handle."""
+    """A kernel ready to launch: its stage outputs, the launch facts the stages fixed, and
+    the objects a backend loads for it.
+
+    ``threads``, ``shared`` (bytes of dynamic shared / local memory per program), ``entry`` (the
+    function name in the code), ``arch`` and ``not_applied`` (options the generated code does not
+    follow, each with its file:line, e.g. a ``tl.range(num_stages=)`` with nothing to pipeline)
+    are set by the stages; ``extra`` holds any other JSON-able facts a backend reports
+    (registers, spills...), ``loaded`` the live objects it keeps (modules, programs; never
+    cached).  ``metadata`` is a read-only view of all the facts, as Triton's
+    ``CompiledKernel.metadata``; a saved one passed back as ``extra`` fills the typed fields.
+    """
 
     name: str
     ir: Kernel
     options: Options
     asm: dict[str, Any] = field(default_factory=dict)
-    metadata: dict[str, Any] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
     handle: Any = None
+    threads: int = 0
+    shared: int = 0
+    entry: str = ""
+    arch: str = ""
+    not_applied: tuple[str, ...] = ()  # options the code does not follow, each with its file:line
+    loaded: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
+
+    @property
+    def metadata(self) -> Metadata:
+        """The JSON-able facts (the launch fields, then ``extra``), read-only."""
+        facts = {name: getattr(self, name) for name in LAUNCH_FIELDS}
+        facts["not_applied"] = list(self.not_applied)
+        return Metadata({**facts, **self.extra})
+
+    def __post_init__(self) -> None:
+        # A saved ``metadata`` dict given as ``extra`` (disk-cache entries): launch facts go to their fields.
+        for name in LAUNCH_FIELDS:
+            if name in self.extra:
+                setattr(self, name, self.extra.pop(name))
+        self.not_applied = tuple(self.not_applied)
+
+    @classmethod
+    def restore(cls, kernel: Kernel, options: Options, asm: dict[str, Any], metadata: Mapping[str, Any],
+                handle: Any = None) -> CompiledKernel:
+        """A kernel rebuilt from stored stages and the ``metadata`` saved with them (disk cache)."""
+        return cls(kernel.name, kernel, options, dict(asm), dict(metadata), handle)
 
 
 @dataclass
@@ -177,7 +235,7 @@ class Backend(abc.ABC):
         for stage_name, stage in self.stages(options).items():
             value = stage(value, compiled)
             compiled.asm[stage_name] = value
-            needed = compiled.metadata.get("shared", 0)
+            needed = compiled.shared
             if needed > limit:
                 from ..core.errors import OutOfResourcesError
                 raise OutOfResourcesError(

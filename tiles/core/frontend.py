@@ -1,7 +1,8 @@
 """The AST rewrite that lets kernels use ordinary ``for``/``while``/``if``.
 
 Each statement whose outcome may depend on run-time values becomes a call into
-``tiles.language.control`` with its body as a nested function of the names it
+the language's helper module (``tiles.language.control``, handed in by the caller so
+that the core does not import the language) with its body as a nested function of the names it
 assigns::
 
     for i in range(lo, hi):          def __tiles_for_1(__tiles_iv, acc):
@@ -289,16 +290,10 @@ def _local_names(fdef: ast.FunctionDef) -> set[str]:
     return names
 
 
-def _global_allowed(value: Any) -> bool:
-    """Triton's rule for globals a kernel reads: compile-time objects only."""
-    from ..language.core import constexpr
-    from .dtypes import DType, PointerType
-    return (value is None or isinstance(value, (ModuleType, DType, PointerType, constexpr))
-            or callable(value))
-
-
-def check_globals(fn: Callable[..., Any], fdef: ast.FunctionDef, filename: str) -> None:
-    """Refuse a kernel that reads a module global holding data (Triton does: its value would be baked in)."""
+def check_globals(fn: Callable[..., Any], fdef: ast.FunctionDef, filename: str,
+                  allowed: Callable[[Any], bool]) -> None:
+    """Refuse a kernel that reads a module global holding data (Triton does: its value would be baked in);
+    ``allowed(value)`` is the language's rule for what a kernel may read."""
     local = _local_names(fdef) | set(fn.__code__.co_freevars)
     absent = object()
     reads = (node for stmt in fdef.body for node in ast.walk(stmt))  # not defaults: Triton allows those
@@ -306,7 +301,7 @@ def check_globals(fn: Callable[..., Any], fdef: ast.FunctionDef, filename: str) 
         if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local:
             continue
         value = fn.__globals__.get(node.id, absent)
-        if value is absent or _global_allowed(value):
+        if value is absent or allowed(value):
             continue
         loc = Loc(filename, node.lineno, fn.__name__, linecache.getline(filename, node.lineno).strip())
         raise CompilationError(
@@ -322,13 +317,17 @@ def check_globals(fn: Callable[..., Any], fdef: ast.FunctionDef, filename: str) 
 _ast_lock = threading.RLock()
 
 
-def rewrite(fn: Callable[..., Any]) -> tuple[Callable[..., Any], str]:
-    """The kernel function with control flow rewritten, and its source text."""
+def rewrite(fn: Callable[..., Any], helpers: ModuleType) -> tuple[Callable[..., Any], str]:
+    """The kernel function with control flow rewritten, and its source text.
+
+    ``helpers`` is the module the rewritten code calls as ``__tiles__`` (``for_``, ``if_``,
+    ``range``, ...); its ``global_allowed(value)`` says which module globals a kernel may read.
+    """
     with _ast_lock:
-        return _rewrite(fn)
+        return _rewrite(fn, helpers)
 
 
-def _rewrite(fn: Callable[..., Any]) -> tuple[Callable[..., Any], str]:
+def _rewrite(fn: Callable[..., Any], helpers: ModuleType) -> tuple[Callable[..., Any], str]:
     try:
         lines, first = inspect.getsourcelines(fn)
     except (OSError, TypeError) as e:
@@ -341,7 +340,7 @@ def _rewrite(fn: Callable[..., Any]) -> tuple[Callable[..., Any], str]:
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         raise CompilationError(f"{fn.__qualname__} is not a plain function", Loc(filename, first))
-    check_globals(fn, fdef, filename)
+    check_globals(fn, fdef, filename, helpers.global_allowed)
     fdef.decorator_list = []
     fdef.returns = None
     for a in fdef.args.args + fdef.args.kwonlyargs:
@@ -354,9 +353,8 @@ def _rewrite(fn: Callable[..., Any]) -> tuple[Callable[..., Any], str]:
     ast.fix_missing_locations(module)
     code = compile(module, filename, "exec")
     register_code(code)
-    from ..language import control
     namespace = fn.__globals__
-    namespace.setdefault("__tiles__", control)
+    namespace.setdefault("__tiles__", helpers)
     scope: dict[str, Any] = {}
     exec(code, namespace, scope)
     cells = [c.cell_contents for c in (fn.__closure__ or ())]

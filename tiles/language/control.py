@@ -11,16 +11,25 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from types import ModuleType
 from typing import Any
 
 from ..core import attrs as A
 from ..core import dtypes as D
 from ..core.builder import current
+from ..core.dtypes import DType, PointerType
 from ..core.ir import Block, Value
 from ..core.ops import Op
 from . import semantic as S
 from .carry_types import branch_type_error, carried_type, loop_type_error
+from .constexpr import constexpr
 from .tensor import tensor
+
+
+def global_allowed(value: Any) -> bool:
+    """Triton's rule for the module globals a kernel reads: compile-time objects only."""
+    return (value is None or isinstance(value, (ModuleType, DType, PointerType, constexpr))
+            or callable(value))
 
 
 class _Undefined:

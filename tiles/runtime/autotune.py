@@ -21,9 +21,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .. import config as env
+from .. import progress
 from ..backends.base import CompiledKernel
 from ..core.errors import KernelRuntimeError, TilesError
-from . import progress
 from .heuristics import named_arguments, unwrap
 from .jit import Grid, KernelInterface
 

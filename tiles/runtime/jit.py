@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .. import config
+from .. import config, progress
 from ..backends import registry
 from ..backends.base import Backend, CompiledKernel, Options
 from ..core import passes
@@ -18,9 +18,10 @@ from ..core.errors import CompilationError, LaunchError, TilesError
 from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
+from ..language import control
 from ..language.constexpr import as_constexpr
-from . import checked_launch, progress
-from .launch_options import split_hints
+from . import checked_launch
+from .launch_options import JIT_HINTS, split_hints
 from .specialize import ArgSpec, MockArray, classify, launch_key, mock_dtype_argument
 from .validate import check_num_warps, check_positive_int, check_writable, normalize_grid
 
@@ -92,7 +93,7 @@ class JITFunction(KernelInterface):
         if self._rewritten is None:
             with self._lock_for("rewrite"):
                 if self._rewritten is None:
-                    rewritten, self.source = rewrite(self.fn)
+                    rewritten, self.source = rewrite(self.fn, control)
                     self._rewritten = rewritten
         return self._rewritten
 
@@ -394,8 +395,14 @@ def _first_writes(kernel: Kernel) -> dict[str, Loc]:
 
 
 def jit(fn: Callable[..., Any] | None = None, *, do_not_specialize: Sequence[str | int] = (),
-        debug: bool | None = None, **_ignored: Any) -> Any:
-    """Decorator: make ``fn`` a tiles kernel (``kernel[grid](...)``) or device helper."""
+        debug: bool | None = None, **hints: Any) -> Any:
+    """Decorator: make ``fn`` a tiles kernel (``kernel[grid](...)``) or device helper.  Triton's other
+    keywords are accepted without effect (``launch_options.JIT_HINTS``); any other is a TypeError."""
+    unknown = sorted(set(hints) - JIT_HINTS)
+    if unknown:
+        raise TypeError(f"jit() got unexpected keyword argument(s) {', '.join(unknown)}; it takes "
+                        f"do_not_specialize, debug and Triton's {', '.join(sorted(JIT_HINTS))} (no effect)")
+
     def wrap(f: Callable[..., Any]) -> JITFunction:
         return JITFunction(f, do_not_specialize, debug)
     return wrap(fn) if fn is not None else wrap

@@ -27,6 +27,10 @@ HINTS: frozenset[str] = frozenset({
     "waves_per_eu", "matrix_instr_nonkdim", "kpack", "allow_flush_denorm", "schedule_hint",
     "instruction_sched_variant", "llvm_fn_attrs", "wgp_cu_mode",
 })
+# ``@jit`` keywords of Triton's that change nothing in tiles: it inlines every called @jit function
+# (noinline), specializes on alignment regardless, and has no profiler hooks (repr, launch_metadata).
+JIT_HINTS: frozenset[str] = frozenset({"version", "repr", "launch_metadata", "do_not_specialize_on_alignment",
+                                       "noinline"})
 # Triton refuses these three (its current device and stream are used); tiles takes ``stream``.
 DEVICE_KEYWORDS = frozenset({"device", "device_type"})
 

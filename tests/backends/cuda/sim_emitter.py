@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from tiles.backends.base import Target
+from tiles.backends.base import Options, Target
+from tiles.backends.lowering import lower
 from tiles.backends.lowering.emitter import Emitter
-from tiles.backends.lowering.lower import lower
 from tiles.core import dtypes as D
 from tiles.core.dtypes import DType, PointerType
 from tiles.core.ops import Op
@@ -84,10 +84,9 @@ _BIN: dict[Op, Callable[[Any, Any], Any]] = {
 
 class SimEmitter(Emitter):
     def __init__(self, args: Sequence[Any], pid: tuple[int, int, int], grid: tuple[int, int, int],
-                 mem: np.ndarray, num_stages: int = 1) -> None:
+                 mem: np.ndarray) -> None:
         self.target = Target("cuda", arch="sm_90", warp_size=WARP)
         self.args, self.pid, self.grid, self.mem = args, pid, grid, mem
-        self.num_stages = num_stages
         self.smem = np.zeros(256 * 1024, np.uint8)
         self.active: list[np.ndarray] = []
         self.wg_open: list[_WGMMA] = []  # issued, not yet committed
@@ -470,6 +469,7 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
     for z in range(g[2]):
         for y in range(g[1]):
             for x in range(g[0]):
-                lower(kernel, SimEmitter(values, (x, y, z), g, mem, num_stages), threads)  # type: ignore[arg-type]
+                lower(kernel, SimEmitter(values, (x, y, z), g, mem),
+                      Options(num_warps=threads // WARP, num_stages=num_stages))
     for a in arrays:
         a.reshape(-1).view(np.uint8)[:] = mem[addr[id(a)]:addr[id(a)] + a.nbytes]

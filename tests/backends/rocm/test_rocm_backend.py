@@ -14,6 +14,7 @@ import tiles
 import tiles.language as tl
 from tiles.backends import registry
 from tiles.backends.base import LaunchArg
+from tiles.backends.lowering import Lowered
 from tiles.backends.rocm import ROCmBackend, runtime
 from tiles.backends.rocm.codeobject import read_code_object
 from tiles.backends.rocm.target import arch_info, llvm_target
@@ -45,8 +46,9 @@ def no_device(monkeypatch):
 def hand_written_emitter(monkeypatch, code_object_version):
     """Stand in for the shared LLVM emitter with a hand-written vector add of the same signature."""
     def lower(kernel, arch, options):
-        target = llvm_target(arch, code_object_version, options.num_warps * arch_info(arch).wavefront_size)
-        return rocm_ir.module(target, rocm_ir.vector_add(target, kernel.name))
+        threads = options.num_warps * arch_info(arch).wavefront_size
+        target = llvm_target(arch, code_object_version, threads)
+        return Lowered(rocm_ir.module(target, rocm_ir.vector_add(target, kernel.name)), kernel.name, threads, 0)
     monkeypatch.setattr(sys.modules["tiles.backends.rocm"], "lower_to_llvm_ir", lower)
 
 

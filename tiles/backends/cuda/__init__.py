@@ -112,11 +112,11 @@ class CUDABackend(Backend):
         arch = self.arch()
 
         def llir(kernel: Any, compiled: CompiledKernel) -> str:
-            from ..llvm.emit import local_bytes_of, lower_kernel
-            text = lower_kernel(compiled.ir, nvptx_target(arch), options, self.target())
-            compiled.metadata.update(shared=local_bytes_of(text), threads=options.num_warps * 32,
-                                     arch=arch)
-            return text
+            from ..llvm.emit import lower_module
+            lowered = lower_module(compiled.ir, nvptx_target(arch), options, self.target())
+            compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
+            compiled.arch, compiled.not_applied = arch, lowered.not_applied
+            return lowered.code
 
         def ptx(text: str, compiled: CompiledKernel) -> str:
             return toolchain.to_ptx(text, arch)
@@ -124,13 +124,12 @@ class CUDABackend(Backend):
         return {"ir": lambda kernel, compiled: format_kernel(kernel), "llir": llir, "ptx": ptx}
 
     def _loaded(self, compiled: CompiledKernel) -> Any:
-        loaded = compiled.metadata.get("loaded")
+        loaded = compiled.loaded.get("cuda")
         if loaded is None:
             from . import runtime
             params = [p.value.type.dtype for p in compiled.ir.params]
-            loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, params,
-                                          compiled.metadata.get("shared", 0))
-            compiled.metadata["loaded"] = loaded
+            loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, params, compiled.shared)
+            compiled.loaded["cuda"] = loaded
         return loaded
 
     def make_launcher(self, compiled: CompiledKernel,
@@ -139,7 +138,7 @@ class CUDABackend(Backend):
         path (no LaunchArg objects, no staging), anything else goes through ``launch``."""
         from . import runtime
         loaded = self._loaded(compiled)
-        block = compiled.metadata["threads"]
+        block = compiled.threads
         slow = self.launch
         indices = [i for i, *_ in plan]
         pointers = [i for i, _n, is_ptr, _w in plan if is_ptr]
@@ -173,7 +172,7 @@ class CUDABackend(Backend):
                args: Sequence[LaunchArg], stream: Any = None) -> None:
         """Run on the arguments' device, on ``stream`` (see ``runtime``'s docstring)."""
         from . import runtime
-        runtime.launch(self._loaded(compiled), grid, compiled.metadata["threads"], args, stream)
+        runtime.launch(self._loaded(compiled), grid, compiled.threads, args, stream)
 
     # -- tiles.runtime.driver's questions, answered by the driver --------------------------
     def current_device(self) -> int:

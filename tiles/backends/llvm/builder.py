@@ -55,7 +55,6 @@ class LLVMBuilder:
         self.globals: list[str] = []
         self.loop_metadata: list[str] = []  # numbered after the target's module flags
         self.uses_smem = False
-        self.local_bytes = 0
         self.name = ""
         self.params: list[tuple[str, str]] = []
         self.threads = 0

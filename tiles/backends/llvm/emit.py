@@ -2,28 +2,19 @@
 
 from __future__ import annotations
 
-import re
-
 from ...core.ir import Kernel
 from ..base import Options, Target
-from ..lowering.lower import lower
+from ..lowering import Lowered, lower
 from .emitter import LLVMEmitter
 from .target import LLVMTarget
 
 
-def threads_per_program(target: LLVMTarget, options: Options) -> int:
-    return options.num_warps * target.warp_size
+def lower_module(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> Lowered:
+    """The kernel as an LLVM module (``code``), with its threads and shared memory per program."""
+    caps = caps or Target(backend=target.triple.split("-")[0], arch=target.arch, warp_size=target.warp_size)
+    return lower(kernel, LLVMEmitter(caps, target), options)
 
 
 def lower_kernel(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> str:
-    """The kernel as an LLVM module; its first line records the shared memory it needs."""
-    caps = caps or Target(backend=target.triple.split("-")[0], arch=target.arch, warp_size=target.warp_size)
-    emitter = LLVMEmitter(caps, target)
-    emitter.num_stages = options.num_stages
-    return lower(kernel, emitter, threads_per_program(target, options))
-
-
-def local_bytes_of(llir: str) -> int:
-    """Shared (local) memory, in bytes, that a module from ``lower_kernel`` needs at launch."""
-    m = re.match(r"; tiles.local_bytes = (\d+)", llir)
-    return int(m.group(1)) if m else 0
+    """Only the LLVM IR text of ``lower_module`` (for tests and tools that compile it by hand)."""
+    return lower_module(kernel, target, options, caps).code

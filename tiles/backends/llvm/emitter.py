@@ -41,10 +41,8 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, LLVMHopperOps, Emitter):
 
     def finish(self, local_bytes: int) -> str:
         self._emit("ret void")
-        self.local_bytes = local_bytes
         t = self.t
-        lines = [f"; tiles.local_bytes = {local_bytes}", f'target triple = "{t.triple}"',
-                 f'target datalayout = "{t.data_layout}"', ""]
+        lines = [f'target triple = "{t.triple}"', f'target datalayout = "{t.data_layout}"', ""]
         if self.uses_smem:
             lines.append(f"@tiles_smem = external addrspace({t.shared_addrspace}) global [0 x i8], align 1024")
         lines += self.globals

@@ -2,7 +2,8 @@
 (see docs/lowering.md)."""
 
 from .emitter import Emitter, Handle
+from .entry import Lowered, lower
 from .layout import Layout, choose_layout
-from .lower import Lowering, lower
+from .lower import Lowering
 
-__all__ = ["Emitter", "Handle", "Layout", "Lowering", "choose_layout", "lower"]
+__all__ = ["Emitter", "Handle", "Layout", "Lowered", "Lowering", "choose_layout", "lower"]

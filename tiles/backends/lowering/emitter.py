@@ -33,7 +33,7 @@ class Emitter(abc.ABC):
     """One kernel's worth of output code; create a fresh emitter per kernel."""
 
     target: Target
-    num_stages: int = 1  # software-pipelining depth the launch asked for (tensorcore/pipeline.py)
+    name: str = ""  # the kernel's function name in the code, once ``begin_kernel`` has run
 
     # ------------------------------------------------------------ kernel frame
     @abc.abstractmethod
@@ -42,8 +42,9 @@ class Emitter(abc.ABC):
         """Open the kernel; return one handle per parameter.  ``threads`` per program."""
 
     @abc.abstractmethod
-    def finish(self, local_bytes: int) -> Any:
-        """Close the kernel; it uses ``local_bytes`` of work-group local memory."""
+    def finish(self, local_bytes: int) -> str:
+        """Close the kernel and return its code; it uses ``local_bytes`` of work-group local memory
+        (``lower`` reports that size in ``Lowered.shared_bytes``: do not write it into the code)."""
 
     # ------------------------------------------------------------ values
     @abc.abstractmethod

@@ -1,10 +1,11 @@
 """The walker: tile IR in, per-thread calls on an ``Emitter`` out.
 
 Every IR value becomes a list of handles, one per slot of its layout (see
-``layout.py``).  Rules live in ``RULES[op]``; this module holds the walker, the
-index arithmetic every rule shares, and the creation, elementwise and control
-flow rules.  Memory, layout changes and reductions register theirs from their
-own modules.
+``layout.py``).  Rules live in the registry ``RULES[op]``; this module holds the
+registry, the walker, the index arithmetic every rule shares, and the creation,
+elementwise and control flow rules.  Memory, layout changes, reductions, sorting and
+tensor cores register theirs from their own modules, which import this one; none of
+them is imported here (``entry.py`` imports them all, in order, and runs the walker).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from ...core.dtypes import DType, PointerType, ScalarType
 from ...core.errors import UnsupportedError
 from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import BINARY_ARITH, COMPARISON, MATH, Op
+from ..base import Options
+from .axisinfo import analyze
 from .emitter import Emitter, Handle
 from .layout import Layout, choose_layout
 
@@ -48,22 +51,24 @@ def _is(x: Index, n: int) -> bool:
 class Lowering:
     """One kernel lowered onto one emitter with ``threads`` threads per program."""
 
-    def __init__(self, kernel: Kernel, emitter: Emitter, threads: int) -> None:
+    def __init__(self, kernel: Kernel, emitter: Emitter, threads: int, options: Options) -> None:
         if threads & (threads - 1):
             raise UnsupportedError(f"threads per program must be a power of two, got {threads}",
                                    kernel.loc)
         self.kernel = kernel
         self.e = emitter
         self.threads = threads
+        self.options = options
+        self.not_applied: list[str] = []  # options the code does not follow, each with its file:line
         self.env: dict[Value, list[Handle]] = {}
         self.local_bytes = 0
         self._scopes: list[dict[Any, Handle]] = [{}]
-        from .axisinfo import analyze
         self.info = analyze(kernel)
         self.max_vec = _widest_chunk(kernel)
 
     # ------------------------------------------------------------ driver
-    def run(self) -> Any:
+    def run(self) -> str:
+        """The emitter's code for the whole kernel; ``local_bytes`` is then final."""
         params = [(p.name, p.value.type.dtype) for p in self.kernel.params]
         handles = self.e.begin_kernel(self.kernel.name, params, self.threads)
         self.tid = self.e.thread_id()
@@ -311,6 +316,15 @@ def _yields(lw: Lowering, block: Block) -> list[Handle]:
     return [h for hs in lw.lower_block(block) for h in hs]
 
 
+def report_unpipelined(lw: Lowering, instr: Instr) -> None:
+    """Record a ``tl.range(num_stages=)`` of 2 or more on a loop lowered without pipelining."""
+    stages = getattr(instr.attrs, "num_stages", None)
+    if stages is not None and stages >= 2:
+        lw.not_applied.append(
+            f"{instr.loc}: tl.range(num_stages={stages}) is not applied: this loop is not software-pipelined "
+            "(only loops that feed tensor-core tl.dot operands from global loads are, on cuda)")
+
+
 @rule(Op.FOR)
 def _for(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     lb, ub, step = (lw.env[v][0] for v in instr.operands[:3])
@@ -322,6 +336,7 @@ def _for(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         _bind(lw, body.args[1:], carried)
         return _yields(lw, body)
 
+    report_unpipelined(lw, instr)
     factor = getattr(instr.attrs, "loop_unroll_factor", None)
     hint = {} if factor is None else {"unroll": factor}
     outs = lw.e.for_range(lb, ub, step, iv_dtype, _flat(lw, instr.operands[3:]), lw.in_scope(run), **hint)
@@ -387,9 +402,3 @@ def _widest_chunk(kernel: Kernel) -> int:
     narrowest = min(sizes, default=4)
     return max(4, min(8, 16 // max(narrowest, 1)))
 
-
-def lower(kernel: Kernel, emitter: Emitter, threads: int) -> Any:
-    """Lower ``kernel`` onto ``emitter``; returns what ``emitter.finish`` returns."""
-    from . import memory, reductions, relayout  # noqa: F401  (they register their rules)
-    from .prepare import prepare
-    return Lowering(prepare(kernel, emitter), emitter, threads).run()

@@ -298,8 +298,3 @@ def _scan(lw: Lowering, instr: Instr) -> list[list[Handle]]:
             outs[k].append(h)
     e.barrier()
     return _finish(lw, instr, outs)
-
-
-# sort, histogram and the serial dot register their rules; tensorcore then takes DOT (and FOR)
-# over where the emitter has tensor cores, falling back to them otherwise.
-from . import sorting, tensorcore  # noqa: E402,F401

@@ -69,37 +69,32 @@ class OpenCLBackend(Backend):
                 "opencl": lambda _, compiled: self._generate(compiled, options),
                 "binary": lambda source, compiled: self._build(source, compiled)}
 
-    def _threads(self, options: Options) -> int:
-        threads = options.num_warps * 32
-        return min(threads, self.target().max_threads_per_block)
-
     def _generate(self, compiled: CompiledKernel, options: Options) -> str:
-        from ..lowering.lower import lower
+        from ..lowering import lower
         from . import runtime
         from .emit_c import OpenCLEmitter
-        threads = self._threads(options)
-        emitter = OpenCLEmitter(self.target(), runtime.has_fp64())
-        source = lower(compiled.ir, emitter, threads)
-        compiled.metadata.update(threads=threads, entry=emitter.name)
-        return source
+        lowered = lower(compiled.ir, OpenCLEmitter(self.target(), runtime.has_fp64()), options)
+        compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
+        compiled.not_applied = lowered.not_applied
+        return lowered.code
 
     def _build(self, source: str, compiled: CompiledKernel) -> bytes:
         from . import runtime
         program = runtime.build(source)
-        compiled.metadata["program"] = program
+        compiled.loaded["program"] = program
         return program.binaries[0]
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg], stream: Any = None) -> None:
         """``stream``: a pyopencl CommandQueue on the backend's context (default: its own queue)."""
         from . import runtime
-        if "launched" in compiled.metadata:
+        if "launched" in compiled.loaded:
             runtime.launch(compiled, grid, args, stream)
             return
-        from ...runtime import progress
+        from ... import progress
         with progress.compiling(compiled.name, self.name, "the OpenCL driver's part, at the first launch"):
             runtime.launch(compiled, grid, args, stream)
-        compiled.metadata["launched"] = True
+        compiled.loaded["launched"] = True
 
 
 __all__ = ["OpenCLBackend"]

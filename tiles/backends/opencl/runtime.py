@@ -106,10 +106,9 @@ def _buffer(arg: LaunchArg, copies: list[tuple[HostSpan, Any]]) -> Any:
 
 def _kernel(compiled: CompiledKernel) -> Any:
     import pyopencl as cl
-    kernel = compiled.metadata.get("kernel")
+    kernel = compiled.loaded.get("kernel")
     if kernel is None:
-        kernel = compiled.metadata["kernel"] = cl.Kernel(compiled.metadata["program"],
-                                                         compiled.metadata["entry"])
+        kernel = compiled.loaded["kernel"] = cl.Kernel(compiled.loaded["program"], compiled.entry)
     return kernel
 
 
@@ -152,10 +151,10 @@ def _release_finished() -> None:
 
 
 def _prints(compiled: CompiledKernel) -> bool:
-    found = compiled.metadata.get("device_print")
+    found = compiled.loaded.get("device_print")
     if found is None:
         from ...core.ops import Op
-        found = compiled.metadata["device_print"] = any(i.op is Op.DEVICE_PRINT for i in compiled.ir.walk())
+        found = compiled.loaded["device_print"] = any(i.op is Op.DEVICE_PRINT for i in compiled.ir.walk())
     return bool(found)
 
 
@@ -165,7 +164,7 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     queue = _queue(stream)
     kernel = _kernel(compiled)
     _release_finished()
-    threads = compiled.metadata["threads"]
+    threads = compiled.threads
     prints = _prints(compiled)
     if prints:  # the device writes to the same file descriptor: Python's earlier lines first
         sys.stdout.flush()

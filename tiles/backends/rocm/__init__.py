@@ -14,10 +14,11 @@ from ...core.errors import CompilationError, LaunchError, UnsupportedError
 from ...core.ir import Kernel
 from ...core.printer import format_kernel
 from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+from ..lowering import Lowered
 from . import runtime, toolchain
 from .codeobject import CodeObject, CodeObjectError, KernelInfo, read_code_object
 from .kernargs import pack_arguments
-from .target import arch_info, backend_target, llvm_target
+from .target import backend_target, llvm_target
 
 __all__ = ["ROCmBackend"]
 
@@ -25,17 +26,17 @@ __all__ = ["ROCmBackend"]
 VERSION_WITHOUT_LINKER = 5
 
 
-def lower_to_llvm_ir(kernel: Kernel, arch: str, options: Options) -> str:
+def lower_to_llvm_ir(kernel: Kernel, arch: str, options: Options) -> Lowered:
     """The shared LLVM emitter's output for ``kernel`` on ``arch``."""
-    from ..llvm.emit import lower_kernel
+    from ..llvm.emit import lower_module
     linker = toolchain.find_linker()
     version = toolchain.code_object_version(linker, arch) if linker else VERSION_WITHOUT_LINKER
-    block = options.num_warps * arch_info(arch).wavefront_size
+    caps = backend_target(arch)
     try:
-        target = llvm_target(arch, version, max_workgroup_size=block)
+        target = llvm_target(arch, version, max_workgroup_size=options.threads(caps))
     except ValueError as e:
         raise UnsupportedError(f"num_warps={options.num_warps}: {e}", kernel.loc) from None
-    return lower_kernel(kernel, target, options)
+    return lower_module(kernel, target, options, caps)
 
 
 def kernel_in(code: CodeObject, name: str) -> KernelInfo:
@@ -69,25 +70,26 @@ class ROCmBackend(Backend):
             return format_kernel(kernel)
 
         def llir(_: str, compiled: CompiledKernel) -> str:
-            from ..llvm.emit import local_bytes_of
-            text = lower_to_llvm_ir(compiled.ir, arch, options)
-            compiled.metadata["shared"] = local_bytes_of(text)  # dynamic LDS, given at launch
-            return text
+            lowered = lower_to_llvm_ir(compiled.ir, arch, options)
+            compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
+            compiled.not_applied = lowered.not_applied  # shared: dynamic LDS, given at launch
+            return lowered.code
 
         def amdgcn(llir_text: str, compiled: CompiledKernel) -> str:
             code = toolchain.emit_machine_code(toolchain.optimize(llir_text, arch), arch)
-            compiled.metadata["amdgpu_object"] = code.object
+            compiled.loaded["amdgpu_object"] = code.object
             return code.assembly
 
         def hsaco(_: str, compiled: CompiledKernel) -> bytes:
             try:
-                image = toolchain.link(compiled.metadata.pop("amdgpu_object"))
+                image = toolchain.link(compiled.loaded.pop("amdgpu_object"))
             except toolchain.ToolchainError as e:
                 raise CompilationError(str(e), compiled.ir.loc) from None
             code = read_code_object(image)
             info = kernel_in(code, compiled.name)
-            compiled.metadata.update(arch=arch, kernel_name=info.name, warp_size=info.wavefront_size,
-                                     code_object_version=code.code_object_version, **info.resources())
+            compiled.arch = arch
+            compiled.extra.update(kernel_name=info.name, warp_size=info.wavefront_size,
+                                  code_object_version=code.code_object_version, **info.resources())
             return image
 
         return {"ir": ir, "llir": llir, "amdgcn": amdgcn, "hsaco": hsaco}
@@ -98,13 +100,13 @@ class ROCmBackend(Backend):
     def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Kernel,
                     options: Options) -> CompiledKernel | None:
         image = asm.get("hsaco")
-        if not isinstance(image, bytes):
+        if not isinstance(image, bytes) or "threads" not in metadata:
             return None
         try:
             read_code_object(image)
         except CodeObjectError:
             return None
-        return CompiledKernel(kernel.name, kernel, options, dict(asm), dict(metadata), image)
+        return CompiledKernel.restore(kernel, options, asm, metadata, image)
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg], stream: Any = None) -> None:
@@ -112,7 +114,7 @@ class ROCmBackend(Backend):
         from ..streams import stream_handle
         image: bytes = compiled.asm["hsaco"]
         info = kernel_in(read_code_object(image), compiled.name)
-        block = compiled.options.num_warps * info.wavefront_size
+        block = compiled.threads
         if block > info.max_flat_workgroup_size:
             raise LaunchError(f"{compiled.name}: {block} work-items per program, but the code object "
                               f"allows at most {info.max_flat_workgroup_size}")
@@ -126,7 +128,7 @@ class ROCmBackend(Backend):
             staging = runtime.ArgumentStaging(handle)
             try:
                 kernargs = pack_arguments(info, args, dtypes, grid, staging.device_address)
-                compiled.handle.launch(grid, block, kernargs, compiled.metadata.get("shared", 0),
+                compiled.handle.launch(grid, block, kernargs, compiled.shared,
                                        stream=handle, device=device)
             finally:
                 staging.finish()

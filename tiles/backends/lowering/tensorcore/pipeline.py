@@ -100,7 +100,7 @@ def _feed(lw: Lowering, v: Value, producers: dict[Value, Instr], defs: dict[Valu
 def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Value, Instr]) -> Pipe | None:
     from .fragments import state
     plan = state(lw).plan
-    stages = getattr(lw.e, "num_stages", 1)
+    stages = lw.options.num_stages
     if instr.attrs is not None and instr.attrs.num_stages is not None:  # tl.range(num_stages=)
         stages = instr.attrs.num_stages
     step_def = defs.get(instr.operands[2])

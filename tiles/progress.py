@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any, TextIO
 
-from .. import config
+from . import config
 
 COMPILE_NOTICE_S = 2.0  # a compile that runs longer than this is reported
 REDRAW_S = 1.0          # how often a live compile line is redrawn on a terminal
