@@ -20,8 +20,7 @@ from typing import Any
 import numpy as np
 
 from tiles.backends.base import Target
-from tiles.backends.lowering.emitter import Emitter
-from tiles.backends.lowering.lower import lower
+from tiles.backends.lowering.tensorcore import TensorCoreEmitter, TensorCoreOptions, lower_with_tensor_cores
 from tiles.core import dtypes as D
 from tiles.core.dtypes import DType, PointerType
 from tiles.core.ops import Op
@@ -82,12 +81,11 @@ _BIN: dict[Op, Callable[[Any, Any], Any]] = {
 }
 
 
-class SimEmitter(Emitter):
+class SimEmitter(TensorCoreEmitter):
     def __init__(self, args: Sequence[Any], pid: tuple[int, int, int], grid: tuple[int, int, int],
-                 mem: np.ndarray, num_stages: int = 1) -> None:
+                 mem: np.ndarray) -> None:
         self.target = Target("cuda", arch="sm_90", warp_size=WARP)
         self.args, self.pid, self.grid, self.mem = args, pid, grid, mem
-        self.num_stages = num_stages
         self.smem = np.zeros(256 * 1024, np.uint8)
         self.active: list[np.ndarray] = []
         self.wg_open: list[_WGMMA] = []  # issued, not yet committed
@@ -239,10 +237,16 @@ class SimEmitter(Emitter):
     def barrier(self) -> None:
         pass
 
-    # tensor cores (fp16 -> fp32 only)
+    # tensor cores: mma.sync fp16 -> fp32; with wgmma also tf32 and 8-bit ints
     def mma_shape(self, in_dtype: DType, acc_dtype: DType, input_precision: str) -> Any:
         if in_dtype.name == "float16" and acc_dtype.name == "float32":
             return (16, 8, 16)
+        if not self.wgmma_ok():
+            return None
+        if in_dtype.name == "float32" and acc_dtype.name == "float32" and input_precision == "tf32":
+            return (16, 8, 8)
+        if in_dtype.name in ("int8", "uint8") and acc_dtype.name == "int32":
+            return (16, 8, 32)
         return None
 
     def _halves(self, reg: H) -> tuple[np.ndarray, np.ndarray]:
@@ -470,6 +474,7 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
     for z in range(g[2]):
         for y in range(g[1]):
             for x in range(g[0]):
-                lower(kernel, SimEmitter(values, (x, y, z), g, mem, num_stages), threads)  # type: ignore[arg-type]
+                lower_with_tensor_cores(kernel, SimEmitter(values, (x, y, z), g, mem), threads,
+                                        TensorCoreOptions(num_stages=num_stages))
     for a in arrays:
         a.reshape(-1).view(np.uint8)[:] = mem[addr[id(a)]:addr[id(a)] + a.nbytes]

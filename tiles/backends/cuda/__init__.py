@@ -112,7 +112,8 @@ class CUDABackend(Backend):
         arch = self.arch()
 
         def llir(kernel: Any, compiled: CompiledKernel) -> str:
-            from ..llvm.emit import local_bytes_of, lower_kernel
+            from ..llvm.emit import local_bytes_of
+            from .emitter import lower_kernel
             text = lower_kernel(compiled.ir, nvptx_target(arch), options, self.target())
             compiled.metadata.update(shared=local_bytes_of(text), threads=options.num_warps * 32,
                                      arch=arch)

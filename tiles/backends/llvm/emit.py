@@ -15,11 +15,13 @@ def threads_per_program(target: LLVMTarget, options: Options) -> int:
     return options.num_warps * target.warp_size
 
 
+def default_caps(target: LLVMTarget) -> Target:
+    return Target(backend=target.triple.split("-")[0], arch=target.arch, warp_size=target.warp_size)
+
+
 def lower_kernel(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> str:
     """The kernel as an LLVM module; its first line records the shared memory it needs."""
-    caps = caps or Target(backend=target.triple.split("-")[0], arch=target.arch, warp_size=target.warp_size)
-    emitter = LLVMEmitter(caps, target)
-    emitter.num_stages = options.num_stages
+    emitter = LLVMEmitter(caps or default_caps(target), target)
     return lower(kernel, emitter, threads_per_program(target, options))
 
 

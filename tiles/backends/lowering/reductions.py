@@ -300,6 +300,5 @@ def _scan(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     return _finish(lw, instr, outs)
 
 
-# sort, histogram and the serial dot register their rules; tensorcore then takes DOT (and FOR)
-# over where the emitter has tensor cores, falling back to them otherwise.
-from . import sorting, tensorcore  # noqa: E402,F401
+# sort, histogram and the serial dot register their rules.
+from . import sorting  # noqa: E402,F401

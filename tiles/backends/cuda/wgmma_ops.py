@@ -1,5 +1,5 @@
-"""Hopper (sm_90a) warpgroup tensor-core instructions as LLVM inline PTX: ``wgmma``
-with shared-memory descriptors, its fence/commit/wait, and the async-proxy fence."""
+"""Hopper (sm_90a) warpgroup tensor-core instructions for the CUDA emitter, as LLVM inline PTX:
+``wgmma`` with shared-memory descriptors, its fence/commit/wait, and the async-proxy fence."""
 
 from __future__ import annotations
 
@@ -8,13 +8,13 @@ from typing import Any
 
 from ...core import dtypes as D
 from ...core.dtypes import DType
-from .builder import LLVMBuilder, Reg
+from ..llvm.builder import LLVMBuilder, Reg
 
 _CONSTRAINT = {"float": "f", "double": "d", "i64": "l", "half": "h", "bfloat": "h", "i16": "h"}
 _KIND = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "int8": "s8", "uint8": "u8"}
 
 
-class LLVMHopperOps(LLVMBuilder):
+class PTXWarpgroupOps(LLVMBuilder):
     def wgmma_ok(self) -> bool:
         return self.t.arch == "sm_90a"
 
