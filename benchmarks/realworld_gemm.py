@@ -53,7 +53,7 @@ def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_b
         accumulator = tl.dot(a, b, accumulator)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
-    c = accumulator.to(tl.float16)
+    c = accumulator.to(c_ptr.dtype.element_ty)
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
@@ -92,6 +92,44 @@ def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride
         offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
         tl.store(c_ptrs, accumulator.to(tl.float16), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@jit
+def grouped_matmul(a_addrs, b_addrs, c_addrs, sizes, lds, group_size, NUM_SMS: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # one program per SM walks the tiles of every problem; operands come from pointer arrays
+    tile = tl.program_id(0)
+    first_tile = 0
+    for g in range(group_size):
+        m = tl.load(sizes + g * 3)
+        n = tl.load(sizes + g * 3 + 1)
+        k = tl.load(sizes + g * 3 + 2)
+        tiles_n = tl.cdiv(n, BLOCK_N)
+        count = tl.cdiv(m, BLOCK_M) * tiles_n
+        while tile >= first_tile and tile < first_tile + count:
+            lda = tl.load(lds + g * 3)
+            ldb = tl.load(lds + g * 3 + 1)
+            ldc = tl.load(lds + g * 3 + 2)
+            a = tl.load(a_addrs + g).to(tl.pointer_type(tl.float16))
+            b = tl.load(b_addrs + g).to(tl.pointer_type(tl.float16))
+            c = tl.load(c_addrs + g).to(tl.pointer_type(tl.float16))
+            local = tile - first_tile
+            offs_m = (local // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+            offs_n = (local % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+            offs_k = tl.arange(0, BLOCK_K)
+            a_ptrs = a + offs_m[:, None] * lda + offs_k[None, :]
+            b_ptrs = b + offs_k[:, None] * ldb + offs_n[None, :]
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for kk in range(0, tl.cdiv(k, BLOCK_K)):
+                tl.multiple_of(a_ptrs, [16, 16])  # the addresses came from memory: promise alignment
+                tl.multiple_of(b_ptrs, [16, 16])
+                acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+                a_ptrs += BLOCK_K
+                b_ptrs += BLOCK_K * ldb
+            c_ptrs = c + ldc * offs_m[:, None] + offs_n[None, :]
+            tl.store(c_ptrs, acc.to(tl.float16))
+            tile += NUM_SMS
+        first_tile += count
 '''
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)

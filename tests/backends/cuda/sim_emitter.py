@@ -455,19 +455,29 @@ class SimEmitter(TensorCoreEmitter):
         pass
 
 
+def addresses(args: Sequence[Any]) -> list[int]:
+    """The simulated address each array argument of ``run`` gets (0 for the others), so a test
+    can store pointers to its arrays in another array."""
+    out, at = [], 0
+    for a in args:
+        out.append(at if isinstance(a, np.ndarray) else 0)
+        if isinstance(a, np.ndarray):
+            at += -(-(a.nbytes + 16) // 256) * 256
+    return out
+
+
 def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, num_stages: int = 1) -> None:
     """Run the lowered ``kernel`` (tile IR) on numpy arrays: every array argument is copied
     into one byte buffer, its address passed as the pointer, and copied back after."""
     arrays = [a for a in args if isinstance(a, np.ndarray)]
     total = sum(a.nbytes + 256 for a in arrays)
     mem = np.zeros(total, np.uint8)
-    addr, at, values = {}, 0, []
-    for a in args:
+    addr, values = {}, []
+    for a, at in zip(args, addresses(args)):
         if isinstance(a, np.ndarray):
             addr[id(a)] = at
             mem[at:at + a.nbytes] = a.reshape(-1).view(np.uint8)
             values.append(np.int64(at))
-            at += -(-(a.nbytes + 16) // 256) * 256
         else:
             values.append(a)
     g = (tuple(grid) + (1, 1, 1))[:3]
