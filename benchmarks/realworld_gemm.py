@@ -1,12 +1,13 @@
 """Matmul in the forms users write: tiles (cuda) vs Triton, one process, same kernel text.
 
 Forms: Triton's tutorial matmul exactly (pointer tiles advanced in the loop, rows and columns
-wrapped with ``%``, K masks), the same without masks and wraps, and a persistent matmul (each
-program loops over output tiles).  Every configuration is offered to both compilers; the best
-median (``triton.testing.do_bench``) per case is reported, as TFLOP/s = 2*M*N*K / time.  Each
-result is checked against torch before it is timed.
+wrapped with ``%``, K masks), the same without masks and wraps (fp16, bf16, and with B transposed
+in memory), a persistent matmul (each program loops over output tiles), and a grouped GEMM whose
+operand addresses are loaded from pointer arrays (Triton's grouped tutorial's form).  Every
+configuration is offered to both compilers; the best median (``triton.testing.do_bench``) per case
+is reported, as TFLOP/s = 2*M*N*K / time.  Each result is checked against torch before it is timed.
 
-    python benchmarks/realworld_gemm.py [--sizes 4096,8192]
+    python benchmarks/realworld_gemm.py [--sizes 4096,8192] [--forms grouped,bf16]
 """
 
 from __future__ import annotations
@@ -139,6 +140,7 @@ CONFIGS = [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 128, 32, 4, 4), (12
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--forms", default="", help="comma-separated substrings of the case names to run")
     args = ap.parse_args()
 
     import torch
@@ -149,42 +151,91 @@ def main() -> None:
             "triton": load_shared("triton", tmp, KERNELS, "realworld_gemm")}
     extra = {"tiles": {"backend": "cuda"}, "triton": {}}
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    wanted = [f for f in args.forms.split(",") if f]
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         m = n = k = size
-        a = torch.randn((m, k), device="cuda", dtype=torch.float16)
-        b = torch.randn((k, n), device="cuda", dtype=torch.float16)
-        c = torch.empty((m, n), device="cuda", dtype=torch.float16)
-        ref = (a @ b).float()
         flops = 2.0 * m * n * k
-        strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
 
-        def tutorial(mod, cfg, kw, wrap):
-            bm, bn, bk, warps, stages = cfg
-            mod.tutorial_matmul[(math.ceil(m / bm) * math.ceil(n / bn),)](
-                a, b, c, m, n, k, *strides, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                WRAP_AND_MASK=wrap, num_warps=warps, num_stages=stages, **kw)
+        def operands(dtype, trans_b=False):
+            a = torch.randn((m, k), device="cuda", dtype=dtype)
+            b = torch.randn((n, k), device="cuda", dtype=dtype).T if trans_b else \
+                torch.randn((k, n), device="cuda", dtype=dtype)
+            return a, b, torch.empty((m, n), device="cuda", dtype=dtype), (a @ b).float()
 
-        def persistent(mod, cfg, kw):
-            bm, bn, bk, warps, stages = cfg
-            tiles_total = math.ceil(m / bm) * math.ceil(n / bn)
-            mod.persistent_matmul[(min(sms, tiles_total),)](
-                a, b, c, m, n, k, *strides, NUM_SMS=sms, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                num_warps=warps, num_stages=stages, **kw)
+        def tutorial(ops, wrap):
+            a, b, c, _ = ops
+            strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
 
-        forms = [("tutorial (wrap + K masks)", lambda mod, cfg, kw: tutorial(mod, cfg, kw, True)),
-                 ("tutorial (no masks)", lambda mod, cfg, kw: tutorial(mod, cfg, kw, False)),
-                 ("persistent", persistent)]
-        for label, launch in forms:
+            def launch(mod, cfg, kw):
+                bm, bn, bk, warps, stages = cfg
+                mod.tutorial_matmul[(math.ceil(m / bm) * math.ceil(n / bn),)](
+                    a, b, c, m, n, k, *strides, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                    WRAP_AND_MASK=wrap, num_warps=warps, num_stages=stages, **kw)
+            return launch
+
+        def persistent(ops):
+            a, b, c, _ = ops
+            strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+
+            def launch(mod, cfg, kw):
+                bm, bn, bk, warps, stages = cfg
+                tiles_total = math.ceil(m / bm) * math.ceil(n / bn)
+                mod.persistent_matmul[(min(sms, tiles_total),)](
+                    a, b, c, m, n, k, *strides, NUM_SMS=sms, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                    num_warps=warps, num_stages=stages, **kw)
+            return launch
+
+        def grouped():
+            # four problems of (size/2)^3: the same FLOPs as one size^3 product
+            h = size // 2
+            group = [tuple(torch.randn(shape, device="cuda", dtype=torch.float16) for shape in ((h, h), (h, h)))
+                     for _ in range(4)]
+            outs = [torch.empty((h, h), device="cuda", dtype=torch.float16) for _ in group]
+            ref = torch.cat([(a @ b).float() for a, b in group])
+            addr = [torch.tensor(v, device="cuda", dtype=torch.int64) for v in
+                    ([a.data_ptr() for a, _ in group], [b.data_ptr() for _, b in group], [c.data_ptr() for c in outs])]
+            sizes = torch.tensor([h, h, h] * 4, device="cuda", dtype=torch.int32)
+            lds = torch.tensor([h, h, h] * 4, device="cuda", dtype=torch.int32)
+            out = torch.cat(outs)  # refreshed from `outs` after each launch by `result`
+
+            def launch(mod, cfg, kw):
+                bm, bn, bk, warps, stages = cfg
+                mod.grouped_matmul[(sms,)](*addr, sizes, lds, 4, NUM_SMS=sms, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                           num_warps=warps, num_stages=stages, **kw)
+
+            def result():
+                torch.cat(outs, out=out)
+                return out
+            return launch, result, ref, [*outs]
+
+        fp16 = operands(torch.float16)
+        cases = [("tutorial (wrap + K masks)", fp16, tutorial(fp16, True)),
+                 ("tutorial (no masks)", fp16, tutorial(fp16, False)),
+                 ("persistent", fp16, persistent(fp16))]
+        bf16 = operands(torch.bfloat16)
+        cases.append(("tutorial bf16", bf16, tutorial(bf16, False)))
+        tb = operands(torch.float16, trans_b=True)
+        cases.append(("tutorial, B transposed", tb, tutorial(tb, False)))
+        g_launch, g_result, g_ref, g_outs = grouped()
+        cases.append(("grouped (4 x (n/2)^3)", (None, None, None, g_ref), g_launch))
+        for label, ops, launch in cases:
+            if wanted and not any(w in label for w in wanted):
+                continue
+            ref = ops[3]
+            if label.startswith("grouped"):
+                clear, read = (lambda: [o.zero_() for o in g_outs]), g_result
+            else:
+                clear, read = ops[2].zero_, (lambda c=ops[2]: c)
             best: dict[str, tuple[float, str]] = {}
             for col, mod in mods.items():
                 for cfg in CONFIGS:
                     name = "x".join(map(str, cfg[:3])) + f" w{cfg[3]} s{cfg[4]}"
                     try:
-                        c.zero_()
+                        clear()
                         launch(mod, cfg, extra[col])
                         torch.cuda.synchronize()
-                        err = ((c.float() - ref).norm() / ref.norm()).item()
+                        err = ((read().float() - ref).norm() / ref.norm()).item()
                         if not err < 1e-2:
                             print(f"  {label} {col} {name}: wrong result (rel {err:.2e})")
                             continue
