@@ -89,6 +89,8 @@ def test_hinted_pointers_are_pipelined(hint):
     assert "wgmma.mma_async" in ptx
     # without the promise the loaded addresses may be unaligned: no 16-byte copies
     assert ("cp.async.cg.shared.global" in ptx) == hint
+    # `acc += tl.dot(a, b)` accumulates in place, so the MMA group may stay in flight a stage longer
+    assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == hint
 
 
 def test_grouped_simulated():

@@ -243,14 +243,20 @@ def _place(lw: TensorCoreLowering, tile: Any, at: int) -> Place:
 
 def _keep(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
     """wgmma groups that may stay in flight across iterations: one when the only product is
-    only fed back as the next iteration's accumulator (and a stage is left to spare)."""
+    only fed back as the next iteration's accumulator, directly or as ``acc + dot`` (and a
+    stage is left to spare)."""
     if not lw.tc.plan.wgmma or pipe.stages < 3 or len(pipe.dots) != 1:
         return 0
+    plan = lw.tc.plan
     dot = pipe.dots[0]
-    if _uses(body, dot.result) != 1 or dot.result.type.element not in (D.float32, D.int32):
+    # `acc += tl.dot(a, b)`: the DOT accumulated into acc and the ADD only forwards its result
+    add = next((a for a, d in plan.fused_adds.items() if d is dot and a in body.instrs), None)
+    out = dot.result if add is None else add.result
+    acc = plan.add_into.get(dot, dot.operands[2]) if add is not None else dot.operands[2]
+    if _uses(body, out) != 1 or out.type.element not in (D.float32, D.int32):
         return 0  # a narrower accumulator is converted right after the MMAs
-    pos = [i for i, y in enumerate(body.yields) if y is dot.result]
-    return 1 if pos and body.args[1 + pos[0]] is dot.operands[2] and _uses(body, dot.operands[2]) == 1 else 0
+    pos = [i for i, y in enumerate(body.yields) if y is out]
+    return 1 if pos and body.args[1 + pos[0]] is acc and _uses(body, acc) == 1 else 0
 
 
 def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[int]) -> list[Any]:
