@@ -1,9 +1,10 @@
 """Matmul in the forms users write: tiles (cuda) vs Triton, one process, same kernel text.
 
 Forms: Triton's tutorial matmul exactly (pointer tiles advanced in the loop, rows and columns
-wrapped with ``%``, K masks), the same without masks and wraps (fp16, bf16, and with B transposed
-in memory), a persistent matmul (each program loops over output tiles), and a grouped GEMM whose
-operand addresses are loaded from pointer arrays (Triton's grouped tutorial's form).  Every
+wrapped with ``%``, K masks), the same without masks and wraps (fp16, bf16, with B transposed in
+memory, and fp8 e4m3 with B transposed), a persistent matmul (each program loops over output
+tiles), and a grouped GEMM whose operand addresses are loaded from pointer arrays (Triton's
+grouped tutorial's form).  Every
 configuration is offered to both compilers; the best median (``triton.testing.do_bench``) per case
 is reported, as TFLOP/s = 2*M*N*K / time.  Each result is checked against torch before it is timed.
 
@@ -157,11 +158,13 @@ def main() -> None:
         m = n = k = size
         flops = 2.0 * m * n * k
 
-        def operands(dtype, trans_b=False):
-            a = torch.randn((m, k), device="cuda", dtype=dtype)
-            b = torch.randn((n, k), device="cuda", dtype=dtype).T if trans_b else \
-                torch.randn((k, n), device="cuda", dtype=dtype)
-            return a, b, torch.empty((m, n), device="cuda", dtype=dtype), (a @ b).float()
+        def operands(dtype, trans_b=False, out=None):
+            def randn(shape):
+                return torch.randn(shape, device="cuda").to(dtype)
+            a = randn((m, k))
+            b = randn((n, k)).T if trans_b else randn((k, n))
+            c = torch.empty((m, n), device="cuda", dtype=out or dtype)
+            return a, b, c, (a.float() @ b.float())
 
         def tutorial(ops, wrap):
             a, b, c, _ = ops
@@ -217,6 +220,8 @@ def main() -> None:
         cases.append(("tutorial bf16", bf16, tutorial(bf16, False)))
         tb = operands(torch.float16, trans_b=True)
         cases.append(("tutorial, B transposed", tb, tutorial(tb, False)))
+        fp8 = operands(torch.float8_e4m3fn, trans_b=True, out=torch.float16)  # wgmma reads fp8 B K-major
+        cases.append(("tutorial fp8 e4m3, B transposed", fp8, tutorial(fp8, False)))
         g_launch, g_result, g_ref, g_outs = grouped()
         cases.append(("grouped (4 x (n/2)^3)", (None, None, None, g_ref), g_launch))
         for label, ops, launch in cases:

@@ -237,7 +237,7 @@ class SimEmitter(TensorCoreEmitter):
     def barrier(self) -> None:
         pass
 
-    # tensor cores: mma.sync fp16 -> fp32; with wgmma also tf32 and 8-bit ints
+    # tensor cores: mma.sync fp16 -> fp32; with wgmma also tf32, 8-bit ints and fp8
     def mma_shape(self, in_dtype: DType, acc_dtype: DType, input_precision: str) -> Any:
         if in_dtype.name == "float16" and acc_dtype.name == "float32":
             return (16, 8, 16)
@@ -246,6 +246,8 @@ class SimEmitter(TensorCoreEmitter):
         if in_dtype.name == "float32" and acc_dtype.name == "float32" and input_precision == "tf32":
             return (16, 8, 8)
         if in_dtype.name in ("int8", "uint8") and acc_dtype.name == "int32":
+            return (16, 8, 32)
+        if in_dtype.name in ("float8e4nv", "float8e5") and acc_dtype.name == "float32":
             return (16, 8, 32)
         return None
 

@@ -1,10 +1,11 @@
-"""wgmma beyond fp16: tf32 (fp32 operands) and 8-bit integers, which Hopper reads K-major only.
+"""wgmma beyond fp16: tf32 (fp32 operands), 8-bit integers and fp8, which Hopper reads K-major only.
 
 A is always stored K-major; B is written transposed into its swizzled tile when it is loaded
 K x N, or copied as is when the kernel loads it N x K and transposes it (then the loop is
 pipelined with cp.async).  PTX is checked for sm_90a (with ptxas when installed), numerics
 against the interpreter on the simulator, and on a GPU when there is one."""
 
+import ml_dtypes
 import numpy as np
 import pytest
 from test_tensorcore import needs_gpu
@@ -44,8 +45,8 @@ def _case(dtype, m, n, k, trans_b, seed):
         b = rng.integers(-128, 128, (k, n)).astype(dtype)
         out = np.int32
     else:
-        a = rng.standard_normal((m, k)).astype(dtype)
-        b = rng.standard_normal((k, n)).astype(dtype)
+        a = rng.standard_normal((m, k)).astype(np.float32).astype(dtype)
+        b = rng.standard_normal((k, n)).astype(np.float32).astype(dtype)
         out = np.float32
     c = np.full((m, n), 7, out)
     if trans_b:  # B held N x K in memory: strides (1, K)
@@ -66,11 +67,13 @@ def _ptx(ir, warps, stages):
     return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a")
 
 
-KINDS = {np.float32: "k8.f32.tf32.tf32", np.int8: "k32.s32.s8.s8"}
+E4M3, E5M2 = ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2
+KINDS = {np.float32: "k8.f32.tf32.tf32", np.int8: "k32.s32.s8.s8", E4M3: "k32.f32.e4m3.e4m3",
+         E5M2: "k32.f32.e5m2.e5m2"}
 
 
 @pytest.mark.parametrize("trans_b", [False, True])
-@pytest.mark.parametrize("dtype", [np.float32, np.int8])
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, E4M3, E5M2], ids=["tf32", "int8", "e4m3", "e5m2"])
 def test_ptx_uses_wgmma(dtype, trans_b):
     *_, args = _case(dtype, 256, 256, 256, trans_b, 0)
     ir = tutorial_mm.warmup(*args, backend="cuda", **_meta(dtype, 128, 128, 64, 8, 3)).ir
@@ -112,9 +115,17 @@ def test_tf32_simulated(m, n, k, bm, bn, bk, warps, trans_b, stages):
     assert np.linalg.norm(c - want) / np.linalg.norm(want) < 2e-3
 
 
+@pytest.mark.parametrize("trans_b,stages", [(False, 1), (True, 3)])
+@pytest.mark.parametrize("dtype", [E4M3, E5M2], ids=["e4m3", "e5m2"])
+def test_fp8_simulated(dtype, trans_b, stages):
+    """fp8 products are exact in float32: only the order of the sums differs."""
+    c, want = _simulate(dtype, 128, 72, 96, trans_b, 64, 64, 32, 4, stages, seed=7)
+    assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-5
+
+
 @needs_gpu
 @pytest.mark.parametrize("trans_b", [False, True])
-@pytest.mark.parametrize("dtype", [np.float32, np.int8])
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, E4M3, E5M2], ids=["tf32", "int8", "e4m3", "e5m2"])
 def test_wgmma_dtypes_gpu(dtype, trans_b):
     m, n, k = 200, 136, 200
     a, b, b_mem, c, args = _case(dtype, m, n, k, trans_b, 5)
@@ -124,6 +135,6 @@ def test_wgmma_dtypes_gpu(dtype, trans_b):
         assert KINDS[dtype] in compiled.asm["ptx"]
     if dtype is np.int8:
         np.testing.assert_array_equal(c, a.astype(np.int32) @ b.astype(np.int32))
-    else:
+    else:  # tf32 keeps 10 mantissa bits; fp8 products are exact, Hopper's fp8 sums are not full fp32
         want = a.astype(np.float64) @ b.astype(np.float64)
         assert np.linalg.norm(c - want) / np.linalg.norm(want) < 2e-3

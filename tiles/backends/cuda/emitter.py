@@ -9,12 +9,14 @@ from ..llvm.emit import default_caps, threads_per_program
 from ..llvm.emitter import LLVMEmitter
 from ..llvm.target import LLVMTarget
 from ..lowering.tensorcore import TensorCoreEmitter, TensorCoreOptions, lower_with_tensor_cores
+from .fp8_ops import PTXFloat8Ops
 from .mma_ops import PTXMMAOps
 from .wgmma_ops import PTXWarpgroupOps
 
 
-class CUDAEmitter(PTXMMAOps, PTXWarpgroupOps, LLVMEmitter, TensorCoreEmitter):
-    """LLVM IR for NVPTX with ``mma.sync``/``ldmatrix``/``cp.async`` (sm_80+) and ``wgmma`` (sm_90a)."""
+class CUDAEmitter(PTXFloat8Ops, PTXMMAOps, PTXWarpgroupOps, LLVMEmitter, TensorCoreEmitter):
+    """LLVM IR for NVPTX with float8 (sm_89+), ``mma.sync``/``ldmatrix``/``cp.async`` (sm_80+) and
+    ``wgmma`` (sm_90a)."""
 
 
 def lower_kernel(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> str:

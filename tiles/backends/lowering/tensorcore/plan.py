@@ -275,7 +275,8 @@ def _layouts(kernel: Kernel, dots: dict[Instr, MMALayout]) -> dict[Value, Any]:
     return {v: lo for v, lo in final.items() if lo is not WILD}
 
 
-WGMMA_INPUTS = frozenset({"float16", "bfloat16", "float32", "int8", "uint8"})  # float32: as tf32
+WGMMA_INPUTS = frozenset({"float16", "bfloat16", "float32", "int8", "uint8", "float8e4nv", "float8e5"})
+WGMMA_ONLY = frozenset({"float8e4nv", "float8e5"})  # no mma.sync rule: the serial DOT when wgmma does not fit
 
 
 def wgmma_fits(e: TensorCoreEmitter, dot: Instr, warps: int) -> bool:
@@ -299,6 +300,10 @@ def build_plan(kernel: Kernel, e: TensorCoreEmitter, threads: int) -> Plan:
     if not plan.dots:
         return plan
     plan.wgmma = all(wgmma_fits(e, i, warps) for i in plan.dots)
+    if not plan.wgmma:
+        plan.dots = {i: s for i, s in plan.dots.items() if i.operands[0].type.element.name not in WGMMA_ONLY}
+        if not plan.dots:
+            return plan
     lays: dict[Value, Any] = {}
     rows = {i: wgmma_layout(i.result.type.shape, warps, True) if plan.wgmma
             else rows_layout(i.result.type.shape, warps) for i in plan.dots}
