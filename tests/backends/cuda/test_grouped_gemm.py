@@ -107,3 +107,36 @@ def test_grouped_simulated():
         c = pool[oc:oc + 2 * m * n].view(np.float32).reshape(m, n)
         want = a.astype(np.float32) @ b.astype(np.float32)
         assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-3
+
+
+@tiles.jit
+def add_dot_mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """`acc += tl.dot(a, b)` with K masks: the MMA group stays in flight into the next iteration."""
+    rm = tl.program_id(0) * BM + tl.arange(0, BM)
+    rn = tl.program_id(1) * BN + tl.arange(0, BN)
+    rk = tl.arange(0, BK)
+    a_ptrs = a_ptr + (rm[:, None] % M) * K + rk[None, :]
+    b_ptrs = b_ptr + rk[:, None] * N + (rn[None, :] % N)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        acc += tl.dot(tl.load(a_ptrs, mask=rk[None, :] < K - k * BK, other=0.0),
+                      tl.load(b_ptrs, mask=rk[:, None] < K - k * BK, other=0.0))
+        a_ptrs += BK
+        b_ptrs += BK * N
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@pytest.mark.parametrize("m,n,k", [(128, 64, 208), (64, 128, 96)])  # rows 16-byte aligned: K % 8 == 0
+def test_add_dot_simulated(m, n, k):
+    import sim_emitter
+    rng = np.random.default_rng(m + k)
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float32)
+    meta = dict(BM=64, BN=64, BK=32, num_warps=4, num_stages=3)
+    ir = add_dot_mm.warmup(a, b, c, m, n, k, backend="cuda", **meta).ir
+    ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(4, 3)), "sm_90a")
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx and "cp.async.cg" in ptx
+    sim_emitter.run(ir, [a, b, c, np.int32(m), np.int32(n), np.int32(k)], (m // 64, n // 64), 128, num_stages=3)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    assert np.linalg.norm(c - want) / np.linalg.norm(want) < 1e-3
