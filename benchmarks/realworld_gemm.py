@@ -1,12 +1,14 @@
 """Matmul in the forms users write: tiles (cuda) vs Triton, one process, same kernel text.
 
 Forms: Triton's tutorial matmul exactly (pointer tiles advanced in the loop, rows and columns
-wrapped with ``%``, K masks), the same without masks and wraps, and a persistent matmul (each
-program loops over output tiles).  Every configuration is offered to both compilers; the best
-median (``triton.testing.do_bench``) per case is reported, as TFLOP/s = 2*M*N*K / time.  Each
-result is checked against torch before it is timed.
+wrapped with ``%``, K masks), the same without masks and wraps (fp16, bf16, with B transposed in
+memory, and fp8 e4m3 with B transposed), a persistent matmul (each program loops over output
+tiles), and a grouped GEMM whose operand addresses are loaded from pointer arrays (Triton's
+grouped tutorial's form).  Every
+configuration is offered to both compilers; the best median (``triton.testing.do_bench``) per case
+is reported, as TFLOP/s = 2*M*N*K / time.  Each result is checked against torch before it is timed.
 
-    python benchmarks/realworld_gemm.py [--sizes 4096,8192]
+    python benchmarks/realworld_gemm.py [--sizes 4096,8192] [--forms grouped,bf16]
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ def tutorial_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_b
         accumulator = tl.dot(a, b, accumulator)
         a_ptrs += BLOCK_K * stride_ak
         b_ptrs += BLOCK_K * stride_bk
-    c = accumulator.to(tl.float16)
+    c = accumulator.to(c_ptr.dtype.element_ty)
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
@@ -92,6 +94,44 @@ def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride
         offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
         c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
         tl.store(c_ptrs, accumulator.to(tl.float16), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+@jit
+def grouped_matmul(a_addrs, b_addrs, c_addrs, sizes, lds, group_size, NUM_SMS: tl.constexpr,
+                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    # one program per SM walks the tiles of every problem; operands come from pointer arrays
+    tile = tl.program_id(0)
+    first_tile = 0
+    for g in range(group_size):
+        m = tl.load(sizes + g * 3)
+        n = tl.load(sizes + g * 3 + 1)
+        k = tl.load(sizes + g * 3 + 2)
+        tiles_n = tl.cdiv(n, BLOCK_N)
+        count = tl.cdiv(m, BLOCK_M) * tiles_n
+        while tile >= first_tile and tile < first_tile + count:
+            lda = tl.load(lds + g * 3)
+            ldb = tl.load(lds + g * 3 + 1)
+            ldc = tl.load(lds + g * 3 + 2)
+            a = tl.load(a_addrs + g).to(tl.pointer_type(tl.float16))
+            b = tl.load(b_addrs + g).to(tl.pointer_type(tl.float16))
+            c = tl.load(c_addrs + g).to(tl.pointer_type(tl.float16))
+            local = tile - first_tile
+            offs_m = (local // tiles_n) * BLOCK_M + tl.arange(0, BLOCK_M)
+            offs_n = (local % tiles_n) * BLOCK_N + tl.arange(0, BLOCK_N)
+            offs_k = tl.arange(0, BLOCK_K)
+            a_ptrs = a + offs_m[:, None] * lda + offs_k[None, :]
+            b_ptrs = b + offs_k[:, None] * ldb + offs_n[None, :]
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for kk in range(0, tl.cdiv(k, BLOCK_K)):
+                tl.multiple_of(a_ptrs, [16, 16])  # the addresses came from memory: promise alignment
+                tl.multiple_of(b_ptrs, [16, 16])
+                acc += tl.dot(tl.load(a_ptrs), tl.load(b_ptrs))
+                a_ptrs += BLOCK_K
+                b_ptrs += BLOCK_K * ldb
+            c_ptrs = c + ldc * offs_m[:, None] + offs_n[None, :]
+            tl.store(c_ptrs, acc.to(tl.float16))
+            tile += NUM_SMS
+        first_tile += count
 '''
 
 # (BLOCK_M, BLOCK_N, BLOCK_K, num_warps, num_stages)
@@ -101,6 +141,7 @@ CONFIGS = [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 128, 32, 4, 4), (12
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="4096,8192")
+    ap.add_argument("--forms", default="", help="comma-separated substrings of the case names to run")
     args = ap.parse_args()
 
     import torch
@@ -111,42 +152,96 @@ def main() -> None:
             "triton": load_shared("triton", tmp, KERNELS, "realworld_gemm")}
     extra = {"tiles": {"backend": "cuda"}, "triton": {}}
     sms = torch.cuda.get_device_properties(0).multi_processor_count
+    wanted = [f for f in args.forms.split(",") if f]
     rows = []
     for size in (int(s) for s in args.sizes.split(",")):
         m = n = k = size
-        a = torch.randn((m, k), device="cuda", dtype=torch.float16)
-        b = torch.randn((k, n), device="cuda", dtype=torch.float16)
-        c = torch.empty((m, n), device="cuda", dtype=torch.float16)
-        ref = (a @ b).float()
         flops = 2.0 * m * n * k
-        strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
 
-        def tutorial(mod, cfg, kw, wrap):
-            bm, bn, bk, warps, stages = cfg
-            mod.tutorial_matmul[(math.ceil(m / bm) * math.ceil(n / bn),)](
-                a, b, c, m, n, k, *strides, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                WRAP_AND_MASK=wrap, num_warps=warps, num_stages=stages, **kw)
+        def operands(dtype, trans_b=False, out=None):
+            def randn(shape):
+                return torch.randn(shape, device="cuda").to(dtype)
+            a = randn((m, k))
+            b = randn((n, k)).T if trans_b else randn((k, n))
+            c = torch.empty((m, n), device="cuda", dtype=out or dtype)
+            return a, b, c, (a.float() @ b.float())
 
-        def persistent(mod, cfg, kw):
-            bm, bn, bk, warps, stages = cfg
-            tiles_total = math.ceil(m / bm) * math.ceil(n / bn)
-            mod.persistent_matmul[(min(sms, tiles_total),)](
-                a, b, c, m, n, k, *strides, NUM_SMS=sms, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
-                num_warps=warps, num_stages=stages, **kw)
+        def tutorial(ops, wrap):
+            a, b, c, _ = ops
+            strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
 
-        forms = [("tutorial (wrap + K masks)", lambda mod, cfg, kw: tutorial(mod, cfg, kw, True)),
-                 ("tutorial (no masks)", lambda mod, cfg, kw: tutorial(mod, cfg, kw, False)),
-                 ("persistent", persistent)]
-        for label, launch in forms:
+            def launch(mod, cfg, kw):
+                bm, bn, bk, warps, stages = cfg
+                mod.tutorial_matmul[(math.ceil(m / bm) * math.ceil(n / bn),)](
+                    a, b, c, m, n, k, *strides, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                    WRAP_AND_MASK=wrap, num_warps=warps, num_stages=stages, **kw)
+            return launch
+
+        def persistent(ops):
+            a, b, c, _ = ops
+            strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+
+            def launch(mod, cfg, kw):
+                bm, bn, bk, warps, stages = cfg
+                tiles_total = math.ceil(m / bm) * math.ceil(n / bn)
+                mod.persistent_matmul[(min(sms, tiles_total),)](
+                    a, b, c, m, n, k, *strides, NUM_SMS=sms, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
+                    num_warps=warps, num_stages=stages, **kw)
+            return launch
+
+        def grouped():
+            # four problems of (size/2)^3: half the FLOPs of one size^3 product
+            h = size // 2
+            group = [tuple(torch.randn(shape, device="cuda", dtype=torch.float16) for shape in ((h, h), (h, h)))
+                     for _ in range(4)]
+            outs = [torch.empty((h, h), device="cuda", dtype=torch.float16) for _ in group]
+            ref = torch.cat([(a @ b).float() for a, b in group])
+            addr = [torch.tensor(v, device="cuda", dtype=torch.int64) for v in
+                    ([a.data_ptr() for a, _ in group], [b.data_ptr() for _, b in group], [c.data_ptr() for c in outs])]
+            sizes = torch.tensor([h, h, h] * 4, device="cuda", dtype=torch.int32)
+            lds = torch.tensor([h, h, h] * 4, device="cuda", dtype=torch.int32)
+            out = torch.cat(outs)  # refreshed from `outs` after each launch by `result`
+
+            def launch(mod, cfg, kw):
+                bm, bn, bk, warps, stages = cfg
+                mod.grouped_matmul[(sms,)](*addr, sizes, lds, 4, NUM_SMS=sms, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                           num_warps=warps, num_stages=stages, **kw)
+
+            def result():
+                torch.cat(outs, out=out)
+                return out
+            return launch, result, ref, [*outs]
+
+        fp16 = operands(torch.float16)
+        cases = [("tutorial (wrap + K masks)", fp16, tutorial(fp16, True)),
+                 ("tutorial (no masks)", fp16, tutorial(fp16, False)),
+                 ("persistent", fp16, persistent(fp16))]
+        bf16 = operands(torch.bfloat16)
+        cases.append(("tutorial bf16", bf16, tutorial(bf16, False)))
+        tb = operands(torch.float16, trans_b=True)
+        cases.append(("tutorial, B transposed", tb, tutorial(tb, False)))
+        fp8 = operands(torch.float8_e4m3fn, trans_b=True, out=torch.float16)  # wgmma reads fp8 B K-major
+        cases.append(("tutorial fp8 e4m3, B transposed", fp8, tutorial(fp8, False)))
+        g_launch, g_result, g_ref, g_outs = grouped()
+        cases.append(("grouped (4 x (n/2)^3)", (None, None, None, g_ref), g_launch))
+        for label, ops, launch in cases:
+            if wanted and not any(w in label for w in wanted):
+                continue
+            flops = 2.0 * m * n * k / (2 if label.startswith("grouped") else 1)  # 4 * 2 * (n/2)^3 = n^3
+            ref = ops[3]
+            if label.startswith("grouped"):
+                clear, read = (lambda: [o.zero_() for o in g_outs]), g_result
+            else:
+                clear, read = ops[2].zero_, (lambda c=ops[2]: c)
             best: dict[str, tuple[float, str]] = {}
             for col, mod in mods.items():
                 for cfg in CONFIGS:
                     name = "x".join(map(str, cfg[:3])) + f" w{cfg[3]} s{cfg[4]}"
                     try:
-                        c.zero_()
+                        clear()
                         launch(mod, cfg, extra[col])
                         torch.cuda.synchronize()
-                        err = ((c.float() - ref).norm() / ref.norm()).item()
+                        err = ((read().float() - ref).norm() / ref.norm()).item()
                         if not err < 1e-2:
                             print(f"  {label} {col} {name}: wrong result (rel {err:.2e})")
                             continue

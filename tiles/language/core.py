@@ -200,16 +200,25 @@ def cdiv(x: Any, div: Any) -> Any:
     return (x + div - 1) // div
 
 
-def multiple_of(x: tensor, values: Any) -> tensor:
+def _hint(kind: str, x: tensor, values: Any) -> tensor:
     values = S.unwrap(values)
     vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
-    return S.emit(Op.HINT, [x], A.Hint("multiple_of", tuple(int(S.unwrap(v)) for v in vals)))
+    hinted = S.emit(Op.HINT, [x], A.Hint(kind, tuple(int(S.unwrap(v)) for v in vals)))
+    # Triton attaches the hint to x itself, so it holds even when the result is dropped (its
+    # grouped GEMM tutorial calls `tl.multiple_of(a_ptrs, [16, 16])` as a statement): x takes
+    # the hinted value wherever that stays in scope (x defined in the block being traced).
+    block = S.current().block
+    if x.handle in block.args or any(x.handle in i.results for i in block.instrs):
+        x.handle = hinted.handle
+    return hinted
+
+
+def multiple_of(x: tensor, values: Any) -> tensor:
+    return _hint("multiple_of", x, values)
 
 
 def max_contiguous(x: tensor, values: Any) -> tensor:
-    values = S.unwrap(values)
-    vals = tuple(values) if isinstance(values, (tuple, list)) else (values,)
-    return S.emit(Op.HINT, [x], A.Hint("max_contiguous", tuple(int(S.unwrap(v)) for v in vals)))
+    return _hint("max_contiguous", x, values)
 
 
 def max_constancy(x: tensor, values: Any) -> tensor:

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from tiles.backends.base import Options, Target
-from tiles.backends.lowering import lower
-from tiles.backends.lowering.emitter import Emitter
+from tiles.backends.lowering.entry import lower_with_tensor_cores
+from tiles.backends.lowering.tensorcore import TensorCoreEmitter
 from tiles.core import dtypes as D
 from tiles.core.dtypes import DType, PointerType
 from tiles.core.ops import Op
@@ -82,7 +82,7 @@ _BIN: dict[Op, Callable[[Any, Any], Any]] = {
 }
 
 
-class SimEmitter(Emitter):
+class SimEmitter(TensorCoreEmitter):
     def __init__(self, args: Sequence[Any], pid: tuple[int, int, int], grid: tuple[int, int, int],
                  mem: np.ndarray) -> None:
         self.target = Target("cuda", arch="sm_90", warp_size=WARP)
@@ -238,10 +238,18 @@ class SimEmitter(Emitter):
     def barrier(self) -> None:
         pass
 
-    # tensor cores (fp16 -> fp32 only)
+    # tensor cores: mma.sync fp16 -> fp32; with wgmma also tf32, 8-bit ints and fp8
     def mma_shape(self, in_dtype: DType, acc_dtype: DType, input_precision: str) -> Any:
         if in_dtype.name == "float16" and acc_dtype.name == "float32":
             return (16, 8, 16)
+        if not self.wgmma_ok():
+            return None
+        if in_dtype.name == "float32" and acc_dtype.name == "float32" and input_precision == "tf32":
+            return (16, 8, 8)
+        if in_dtype.name in ("int8", "uint8") and acc_dtype.name == "int32":
+            return (16, 8, 32)
+        if in_dtype.name in ("float8e4nv", "float8e5") and acc_dtype.name == "float32":
+            return (16, 8, 32)
         return None
 
     def _halves(self, reg: H) -> tuple[np.ndarray, np.ndarray]:
@@ -450,26 +458,36 @@ class SimEmitter(Emitter):
         pass
 
 
+def addresses(args: Sequence[Any]) -> list[int]:
+    """The simulated address each array argument of ``run`` gets (0 for the others), so a test
+    can store pointers to its arrays in another array."""
+    out, at = [], 0
+    for a in args:
+        out.append(at if isinstance(a, np.ndarray) else 0)
+        if isinstance(a, np.ndarray):
+            at += -(-(a.nbytes + 16) // 256) * 256
+    return out
+
+
 def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, num_stages: int = 1) -> None:
     """Run the lowered ``kernel`` (tile IR) on numpy arrays: every array argument is copied
     into one byte buffer, its address passed as the pointer, and copied back after."""
     arrays = [a for a in args if isinstance(a, np.ndarray)]
     total = sum(a.nbytes + 256 for a in arrays)
     mem = np.zeros(total, np.uint8)
-    addr, at, values = {}, 0, []
-    for a in args:
+    addr, values = {}, []
+    for a, at in zip(args, addresses(args)):
         if isinstance(a, np.ndarray):
             addr[id(a)] = at
             mem[at:at + a.nbytes] = a.reshape(-1).view(np.uint8)
             values.append(np.int64(at))
-            at += -(-(a.nbytes + 16) // 256) * 256
         else:
             values.append(a)
     g = (tuple(grid) + (1, 1, 1))[:3]
     for z in range(g[2]):
         for y in range(g[1]):
             for x in range(g[0]):
-                lower(kernel, SimEmitter(values, (x, y, z), g, mem),
-                      Options(num_warps=threads // WARP, num_stages=num_stages))
+                lower_with_tensor_cores(kernel, SimEmitter(values, (x, y, z), g, mem),
+                                        Options(num_warps=threads // WARP, num_stages=num_stages))
     for a in arrays:
         a.reshape(-1).view(np.uint8)[:] = mem[addr[id(a)]:addr[id(a)] + a.nbytes]

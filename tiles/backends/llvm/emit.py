@@ -11,8 +11,11 @@ from .target import LLVMTarget
 
 def lower_module(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> Lowered:
     """The kernel as an LLVM module (``code``), with its threads and shared memory per program."""
-    caps = caps or Target(backend=target.triple.split("-")[0], arch=target.arch, warp_size=target.warp_size)
-    return lower(kernel, LLVMEmitter(caps, target), options)
+    return lower(kernel, LLVMEmitter(caps or default_caps(target), target), options)
+
+
+def default_caps(target: LLVMTarget) -> Target:
+    return Target(backend=target.triple.split("-")[0], arch=target.arch, warp_size=target.warp_size)
 
 
 def lower_kernel(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> str:

@@ -1,8 +1,9 @@
 """An ``Emitter`` that writes LLVM IR text for a GPU ``LLVMTarget``.
 
 The kernel frame, memory, local memory and structured control flow live here;
-arithmetic is in ``arith.py``, warp shuffles and tensor-core instructions in
-``warp.py``, and the register/block plumbing in ``builder.py``.
+arithmetic is in ``arith.py``, warp shuffles in ``warp.py``, and the register/block
+plumbing in ``builder.py``.  Vendor-only instructions (NVIDIA tensor cores, ``cp.async``)
+are added by the backend's subclass (``backends/cuda/emitter.py``).
 """
 
 from __future__ import annotations
@@ -18,12 +19,11 @@ from ..base import Target
 from ..lowering.emitter import Carried, Emitter
 from .arith import LLVMArithmetic
 from .builder import _INT_TY, LLVMBuilder, Reg
-from .hopper import LLVMHopperOps
 from .target import LLVMTarget
 from .warp import LLVMWarpOps
 
 
-class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, LLVMHopperOps, Emitter):
+class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, Emitter):
     def __init__(self, target: Target, llvm_target: LLVMTarget) -> None:
         LLVMBuilder.__init__(self, target, llvm_target)
 

@@ -1,21 +1,24 @@
 """The entry point of the shared lowering: a kernel and an ``Emitter`` in, a typed ``Lowered`` out.
 
 The rule modules register themselves in ``lower.RULES`` when imported; the order below is
-the order of registration, and later modules may take an op over from earlier ones (the
-tensor-core rules wrap DOT, FOR, LOAD and the elementwise rules, falling back to the plain
-ones), so it is written once, here.
+the order of registration, and later modules may take an op over from earlier ones, so it is
+written once, here.  Tensor cores are a second dispatch on top (``tensorcore/``, a ``walker``
+whose own rule table goes first), not a rewrite of this one.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from ...core.ir import Kernel
 from ..base import Options
-from . import memory, reductions, relayout, sorting, tensorcore  # noqa: F401  (register their rules)
+from . import memory, reductions, relayout, sorting  # noqa: F401  (register their rules)
 from .emitter import Emitter
 from .lower import Lowering
 from .prepare import prepare
+from .tensorcore import TensorCoreEmitter, TensorCoreLowering
 
 
 @dataclass(frozen=True)
@@ -29,9 +32,18 @@ class Lowered:
     not_applied: tuple[str, ...] = ()  # options the code does not follow, each with its file:line
 
 
-def lower(kernel: Kernel, emitter: Emitter, options: Options) -> Lowered:
-    """Lower ``kernel`` onto ``emitter`` with ``options.threads(emitter.target)`` threads per program."""
+Walker = Callable[[Kernel, Any, int, Options], Lowering]  # (kernel, emitter, threads, options)
+
+
+def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = Lowering) -> Lowered:
+    """Lower ``kernel`` onto ``emitter`` with ``options.threads(emitter.target)`` threads per program;
+    ``walker`` makes the ``Lowering`` (``tensorcore.TensorCoreLowering`` adds the tensor-core rules)."""
     threads = options.threads(emitter.target)
-    walker = Lowering(prepare(kernel, emitter), emitter, threads, options)
-    code = walker.run()
-    return Lowered(code, emitter.name or kernel.name, threads, walker.local_bytes, tuple(walker.not_applied))
+    lowering = walker(prepare(kernel, emitter), emitter, threads, options)
+    code = lowering.run()
+    return Lowered(code, emitter.name or kernel.name, threads, lowering.local_bytes, tuple(lowering.not_applied))
+
+
+def lower_with_tensor_cores(kernel: Kernel, emitter: TensorCoreEmitter, options: Options) -> Lowered:
+    """``lower`` with the tensor-core rules (``TC_RULES``) going first."""
+    return lower(kernel, emitter, options, walker=TensorCoreLowering)

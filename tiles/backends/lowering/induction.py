@@ -48,19 +48,29 @@ def _invariant_chain(v: Value, producers: dict[Value, Instr], inside: set[Value]
     return [*chain, instr]
 
 
+def _unhinted(v: Value, producers: dict[Value, Instr]) -> Value:
+    """``v`` with ``tl.multiple_of``/``max_contiguous`` hints looked through."""
+    instr = producers.get(v)
+    while instr is not None and instr.op is Op.HINT:
+        v = instr.operands[0]
+        instr = producers.get(v)
+    return v
+
+
 def _step_of(y: Value, arg: Value, producers: dict[Value, Instr]) -> Value | None:
-    """``inc`` when ``y`` is ``arg + inc`` (pointer advance or integer add), else None."""
+    """``inc`` when ``y`` is ``arg + inc`` (pointer advance or integer add; ``arg`` possibly
+    through hints, which stay on the closed form), else None."""
     instr = producers.get(y)
     if instr is None:
         return None
-    if instr.op is Op.ADDPTR and instr.operands[0] is arg:
+    if instr.op is Op.ADDPTR and _unhinted(instr.operands[0], producers) is arg:
         return instr.operands[1]
     if instr.op is Op.ADD and arg.type.dtype.is_int:
-        a, b = instr.operands
+        a, b = (_unhinted(o, producers) for o in instr.operands)
         if a is arg and b is not arg:
-            return b
+            return instr.operands[1]
         if b is arg and a is not arg:
-            return a
+            return instr.operands[0]
     return None
 
 

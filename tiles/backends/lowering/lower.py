@@ -79,16 +79,20 @@ class Lowering:
 
     def lower_block(self, block: Block) -> list[list[Handle]]:
         for instr in block.instrs:
-            fn = RULES.get(instr.op)
-            if fn is None:
-                raise UnsupportedError(f"op {instr.op.value} has no GPU lowering", instr.loc)
-            outs = fn(self, instr)
+            outs = self.lower_instr(instr)
             for v, hs in zip(instr.results, outs):
                 if hs is None:  # held only in another layout (tensorcore/: MMA accumulators)
                     continue
                 assert len(hs) == self.layout(v).per_thread, (instr.op, v.type)
                 self.env[v] = hs
         return [self.env[y] for y in block.yields]
+
+    def lower_instr(self, instr: Instr) -> list[list[Handle]]:
+        """The handles of each result of ``instr`` (a subclass may dispatch to its own rules first)."""
+        fn = RULES.get(instr.op)
+        if fn is None:
+            raise UnsupportedError(f"op {instr.op.value} has no GPU lowering", instr.loc)
+        return fn(self, instr)
 
     def in_scope(self, fn: Callable[..., Any]) -> Callable[..., Any]:
         """Wrap a region callback so handles it caches do not leak out of its scope."""

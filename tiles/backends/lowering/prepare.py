@@ -14,6 +14,7 @@ from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import Op
 from .emitter import Emitter
 from .induction import close_induction_pointers
+from .tensorcore.emitter import TensorCoreEmitter
 from .transpose_loads import transpose_column_loads
 
 
@@ -52,6 +53,7 @@ def split_tile_constants(kernel: Kernel) -> Kernel:
 def prepare(kernel: Kernel, emitter: Emitter) -> Kernel:
     """A copy of ``kernel`` ready for the walk on ``emitter``."""
     kernel = close_induction_pointers(copy.deepcopy(kernel))
-    if emitter.mma_shape(D.float16, D.float32, "ieee") is not None:  # tensor cores stage B as rows
+    if isinstance(emitter, TensorCoreEmitter) and emitter.mma_shape(D.float16, D.float32, "ieee") is not None:
+        # tensor cores stage B as rows
         kernel = transpose_column_loads(kernel)
     return split_tile_constants(kernel)

@@ -9,7 +9,6 @@ repeats each row's handle.  Conversions: MMA <-> blocked through local memory
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from ....core import dtypes as D  # noqa: N812
@@ -19,35 +18,14 @@ from ....core.mathfns import FUNCTIONS
 from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from .. import reductions, relayout  # noqa: F401  (their rules are registered first)
 from ..emitter import Handle
-from ..lower import RULES, Lowering
+from ..lower import RULES
+from .base import TensorCoreLowering, tc_rule
 from .convert import Lanes, from_blocked, to_blocked
-from .plan import _EW, _ROW_REDUCE, Frag, MMALayout, Plan, RowLayout, build_plan
+from .plan import _EW, _ROW_REDUCE, Frag, MMALayout, RowLayout
 from .remat import can_remat, remat_broadcast, value_at
 
 
-class _State:
-    def __init__(self, lw: Lowering) -> None:
-        self.plan: Plan = build_plan(lw.kernel, lw.e, lw.threads)
-        self.mma: dict[Value, list[Handle]] = {}
-        self.async_loads: set[Instr] = set()          # LOADs that cp.async feeds (pipeline.py)
-        self.async_slot: dict[Instr, Handle] = {}     # DOT -> byte base of its current stage
-        self.afrags: dict[Instr, list[list[list[Handle]]]] = {}  # DOT -> hoisted A fragments
-        self.wg_keep: dict[Instr, int] = {}           # DOT -> wgmma groups left in flight
-        self.wg_staged: dict[Instr, dict[int, Handle]] = {}  # DOT -> operand -> byte base in its stage
-        self.defs = {r: i for i in lw.kernel.walk() for r in i.results}
-
-
-_STATES: weakref.WeakKeyDictionary[Lowering, _State] = weakref.WeakKeyDictionary()
-
-
-def state(lw: Lowering) -> _State:
-    st = _STATES.get(lw)
-    if st is None:
-        st = _STATES[lw] = _State(lw)
-    return st
-
-
-def row_to_blocked(lw: Lowering, handles: list[Handle], lay: RowLayout, dtype: ScalarType,
+def row_to_blocked(lw: TensorCoreLowering, handles: list[Handle], lay: RowLayout, dtype: ScalarType,
                    shape: tuple[int, ...]) -> list[Handle]:
     e = lw.e
     lw.reserve_local(lw.local_size(dtype, lay.m))
@@ -62,7 +40,7 @@ def row_to_blocked(lw: Lowering, handles: list[Handle], lay: RowLayout, dtype: S
     return out
 
 
-def row_from_blocked(lw: Lowering, handles: list[Handle], lay: RowLayout, dtype: ScalarType,
+def row_from_blocked(lw: TensorCoreLowering, handles: list[Handle], lay: RowLayout, dtype: ScalarType,
                      shape: tuple[int, ...]) -> list[Handle]:
     if all(h == handles[0] for h in handles):
         return [handles[0]] * lay.per_thread
@@ -75,9 +53,9 @@ def row_from_blocked(lw: Lowering, handles: list[Handle], lay: RowLayout, dtype:
     return out
 
 
-def frag_handles(lw: Lowering, v: Value, lay: Frag) -> list[Handle]:
+def frag_handles(lw: TensorCoreLowering, v: Value, lay: Frag) -> list[Handle]:
     """``v`` in the fragment layout ``lay`` (converted from its blocked handles if needed)."""
-    st = state(lw)
+    st = lw.tc
     if v in st.mma and st.plan.values.get(v) == lay:
         return st.mma[v]
     hs = lw.env[v]
@@ -88,7 +66,7 @@ def frag_handles(lw: Lowering, v: Value, lay: Frag) -> list[Handle]:
     return from_blocked(lw, hs, lay, v.type.element)  # type: ignore[arg-type]
 
 
-def frag_coords(lw: Lowering, lay: Frag, shape: tuple[int, ...]) -> list[list[Any]]:
+def frag_coords(lw: TensorCoreLowering, lay: Frag, shape: tuple[int, ...]) -> list[list[Any]]:
     """The coordinates (one index per dimension of ``shape``) of each slot this thread holds."""
     if isinstance(lay, RowLayout):
         return [[r] if len(shape) == 1 else [r, 0] for r in _rows(Lanes(lw, lay.mma(8)), lay)]
@@ -108,9 +86,9 @@ def _rows(lanes: Lanes, lay: RowLayout) -> list[Any]:
     return [lanes.row(mi, half) for mi in range(lay.reps_m) for half in (0, 1)]
 
 
-def publish(lw: Lowering, v: Value, handles: list[Handle]) -> list[Handle] | None:
+def publish(lw: TensorCoreLowering, v: Value, handles: list[Handle]) -> list[Handle] | None:
     """Record ``v``'s fragment handles; return its blocked handles when anything needs them."""
-    st = state(lw)
+    st = lw.tc
     st.mma[v] = handles
     if v not in st.plan.blocked:
         return None
@@ -120,7 +98,7 @@ def publish(lw: Lowering, v: Value, handles: list[Handle]) -> list[Handle] | Non
     return to_blocked(lw, handles, lay, v.type.element)  # type: ignore[arg-type]
 
 
-def _apply(lw: Lowering, instr: Instr, xs: list[Handle]) -> Handle:
+def _apply(lw: TensorCoreLowering, instr: Instr, xs: list[Handle]) -> Handle:
     e, op = lw.e, instr.op
     src = instr.operands[0].type.dtype
     if op in BINARY_ARITH or op in COMPARISON:
@@ -136,7 +114,7 @@ def _apply(lw: Lowering, instr: Instr, xs: list[Handle]) -> Handle:
     return e.unary(op, xs[0], src)  # type: ignore[arg-type]
 
 
-def _row_reduce(lw: Lowering, instr: Instr, hs: list[Handle], lay: MMALayout) -> list[Handle]:
+def _row_reduce(lw: TensorCoreLowering, instr: Instr, hs: list[Handle], lay: MMALayout) -> list[Handle]:
     e = lw.e
     op = _ROW_REDUCE[instr.attrs.kind]
     dt = instr.operands[0].type.dtype
@@ -156,8 +134,8 @@ def _row_reduce(lw: Lowering, instr: Instr, hs: list[Handle], lay: MMALayout) ->
     return out
 
 
-def _frag_rule(lw: Lowering, instr: Instr) -> list[Any]:
-    st = state(lw)
+def _frag_rule(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+    st = lw.tc
     lay = st.plan.values[instr.result]
     op = instr.op
     dot = st.plan.fused_adds.get(instr)
@@ -181,7 +159,7 @@ def _frag_rule(lw: Lowering, instr: Instr) -> list[Any]:
     return [publish(lw, instr.result, out)]
 
 
-def a_from_regs(lw: Lowering, hs: list[Handle], lay: MMALayout, dtype: DType) -> list[list[list[Handle]]]:
+def a_from_regs(lw: TensorCoreLowering, hs: list[Handle], lay: MMALayout, dtype: DType) -> list[list[list[Handle]]]:
     """A fragments [batch][k step][mi] of m16n8k16 from a 16-bit MMA-layout value: the
     accumulator fragments of n8 tiles 2kk and 2kk+1 are the four registers of A."""
     e = lw.e
@@ -202,22 +180,18 @@ def a_from_regs(lw: Lowering, hs: list[Handle], lay: MMALayout, dtype: DType) ->
     return [out]
 
 
-def _wrap(op: Op) -> None:
-    plain = RULES[op]
-
-    def wrapped(lw: Lowering, instr: Instr) -> list[Any]:
-        plan = state(lw).plan
-        if instr in plan.frag:
-            return _frag_rule(lw, instr)
-        if instr in plan.absorbed:
-            return [None]
-        if op in (Op.BROADCAST, Op.RESHAPE) and plan.dots:
-            hs = remat_broadcast(lw, state(lw).defs, instr)
-            if hs is not None:
-                return [hs]
-        return plain(lw, instr)
-    RULES[op] = wrapped
-
-
-for _op in (*_EW, Op.REDUCE, Op.RESHAPE, Op.BROADCAST, Op.PERMUTE):
-    _wrap(_op)
+@tc_rule(*_EW, Op.REDUCE, Op.RESHAPE, Op.BROADCAST, Op.PERMUTE)
+def _maybe_on_fragments(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+    """Ops the plan put on fragments, PERMUTEs a DOT absorbed, broadcasts recomputed in place;
+    everything else takes the shared rule."""
+    plan = lw.tc.plan
+    op = instr.op
+    if instr in plan.frag:
+        return _frag_rule(lw, instr)
+    if instr in plan.absorbed:
+        return [None]
+    if op in (Op.BROADCAST, Op.RESHAPE) and plan.dots:
+        hs = remat_broadcast(lw, lw.tc.defs, instr)
+        if hs is not None:
+            return [hs]
+    return RULES[op](lw, instr)

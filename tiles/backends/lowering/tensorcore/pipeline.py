@@ -28,14 +28,14 @@ from ....core.dtypes import DType
 from ....core.ir import Block, Instr, Value, walk_block
 from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from ..emitter import Handle
-from ..lower import RULES, Index, Lowering, rule
+from ..lower import RULES, Index
 from ..memory import _groups
+from .base import TensorCoreLowering, tc_rule
 from .remat import can_remat, moves_data
 from .wgmma import operands
 
 _SAFE = frozenset({*BINARY_ARITH, *COMPARISON, Op.CONST, Op.ARANGE, Op.ADDPTR, Op.HINT, Op.CAST,
                    Op.WHERE, Op.NOT, Op.NEG})
-_PLAIN_LOAD = RULES[Op.LOAD]
 HOIST_LIMIT = 16  # A fragments (per thread, 4 registers each) a hoisted operand may take
 
 
@@ -61,7 +61,7 @@ class Pipe:
         return [f.load for f in self.feeds]
 
 
-def _moves_nothing(lw: Lowering, instr: Instr, defs: dict[Value, Instr]) -> bool:
+def _moves_nothing(lw: TensorCoreLowering, instr: Instr, defs: dict[Value, Instr]) -> bool:
     """The op's lowering uses no local memory (a broadcast of an index expression is
     recomputed in place, see ``remat.py``)."""
     if instr.regions:
@@ -80,10 +80,16 @@ def _uses(block: Block, v: Value) -> int:
     return n
 
 
-def _feed(lw: Lowering, v: Value, producers: dict[Value, Instr], defs: dict[Value, Instr]) -> Instr | None:
-    """The LOAD that produces ``v`` if cp.async can copy it into a stage, else None."""
+def _feed(lw: TensorCoreLowering, v: Value, producers: dict[Value, Instr], defs: dict[Value, Instr],
+          k_major: bool) -> Instr | None:
+    """The LOAD that produces ``v`` if cp.async can copy it into a stage, else None: 16-bit
+    elements, or with wgmma tf32 and 8-bit ones as long as their rows run along K
+    (``k_major``: A, or the x of a B = trans(x) the DOT absorbed)."""
     load = producers.get(v)
-    if load is None or load.op is not Op.LOAD or v.type.element.itemsize != 2:
+    if load is None or load.op is not Op.LOAD:
+        return None
+    s = v.type.element.itemsize
+    if s != 2 and not (lw.tc.plan.wgmma and k_major and s in (1, 4)):
         return None
     if _uses(lw.kernel.body, v) != 1:
         return None
@@ -97,9 +103,8 @@ def _feed(lw: Lowering, v: Value, producers: dict[Value, Instr], defs: dict[Valu
     return load
 
 
-def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Value, Instr]) -> Pipe | None:
-    from .fragments import state
-    plan = state(lw).plan
+def find_pipe(lw: TensorCoreLowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Value, Instr]) -> Pipe | None:
+    plan = lw.tc.plan
     stages = lw.options.num_stages
     if instr.attrs is not None and instr.attrs.num_stages is not None:  # tl.range(num_stages=)
         stages = instr.attrs.num_stages
@@ -120,11 +125,11 @@ def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Val
     for dot in mine:
         for idx in (0, 1):
             v = plan.b_rows.get(dot, dot.operands[1]) if idx == 1 else dot.operands[0]
-            load = _feed(lw, v, producers, defs)
+            load = _feed(lw, v, producers, defs, idx == 0 or dot in plan.b_rows)
             if load is not None:
                 groups = _groups(lw, load, 1 if load.attrs.masked else None, 2 if load.attrs.has_other else None)
                 w = groups[0][1]
-                if w * 2 not in (4, 8, 16):
+                if w * v.type.element.itemsize not in (4, 8, 16):
                     return None
                 feeds.append(Feed(load, dot, idx, w))
             elif idx == 0 and plan.wgmma and dot in plan.a_regs:
@@ -159,25 +164,27 @@ def find_pipe(lw: Lowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Val
 
 
 def hoistable(plan: Any, dot: Instr) -> bool:
-    """A loop-invariant A operand small enough to keep in registers for the whole loop."""
+    """A loop-invariant A operand small enough to keep in registers for the whole loop (with
+    wgmma, 16-bit: its registers are ``ldmatrix`` fragments)."""
     from .plan import MMALayout
+    if plan.wgmma and dot.operands[0].type.element.itemsize != 2:
+        return False
     lay = plan.values[dot.result]
     assert isinstance(lay, MMALayout)
     return lay.batch * (dot.operands[0].type.shape[-1] // plan.dots[dot][2]) * lay.reps_m <= HOIST_LIMIT
 
 
-@rule(Op.LOAD)
-def _load(lw: Lowering, instr: Instr) -> list[Any]:
-    from .fragments import state
-    if instr in state(lw).async_loads:
+@tc_rule(Op.LOAD)
+def _load(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+    if instr in lw.tc.async_loads:
         return [None]  # copied by cp.async straight into the DOT's stage buffer
-    return _PLAIN_LOAD(lw, instr)
+    return RULES[Op.LOAD](lw, instr)
 
 
 Place = Callable[[Index, Index], Index]  # (row, col) of a loaded tile -> byte offset in the stage
 
 
-def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
+def issue(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
           slot_base: Handle, places: list[Place]) -> None:
     """Start the copies of the iteration at induction value ``iv`` into the stage at
     ``slot_base`` (bytes); one commit group per call, empty when ``iv`` is past the end."""
@@ -185,7 +192,7 @@ def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dt
     valid = e.binary(Op.LT, iv, ub, iv_dtype)
     lw.env[iv_arg] = [iv]
     for ins in pipe.slice:
-        for v, hs in zip(ins.results, RULES[ins.op](lw, ins)):
+        for v, hs in zip(ins.results, lw.lower_instr(ins)):
             lw.env[v] = hs
     for feed, place in zip(pipe.feeds, places):
         load, w = feed.load, feed.width
@@ -204,12 +211,11 @@ def issue(lw: Lowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dt
     e.cp_async_commit()
 
 
-def _layout(lw: Lowering, pipe: Pipe) -> tuple[int, list[Place], dict[tuple[Instr, int], int]]:
+def _layout(lw: TensorCoreLowering, pipe: Pipe) -> tuple[int, list[Place], dict[tuple[Instr, int], int]]:
     """Stage size (bytes), where each fed tile's elements go in a stage, and the byte offset
     of each (DOT, operand) region inside a stage."""
-    from .fragments import state
     from .rules import geometry
-    plan = state(lw).plan
+    plan = lw.tc.plan
     iop = lw.iop
     if not plan.wgmma:
         lda, ldb, a_bytes, b_bytes = geometry(pipe.dots[0])
@@ -231,28 +237,33 @@ def _layout(lw: Lowering, pipe: Pipe) -> tuple[int, list[Place], dict[tuple[Inst
     return size, places, offsets
 
 
-def _place(lw: Lowering, tile: Any, at: int) -> Place:
+def _place(lw: TensorCoreLowering, tile: Any, at: int) -> Place:
     return lambda r, c: lw.iop(Op.ADD, at, tile.address(lw, r, c))
 
 
-def _keep(lw: Lowering, pipe: Pipe, body: Block) -> int:
+def _keep(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
     """wgmma groups that may stay in flight across iterations: one when the only product is
-    only fed back as the next iteration's accumulator (and a stage is left to spare)."""
-    from .fragments import state
-    if not state(lw).plan.wgmma or pipe.stages < 3 or len(pipe.dots) != 1:
+    only fed back as the next iteration's accumulator, directly or as ``acc + dot`` (and a
+    stage is left to spare)."""
+    if not lw.tc.plan.wgmma or pipe.stages < 3 or len(pipe.dots) != 1:
         return 0
+    plan = lw.tc.plan
     dot = pipe.dots[0]
-    if _uses(body, dot.result) != 1 or dot.result.type.element not in (D.float32, D.int32):
+    # `acc += tl.dot(a, b)`: the DOT accumulated into acc and the ADD only forwards its result
+    add = next((a for a, d in plan.fused_adds.items() if d is dot and a in body.instrs), None)
+    out = dot.result if add is None else add.result
+    acc = plan.add_into.get(dot, dot.operands[2]) if add is not None else dot.operands[2]
+    if _uses(body, out) != 1 or out.type.element not in (D.float32, D.int32):
         return 0  # a narrower accumulator is converted right after the MMAs
-    pos = [i for i, y in enumerate(body.yields) if y is dot.result]
-    return 1 if pos and body.args[1 + pos[0]] is dot.operands[2] and _uses(body, dot.operands[2]) == 1 else 0
+    pos = [i for i, y in enumerate(body.yields) if y is out]
+    return 1 if pos and body.args[1 + pos[0]] is acc and _uses(body, acc) == 1 else 0
 
 
-def lower_pipelined(lw: Lowering, instr: Instr, pipe: Pipe, pos: set[int]) -> list[Any]:
-    from .fragments import publish, state
+def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[int]) -> list[Any]:
+    from .fragments import publish
     from .plan import MMALayout
     from .rules import hoist_a, lower_carried_body, mma_handles
-    st = state(lw)
+    st = lw.tc
     plan = st.plan
     e = lw.e
     lb, ub, step = (lw.env[v][0] for v in instr.operands[:3])

@@ -30,7 +30,7 @@ from ....core import dtypes as D  # noqa: N812
 from ....core.dtypes import DType
 from ....core.ir import Block, Instr, Kernel, Value
 from ....core.ops import BINARY_ARITH, COMPARISON, MATH, Op
-from ..emitter import Emitter
+from .emitter import TensorCoreEmitter
 from .remat import can_remat
 
 WARP = 32
@@ -158,7 +158,7 @@ class Plan:
     fused_adds: dict[Instr, Instr] = field(default_factory=dict)  # that ADD -> the DOT that did it
 
 
-def dot_shape(e: Emitter, instr: Instr, threads: int) -> tuple[int, int, int] | None:
+def dot_shape(e: TensorCoreEmitter, instr: Instr, threads: int) -> tuple[int, int, int] | None:
     a, b, acc = instr.operands
     adt, out = a.type.element, acc.type.element
     if not isinstance(adt, DType) or adt != b.type.element or e.target.warp_size != WARP:
@@ -275,14 +275,20 @@ def _layouts(kernel: Kernel, dots: dict[Instr, MMALayout]) -> dict[Value, Any]:
     return {v: lo for v, lo in final.items() if lo is not WILD}
 
 
-def wgmma_fits(e: Emitter, dot: Instr, warps: int) -> bool:
-    """16-bit operands, K a multiple of 16 and a tile warpgroups can split (64 rows each)."""
+WGMMA_INPUTS = frozenset({"float16", "bfloat16", "float32", "int8", "uint8", "float8e4nv", "float8e5"})
+WGMMA_ONLY = frozenset({"float8e4nv", "float8e5"})  # no mma.sync rule: the serial DOT when wgmma does not fit
+
+
+def wgmma_fits(e: TensorCoreEmitter, dot: Instr, warps: int) -> bool:
+    """Operands wgmma takes (fp16/bf16, tf32, 8-bit ints), K a multiple of one instruction's
+    32 bytes of K, and a tile warpgroups can split (64 rows each)."""
     a = dot.operands[0]
-    return (e.wgmma_ok() and a.type.element.name in ("float16", "bfloat16") and a.type.shape[-1] % 16 == 0
+    s = a.type.element.itemsize
+    return (e.wgmma_ok() and a.type.element.name in WGMMA_INPUTS and a.type.shape[-1] * s % 32 == 0
             and wgmma_layout(dot.result.type.shape, warps) is not None)
 
 
-def build_plan(kernel: Kernel, e: Emitter, threads: int) -> Plan:
+def build_plan(kernel: Kernel, e: TensorCoreEmitter, threads: int) -> Plan:
     plan = Plan()
     warps = threads // WARP
     instrs = list(kernel.walk())
@@ -294,6 +300,10 @@ def build_plan(kernel: Kernel, e: Emitter, threads: int) -> Plan:
     if not plan.dots:
         return plan
     plan.wgmma = all(wgmma_fits(e, i, warps) for i in plan.dots)
+    if not plan.wgmma:
+        plan.dots = {i: s for i, s in plan.dots.items() if i.operands[0].type.element.name not in WGMMA_ONLY}
+        if not plan.dots:
+            return plan
     lays: dict[Value, Any] = {}
     rows = {i: wgmma_layout(i.result.type.shape, warps, True) if plan.wgmma
             else rows_layout(i.result.type.shape, warps) for i in plan.dots}
@@ -371,10 +381,11 @@ def _fuse_adds(plan: Plan, block: Block, defs: dict[Value, Instr], uses: dict[Va
 
 def _dot_operands(plan: Plan, dot: Instr, defs: dict[Value, Instr], uses: dict[Value, int]) -> None:
     a, b, _ = dot.operands
-    if a.type.element.itemsize != 2 or plan.dots[dot][2] != 16:
+    sixteen = a.type.element.itemsize == 2 and plan.dots[dot][2] == 16
+    if not sixteen and not plan.wgmma:
         return
     la, lo = plan.values.get(a), plan.values[dot.result]
-    if (isinstance(la, MMALayout) and isinstance(lo, MMALayout) and la.batch == lo.batch == 1
+    if (sixteen and isinstance(la, MMALayout) and isinstance(lo, MMALayout) and la.batch == lo.batch == 1
             and la.warps_n == lo.warps_n == 1
             and (la.m, la.warps_m, la.interleave) == (lo.m, lo.warps_m, lo.interleave)):
         plan.a_regs.add(dot)

@@ -21,27 +21,25 @@ from ....core.ir import Block, Instr, Value, walk_block
 from ....core.ops import MEMORY, SIDE_EFFECTS, Op
 from .. import sorting  # noqa: F401  (registers the serial DOT rule first)
 from ..emitter import Handle
-from ..lower import RULES, Lowering, rule
+from ..lower import RULES
+from .base import TensorCoreLowering, tc_rule
 from .convert import Lanes, align16, padded, stage
-from .fragments import a_from_regs, frag_handles, publish, state
+from .fragments import a_from_regs, frag_handles, publish
 from .pipeline import find_pipe, hoistable, lower_pipelined
 from .plan import Frag, MMALayout
 from .wgmma import wgmma_dot
 
-_SERIAL_DOT = RULES[Op.DOT]
-_PLAIN_FOR = RULES[Op.FOR]
 
-
-def mma_handles(lw: Lowering, v: Value, lay: Frag) -> list[Handle]:
+def mma_handles(lw: TensorCoreLowering, v: Value, lay: Frag) -> list[Handle]:
     return frag_handles(lw, v, lay)
 
 
-@rule(Op.DOT)
-def _dot(lw: Lowering, instr: Instr) -> list[Any]:
-    st = state(lw)
+@tc_rule(Op.DOT)
+def _dot(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+    st = lw.tc
     shape = st.plan.dots.get(instr)
     if shape is None:
-        return _SERIAL_DOT(lw, instr)
+        return RULES[Op.DOT](lw, instr)
     a, b, acc = instr.operands
     lay = st.plan.values[instr.result]
     assert isinstance(lay, MMALayout)
@@ -60,10 +58,10 @@ def _dot(lw: Lowering, instr: Instr) -> list[Any]:
     return [publish(lw, instr.result, d)]
 
 
-def a_in_registers(lw: Lowering, instr: Instr) -> list[list[list[Handle]]] | None:
+def a_in_registers(lw: TensorCoreLowering, instr: Instr) -> list[list[list[Handle]]] | None:
     """The DOT's A fragments when they are already in registers (hoisted before the loop, or
     repacked from a previous product), else None (A is read from local memory)."""
-    st = state(lw)
+    st = lw.tc
     afr = st.afrags.get(instr)
     if afr is None and instr in st.plan.a_regs:
         a = instr.operands[0]
@@ -73,13 +71,13 @@ def a_in_registers(lw: Lowering, instr: Instr) -> list[list[list[Handle]]] | Non
     return afr
 
 
-def _staged(lw: Lowering, v: Value, adt: DType) -> list[Handle]:
+def _staged(lw: TensorCoreLowering, v: Value, adt: DType) -> list[Handle]:
     from ..sorting import _to_tf32
     hs = lw.env.get(v, [])
     return [_to_tf32(lw, h) for h in hs] if adt == D.float32 else hs
 
 
-def _a_frags(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout,
+def _a_frags(lw: TensorCoreLowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout,
              slot: Handle | None) -> list[list[list[Handle]]]:
     """ldmatrix.x4 of every A fragment [batch][k step][mi] from the staged A."""
     e, iop = lw.e, lw.iop
@@ -99,7 +97,7 @@ def _a_frags(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALa
               for mi in range(lay.reps_m)] for kk in range(k // shape[2])] for bat in range(lay.batch)]
 
 
-def hoist_a(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout) -> None:
+def hoist_a(lw: TensorCoreLowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout) -> None:
     """Load the fragments of a loop-invariant A operand once, before the loop."""
     a = instr.operands[0]
     adt: DType = a.type.element  # type: ignore[assignment]
@@ -107,14 +105,14 @@ def hoist_a(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALay
     lw.reserve_local(a_bytes)
     stage(lw, _staged(lw, a, adt), lw.layout(a), adt, 0, lda)
     lw.e.barrier()
-    state(lw).afrags[instr] = _a_frags(lw, instr, shape, lay, None)
+    lw.tc.afrags[instr] = _a_frags(lw, instr, shape, lay, None)
     lw.e.barrier()
 
 
-def mma_dot(lw: Lowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout,
+def mma_dot(lw: TensorCoreLowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout,
             c: list[Handle]) -> list[Handle]:
     e = lw.e
-    st = state(lw)
+    st = lw.tc
     a, b, _ = instr.operands
     adt: DType = a.type.element  # type: ignore[assignment]
     s = adt.itemsize
@@ -203,12 +201,12 @@ def loads_first(instrs: list[Instr]) -> list[Instr]:
     return [i for i in instrs if i in need] + [i for i in instrs if i not in need]
 
 
-@rule(Op.FOR)
-def _for(lw: Lowering, instr: Instr) -> list[Any]:
-    st = state(lw)
+@tc_rule(Op.FOR)
+def _for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+    st = lw.tc
     pos = st.plan.loops.get(instr)
     if not pos:
-        return _PLAIN_FOR(lw, instr)
+        return RULES[Op.FOR](lw, instr)
     pipe = find_pipe(lw, instr, st.plan.dots, st.defs)
     if pipe is not None:
         return lower_pipelined(lw, instr, pipe, pos)
@@ -251,7 +249,7 @@ def _for(lw: Lowering, instr: Instr) -> list[Any]:
     return results
 
 
-def lower_carried_body(lw: Any, body: Any, inner: Any, pos: Any, plan: Any,
+def lower_carried_body(lw: TensorCoreLowering, body: Any, inner: Any, pos: Any, plan: Any,
                        carried: Any) -> list[Handle]:
     """Bind a FOR body's carried values (fragment-layout ones published where the blocked
     layout needs them) and lower it: the new carried handles, fragments flattened."""

@@ -68,13 +68,16 @@ class Swizzled:
             return x ^ bits
         return lw.e.binary(Op.XOR, lw.idx(x), lw.idx(bits), D.int32)
 
-    def store(self, lw: Lowering, handles: Sequence[Handle], lay: Layout, dtype: DType, base: int) -> None:
-        """Owners write a blocked ``rows x cols`` tile into this swizzled tile at ``base``."""
+    def store(self, lw: Lowering, handles: Sequence[Handle], lay: Layout, dtype: DType, base: int,
+              transpose: bool = False) -> None:
+        """Owners write a blocked ``rows x cols`` tile (``transpose``: a ``cols x rows`` tile, one
+        element at a time) into this swizzled tile at ``base``."""
         cols = lay.shape[-1]
-        piece = max(1, min(lay.vec, 16 // self.itemsize))
+        piece = 1 if transpose else max(1, min(lay.vec, 16 // self.itemsize))
         for j in range(0, lay.per_thread, piece):
             flat = lw.flat_index(lay, j)
-            at = self.address(lw, lw.iop(Op.IDIV, flat, cols), lw.iop(Op.MOD, flat, cols))
+            r, c = lw.iop(Op.IDIV, flat, cols), lw.iop(Op.MOD, flat, cols)
+            at = self.address(lw, c, r) if transpose else self.address(lw, r, c)
             idx = lw.iop(Op.IDIV, at, self.itemsize)
             lw.e.local_store_vector(base, lw.idx(idx), handles[j:j + piece], dtype, lw.owner(lay, j))
 

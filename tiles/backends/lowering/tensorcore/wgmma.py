@@ -4,8 +4,9 @@ Every warpgroup (4 warps) owns 64-row blocks of the output in the interleaved MM
 (``plan.wgmma_layout``): fragment rep ``mi`` of warp ``w`` holds rows
 ``mi * 16 * warps_m + 16 * w``, which is where ``wgmma.m64nNk16`` puts warp ``w``'s rows
 of the block starting at ``mi * 16 * warps_m + 64 * (w // 4)``.  A is stored M x K
-(K-major), B either K x N (N-major, read transposed) or, when the DOT absorbed
-``trans(x)``, as x's N x K rows (K-major); see ``smem.py``.  A operand already in
+(K-major), B either K x N (N-major, read transposed; 16-bit types only) or N x K rows
+(K-major): x's rows when the DOT absorbed ``trans(x)``, else B written transposed (tf32 and
+8-bit operands, which wgmma reads K-major only); see ``smem.py``.  A operand already in
 registers (hoisted or repacked from a previous product) is passed as registers.
 
 Outside pipelined loops the DOT stages its operands, fences them for the async proxy,
@@ -23,7 +24,7 @@ from ....core.dtypes import DType
 from ....core.ir import Instr
 from ....core.ops import Op
 from ..emitter import Handle
-from ..lower import Lowering
+from .base import TensorCoreLowering
 from .convert import Lanes
 from .plan import MMALayout, Plan
 from .smem import Swizzled, descriptor, swizzle_width
@@ -56,18 +57,18 @@ def operands(plan: Plan, dot: Instr) -> Operands:
     wa = swizzle_width(k * s)
     assert wa is not None
     sa = Swizzled(m, k, s, wa)
-    if dot in plan.b_rows:
+    if dot in plan.b_rows or s != 2:  # only 16-bit operands may be MN-major
         return Operands(sa, Swizzled(n, k, s, wa), True)
     wb = swizzle_width(lay.reps_n * 8 * s)
     assert wb is not None
     return Operands(sa, Swizzled(k, n, s, wb), False)
 
 
-def _smem_base(lw: Lowering) -> Handle:
+def _smem_base(lw: TensorCoreLowering) -> Handle:
     return lw.cached(("wgmma-smem-base",), lambda: lw.e.shared_address(0))
 
 
-def wgmma_dot(lw: Lowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: Plan,
+def wgmma_dot(lw: TensorCoreLowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: Plan,
               afr: list[list[list[Handle]]] | None, staged: dict[int, Handle] | None, keep: int) -> list[Handle]:
     """d = a @ b + c; ``staged``: byte bases of operands a pipelined stage already holds
     (operand 0/1; None: stage both here); ``afr``: A fragments in registers [batch][k step][mi]."""
@@ -82,7 +83,8 @@ def wgmma_dot(lw: Lowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: P
         if afr is None:
             ops.a.store(lw, lw.env[a], lw.layout(a), adt, 0)
         b_src = plan.b_rows.get(dot, b)
-        ops.b.store(lw, lw.env[b_src], lw.layout(b_src), adt, ops.b_offset)
+        transpose = ops.b_k_major and dot not in plan.b_rows  # K x N written as N x K rows
+        ops.b.store(lw, lw.env[b_src], lw.layout(b_src), adt, ops.b_offset, transpose)
         e.fence_async_shared()
         e.barrier()
         a_base, b_base = smem, e.binary(Op.ADD, smem, lw.const(ops.b_offset, D.int32), D.int32)
@@ -105,18 +107,20 @@ def wgmma_dot(lw: Lowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: P
         return desc if offset == 0 else e.binary(Op.ADD, desc, lw.const(offset >> 4, D.uint64), D.uint64)
 
     d = list(c)
+    kstep = 32 // adt.itemsize  # one instruction reads 32 bytes of K
     e.wgmma_fence()
-    for kk in range(k // 16):
+    for kk in range(k // kstep):
         for mi in range(lay.reps_m):
-            a_in = afr[0][kk][mi] if afr is not None else shifted(a_desc, ops.a.logical(mi * lay.rep_rows, kk * 16))
+            a_in = afr[0][kk][mi] if afr is not None else shifted(a_desc, ops.a.logical(mi * lay.rep_rows,
+                                                                                          kk * kstep))
             for n0 in range(0, n_warp, MAX_N):
                 width = min(MAX_N, n_warp - n0)
                 if ops.b_k_major:
-                    b_in = shifted(b_desc, ops.b.logical(n0, kk * 16))
+                    b_in = shifted(b_desc, ops.b.logical(n0, kk * kstep))
                 else:
-                    b_in = shifted(b_desc, ops.b.logical(kk * 16, n0))
+                    b_in = shifted(b_desc, ops.b.logical(kk * kstep, n0))
                 slots = [lay.slot(0, mi, ni, cc) for ni in range(n0 // 8, (n0 + width) // 8) for cc in range(4)]
-                out = e.wgmma(width, 16, a_in, b_in, [d[i] for i in slots], adt, False, not ops.b_k_major)
+                out = e.wgmma(width, kstep, a_in, b_in, [d[i] for i in slots], adt, False, not ops.b_k_major)
                 for i, h in zip(slots, out):
                     d[i] = h
     e.wgmma_commit()

@@ -1,5 +1,5 @@
-"""Hopper (sm_90a) warpgroup tensor-core instructions as LLVM inline PTX: ``wgmma``
-with shared-memory descriptors, its fence/commit/wait, and the async-proxy fence."""
+"""Hopper (sm_90a) warpgroup tensor-core instructions for the CUDA emitter, as LLVM inline PTX:
+``wgmma`` with shared-memory descriptors, its fence/commit/wait, and the async-proxy fence."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ from typing import Any
 
 from ...core import dtypes as D
 from ...core.dtypes import DType
-from .builder import LLVMBuilder, Reg
+from ..llvm.builder import LLVMBuilder, Reg
 
 _CONSTRAINT = {"float": "f", "double": "d", "i64": "l", "half": "h", "bfloat": "h", "i16": "h"}
-_KIND = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "int8": "s8", "uint8": "u8"}
+_KIND = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "int8": "s8", "uint8": "u8",
+         "float8e4nv": "e4m3", "float8e5": "e5m2"}
 
 
-class LLVMHopperOps(LLVMBuilder):
+class PTXWarpgroupOps(LLVMBuilder):
     def wgmma_ok(self) -> bool:
         return self.t.arch == "sm_90a"
 
@@ -65,7 +66,7 @@ class LLVMHopperOps(LLVMBuilder):
         tail = "p"
         if kind in ("f16", "bf16"):
             tail += ", 1, 1" + ("" if a_in_regs else f", {int(trans_a)}") + f", {int(trans_b)}"
-        elif kind == "tf32":
+        elif kind in ("tf32", "e4m3", "e5m2"):
             tail += ", 1, 1"
         text = (f"{{ .reg .pred p; setp.ne.b32 p, ${b_at + 1}, 0; "
                 f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.{out}.{kind}.{kind} {d}, {a_text}, ${b_at}, {tail}; }}")

@@ -1,0 +1,107 @@
+"""float8 (``float8e4nv`` = e4m3, ``float8e5`` = e5m2) on the CUDA emitter, sm_89 and newer.
+
+An fp8 value is held as its byte (``i8``).  Conversions go through PTX's paired converters: fp8 ->
+float16 is exact (``cvt.rn.f16x2.e4m3x2``), then the usual casts; anything -> float32 -> fp8
+rounds to nearest even (``cvt.rn.satfinite.e4m3x2.f32``), and values past the format's largest
+finite number give what the interpreter (ml_dtypes) gives, NaN for e4m3 (it has no infinity) and
+infinity for e5m2, instead of PTX's saturation.  Arithmetic computes in float32 and rounds back
+once, as the interpreter does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from ...core import dtypes as D
+from ...core.dtypes import DType, ScalarType
+from ...core.errors import UnsupportedError
+from ...core.mathfns import MathFunction
+from ...core.ops import COMPARISON, Op
+from ..llvm.builder import LLVMBuilder, Reg
+from .mma_ops import sm_version
+
+_PTX_NAME = {"float8e4nv": "e4m3", "float8e5": "e5m2"}
+# |x| from which rounding leaves the format, and the byte (without sign) that overflow gives
+_OVERFLOW = {"float8e4nv": (464.0, "ogt", 0x7F), "float8e5": (61440.0, "oge", 0x7C)}
+
+
+def is_fp8(dtype: Any) -> bool:
+    return isinstance(dtype, DType) and dtype.name in _PTX_NAME
+
+
+class PTXFloat8Ops(LLVMBuilder):
+    def _need_fp8(self) -> None:
+        sm = sm_version(self.t.arch)
+        if sm is None or sm < 89:
+            raise UnsupportedError(f"float8 needs sm_89 or newer (PTX fp8 conversions); the target is {self.t.arch}")
+
+    def ty(self, dtype: ScalarType) -> str:
+        return "i8" if is_fp8(dtype) else super().ty(dtype)
+
+    def constant(self, value: bool | int | float, dtype: DType) -> Reg:
+        if is_fp8(dtype):
+            return Reg(str(int(np.array(value, dtype.np).view(np.int8))), "i8")
+        return super().constant(value, dtype)
+
+    def _fp8_to_half(self, a: Reg, src: DType) -> Reg:
+        self._need_fp8()
+        wide = self._val("i16", f"zext {a} to i16")
+        pair = self._val("i32", f'call i32 asm "cvt.rn.f16x2.{_PTX_NAME[src.name]}x2 $0, $1;", "=r,h"({wide})')
+        low = self._val("i16", f"trunc {pair} to i16")
+        return self._val("half", f"bitcast {low} to half")
+
+    def _float_to_fp8(self, x: Reg, dst: DType) -> Reg:
+        """``x`` (float) rounded to ``dst``."""
+        self._need_fp8()
+        pair = self._val("i16", f'call i16 asm "cvt.rn.satfinite.{_PTX_NAME[dst.name]}x2.f32 $0, $1, $2;", '
+                                f'"=h,f,f"(float 0.0, {x})')
+        byte = self._val("i8", f"trunc {pair} to i8")
+        limit, cmp, code = _OVERFLOW[dst.name]
+        ax = self._call("llvm.fabs.f32", "float", [x])
+        over = self._val("i1", f"fcmp {cmp} {ax}, {float(limit)!r}")
+        bits = self._val("i32", f"bitcast {x} to i32")
+        sign = self._val("i8", f"trunc {self._val('i32', f'lshr {bits}, 24')} to i8")
+        sign = self._val("i8", f"and {sign}, -128")
+        big = self._val("i8", f"or {sign}, {code}")
+        return self._val("i8", f"select {over}, {big}, {byte}")
+
+    def _widen_fp8(self, a: Reg, dtype: DType) -> Reg:
+        return self._val("float", f"fpext {self._fp8_to_half(a, dtype)} to float")
+
+    def cast(self, a: Any, src: DType, dst: DType, rounding: str = "rtne") -> Reg:
+        if src == dst or not (is_fp8(src) or is_fp8(dst)):
+            return super().cast(a, src, dst, rounding)  # type: ignore[misc]
+        if is_fp8(src):
+            half = self._fp8_to_half(a, src)
+            return half if dst == D.float16 else self.cast(half, D.float16, dst, rounding)
+        if rounding == "rtz":
+            raise UnsupportedError(f"fp_downcast_rounding='rtz' to {dst} is not supported on cuda")
+        x = a if src == D.float32 else self.cast(a, src, D.float32)
+        return self._float_to_fp8(x, dst)
+
+    def binary(self, op: Op, a: Any, b: Any, dtype: ScalarType) -> Reg:
+        if not is_fp8(dtype):
+            return super().binary(op, a, b, dtype)  # type: ignore[misc]
+        assert isinstance(dtype, DType)
+        r = self.binary(op, self._widen_fp8(a, dtype), self._widen_fp8(b, dtype), D.float32)
+        return r if op in COMPARISON else self._float_to_fp8(r, dtype)
+
+    def unary(self, op: Op, a: Any, dtype: DType) -> Reg:
+        if not is_fp8(dtype):
+            return super().unary(op, a, dtype)  # type: ignore[misc]
+        r = self.unary(op, self._widen_fp8(a, dtype), D.float32)
+        return r if op is Op.ISNAN else self._float_to_fp8(r, dtype)
+
+    def fma(self, a: Any, b: Any, c: Any, dtype: DType) -> Reg:
+        if not is_fp8(dtype):
+            return super().fma(a, b, c, dtype)  # type: ignore[misc]
+        r = self.fma(self._widen_fp8(a, dtype), self._widen_fp8(b, dtype), self._widen_fp8(c, dtype), D.float32)
+        return self._float_to_fp8(r, dtype)
+
+    def math_fn(self, fn: MathFunction, args: Sequence[Any], dtypes: Sequence[DType]) -> Reg:
+        if any(is_fp8(d) for d in dtypes):
+            raise UnsupportedError(f"libdevice.{fn.name} on float8 is not supported on cuda: cast to float32 first")
+        return super().math_fn(fn, args, dtypes)  # type: ignore[misc]

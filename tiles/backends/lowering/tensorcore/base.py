@@ -1,0 +1,59 @@
+"""The tensor-core lowering: the shared walk with a second rule table consulted first.
+
+``TensorCoreLowering`` holds the kernel's MMA plan (``plan.py``) and the state its rules
+share while walking; ``TC_RULES`` maps the ops it takes over (DOT, FOR, LOAD, and the ops
+that can run on fragments) to rules that fall back to the shared ``RULES`` whenever the
+plan leaves an instruction alone.  The shared table is never modified.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ....core.ir import Instr, Kernel, Value
+from ....core.ops import Op
+from ...base import Options
+from ..emitter import Handle
+from ..lower import Lowering
+from .emitter import TensorCoreEmitter
+from .plan import Plan, build_plan
+
+TensorCoreRule = Callable[["TensorCoreLowering", Instr], list[Any]]
+TC_RULES: dict[Op, TensorCoreRule] = {}
+
+
+def tc_rule(*ops: Op) -> Callable[[TensorCoreRule], TensorCoreRule]:
+    def register(fn: TensorCoreRule) -> TensorCoreRule:
+        for op in ops:
+            TC_RULES[op] = fn
+        return fn
+    return register
+
+
+class TensorCoreState:
+    """What the tensor-core rules of one kernel share while it is walked."""
+
+    def __init__(self, kernel: Kernel, emitter: TensorCoreEmitter, threads: int) -> None:
+        self.plan: Plan = build_plan(kernel, emitter, threads)
+        self.mma: dict[Value, list[Handle]] = {}
+        self.async_loads: set[Instr] = set()          # LOADs that cp.async feeds (pipeline.py)
+        self.async_slot: dict[Instr, Handle] = {}     # DOT -> byte base of its current stage
+        self.afrags: dict[Instr, list[list[list[Handle]]]] = {}  # DOT -> hoisted A fragments
+        self.wg_keep: dict[Instr, int] = {}           # DOT -> wgmma groups left in flight
+        self.wg_staged: dict[Instr, dict[int, Handle]] = {}  # DOT -> operand -> byte base in its stage
+        self.defs = {r: i for i in kernel.walk() for r in i.results}
+
+
+class TensorCoreLowering(Lowering):
+    """``Lowering`` on an emitter with tensor cores; ``TC_RULES`` take precedence."""
+
+    e: TensorCoreEmitter
+
+    def __init__(self, kernel: Kernel, emitter: TensorCoreEmitter, threads: int, options: Options) -> None:
+        super().__init__(kernel, emitter, threads, options)
+        self.tc = TensorCoreState(kernel, emitter, threads)
+
+    def lower_instr(self, instr: Instr) -> list[list[Handle]]:
+        fn = TC_RULES.get(instr.op)
+        return super().lower_instr(instr) if fn is None else fn(self, instr)
