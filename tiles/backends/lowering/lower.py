@@ -19,6 +19,7 @@ from ...core.dtypes import DType, PointerType, ScalarType
 from ...core.errors import UnsupportedError
 from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import BINARY_ARITH, COMPARISON, MATH, Op
+from ...core.semantics import trunc_div, trunc_mod
 from .emitter import Emitter, Handle
 from .layout import Layout, choose_layout
 
@@ -37,7 +38,7 @@ def rule(*ops: Op) -> Callable[[Rule], Rule]:
 
 _FOLD: dict[Op, Callable[[int, int], int]] = {
     Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
-    Op.IDIV: lambda a, b: a // b, Op.MOD: lambda a, b: a % b,
+    Op.IDIV: trunc_div, Op.MOD: trunc_mod,  # the IR's truncating division, not Python's floor
 }
 
 

@@ -24,8 +24,6 @@ _BOOL = {Op.ADD: "^", Op.SUB: "^", Op.MUL: "&", Op.AND: "&", Op.OR: "|", Op.XOR:
 _MATH = {Op.EXP: "exp", Op.EXP2: "exp2", Op.LOG: "log", Op.LOG2: "log2", Op.SQRT: "sqrt",
          Op.RSQRT: "rsqrt", Op.SIN: "sin", Op.COS: "cos", Op.ERF: "erf", Op.FLOOR: "floor",
          Op.CEIL: "ceil", Op.ABS: "fabs"}
-_ATOMIC_INT = {"add": "add", "max": "max", "min": "min", "and": "and", "or": "or",
-               "xor": "xor", "xchg": "xchg"}
 
 
 def _is_literal(h: Handle) -> bool:
