@@ -20,6 +20,7 @@ from ...core.kinds import ReduceKind
 from ...core.ops import Op
 from .emitter import Handle
 from .layout import Layout, row_major_strides
+from .legalize import legal_op
 from .lower import Index, Lowering, rule
 from .relayout import stage
 
@@ -48,8 +49,8 @@ def combiner(lw: Lowering, instr: Instr) -> tuple[list[ScalarType], Combine]:
             return [hs[0] for hs in lw.lower_block(region)]
         return [v.type.dtype for v in instr.operands], custom
     types = [_wide(v.type.dtype, kind) for v in instr.operands]
-    op = kind.op
-    return types, lambda a, b: [lw.e.binary(op, x, y, t) for x, y, t in zip(a, b, types)]
+    ops = [legal_op(kind.op, t) for t in types]
+    return types, lambda a, b: [lw.e.binary(op, x, y, t) for x, y, t, op in zip(a, b, types, ops)]
 
 
 def _arg_combine(lw: Lowering, kind: ReduceKind, vdt: DType) -> Combine:

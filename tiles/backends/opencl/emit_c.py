@@ -13,14 +13,13 @@ from ...core.mathfns import MathFunction
 from ...core.ops import COMPARISON, Op
 from ..base import Target
 from ..lowering.emitter import Carried, Emitter, Handle
+from ..lowering.legalize import Legality
 from . import ctext as ct
 from .emit_memory import MemoryMixin
 
 _CMP = {Op.EQ: "==", Op.NE: "!=", Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">="}
 _ARITH = {Op.ADD: "+", Op.SUB: "-", Op.MUL: "*", Op.DIV: "/"}
 _BITS = {Op.AND: "&", Op.OR: "|", Op.XOR: "^"}
-_BOOL = {Op.ADD: "^", Op.SUB: "^", Op.MUL: "&", Op.AND: "&", Op.OR: "|", Op.XOR: "^",
-         Op.MAXIMUM: "|", Op.MINIMUM: "&", Op.MAXIMUM_NAN: "|", Op.MINIMUM_NAN: "&"}
 _MATH = {Op.EXP: "exp", Op.EXP2: "exp2", Op.LOG: "log", Op.LOG2: "log2", Op.SQRT: "sqrt",
          Op.RSQRT: "rsqrt", Op.SIN: "sin", Op.COS: "cos", Op.ERF: "erf", Op.FLOOR: "floor",
          Op.CEIL: "ceil", Op.ABS: "fabs"}
@@ -32,6 +31,9 @@ def _is_literal(h: Handle) -> bool:
 
 
 class OpenCLEmitter(MemoryMixin, Emitter):
+    # NVIDIA's 64-bit saturating conversions give INT64_MIN for NaN: legalize.py tests for it
+    legality = Legality(float_to_int_nan_is_zero=False)
+
     def __init__(self, target: Target, fp64: bool) -> None:
         self.target = target
         self.fp64 = fp64
@@ -122,12 +124,8 @@ class OpenCLEmitter(MemoryMixin, Emitter):
             return self._tmp("bool", f"({a} {_CMP[op]} {b})")
         assert isinstance(dtype, DType)
         t = ct.REGISTER[dtype]
-        if dtype.is_bool:
-            if op in _BOOL:
-                return self._tmp("bool", f"({a} {_BOOL[op]} {b})")
-            if op is Op.IDIV:
-                return self._tmp("bool", f"({a} | !{b})")
-            return self._tmp("bool", f"({a} & !{b})")  # MOD, SHL, SHR
+        if dtype.is_bool:  # legalize.py left AND/OR/XOR only
+            return self._tmp("bool", f"({a} {_BITS[op]} {b})")
         if dtype.is_floating:
             if op in _ARITH:
                 expr = f"({a} {_ARITH[op]} {b})"
@@ -149,39 +147,29 @@ class OpenCLEmitter(MemoryMixin, Emitter):
             return f"({t})(({u}){a} {_ARITH[op]} ({u}){b})"
         if op in _BITS:
             return f"({t})({a} {_BITS[op]} {b})"
-        if op in (Op.MAXIMUM, Op.MAXIMUM_NAN):
+        if op is Op.MAXIMUM:
             return f"max({a}, {b})"
-        if op in (Op.MINIMUM, Op.MINIMUM_NAN):
+        if op is Op.MINIMUM:
             return f"min({a}, {b})"
         if op is Op.UMULHI:
             return f"mul_hi({a}, {b})"
-        safe = _is_literal(b) and b not in ("0", "-1") and not b.startswith("-1")
+        # legalize.py has ruled out divisors 0 and -1 and shift amounts outside [0, bits)
         if op is Op.IDIV:
-            if safe:
-                return f"({t})({a} / {b})"
-            if dt.is_signed:
-                return (f"({b} == 0 ? ({t})-1 : ({b} == -1 ? ({t})(({u})0 - ({u}){a}) : "
-                        f"({t})({a} / {b})))")
-            return f"({b} == 0 ? ({t})~({u})0 : ({t})({a} / {b}))"
+            return f"({t})({a} / {b})"
         if op is Op.MOD:
-            if safe:
-                return f"({t})({a} % {b})"
-            if dt.is_signed:
-                return f"({b} == 0 ? {a} : ({b} == -1 ? ({t})0 : ({t})({a} % {b})))"
-            return f"({b} == 0 ? {a} : ({t})({a} % {b}))"
+            return f"({t})({a} % {b})"
         if op is Op.SHL:
-            return f"(({u}){b} < {dt.bits}u ? ({t})(({u}){a} << {b}) : ({t})0)"
+            return f"({t})(({u}){a} << {b})"
         if op is Op.SHR:
-            fill = f"({a} < 0 ? ({t})-1 : ({t})0)" if dt.is_signed else f"({t})0"
-            return f"(({u}){b} < {dt.bits}u ? ({t})({a} >> {b}) : {fill})"
+            return f"({t})({a} >> {b})"
         raise UnsupportedError(f"{op.value} is not defined for {dt}")
 
     def unary(self, op: Op, a: Handle, dtype: DType) -> Handle:
         t = ct.REGISTER[dtype]
         if op is Op.ISNAN:
             return self._tmp("bool", f"(isnan({a}) != 0)" if dtype.is_floating else "false")
-        if dtype.is_bool:
-            return self._tmp("bool", f"(!{a})" if op is Op.NOT else a)
+        if dtype.is_bool:  # legalize.py left NOT only
+            return self._tmp("bool", f"(!{a})")
         if op is Op.NEG:
             if dtype.is_floating:
                 return self._tmp(t, f"(-{a})")
@@ -229,8 +217,7 @@ class OpenCLEmitter(MemoryMixin, Emitter):
                 return self._tmp(t, self._narrow_double(f"(double)({a})", dst, "rtne"))
             return self._tmp(t, self._round(dst, f"(float)({a})"))
         if dst.is_int:
-            # the NaN test is explicit: NVIDIA's 64-bit saturating conversions give INT64_MIN
-            return self._tmp(t, f"(isnan({a}) ? ({t})0 : convert_{t}_sat_rtz({a}))")
+            return self._tmp(t, f"convert_{t}_sat_rtz({a})")  # NaN -> 0: legalize.py
         if dst == D.float64:
             return self._tmp(t, f"(double)({a})")
         if src == D.float64:
