@@ -14,7 +14,6 @@ from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import Op
 from .emitter import Emitter
 from .induction import close_induction_pointers
-from .legalize import legalize
 from .transpose_loads import transpose_column_loads
 
 
@@ -56,4 +55,5 @@ def prepare(kernel: Kernel, emitter: Emitter) -> Kernel:
     kernel = close_induction_pointers(copy.deepcopy(kernel))
     if emitter.mma_shape(D.float16, D.float32, "ieee") is not None:  # tensor cores stage B as rows
         kernel = transpose_column_loads(kernel)
+    from .legalize import legalize
     return legalize(split_tile_constants(kernel), emitter.legality)
