@@ -2,7 +2,7 @@
 
 ``core/ops.py`` defines every op on every input (``core/semantics.py`` runs the
 definitions).  Machines and C leave some inputs undefined or answer differently; this pass
-(``Kernel -> Kernel``, run by ``lower.lower`` just before the walk) spells those cases out
+(``Kernel -> Kernel``, the last of ``prepare.prepare``, just before the walk) spells those cases out
 with ops whose inputs are always in range, so an emitter only writes raw operations:
 
 * IDIV/MOD by 0 or -1: the divisor becomes 1 there, and a WHERE picks the defined answer
@@ -17,9 +17,9 @@ with ops whose inputs are always in range, so an emitter only writes raw operati
 Combines the walk writes itself (reductions, scans) take their op from ``legal_op``.
 
 A divisor or shift amount that is a constant already in range is left alone.  After this
-pass an emitter may assume: integer divisors are neither 0 nor -1 unless constant and safe,
-shift amounts lie in [0, bits), no int1 operand reaches an arithmetic op other than
-AND/OR/XOR/NOT, WHERE and the comparisons.
+pass an emitter may assume: integer divisors are never 0 (nor -1 when signed), shift
+amounts lie in [0, bits), int1 operands only reach AND/OR/XOR/NOT, WHERE and the
+comparisons, and integers never reach MAXIMUM_NAN/MINIMUM_NAN.
 """
 
 from __future__ import annotations
