@@ -8,7 +8,7 @@ from fractions import Fraction
 import numpy as np
 
 from tiles.core import dtypes as D
-from tiles.interp import floats
+from tiles.core import floats
 
 EDGES = [0.0, -0.0, 1.0, -1.0, 3.0, 0.1, 1e308, -1e308, 1.7976931348623157e308, 5e-324,
          2.2250738585072014e-308, 1e200, -1e200, 1e-200, 1e300, 1e-300, 1.5e154,

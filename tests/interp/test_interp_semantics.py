@@ -1,4 +1,4 @@
-"""The elementwise rules of tiles.interp.semantics, checked against exact Python."""
+"""The elementwise rules of tiles.core.semantics, checked against exact Python."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import pytest
 
 from tiles.core import attrs as at
 from tiles.core import dtypes as dt
+from tiles.core import semantics
 from tiles.core.ir import TileType
 from tiles.core.ops import ELEMENTWISE, Op
-from tiles.interp import INTERP_RULES, semantics
-from tiles.interp.semantics import apply, convert
+from tiles.core.semantics import apply, convert
+from tiles.interp import INTERP_RULES
 
 INTS = [dt.int8, dt.int16, dt.int32, dt.int64, dt.uint8, dt.uint16, dt.uint32, dt.uint64]
 

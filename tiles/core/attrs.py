@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .dtypes import DType, ScalarType
+from .kinds import AtomicKind, ReduceKind
+from .ops import Op
 
 
 @dataclass(frozen=True)
@@ -66,18 +68,26 @@ class Permute:
 
 @dataclass(frozen=True)
 class Reduce:
-    """REDUCE / SCAN: ``kind`` is sum, prod, max, min, max_nan, min_nan, xor, and, or,
-    or ``custom`` (the op's region combines: args (a0.., b0..) -> yields (r0..))."""
+    """REDUCE / SCAN: ``kind`` combines (``custom``: the op's region does, args (a0.., b0..)
+    -> yields (r0..)); a name is accepted and stored as its ``ReduceKind``."""
 
     axis: int
-    kind: str
+    kind: ReduceKind
     reverse: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ReduceKind(self.kind))
 
 
 @dataclass(frozen=True)
 class ArgReduce:
     axis: int
-    kind: str  # "max" or "min"
+    kind: ReduceKind  # MAX or MIN
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", ReduceKind(self.kind))
+        if self.kind not in (ReduceKind.MAX, ReduceKind.MIN):
+            raise ValueError(f"argreduce kind must be max or min, got {self.kind}")
 
 
 @dataclass(frozen=True)
@@ -127,11 +137,14 @@ class Store:
 class Atomic:
     """ATOMIC operands: (ptr, value, [mask]); ATOMIC_CAS: (ptr, cmp, value)."""
 
-    kind: str  # add, max, min, and, or, xor, xchg, cas
+    kind: AtomicKind  # a name is accepted and stored as its AtomicKind
     masked: bool
     sem: str = "acq_rel"
     scope: str = "gpu"
     result_used: bool = True
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "kind", AtomicKind(self.kind))
 
 
 @dataclass(frozen=True)
@@ -152,3 +165,16 @@ class Loop:
     flatten: bool = False
     warp_specialize: bool = False
     disable_licm: bool = False
+
+
+_NONE = type(None)
+ATTRS_OF: dict[Op, tuple[type, ...]] = {
+    Op.CONST: (Const,), Op.ARANGE: (Arange,), Op.PROGRAM_ID: (Axis,), Op.NUM_PROGRAMS: (Axis,),
+    Op.CAST: (Cast,), Op.BITCAST: (Cast,), Op.INT_TO_PTR: (Cast,), Op.MATH_FN: (MathFn,),
+    Op.HINT: (Hint,), Op.BROADCAST: (Shape,), Op.RESHAPE: (Shape,), Op.PERMUTE: (Permute,),
+    Op.REDUCE: (Reduce,), Op.SCAN: (Reduce,), Op.ARGREDUCE: (ArgReduce,), Op.SORT: (Sort,),
+    Op.HISTOGRAM: (Histogram,), Op.GATHER: (Gather,), Op.DOT: (Dot,), Op.LOAD: (Load,),
+    Op.STORE: (Store,), Op.ATOMIC: (Atomic,), Op.ATOMIC_CAS: (Atomic,),
+    Op.DEVICE_ASSERT: (Message, _NONE), Op.DEVICE_PRINT: (Message, _NONE), Op.FOR: (Loop, _NONE),
+}
+"""The attribute record each op carries (the verifier checks it); an op not listed carries None."""

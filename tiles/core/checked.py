@@ -28,6 +28,7 @@ from typing import Any
 from . import attrs as A
 from .dtypes import DType, PointerType, int32, int64
 from .ir import Block, Instr, Kernel, Loc, Param, TileType, Value
+from .kinds import AtomicKind
 from .ops import Op
 from .typerules import infer
 
@@ -231,7 +232,7 @@ class _Instrumenter:
         shape = bad.type.shape
         count_ptr = self.splat(self.record, shape)
         old = self.emit(Op.ATOMIC, [count_ptr, self.const(1, int64, shape), bad],
-                        A.Atomic("add", True, "relaxed"))
+                        A.Atomic(AtomicKind.ADD, True, "relaxed"))
         first = self.emit(Op.AND, [bad, self.emit(Op.EQ, [old, self.const(0, int64, shape)])])
         pids = [self.once(("pid", axis), Op.CAST,
                           [self.once(("pid32", axis), Op.PROGRAM_ID, [], A.Axis(axis))],

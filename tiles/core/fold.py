@@ -1,7 +1,7 @@
 """Constant folding and common-subexpression elimination (``Kernel -> Kernel`` passes).
 
 Folding evaluates elementwise ops whose operands are all CONSTs with the
-interpreter's own scalar semantics (``tiles.interp.semantics``), so a folded
+IR's scalar semantics (``core/semantics.py``, which the interpreter runs too), so a folded
 kernel computes exactly what the unfolded one would.
 """
 
@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from . import attrs as A
+from . import semantics
 from .ir import Block, Instr, Kernel, Value
 from .ops import BINARY_ARITH, COMPARISON, MATH, SIDE_EFFECTS, Op
 
@@ -34,7 +35,6 @@ def _replace_uses(block: Block, mapping: dict[Value, Value]) -> None:
 
 def constant_folding(kernel: Kernel) -> Kernel:
     """Replace elementwise ops on constants by the constant they compute."""
-    from ..interp import semantics
     consts: dict[Value, A.Const] = {}
     mapping: dict[Value, Value] = {}
 
@@ -45,7 +45,7 @@ def constant_folding(kernel: Kernel) -> Kernel:
                 consts[instr.result] = instr.attrs
             elif (instr.op in _FOLDABLE and operands and all(v in consts for v in operands)
                   and not instr.regions and not instr.result.type.dtype.is_ptr):
-                folded = _fold(semantics, instr, [consts[v] for v in operands])
+                folded = _fold(instr, [consts[v] for v in operands])
                 if folded is not None:
                     block.instrs[i] = Instr(Op.CONST, (), instr.results, folded, (), instr.loc)
                     consts[instr.result] = folded
@@ -56,7 +56,7 @@ def constant_folding(kernel: Kernel) -> Kernel:
     return kernel
 
 
-def _fold(semantics: Any, instr: Instr, values: list[A.Const]) -> A.Const | None:
+def _fold(instr: Instr, values: list[A.Const]) -> A.Const | None:
     rt = instr.result.type
     if instr.op is Op.BROADCAST:
         return A.Const(values[0].value, values[0].dtype, rt.shape)

@@ -156,6 +156,9 @@ class Kernel:
     body: Block
     loc: Loc = UNKNOWN_LOC
     constants: dict[str, Any] = field(default_factory=dict)
+    # Values a lowering pass built to guard a hard case (legalize.py), each with the value whose
+    # facts (contiguity, divisibility) it has on ordinary inputs: analyses read through them.
+    stand_ins: dict[Value, Value] = field(default_factory=dict)
 
     def walk(self):
         """Every instruction, nested regions included, in program order."""

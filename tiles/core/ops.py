@@ -2,7 +2,10 @@
 
 Every op works on whole tiles (a scalar is a tile of shape ``()``).  Operands of
 elementwise ops already have one shape and one dtype: the tracer inserts the
-broadcasts and casts, so backends never promote.
+broadcasts and casts, so backends never promote.  ``core/semantics.py`` implements
+DOCS exactly (the interpreter and constant folding run it); ``lowering/legalize.py``
+rewrites its hard cases (division by 0 or -1, out-of-range shifts, int1 arithmetic) into
+plain ops for the code generators.
 """
 
 from __future__ import annotations
@@ -101,19 +104,19 @@ DOCS: dict[Op, str] = {
     Op.ARANGE: "r[i] = start + i  for i in [0, end - start)  (int32)",
     Op.PROGRAM_ID: "r = id of this program along grid axis `axis`",
     Op.NUM_PROGRAMS: "r = number of programs along grid axis `axis`",
-    Op.ADD: "r = a + b  (ints wrap around)",
+    Op.ADD: "r = a + b  (ints wrap around; int1: xor, as every int1 op is arithmetic on one bit)",
     Op.SUB: "r = a - b  (ints wrap around)",
     Op.MUL: "r = a * b  (ints wrap around)",
     Op.DIV: "r = a / b  (floats only, IEEE division)",
-    Op.IDIV: "r = a / b  for ints, truncated toward zero (C semantics)",
-    Op.MOD: "r = a - b * trunc(a / b)  (C remainder: sign of a; fmod for floats)",
+    Op.IDIV: "r = a / b  for ints, truncated toward zero; b == 0 gives -1 (all ones); INT_MIN / -1 gives INT_MIN",
+    Op.MOD: "r = a - b * trunc(a / b)  (sign of a; fmod for floats); b == 0 gives a; INT_MIN % -1 gives 0",
     Op.NEG: "r = -a  (ints wrap around)",
     Op.AND: "r = a & b  (bitwise; logical for int1)",
     Op.OR: "r = a | b",
     Op.XOR: "r = a ^ b",
     Op.NOT: "r = ~a  (bitwise complement; logical not for int1)",
-    Op.SHL: "r = a << b  (undefined when b < 0 or b >= bit width)",
-    Op.SHR: "r = a >> b  (arithmetic for signed, logical for unsigned)",
+    Op.SHL: "r = a << b  (0 when b < 0 or b >= bit width)",
+    Op.SHR: "r = a >> b  (arithmetic for signed, logical for unsigned; b < 0 or >= bit width: 0, or -1 for a < 0)",
     Op.MAXIMUM: "r = max(a, b)  (floats: a NaN operand loses to a number)",
     Op.MINIMUM: "r = min(a, b)  (floats: a NaN operand loses to a number)",
     Op.MAXIMUM_NAN: "r = max(a, b)  (floats: NaN if either is NaN)",

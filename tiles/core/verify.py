@@ -1,7 +1,8 @@
-"""The IR verifier: SSA dominance, type rules, and region signatures."""
+"""The IR verifier: SSA dominance, type rules, attribute records, and region signatures."""
 
 from __future__ import annotations
 
+from .attrs import ATTRS_OF
 from .errors import CompilationError
 from .ir import Block, Instr, Kernel, Value
 from .ops import Op
@@ -10,6 +11,13 @@ from .typerules import TYPE_RULES, IRTypeError
 
 def _fail(instr: Instr, message: str) -> CompilationError:
     return CompilationError(f"IR verification failed at {instr.op.value}: {message}", instr.loc)
+
+
+def _check_attrs(instr: Instr) -> None:
+    expected = ATTRS_OF.get(instr.op, (type(None),))
+    if not isinstance(instr.attrs, expected):
+        names = " or ".join(t.__name__ for t in expected)
+        raise _fail(instr, f"attrs must be {names}, got {type(instr.attrs).__name__}")
 
 
 def _check_regions(instr: Instr) -> None:
@@ -40,6 +48,7 @@ def verify(kernel: Kernel) -> None:
             for v in instr.operands:
                 if v not in local:
                     raise _fail(instr, f"operand {v!r} is used before it is defined")
+            _check_attrs(instr)
             rule = TYPE_RULES.get(instr.op)
             if rule is not None and not instr.regions:
                 try:

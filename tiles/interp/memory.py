@@ -494,7 +494,7 @@ class Memory:
 
 def _scalar(value: Any, dtype: Any) -> np.ndarray:
     """A non-pointer argument as a uniform (1,) array of its parameter type."""
-    from .semantics import convert  # local: semantics is heavier than memory
+    from ..core.semantics import convert  # local: semantics is heavier than memory
     if dtype.is_bool:
         return np.array([bool(value)])
     if dtype.is_int:

@@ -21,15 +21,15 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import dtypes, floats
 from ..core.attrs import ArgReduce, Reduce
 from ..core.errors import KernelRuntimeError
 from ..core.ir import Instr
+from ..core.kinds import ReduceKind
 from ..core.ops import Op
-from . import floats
+from ..core.semantics import convert, dtype_of
 from .context import Ctx
 from .programs import Programs
-from .semantics import convert, dtype_of
 
 Rule = Callable[[Ctx, Instr, list[np.ndarray]], Sequence[np.ndarray]]
 REDUCTION_RULES: dict[Op, Rule] = {}
@@ -53,11 +53,13 @@ def _small_float(x: np.ndarray) -> bool:
     return d.is_floating and d.bits < 32
 
 
-_UFUNC = {"max": np.fmax, "min": np.fmin, "max_nan": np.maximum, "min_nan": np.minimum,
-          "xor": np.bitwise_xor, "and": np.bitwise_and, "or": np.bitwise_or}
+_UFUNC: dict[ReduceKind, np.ufunc] = {
+    ReduceKind.MAX: np.fmax, ReduceKind.MIN: np.fmin, ReduceKind.MAX_NAN: np.maximum,
+    ReduceKind.MIN_NAN: np.minimum, ReduceKind.XOR: np.bitwise_xor, ReduceKind.AND: np.bitwise_and,
+    ReduceKind.OR: np.bitwise_or}
 
 
-def _builtin(kind: str, x: np.ndarray, axis: int, scan: bool) -> np.ndarray:
+def _builtin(kind: ReduceKind, x: np.ndarray, axis: int, scan: bool) -> np.ndarray:
     d = dtype_of(x)
     if kind in ("sum", "prod") and d.is_floating:
         x64 = x.astype(_F64)
@@ -67,7 +69,7 @@ def _builtin(kind: str, x: np.ndarray, axis: int, scan: bool) -> np.ndarray:
             r = np.cumprod(x64, axis) if scan else np.prod(x64, axis)
         return floats.narrow(r, d)
     if d.is_bool and kind in ("sum", "prod"):
-        kind = "xor" if kind == "sum" else "and"
+        kind = ReduceKind.XOR if kind == "sum" else ReduceKind.AND
     if kind == "sum":
         return np.cumsum(x, axis, dtype=x.dtype) if scan else np.sum(x, axis, dtype=x.dtype)
     if kind == "prod":
@@ -141,7 +143,7 @@ def _custom(ctx: Ctx, instr: Instr, args: list[np.ndarray], scan: bool) -> list[
 @_rule(Op.REDUCE)
 def _reduce(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarray]:
     a: Reduce = instr.attrs
-    if a.kind == "custom":
+    if a.kind is ReduceKind.CUSTOM:
         return _custom(ctx, instr, args, scan=False)
     return [_builtin(a.kind, x, a.axis + 1, scan=False) for x in args]
 
@@ -149,7 +151,7 @@ def _reduce(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarr
 @_rule(Op.SCAN)
 def _scan(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarray]:
     a: Reduce = instr.attrs
-    if a.kind == "custom":
+    if a.kind is ReduceKind.CUSTOM:
         return _custom(ctx, instr, args, scan=True)
     ax = a.axis + 1
     out = []
@@ -167,7 +169,7 @@ def _argreduce(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.nd
     (x,) = args
     ax = a.axis + 1
     xs = x.astype(_F32) if _small_float(x) else x
-    best = (np.fmax if a.kind == "max" else np.fmin).reduce(xs, ax, keepdims=True)
+    best = (np.fmax if a.kind is ReduceKind.MAX else np.fmin).reduce(xs, ax, keepdims=True)
     return (np.argmax(xs == best, axis=ax).astype(np.int32),)
 
 

@@ -12,15 +12,15 @@ from typing import Any
 
 import numpy as np
 
+from ..core import semantics
 from ..core.attrs import Arange, Atomic, Const, Load, Store
 from ..core.dtypes import DType
 from ..core.errors import KernelRuntimeError
 from ..core.ir import Instr
 from ..core.ops import Op
-from . import semantics
+from ..core.semantics import convert
 from .context import Ctx
 from .reductions import REDUCTION_RULES
-from .semantics import convert
 
 Rule = Callable[[Ctx, Instr, list[np.ndarray]], Sequence[np.ndarray]]
 INTERP_RULES: dict[Op, Rule] = {}

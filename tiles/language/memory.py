@@ -13,6 +13,7 @@ from ..core import attrs as A
 from ..core import dtypes as D
 from ..core.builder import current
 from ..core.dtypes import PointerType
+from ..core.kinds import AtomicKind
 from ..core.ops import Op
 from . import semantic as S
 from .core import arange
@@ -102,7 +103,7 @@ def _atomic(kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any) 
     operands = [S.broadcast_to(p, shape), S.broadcast_to(S.cast(v, elem), shape)]
     if mask is not None:
         operands.append(_mask(mask, shape))
-    attrs = A.Atomic(kind, mask is not None, sem or "acq_rel", scope or "gpu")
+    attrs = A.Atomic(AtomicKind(kind), mask is not None, sem or "acq_rel", scope or "gpu")
     return S.emit(Op.ATOMIC, operands, attrs)
 
 
@@ -143,7 +144,7 @@ def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = N
     shape = S.broadcast_shapes(S.broadcast_shapes(p.shape, c.shape), v.shape)
     operands = [S.broadcast_to(p, shape), S.broadcast_to(S.cast(c, elem), shape),
                 S.broadcast_to(S.cast(v, elem), shape)]
-    return S.emit(Op.ATOMIC_CAS, operands, A.Atomic("cas", False, sem or "acq_rel", scope or "gpu"))
+    return S.emit(Op.ATOMIC_CAS, operands, A.Atomic(AtomicKind.CAS, False, sem or "acq_rel", scope or "gpu"))
 
 
 def atomic_load(pointer: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:

@@ -9,6 +9,7 @@ from ..core import attrs as A
 from ..core import dtypes as D
 from ..core.builder import current
 from ..core.ir import TileType, Value
+from ..core.kinds import ReduceKind
 from ..core.ops import Op
 from . import semantic as S
 from .tensor import tensor
@@ -49,7 +50,7 @@ def _reduce_kind(x: Any, axis: Any, kind: str, keep_dims: Any, dtype: DTypeArg =
         raise S.error("cannot reduce a tile of pointers")
     if dtype is not None:
         t = S.cast(t, dtype)
-    (r,) = current().emit(Op.REDUCE, [t.handle], A.Reduce(ax, kind))
+    (r,) = current().emit(Op.REDUCE, [t.handle], A.Reduce(ax, ReduceKind(kind)))
     return _keep(S.wrap(r), ax, keep_dims, orig.ndim, S.unwrap(axis) is None)
 
 
@@ -96,7 +97,7 @@ def _arg(kind: str, input: Any, axis: Any, keep_dims: Any) -> tensor:
     t, ax = _prepare(orig, axis)
     if t.dtype.is_bool:
         t = S.cast(t, D.int8)
-    (r,) = current().emit(Op.ARGREDUCE, [t.handle], A.ArgReduce(ax, kind))
+    (r,) = current().emit(Op.ARGREDUCE, [t.handle], A.ArgReduce(ax, ReduceKind(kind)))
     return _keep(S.wrap(r), ax, keep_dims, orig.ndim, S.unwrap(axis) is None)
 
 
@@ -140,7 +141,7 @@ def _custom(op: Op, input: Any, axis: Any, combine_fn: Any, keep_dims: Any, reve
         ax = _axis(tensors[0], axis)
     fn = getattr(combine_fn, "fn", combine_fn)
     block, _ = _combine_region(fn, [t.handle.type for t in tensors])
-    attrs = A.Reduce(ax, "custom", reverse)
+    attrs = A.Reduce(ax, ReduceKind.CUSTOM, reverse)
     if op is Op.REDUCE:
         types = [t.handle.type.with_shape(t.shape[:ax] + t.shape[ax + 1:]) for t in tensors]
     else:
@@ -167,7 +168,7 @@ def _scan_kind(kind: str, input: Any, axis: Any, reverse: Any, dtype: Any) -> te
     elif t.dtype.is_int and t.dtype.bits < 32:
         t = S.cast(t, D.uint32 if t.dtype.kind is D.Kind.UINT else D.int32)
     ax = _axis(t, axis)
-    (r,) = current().emit(Op.SCAN, [t.handle], A.Reduce(ax, kind, bool(S.unwrap(reverse))))
+    (r,) = current().emit(Op.SCAN, [t.handle], A.Reduce(ax, ReduceKind(kind), bool(S.unwrap(reverse))))
     return S.wrap(r)
 
 

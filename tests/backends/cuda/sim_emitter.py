@@ -133,10 +133,10 @@ class SimEmitter(TensorCoreEmitter):
         with np.errstate(all="ignore"):
             if op is Op.DIV:
                 r = x / y
-            elif op is Op.IDIV:
-                r = x // y
-            elif op is Op.MOD:
-                r = x % y
+            elif op in (Op.IDIV, Op.MOD):  # the IR's division truncates toward zero
+                q = x // y
+                q = q + ((x - q * y != 0) & ((x < 0) != (y < 0))).astype(q.dtype)
+                r = q if op is Op.IDIV else x - q * y
             elif op is Op.SHL:
                 r = np.left_shift(x, y)
             elif op is Op.SHR:

@@ -14,10 +14,9 @@ from tiles.backends.llvm.arith import LLVMArithmetic
 from tiles.backends.llvm.target import LLVMTarget
 from tiles.core import attrs as A
 from tiles.core import dtypes as D
-from tiles.core import mathfns
+from tiles.core import mathfns, semantics
 from tiles.core.ir import TileType
 from tiles.core.ops import Op
-from tiles.interp import semantics
 
 _LL = {D.float32: "float", D.float64: "double", D.int32: "i32", D.int64: "i64", D.int1: "i1"}
 _C = {D.float32: ctypes.c_float, D.float64: ctypes.c_double, D.int32: ctypes.c_int32, D.int64: ctypes.c_int64}

@@ -50,24 +50,17 @@ class LLVMArithmetic(LLVMBuilder):
         if op in _ICMP:
             pred = _ICMP[op] if op in (Op.EQ, Op.NE) else ("s" if signed else "u") + _ICMP[op]
             return self._val("i1", f"icmp {pred} {a}, {b.name}")
-        if op in (Op.MAXIMUM, Op.MINIMUM, Op.MAXIMUM_NAN, Op.MINIMUM_NAN):
-            bigger = op in (Op.MAXIMUM, Op.MAXIMUM_NAN)
-            pred = ("s" if signed else "u") + ("gt" if bigger else "lt")
+        if op in (Op.MAXIMUM, Op.MINIMUM):
+            pred = ("s" if signed else "u") + ("gt" if op is Op.MAXIMUM else "lt")
             c = self._val("i1", f"icmp {pred} {a}, {b.name}")
             return self._val(ty, f"select {c}, {a}, {b}")
+        # legalize.py has ruled out divisors 0 and -1 and shift amounts outside [0, bits)
         if op in (Op.IDIV, Op.MOD):
-            return self._int_divmod(op, a, b, dtype)
+            kind = ("s" if signed else "u") + ("div" if op is Op.IDIV else "rem")
+            return self._val(ty, f"{kind} {a}, {b.name}")
         if op in (Op.SHL, Op.SHR):
-            width = Reg(str(dtype.bits), ty)
-            ok = self._val("i1", f"icmp ult {b}, {width.name}")
-            safe = self._val(ty, f"select {ok}, {b}, {ty} 0")
             kind = "shl" if op is Op.SHL else ("ashr" if signed else "lshr")
-            r = self._val(ty, f"{kind} {a}, {safe.name}")
-            if op is Op.SHR and signed:
-                fill = self._val(ty, f"ashr {a}, {dtype.bits - 1}")
-            else:
-                fill = Reg("0", ty)
-            return self._val(ty, f"select {ok}, {r}, {fill}")
+            return self._val(ty, f"{kind} {a}, {b.name}")
         if op is Op.UMULHI:
             wide = _INT_TY[dtype.bits * 2]
             ext = "sext" if signed else "zext"
@@ -77,26 +70,6 @@ class LLVMArithmetic(LLVMBuilder):
             hi = self._val(wide, f"lshr {p}, {dtype.bits}")
             return self._val(ty, f"trunc {hi} to {ty}")
         raise UnsupportedError(f"integer {op.value} has no LLVM lowering")
-
-    def _int_divmod(self, op: Op, a: Reg, b: Reg, dtype: DType) -> Reg:
-        ty = a.ty
-        zero = self._val("i1", f"icmp eq {b}, 0")
-        safe_b = self._val(ty, f"select {zero}, {ty} 1, {b}")
-        if dtype.is_signed:
-            # INT_MIN / -1 overflows in LLVM; it wraps to INT_MIN (remainder 0) here.
-            neg1 = self._val("i1", f"icmp eq {safe_b}, -1")
-            safe_b = self._val(ty, f"select {neg1}, {ty} 1, {safe_b}")
-            if op is Op.IDIV:
-                q = self._val(ty, f"sdiv {a}, {safe_b.name}")
-                negq = self._val(ty, f"sub {ty} 0, {q.name}")
-                q = self._val(ty, f"select {neg1}, {negq}, {q}")
-            else:
-                r = self._val(ty, f"srem {a}, {safe_b.name}")
-                q = self._val(ty, f"select {neg1}, {ty} 0, {r}")
-        else:
-            q = self._val(ty, f"{'udiv' if op is Op.IDIV else 'urem'} {a}, {safe_b.name}")
-        by_zero = Reg("-1", ty) if op is Op.IDIV else a
-        return self._val(ty, f"select {zero}, {by_zero}, {q}")
 
     def _float_binary(self, op: Op, a: Reg, b: Reg, dtype: DType) -> Reg:
         x, y = self._up(a, dtype), self._up(b, dtype)

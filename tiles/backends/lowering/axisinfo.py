@@ -51,19 +51,20 @@ def analyze(kernel: Kernel) -> dict[Value, AxisInfo]:
         dt = p.value.type.dtype
         base = dt.element.itemsize if isinstance(dt, PointerType) else 1
         info[p.value] = AxisInfo(1, max(base, p.divisibility), 1)
-    _block(kernel.body, info)
+    _block(kernel.body, info, kernel.stand_ins)
     return info
 
 
-def _block(block: Block, info: dict[Value, AxisInfo]) -> None:
+def _block(block: Block, info: dict[Value, AxisInfo], stand_ins: dict[Value, Value]) -> None:
     for instr in block.instrs:
         if instr.op is Op.FOR:  # the induction variable steps from lb by step
             lb, step = (info.get(v, AxisInfo()) for v in (instr.operands[0], instr.operands[2]))
             info[instr.regions[0].args[0]] = AxisInfo(1, math.gcd(lb.div, step.div), 1)
         for region in instr.regions:
-            _block(region, info)
+            _block(region, info, stand_ins)
         if len(instr.results) == 1:
-            info[instr.result] = _rule(instr, info)
+            ordinary = stand_ins.get(instr.result)  # a guard legalize.py built: as Triton, assume ordinary inputs
+            info[instr.result] = info[ordinary] if ordinary in info else _rule(instr, info)
 
 
 def _rule(instr: Instr, info: dict[Value, AxisInfo]) -> AxisInfo:

@@ -24,6 +24,7 @@ from ...core.ir import Loc
 from ...core.mathfns import MathFunction
 from ...core.ops import Op
 from ..base import Target
+from .legalize import Legality
 
 Handle = Any
 Carried = Sequence[tuple[Handle, ScalarType]]
@@ -47,6 +48,8 @@ class Emitter(abc.ABC):
         (``lower`` reports that size in ``Lowered.shared_bytes``: do not write it into the code)."""
 
     # ------------------------------------------------------------ values
+    legality: Legality = Legality()  # the cases legalize.py may leave to this target
+
     @abc.abstractmethod
     def constant(self, value: bool | int | float, dtype: DType) -> Handle:
         """A constant of ``dtype`` (ints already wrapped to the type's range)."""
@@ -66,7 +69,10 @@ class Emitter(abc.ABC):
     @abc.abstractmethod
     def binary(self, op: Op, a: Handle, b: Handle, dtype: ScalarType) -> Handle:
         """``op`` (BINARY_ARITH or COMPARISON) on two operands of ``dtype``, with the
-        semantics of ``core.ops.DOCS``; comparisons return int1."""
+        semantics of ``core.ops.DOCS`` on the inputs legalize.py leaves: divisors are never 0
+        (nor -1 when signed), shift amounts lie in [0, bits), int1 operands only meet
+        AND/OR/XOR and comparisons, integers never meet MAXIMUM_NAN/MINIMUM_NAN; comparisons
+        return int1."""
 
     @abc.abstractmethod
     def unary(self, op: Op, a: Handle, dtype: DType) -> Handle:

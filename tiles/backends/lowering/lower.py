@@ -15,7 +15,7 @@ from typing import Any
 
 from ...core import attrs as A  # noqa: N812
 from ...core import dtypes as D  # noqa: N812
-from ...core import mathfns
+from ...core import mathfns, semantics
 from ...core.dtypes import DType, PointerType, ScalarType
 from ...core.errors import UnsupportedError
 from ...core.ir import Block, Instr, Kernel, Value
@@ -40,7 +40,7 @@ def rule(*ops: Op) -> Callable[[Rule], Rule]:
 
 _FOLD: dict[Op, Callable[[int, int], int]] = {
     Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
-    Op.IDIV: lambda a, b: a // b, Op.MOD: lambda a, b: a % b,
+    Op.IDIV: semantics.trunc_div, Op.MOD: semantics.trunc_mod,  # the IR's truncating division, not Python's floor
 }
 
 

@@ -51,9 +51,11 @@ def split_tile_constants(kernel: Kernel) -> Kernel:
 
 
 def prepare(kernel: Kernel, emitter: Emitter) -> Kernel:
-    """A copy of ``kernel`` ready for the walk on ``emitter``."""
+    """A copy of ``kernel`` ready for the walk on ``emitter``; last, legalize.py spells out the
+    cases the emitter does not (division by 0 or -1, out-of-range shifts, int1 arithmetic)."""
     kernel = close_induction_pointers(copy.deepcopy(kernel))
     if isinstance(emitter, TensorCoreEmitter) and emitter.mma_shape(D.float16, D.float32, "ieee") is not None:
         # tensor cores stage B as rows
         kernel = transpose_column_loads(kernel)
-    return split_tile_constants(kernel)
+    from .legalize import legalize
+    return legalize(split_tile_constants(kernel), emitter.legality)

@@ -16,21 +16,20 @@ from collections.abc import Callable, Sequence
 from ...core import dtypes as D  # noqa: N812
 from ...core.dtypes import DType, ScalarType
 from ...core.ir import Instr, Value
+from ...core.kinds import ReduceKind
 from ...core.ops import Op
 from .emitter import Handle
 from .layout import Layout, row_major_strides
+from .legalize import legal_op
 from .lower import Index, Lowering, rule
 from .relayout import stage
 
-_BUILTIN = {"sum": Op.ADD, "prod": Op.MUL, "max": Op.MAXIMUM, "min": Op.MINIMUM,
-            "max_nan": Op.MAXIMUM_NAN, "min_nan": Op.MINIMUM_NAN, "xor": Op.XOR,
-            "and": Op.AND, "or": Op.OR}
 Combine = Callable[[list[Handle], list[Handle]], list[Handle]]
 
 
-def _wide(dt: ScalarType, kind: str) -> ScalarType:
+def _wide(dt: ScalarType, kind: ReduceKind) -> ScalarType:
     """16-bit float sums and products accumulate in float32."""
-    if isinstance(dt, DType) and dt.is_floating and dt.bits < 32 and kind in ("sum", "prod"):
+    if isinstance(dt, DType) and dt.is_floating and dt.bits < 32 and kind in (ReduceKind.SUM, ReduceKind.PROD):
         return D.float32
     return dt
 
@@ -41,7 +40,7 @@ def combiner(lw: Lowering, instr: Instr) -> tuple[list[ScalarType], Combine]:
         vdt = instr.operands[0].type.element
         return [vdt, D.int32], _arg_combine(lw, instr.attrs.kind, vdt)
     kind = instr.attrs.kind
-    if kind == "custom":
+    if kind is ReduceKind.CUSTOM:
         (region,) = instr.regions
 
         def custom(a: list[Handle], b: list[Handle]) -> list[Handle]:
@@ -50,13 +49,13 @@ def combiner(lw: Lowering, instr: Instr) -> tuple[list[ScalarType], Combine]:
             return [hs[0] for hs in lw.lower_block(region)]
         return [v.type.dtype for v in instr.operands], custom
     types = [_wide(v.type.dtype, kind) for v in instr.operands]
-    op = _BUILTIN[kind]
-    return types, lambda a, b: [lw.e.binary(op, x, y, t) for x, y, t in zip(a, b, types)]
+    ops = [legal_op(kind.op, t) for t in types]
+    return types, lambda a, b: [lw.e.binary(op, x, y, t) for x, y, t, op in zip(a, b, types, ops)]
 
 
-def _arg_combine(lw: Lowering, kind: str, vdt: DType) -> Combine:
+def _arg_combine(lw: Lowering, kind: ReduceKind, vdt: DType) -> Combine:
     e = lw.e
-    better = Op.GT if kind == "max" else Op.LT
+    better = Op.GT if kind is ReduceKind.MAX else Op.LT
 
     def combine(a: list[Handle], b: list[Handle]) -> list[Handle]:
         (va, ia), (vb, ib) = a, b

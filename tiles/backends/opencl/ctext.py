@@ -1,15 +1,10 @@
-"""OpenCL C spellings of tiles types and constants, and the helper functions
-every generated program starts with (16-bit float rounding, bf16 bits)."""
+"""OpenCL C names of tiles types, and the helper functions every generated program starts
+with (16-bit float rounding, bf16 bits): the text half of the OpenCL dialect."""
 
 from __future__ import annotations
 
-import math
-
-import ml_dtypes
-import numpy as np
-
 from ...core import dtypes as D  # noqa: N812
-from ...core.dtypes import DType, PointerType, ScalarType
+from ...core.dtypes import DType
 
 # how a value lives in a register; float16/bfloat16 are held as float, rounded after every op
 REGISTER: dict[DType, str] = {
@@ -22,48 +17,6 @@ MEMORY: dict[DType, str] = {**REGISTER, D.int1: "uchar", D.float16: "half", D.bf
 # local memory holds register values (bool as uchar, pointers as ulong)
 LOCAL: dict[DType, str] = {**REGISTER, D.int1: "uchar"}
 UNSIGNED: dict[int, str] = {8: "uchar", 16: "ushort", 32: "uint", 64: "ulong"}
-
-
-def reg(dt: ScalarType) -> str:
-    return ptr_type(dt) if isinstance(dt, PointerType) else REGISTER[dt]
-
-
-def ptr_type(p: PointerType) -> str:
-    return f"__global {MEMORY[p.element]}*"
-
-
-def unsigned(dt: DType) -> str:
-    return UNSIGNED[max(dt.bits, 8)]
-
-
-def float_literal(value: float, dt: DType) -> str:
-    if dt == D.float16:
-        value = float(np.float16(value))
-    elif dt == D.bfloat16:
-        value = float(ml_dtypes.bfloat16(value))
-    elif dt != D.float64:
-        value = float(np.float32(value))
-    suffix = "" if dt == D.float64 else "f"
-    cast = "(double)" if dt == D.float64 else ""
-    if math.isnan(value):
-        return f"{cast}NAN"
-    if math.isinf(value):
-        return f"({'-' if value < 0 else ''}{cast}INFINITY)"
-    return f"{value.hex()}{suffix}"
-
-
-def int_literal(value: int, dt: DType) -> str:
-    if dt.is_bool:
-        return "true" if value else "false"
-    if dt.bits == 64:
-        if dt.is_signed:
-            return "(-9223372036854775807L-1L)" if value == -(2**63) else f"{value}L"
-        return f"{value}UL"
-    if dt.bits == 32:
-        if dt.is_signed:
-            return "(-2147483647-1)" if value == -(2**31) else str(value)
-        return f"{value}u"
-    return f"(({REGISTER[dt]}){value})"
 
 
 PRELUDE = """\

@@ -29,11 +29,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core import dtypes, mathfns
-from ..core.dtypes import DType, PointerType
-from ..core.ir import TileType
-from ..core.ops import Op
-from . import floats
+from . import dtypes, floats, mathfns
+from .dtypes import DType, PointerType
+from .ir import TileType
+from .ops import Op
 
 Impl = Callable[[Any, list[np.ndarray], TileType], np.ndarray]
 ELEMENTWISE_IMPL: dict[Op, Impl] = {}
@@ -49,6 +48,17 @@ def apply(op: Op, attrs: Any, args: Sequence[Any], result_type: TileType) -> np.
     are int64 addresses); the result has the result type's dtype."""
     with np.errstate(all="ignore"):
         return np.asarray(ELEMENTWISE_IMPL[op](attrs, [np.asarray(a) for a in args], result_type))
+
+
+def trunc_div(a: int, b: int) -> int:
+    """IDIV on Python ints (b != 0): the quotient truncated toward zero."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def trunc_mod(a: int, b: int) -> int:
+    """MOD on Python ints (b != 0): the remainder with the sign of ``a``."""
+    return a - b * trunc_div(a, b)
 
 
 def dtype_of(a: np.ndarray) -> DType:

@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..core import dtypes
-from ..core.dtypes import DType
+from . import dtypes
+from .dtypes import DType
 
 _F64, _F32, _U64, _U32 = np.dtype(np.float64), np.dtype(np.float32), np.dtype(np.uint64), np.dtype(np.uint32)
 _UINT_OF_SIZE: dict[int, np.dtype[Any]] = {1: np.dtype(np.uint8), 2: np.dtype(np.uint16), 4: _U32, 8: _U64}

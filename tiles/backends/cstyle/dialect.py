@@ -1,0 +1,54 @@
+"""The table a C-style dialect fills in; ``CStyleEmitter`` writes every statement from it.
+
+Format fields: ``{name}``, ``{params}``, ``{threads}``, ``{bytes}``, ``{axis}``, ``{a}``,
+``{b}``, ``{t}`` (a register type), ``{space}`` (an address-space qualifier).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ...core.dtypes import DType
+from ...core.ops import Op
+
+
+@dataclass(frozen=True)
+class CDialect:
+    name: str
+    # types
+    register: Mapping[DType, str]  # a value in a variable (16-bit floats may live in float)
+    memory: Mapping[DType, str]  # an element in global memory
+    local: Mapping[DType, str]  # an element in work-group local memory
+    unsigned: Mapping[int, str]  # the unsigned type of each width, 8 to 64 bits
+    address: str  # an unsigned integer type that holds a pointer
+    long_suffix: tuple[str, str]  # 64-bit literal suffixes, signed and unsigned
+    # qualifiers and the kernel frame
+    global_space: str  # prefix of global pointers ("__global ")
+    local_space: str  # prefix of local memory pointers
+    kernel_signature: str  # {name} {params} {threads}
+    local_buffer: str  # declares ``tiles_local``, {bytes} long, 16-byte aligned
+    # builtins
+    thread_id: str  # int: this thread in its program
+    program_id: str  # int: {axis}
+    num_programs: str  # int: {axis}
+    barrier: str  # a statement: every thread of the program arrives; orders local memory
+    # spellings of ops
+    math: Mapping[Op, str]  # unary float functions (EXP -> "exp", ...)
+    int_max: str = "max({a}, {b})"
+    int_min: str = "min({a}, {b})"
+    int_abs: str = "abs({a})"
+    mul_hi: str = "mul_hi({a}, {b})"
+    float_to_int: str = "convert_{t}_sat_rtz({a})"  # truncating, saturating
+    double_to_float_rtz: str = "convert_float_rtz({a})"
+    reinterpret: str = "as_{t}({a})"  # the bits of a 32/64-bit value as type {t}
+    # atomics, by bit width: a call on ({pointer}, {value}); cmpxchg on ({pointer}, {cmp}, {value})
+    atomic_rmw: Mapping[int, str] = field(default_factory=dict)  # "{kind}" is add/max/min/and/or/xor/xchg
+    atomic_cmpxchg: Mapping[int, str] = field(default_factory=dict)
+    atomic_pointer: str = "volatile {space}{t}*"
+    # the text every program starts with
+    pragmas: tuple[str, ...] = ()
+    fp64_pragmas: tuple[str, ...] = ()
+    prelude: str = ""  # defines tiles_round_f16/bf16[_rtz], tiles_f16/bf16_bits, ..._from_bits
+    fp64_prelude: str = ""  # defines tiles_round_f16_d/bf16_d[_rtz] (double -> 16-bit float)
+    printf: str = "printf"

@@ -1,0 +1,165 @@
+"""C for global and local memory and atomics (part of ``CStyleEmitter``).
+
+Vector accesses are element by element here (``vector_ok`` is False); a dialect with vector
+types overrides ``vector_ok``, ``load_vector`` and ``store_vector``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...core import dtypes as D  # noqa: N812
+from ...core.dtypes import DType, PointerType, ScalarType
+from ...core.errors import UnsupportedError
+from ...core.ir import Loc
+from ...core.kinds import AtomicKind
+from ...core.ops import Op
+from ..lowering.emitter import Handle
+from .dialect import CDialect
+
+
+class CMemory:
+    """Needs ``d``, ``_tmp``, ``_decl``, ``_line``, ``reg``, ``ptr_type`` and
+    ``_float_binary`` from the emitter it is mixed into."""
+
+    d: CDialect
+
+    def _tmp(self, ctype: str, expr: str) -> str:
+        raise NotImplementedError
+
+    def _decl(self, ctype: str) -> str:
+        raise NotImplementedError
+
+    def _line(self, text: str) -> None:
+        raise NotImplementedError
+
+    def reg(self, dt: ScalarType) -> str:
+        raise NotImplementedError
+
+    def ptr_type(self, p: PointerType) -> str:
+        raise NotImplementedError
+
+    def _float_binary(self, op: Op, a: Handle, b: Handle, dt: DType) -> str:
+        raise NotImplementedError
+
+    # ------------------------------------------------------------ global memory
+    def _read(self, p: Handle, dt: DType) -> str:
+        """The element at ``p`` as a register value."""
+        if dt == D.float16:
+            return f"tiles_f16_from_bits(*{p})"
+        if dt == D.bfloat16:
+            return f"tiles_bf16_from_bits(*{p})"
+        if dt.is_bool:
+            return f"(*{p} != 0)"
+        return f"(*{p})"
+
+    def _write(self, p: Handle, v: Handle, dt: DType) -> str:
+        """The statement storing register value ``v`` at ``p``."""
+        if dt == D.float16:
+            return f"*{p} = tiles_f16_bits({v});"
+        if dt == D.bfloat16:
+            return f"*{p} = tiles_bf16_bits({v});"
+        if dt.is_bool:
+            return f"*{p} = ({self.d.memory[dt]})({v});"
+        return f"*{p} = {v};"
+
+    def _zero(self, dt: DType) -> str:
+        return "false" if dt.is_bool else f"({self.d.register[dt]})0"
+
+    def load(self, p: Handle, dtype: DType, mask: Handle | None, other: Handle | None) -> Handle:
+        t = self.d.register[dtype]
+        if mask is None:
+            return self._tmp(t, self._read(p, dtype))
+        return self._tmp(t, f"({mask} ? {self._read(p, dtype)} : {other if other is not None else self._zero(dtype)})")
+
+    def store(self, p: Handle, value: Handle, dtype: DType, mask: Handle | None) -> None:
+        stmt = self._write(p, value, dtype)
+        self._line(stmt if mask is None else f"if ({mask}) {{ {stmt} }}")
+
+    def vector_ok(self, dtype: DType, width: int) -> bool:
+        return False
+
+    def load_vector(self, p: Handle, dtype: DType, width: int, mask: Handle | None,
+                    others: Sequence[Handle] | None) -> list[Handle]:
+        return [self.load(self.ptr_offset_text(p, i), dtype, mask, others[i] if others else None)
+                for i in range(width)]
+
+    def store_vector(self, p: Handle, values: Sequence[Handle], dtype: DType, mask: Handle | None) -> None:
+        for i, v in enumerate(values):
+            self.store(self.ptr_offset_text(p, i), v, dtype, mask)
+
+    @staticmethod
+    def ptr_offset_text(p: Handle, i: int) -> str:
+        return p if i == 0 else f"({p} + {i})"
+
+    # ------------------------------------------------------------ atomics
+    def atomic_rmw(self, kind: str, p: Handle, value: Handle, dtype: DType,
+                   mask: Handle | None, loc: Loc) -> Handle:
+        kind = AtomicKind(kind)
+        t = self.d.register[dtype]
+        if dtype.bits not in self.d.atomic_cmpxchg:
+            raise UnsupportedError(f"atomics on {dtype} are not supported by the {self.d.name} backend; "
+                                   f"use a {' or '.join(f'{b}-bit' for b in self.d.atomic_cmpxchg)} type", loc)
+        old = self._tmp(t, f"({t})0")
+        self._line(f"if ({mask or 'true'}) {{")
+        if dtype.is_int:
+            fn = self.d.atomic_rmw[dtype.bits].format(kind=kind)
+            self._line(f"  {old} = {fn}(({self._atomic_ptr(t)})({p}), {value});")
+        else:  # a compare-and-swap loop on the bits
+            u = self.d.unsigned[dtype.bits]
+            cas = self.d.atomic_cmpxchg[dtype.bits]
+            seen = self.d.reinterpret.format(t=t, a="seen")
+            new = value if kind.op is None else self._float_binary(kind.op, seen, value, dtype)
+            self._line(f"  {self._atomic_ptr(u)} q = ({self._atomic_ptr(u)})({p});")
+            self._line(f"  {u} cur = *q, seen;")
+            as_u = self.d.reinterpret.format(t=u, a=f"({t})({new})")
+            self._line(f"  do {{ seen = cur; cur = {cas}(q, seen, {as_u}); }} while (cur != seen);")
+            self._line(f"  {old} = {seen};")
+        self._line("}")
+        return old
+
+    def _atomic_ptr(self, t: str) -> str:
+        return self.d.atomic_pointer.format(space=self.d.global_space, t=t)
+
+    def atomic_cas(self, p: Handle, cmp: Handle, value: Handle, dtype: DType,
+                   mask: Handle | None, loc: Loc) -> Handle:
+        t = self.d.register[dtype]
+        if dtype.bits not in self.d.atomic_cmpxchg:
+            raise UnsupportedError(f"atomic_cas on {dtype} is not supported by the {self.d.name} backend", loc)
+        old = self._tmp(t, f"({t})0")
+        u = t if dtype.is_int else self.d.unsigned[dtype.bits]
+        fn = self.d.atomic_cmpxchg[dtype.bits]
+        c, v = (x if dtype.is_int else self.d.reinterpret.format(t=u, a=x) for x in (cmp, value))
+        call = f"{fn}(({self._atomic_ptr(u)})({p}), {c}, {v})"
+        result = call if dtype.is_int else self.d.reinterpret.format(t=t, a=call)
+        self._line(f"if ({mask or 'true'}) {{ {old} = {result}; }}")
+        return old
+
+    # ------------------------------------------------------------ local memory
+    def local_itemsize(self, dtype: ScalarType) -> int:
+        """Local memory holds register values: 16-bit floats as float, pointers as addresses."""
+        if isinstance(dtype, PointerType):
+            return 8
+        return 4 if dtype in (D.float16, D.bfloat16) else dtype.itemsize
+
+    def _local(self, byte_offset: int, index: Handle, dtype: ScalarType) -> str:
+        lt = self.d.address if isinstance(dtype, PointerType) else self.d.local[dtype]
+        return f"(({self.d.local_space}{lt}*)(tiles_local + {byte_offset}))[{index}]"
+
+    def local_load(self, byte_offset: int, index: Handle, dtype: ScalarType) -> Handle:
+        ref = self._local(byte_offset, index, dtype)
+        if isinstance(dtype, PointerType):
+            return self._tmp(self.ptr_type(dtype), f"({self.ptr_type(dtype)})({ref})")
+        if dtype.is_bool:
+            return self._tmp("bool", f"({ref} != 0)")
+        return self._tmp(self.d.register[dtype], ref)
+
+    def local_store(self, byte_offset: int, index: Handle, value: Handle, dtype: ScalarType,
+                    mask: Handle | None) -> None:
+        ref = self._local(byte_offset, index, dtype)
+        v = f"({self.d.address})({value})" if isinstance(dtype, PointerType) else value
+        stmt = f"{ref} = {v};"
+        self._line(stmt if mask is None else f"if ({mask}) {{ {stmt} }}")
+
+    def barrier(self) -> None:
+        self._line(self.d.barrier)
