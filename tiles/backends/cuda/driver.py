@@ -57,7 +57,10 @@ _SIGNATURES: dict[str, list[Any]] = {
     "cuEventQuery": [_p],
     "cuEventDestroy_v2": [_p],
     "cuGetErrorName": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
+    "cuStreamIsCapturing": [_p, ctypes.POINTER(ctypes.c_int)],
 }
+OPTIONAL = frozenset({"cuStreamIsCapturing"})  # stand-in libraries may leave these out
+CU_STREAM_CAPTURE_STATUS_NONE = 0
 
 
 # Where every C argument travels in its own 64-bit register or stack slot, the launch's unsigned
@@ -76,7 +79,12 @@ def load_library(path: str = "libcuda.so.1") -> Any:
         try:
             function = getattr(lib, name)
         except AttributeError:  # a driver that exports only the unversioned name
-            function = getattr(lib, name.removesuffix("_v2"))
+            try:
+                function = getattr(lib, name.removesuffix("_v2"))
+            except AttributeError:
+                if name in OPTIONAL:
+                    continue
+                raise
             setattr(lib, name, function)
         function.argtypes = argtypes
         function.restype = ctypes.c_int
@@ -210,6 +218,15 @@ class Driver:
             return False
         self.check(status, "cuEventQuery (an error in the kernel or a copy)")
         return True
+
+    def stream_capturing(self, stream: int) -> bool:
+        """Whether ``stream`` is capturing a CUDA graph (False where the library cannot tell)."""
+        query = getattr(self.lib, "cuStreamIsCapturing", None)
+        if query is None:
+            return False
+        status = ctypes.c_int(CU_STREAM_CAPTURE_STATUS_NONE)
+        self.check(query(stream, ctypes.byref(status)), "cuStreamIsCapturing")
+        return status.value != CU_STREAM_CAPTURE_STATUS_NONE
 
     def destroy_event(self, event: int) -> None:
         self.check(self.lib.cuEventDestroy_v2(event), "cuEventDestroy")

@@ -66,7 +66,8 @@ def general(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan) 
 
 
 def _torch_device(values: Sequence[Any], pointers: Sequence[int]) -> int | None:
-    """The one device of ``values``' pointer arguments when all are torch CUDA tensors."""
+    """The one device of ``values``' pointer arguments when all are torch CUDA tensors (or
+    subclasses such as ``nn.Parameter``: the launch key holds each argument's type)."""
     torch = sys.modules.get("torch")
     tensor = getattr(torch, "Tensor", None)
     if tensor is None or not pointers:
@@ -74,7 +75,7 @@ def _torch_device(values: Sequence[Any], pointers: Sequence[int]) -> int | None:
     devices = set()
     for i in pointers:
         v = values[i]
-        if type(v) is not tensor or getattr(v, "is_cuda", False) is not True:
+        if not isinstance(v, tensor) or getattr(v, "is_cuda", False) is not True:
             return None
         devices.add(v.get_device())
     return devices.pop() if len(devices) == 1 else None
