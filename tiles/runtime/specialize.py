@@ -168,9 +168,10 @@ def fact_of(v: Any, kind: str) -> Any:
         return ("c", _hashable(v))
     t = type(v)
     if t is int:
+        width = 32 if -(2**31) <= v < 2**31 else 64 if -(2**63) <= v < 2**63 else 65 if v < 2**64 else 0
         if kind == "n":
-            return ("i", -(2**31) <= v < 2**31)
-        return ("i", -(2**31) <= v < 2**31, v == 1, v % 16 == 0)
+            return ("i", width)
+        return ("i", width, v == 1, v % 16 == 0)
     if t is float:
         return "f"
     if t is bool:
