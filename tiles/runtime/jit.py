@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import threading
@@ -43,7 +44,7 @@ class KernelInterface:
         raise NotImplementedError
 
     def __getitem__(self, grid: Grid) -> Callable[..., Any]:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+        return functools.partial(self.run, grid=grid)
 
 
 class FastLaunch:
@@ -241,6 +242,12 @@ class JITFunction(KernelInterface):
             except TypeError:  # does not bind, or an unhashable constexpr: the general path says why
                 entry = fast_key = None
             if entry is not None and (entry.target is None or entry.backend.target_key() == entry.target):
+                if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] <= MAX_GRID_SIZE:
+                    if stream is None:  # the commonest launch, inline
+                        entry.launcher((grid[0], 1, 1), values)
+                    else:
+                        entry.launcher((grid[0], 1, 1), values, stream=stream)
+                    return entry.compiled
                 return self._launch(entry.compiled, entry.launcher, grid, values, num_warps, num_stages, stream)
         return self._run(args, kwargs, grid, warmup, num_warps, num_stages, debug, stream, backend, fast_key)
 

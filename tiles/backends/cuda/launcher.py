@@ -123,7 +123,10 @@ def launcher(grid, values, stream=None):
         packed = _pack({", ".join(arguments)}, grid[0], grid[1], grid[2])
     except _pack_errors:
         return _general(grid, values, stream)  # says which argument does not fit
-    handle = _raw_stream(_device) if stream is None else _stream_handle(stream, _device)
+    if stream is None:
+        handle = _raw_stream(_device)
+    else:
+        handle = stream if type(stream) is int else _stream_handle(stream, _device)
     status = _launch(_function, grid[0], grid[1], grid[2], _block, 1, 1, _shared, handle, None,
                      _extra({cu.CU_LAUNCH_PARAM_BUFFER_POINTER}, _id(packed) + _offset,
                             {cu.CU_LAUNCH_PARAM_BUFFER_SIZE}, _size, {cu.CU_LAUNCH_PARAM_END}))
