@@ -90,6 +90,27 @@ def test_compiled_in_place_op_writes_its_output():
     _close(got, 2.0 * (0.75 * x + y))
 
 
+@pytest.mark.slow  # torch.compile's default backend (inductor) compiles C++ on a CPU machine
+def test_the_docs_example_runs(tmp_path):
+    """docs/torch.md's example, as written (on the default backend: the interpreter on a CPU)."""
+    import importlib.util
+    import re
+    from pathlib import Path
+    text = (Path(__file__).resolve().parents[2] / "docs" / "torch.md").read_text()
+    path = tmp_path / "torch_md_example.py"  # a real file: the jit reads kernel source from it
+    path.write_text(re.search(r"```python\n(.*?)```", text, re.S).group(1))
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    namespace = vars(module)
+    device = "cuda" if tiles.backends.registry.default().name == "cuda" else "cpu"
+    x, y = _inputs(16, 2049, device)
+    _close(namespace["compiled"](x, y), torch.relu(2.0 * x + y))
+    out = torch.empty_like(x)
+    namespace["scale_add_into"](x, y, 0.5, out)
+    _close(out, 0.5 * x + y)
+
+
 def test_not_capturing_outside_a_graph():
     assert capturing() is False
 
