@@ -24,7 +24,7 @@ from . import checked_launch
 from .binder import can_bind, make_binder, tensor_type
 from .launch_options import split_hints
 from .specialize import ArgSpec, MockArray, classify, launch_key, mock_dtype_argument
-from .validate import MAX_GRID_SIZE, check_num_warps, check_positive_int, check_writable, normalize_grid
+from .validate import MAX_GRID_SIZE, check_num_warps, check_positive_int, check_writable, normalize_grid, quick_grid
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
 LAUNCH_KEYWORDS = frozenset({"grid", "warmup", "num_warps", "num_stages", "debug", "stream", "backend"})
@@ -299,9 +299,8 @@ class JITFunction(KernelInterface):
         if callable(grid):
             grid = grid({**dict(zip(self.arg_names, values)), "num_warps": 4 if num_warps is None else num_warps,
                          "num_stages": 3 if num_stages is None else num_stages})
-        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] <= MAX_GRID_SIZE:
-            launch_grid: tuple[int, int, int] = (grid[0], 1, 1)
-        else:
+        launch_grid = quick_grid(grid)
+        if launch_grid is None:
             launch_grid = normalize_grid(grid, self.loc, self.__name__)
             if not (launch_grid[0] and launch_grid[1] and launch_grid[2]):
                 return compiled
