@@ -297,8 +297,10 @@ class JITFunction(KernelInterface):
                 values: Sequence[Any], num_warps: int | None, num_stages: int | None,
                 stream: Any) -> CompiledKernel:
         if callable(grid):
-            grid = grid({**dict(zip(self.arg_names, values)), "num_warps": 4 if num_warps is None else num_warps,
-                         "num_stages": 3 if num_stages is None else num_stages})
+            meta = dict(zip(self.arg_names, values))
+            meta["num_warps"] = 4 if num_warps is None else num_warps
+            meta["num_stages"] = 3 if num_stages is None else num_stages
+            grid = grid(meta)
         launch_grid = quick_grid(grid)
         if launch_grid is None:
             launch_grid = normalize_grid(grid, self.loc, self.__name__)
