@@ -1,21 +1,25 @@
-"""Host cost of the CUDA launch path without a GPU: tiles' launcher over a do-nothing libcuda.
+"""Host cost of the CUDA launch path without a GPU: ``kernel[grid](...)`` over a do-nothing libcuda.
 
 Builds ``tests/backends/cuda/libcuda_stub.c`` (every driver call succeeds at once) with ``cc``, points
-the CUDA runtime at it, and times back-to-back launches of a compiled kernel with torch-style
-CUDA tensors (the fast path) and with NumPy arrays (staging path; copies are no-ops here).
-What remains is the Python + ctypes cost of a launch: context check, stream choice, argument
-packing, ``cuLaunchKernel``.  On a GPU, ``benchmarks/launch_overhead.py`` measures the real thing.
+the CUDA runtime at it, and times back-to-back launches through the whole jit path
+(``kernel[grid](...)``: binding, specialization key, stream and context choice, argument packing,
+``cuLaunchKernel``).  The arguments are stand-ins for torch CUDA tensors, served by a minimal fake
+``torch`` module (this machine may have no torch; the fake answers what the launch path asks:
+``torch.Tensor``, ``torch.cuda.is_initialized()``, the current raw stream).  NumPy arrays take the
+staging path (copies are no-ops here).  On a GPU, ``benchmarks/launch_overhead.py`` measures the
+real thing against Triton.
 
-    python benchmarks/cuda_launch_path_stub.py
+    python benchmarks/cuda_launch_path_stub.py [--profile]
 """
 
 from __future__ import annotations
 
-import statistics
+import argparse
 import subprocess
 import sys
 import tempfile
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -23,26 +27,24 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent
 sys.path.insert(0, str(ROOT.parent))
 
-import tiles  # noqa: E402
-import tiles.language as tl  # noqa: E402
-from tiles.backends.cuda import CUDABackend, runtime  # noqa: E402
-from tiles.backends.cuda.driver import Driver, load_library  # noqa: E402
+
+class FakeDtype:
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"torch.{self.name}"
 
 
-@tiles.jit
-def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
-    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-    mask = offs < n
-    tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
-
-
-class StubTensor:
-    """What the fast path reads from a torch CUDA tensor."""
+class FakeTensor:
+    """What the launch path reads from a torch CUDA tensor."""
 
     is_cuda = True
 
-    def __init__(self, address: int) -> None:
+    def __init__(self, address: int, dtype: FakeDtype) -> None:
         self.address = address
+        self.dtype = dtype
+        self.device = types.SimpleNamespace(type="cuda", index=0)
 
     def get_device(self) -> int:
         return 0
@@ -51,31 +53,93 @@ class StubTensor:
         return self.address
 
 
-def per_launch_us(fn, n: int = 20000, repeats: int = 5) -> float:
+def install_fake_torch() -> types.ModuleType:
+    torch = types.ModuleType("torch")
+    torch.Tensor = FakeTensor  # type: ignore[attr-defined]
+    torch.float32 = FakeDtype("float32")  # type: ignore[attr-defined]
+    torch.cuda = types.SimpleNamespace(is_initialized=lambda: True, current_device=lambda: 0)  # type: ignore[attr-defined]
+    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: 0)  # type: ignore[attr-defined]
+    FakeTensor.__module__ = "torch"
+    sys.modules["torch"] = torch
+    return torch
+
+
+def per_launch_us(fn, n: int = 20000, repeats: int = 7) -> float:
     fn()
     samples = []
     for _ in range(repeats):
-        t = time.perf_counter()
+        t = time.process_time()
         for _ in range(n):
             fn()
-        samples.append((time.perf_counter() - t) / n * 1e6)
-    return statistics.median(samples)
+        samples.append((time.process_time() - t) / n * 1e6)
+    return min(samples)  # CPU time; the least disturbed repeat (the box is shared)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--profile", action="store_true", help="cProfile the 8-argument launch")
+    parser.add_argument("-n", type=int, default=20000)
+    opts = parser.parse_args()
+    torch = install_fake_torch()
+    import tiles
+    import tiles.language as tl
+    from tiles.backends.cuda import runtime
+    from tiles.backends.cuda.driver import Driver, load_library
+
+    @tiles.jit
+    def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offs < n
+        tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
+
+    @tiles.jit
+    def eight_args(x, w, out, stride, n, eps, BLOCK: tl.constexpr, RELU: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        mask = offs < n
+        v = tl.load(x + tl.program_id(0) * stride + offs, mask=mask) * tl.load(w + offs, mask=mask) + eps
+        if RELU:
+            v = tl.maximum(v, 0.0)
+        tl.store(out + tl.program_id(0) * stride + offs, v, mask=mask)
+
     library = Path(tempfile.mkdtemp()) / "libcuda_stub.so"
     source = ROOT.parent / "tests" / "backends" / "cuda" / "libcuda_stub.c"
     subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
     runtime.use_driver(Driver(load_library(str(library))))
-    x = np.ones(1024, np.float32)
-    compiled = add_kernel.warmup(x, x, x, 1024, BLOCK=1024, backend="cuda")
-    plan = [(0, "x", True, False), (1, "y", True, False), (2, "out", True, True), (3, "n", False, False)]
-    launch = CUDABackend().make_launcher(compiled, plan)
-    tensors = [StubTensor(0x10000), StubTensor(0x20000), StubTensor(0x30000), 1024]
-    arrays = [x, x.copy(), np.empty_like(x), 1024]
-    print(f"torch-style tensors: {per_launch_us(lambda: launch((1, 1, 1), tensors)):6.2f} us per launch")
-    print(f"NumPy arrays:        {per_launch_us(lambda: launch((1, 1, 1), arrays), n=2000):6.2f} us per launch")
-    print(f"  (stream=int)       {per_launch_us(lambda: launch((1, 1, 1), tensors, stream=7)):6.2f} us per launch")
+    f32 = torch.float32
+    x, y, out = (FakeTensor(0x10000 * (i + 1), f32) for i in range(3))
+    arrays = [np.ones(1024, np.float32), np.ones(1024, np.float32), np.empty(1024, np.float32)]
+
+    def add() -> None:
+        add_kernel[(1,)](x, y, out, 1024, BLOCK=1024, backend="cuda")
+
+    def eight() -> None:
+        eight_args[(4,)](x, y, out, 1024, 1000, 1e-5, BLOCK=1024, RELU=True, backend="cuda")
+
+    if opts.profile:
+        import cProfile
+        import pstats
+        eight()
+        profile = cProfile.Profile()
+        profile.enable()
+        for _ in range(opts.n):
+            eight()
+        profile.disable()
+        pstats.Stats(profile).sort_stats("tottime").print_stats(18)
+        return
+    print(f"add_kernel, 5 arguments, tensors:  {per_launch_us(add, opts.n):6.2f} us per launch")
+    print(f"8 arguments (2 constexpr), tensors: {per_launch_us(eight, opts.n):6.2f} us per launch")
+
+    def default_backend() -> None:
+        add_kernel[(1,)](x, y, out, 1024, BLOCK=1024)
+
+    print(f"add_kernel, default backend:        {per_launch_us(default_backend, opts.n):6.2f} us per launch")
+    def on_stream() -> None:
+        add_kernel[(1,)](x, y, out, 1024, BLOCK=1024, backend="cuda", stream=7)
+
+    print(f"add_kernel, stream=int:             {per_launch_us(on_stream, opts.n):6.2f} us per launch")
+    print(f"add_kernel, NumPy arrays:           "
+          f"{per_launch_us(lambda: add_kernel[(1,)](*arrays, 1024, BLOCK=1024, backend='cuda'), 2000):6.2f}"
+          " us per launch")
 
 
 if __name__ == "__main__":

@@ -1,12 +1,20 @@
-"""Host cost of one launch: tiles (cuda) vs Triton, same empty-ish kernel, same process.
+"""Host cost of one launch: tiles (cuda) vs Triton, same kernels, same process.
 
-Times N back-to-back launches of a kernel that does almost nothing (one program,
-one store) with a host clock and a final synchronize, so the figure is what the
-Python launch path costs.  Run on a GPU machine: python benchmarks/launch_overhead.py
+Times launches of kernels that do almost nothing (one program) with a host clock: ``host`` is
+the time to issue one (the Python launch path plus the driver's cuLaunchKernel), taken over
+windows of 100 launches that each start on an idle GPU; ``+sync`` is N back-to-back launches
+and a synchronize, divided by N (this includes waiting for the GPU once the driver's queue is
+full: on the H200 machine, 20000 back-to-back bare ctypes cuLaunchKernel calls, no Python
+launch path, took 7.2 us each).
+Three kernel shapes: the 5-argument vector add, an 8-argument kernel with two scalars and two
+constexprs (what library kernels look like), and a 10-argument layer norm.  Run on a GPU machine:
+
+    python benchmarks/launch_overhead.py [-n 2000] [--repeats 7]
 """
 
 from __future__ import annotations
 
+import argparse
 import statistics
 import sys
 import tempfile
@@ -14,40 +22,94 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from memory_bound import load_kernels  # noqa: E402
+from memory_bound import KERNELS, load_kernels  # noqa: E402
+
+EXTRA = '''
+
+@jit
+def bias_act_kernel(x_ptr, w_ptr, out_ptr, stride, n, eps, BLOCK: tl.constexpr, RELU: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + row * stride + offs, mask=mask) * tl.load(w_ptr + offs, mask=mask) + eps
+    if RELU:
+        v = tl.maximum(v, 0.0)
+    tl.store(out_ptr + row * stride + offs, v, mask=mask)
+'''
 
 
-def per_launch_us(fn, sync, n: int = 2000, repeats: int = 7) -> float:
+def per_launch_us(fn, sync, n: int, repeats: int, window: int) -> tuple[float, float]:
+    """(host issue time, time including the GPU finishing them), us per launch, medians.
+
+    The host time is taken over windows of ``window`` launches, each started on an idle GPU:
+    a few hundred launches fill the driver's launch queue, after which every launch waits for the
+    GPU to retire one, and the clock would measure the GPU, not the launch path."""
     for _ in range(200):
         fn()
     sync()
-    samples = []
+    issue, total = [], []
     for _ in range(repeats):
+        for _ in range(max(1, n // window)):
+            sync()
+            t = time.perf_counter()
+            for _ in range(window):
+                fn()
+            issue.append((time.perf_counter() - t) / window * 1e6)
+        sync()
         t = time.perf_counter()
         for _ in range(n):
             fn()
         sync()
-        samples.append((time.perf_counter() - t) / n * 1e6)
-    return statistics.median(samples)
+        total.append((time.perf_counter() - t) / n * 1e6)
+    return statistics.median(issue), statistics.median(total)
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("-n", type=int, default=2000)
+    parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument("--window", type=int, default=100, help="launches per host-time window")
+    opts = parser.parse_args()
     import torch
     tmp = Path(tempfile.mkdtemp())
-    tk, tr = load_kernels("tiles", tmp), load_kernels("triton", tmp)
-    x = torch.randn(1024, device="cuda")
-    y = torch.randn(1024, device="cuda")
+    source = KERNELS + EXTRA
+    tk = load_kernels("tiles", tmp, source, "launch_kernels")
+    tr = load_kernels("triton", tmp, source, "launch_kernels")
+    g = torch.Generator(device="cpu").manual_seed(0)
+    x, y, w = (torch.randn(1024, generator=g).cuda() for _ in range(3))
     out = torch.empty_like(x)
-    sync = torch.cuda.synchronize
-    results = {
-        "triton": per_launch_us(lambda: tr.add_kernel[(1,)](x, y, out, 1024, BLOCK=1024), sync),
-        "tiles-cuda": per_launch_us(lambda: tk.add_kernel[(1,)](x, y, out, 1024, BLOCK=1024,
-                                                               backend="cuda"), sync),
+    ln_w, ln_b = torch.randn(1024, generator=g).cuda(), torch.randn(1024, generator=g).cuda()
+    ln_y = torch.empty_like(x)
+    mean, rstd = torch.empty(1, device="cuda"), torch.empty(1, device="cuda")
+
+    def add(lib, **kw):
+        return lambda: lib.add_kernel[(1,)](x, y, out, 1024, BLOCK=1024, **kw)
+
+    def bias_act(lib, **kw):
+        return lambda: lib.bias_act_kernel[(1,)](x, w, out, 1024, 1000, 1e-5, BLOCK=1024, RELU=True, **kw)
+
+    def layer_norm(lib, **kw):
+        return lambda: lib.layer_norm_kernel[(1,)](x, ln_y, ln_w, ln_b, mean, rstd, 1024, 1024, 1e-5,
+                                                   BLOCK=1024, **kw)
+
+    checks = {
+        "add (5 args)": lambda: torch.testing.assert_close(out, x + y),
+        "bias+relu (8 args: 3 tensors, 3 scalars, 2 constexprs)":
+            lambda: torch.testing.assert_close(out[:1000], torch.relu(x[:1000] * w[:1000] + 1e-5)),
+        "layer norm (10 args)": lambda: torch.testing.assert_close(
+            ln_y, torch.nn.functional.layer_norm(x, (1024,), ln_w, ln_b, 1e-5), rtol=1e-4, atol=1e-4),
     }
-    torch.testing.assert_close(out, x + y)
-    for k, v in results.items():
-        print(f"{k:12s} {v:7.2f} us per launch")
-    print(f"tiles/triton launch cost: {results['tiles-cuda'] / results['triton']:.2f}")
+    sync = torch.cuda.synchronize
+    print(f"{'kernel':58s} {'triton host':>12s} {'tiles host':>11s} {'triton +sync':>12s} {'tiles +sync':>11s}"
+          "  (us per launch)")
+    for (name, check), make in zip(checks.items(), (add, bias_act, layer_norm)):
+        triton_host, triton_total = per_launch_us(make(tr), sync, opts.n, opts.repeats, opts.window)
+        check()
+        out.zero_()
+        tiles_host, tiles_total = per_launch_us(make(tk, backend="cuda"), sync, opts.n, opts.repeats, opts.window)
+        check()
+        print(f"{name:58s} {triton_host:12.2f} {tiles_host:11.2f} {triton_total:12.2f} {tiles_total:11.2f}")
+    print(f"torch {torch.__version__}, device {torch.cuda.get_device_name()}")
 
 
 if __name__ == "__main__":

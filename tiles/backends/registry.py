@@ -7,6 +7,7 @@ Modules are imported lazily, so a missing pycuda or pyopencl never breaks
 from __future__ import annotations
 
 import importlib
+import os
 import threading
 from importlib.metadata import entry_points
 from typing import Any
@@ -82,10 +83,22 @@ def status(name: str) -> tuple[bool, str]:
 
 
 _default_cache: dict[Any, Backend] = {}
+# Launches ask for the default backend every time: read TILES_INTERPRET / TILES_BACKEND from the
+# dict behind os.environ (CPython's, updated by every os.environ write), without decoding.
+_RAW_ENVIRON: dict[Any, Any] | None = getattr(os.environ, "_data", None)
+_encode = getattr(os.environ, "encodekey", None)
+_RAW_KEYS = (_encode("TILES_INTERPRET"), _encode("TILES_BACKEND")) if callable(_encode) else None
+_by_environment: dict[tuple[Any, Any], Backend] = {}
 
 
 def default() -> Backend:
     """The backend kernels launch on: override, then TILES_BACKEND, then the best available."""
+    raw = _RAW_ENVIRON if _RAW_KEYS is not None and not _override else None
+    if raw is not None:
+        settings = (raw.get(_RAW_KEYS[0]), raw.get(_RAW_KEYS[1]))  # type: ignore[index]
+        found = _by_environment.get(settings)
+        if found is not None:
+            return found
     chosen = (_override[-1] if _override else None) or config.backend_name()
     found = _default_cache.get(chosen)
     if found is None:
@@ -93,6 +106,8 @@ def default() -> Backend:
             found = _default_cache.get(chosen)
             if found is None:
                 found = _default_cache[chosen] = _pick(chosen)
+    if raw is not None:
+        _by_environment[settings] = found
     return found
 
 
@@ -115,6 +130,7 @@ def set_backend(name: str | None) -> None:
     with _lock:
         _override.clear()
         _default_cache.clear()
+        _by_environment.clear()
         if name is not None:
             get(name)
             _override.append(name)

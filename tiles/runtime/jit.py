@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import inspect
 import sys
 import threading
@@ -21,9 +22,10 @@ from ..core.printer import format_kernel
 from ..language import control
 from ..language.constexpr import as_constexpr
 from . import checked_launch
+from .binder import can_bind, make_binder, tensor_type
 from .launch_options import JIT_HINTS, split_hints
 from .specialize import ArgSpec, MockArray, classify, launch_key, mock_dtype_argument
-from .validate import check_num_warps, check_positive_int, check_writable, normalize_grid
+from .validate import MAX_GRID_SIZE, check_num_warps, check_positive_int, check_writable, normalize_grid, quick_grid
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
 LAUNCH_KEYWORDS = frozenset({"grid", "warmup", "num_warps", "num_stages", "debug", "stream", "backend"})
@@ -43,7 +45,27 @@ class KernelInterface:
         raise NotImplementedError
 
     def __getitem__(self, grid: Grid) -> Callable[..., Any]:
-        return lambda *args, **kwargs: self.run(*args, grid=grid, warmup=False, **kwargs)
+        return functools.partial(self.run, grid=grid)
+
+
+class FastLaunch:
+    """A launch plan found by the binder's key: ``target`` is None when an argument on a device
+    fixes it, else the ``backend.target_key()`` it was built for (checked on each launch)."""
+
+    __slots__ = ("compiled", "launcher", "backend", "target")
+
+    def __init__(self, compiled: CompiledKernel, launcher: Callable[..., None], backend: Backend,
+                 target: Any) -> None:
+        self.compiled, self.launcher, self.backend, self.target = compiled, launcher, backend, target
+
+
+def _device_index(value: Any) -> int:
+    """A torch tensor's device index (-1 on the CPU, and for anything else)."""
+    get_device = getattr(value, "get_device", None)
+    try:
+        return int(get_device()) if callable(get_device) else -1
+    except Exception:  # not torch's get_device
+        return -1
 
 
 MockTensor = MockArray  # Triton's name: kernel.warmup(MockTensor(torch.float32), ...)
@@ -79,6 +101,11 @@ class JITFunction(KernelInterface):
         # on a cache miss.  A result is cached only after it was built without an error.
         self._locks: dict[Any, threading.RLock] = {}
         self._locks_guard = threading.Lock()
+        # The steady-state launch: a binder with the kernel's signature computes the key facts
+        # (runtime/binder.py); ``_launches`` maps (backend, options, facts) to a FastLaunch.
+        self._binder_tensor = tensor_type()
+        self._binder = make_binder(self.signature, self._param_kinds) \
+            if can_bind(self.signature) and not self._param_names & LAUNCH_KEYWORDS else None
 
     def _lock_for(self, key: Any) -> threading.RLock:
         with self._locks_guard:
@@ -206,6 +233,30 @@ class JITFunction(KernelInterface):
         a parameter named like an option (``num_stages: tl.constexpr``, as Triton's softmax
         tutorial has) receives the option's value too, as in Triton.
         """
+        fast_key = None
+        if self._binder is not None and not warmup:  # the steady state: one dict lookup
+            try:
+                facts, values = self._binder(*args, **kwargs)
+                options = (num_warps, num_stages, debug) if num_warps is None and num_stages is None \
+                    else (num_warps, num_stages, debug, type(num_warps), type(num_stages))
+                fast_key = (registry.default() if backend is None else backend, options, facts)
+                entry = self._launches.get(fast_key)
+            except TypeError:  # does not bind, or an unhashable constexpr: the general path says why
+                entry = fast_key = None
+            if entry is not None and (entry.target is None or entry.backend.target_key() == entry.target):
+                if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] <= MAX_GRID_SIZE:
+                    if stream is None:  # the commonest launch, inline
+                        entry.launcher((grid[0], 1, 1), values)
+                    else:
+                        entry.launcher((grid[0], 1, 1), values, stream=stream)
+                    return entry.compiled
+                return self._launch(entry.compiled, entry.launcher, grid, values, num_warps, num_stages, stream)
+        return self._run(args, kwargs, grid, warmup, num_warps, num_stages, debug, stream, backend, fast_key)
+
+    def _run(self, args: Sequence[Any], kwargs: dict[str, Any], grid: Grid, warmup: bool,
+             num_warps: int | None, num_stages: int | None, debug: bool | None, stream: Any,
+             backend: str | Backend | None, fast_key: tuple[Any, ...] | None) -> CompiledKernel:
+        """``run`` without a binder hit: bind in general, find or build the launch plan."""
         for name, option in (("num_warps", num_warps), ("num_stages", num_stages)):
             if (option is not None and name in self._param_names and name not in kwargs
                     and self.arg_names.index(name) >= len(args)):
@@ -216,7 +267,8 @@ class JITFunction(KernelInterface):
             kwargs, _hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
         values = self._values(args, kwargs)
         be = backend if isinstance(backend, Backend) else _resolve_backend(backend)
-        key = (be, be.target_key(), num_warps, num_stages, type(num_warps), type(num_stages), debug,
+        target = be.target_key()
+        key = (be, target, num_warps, num_stages, type(num_warps), type(num_stages), debug,
                launch_key(values, self._param_kinds))
         entry = self._launches.get(key)
         if entry is None:
@@ -226,14 +278,33 @@ class JITFunction(KernelInterface):
                     entry = self._prepare_launch(values, be, num_warps, num_stages, debug)
                     self._launches[key] = entry
         compiled, launcher = entry
+        if fast_key is not None:
+            self._remember(fast_key, compiled, launcher, be, target, values)
         if warmup:
             return compiled
+        return self._launch(compiled, launcher, grid, values, num_warps, num_stages, stream)
+
+    def _remember(self, fast_key: tuple[Any, ...], compiled: CompiledKernel, launcher: Callable[..., None],
+                  be: Backend, target: Any, values: Sequence[Any]) -> None:
+        """Serve later launches with ``fast_key`` from the binder's path.  An argument on a device
+        fixes the target; otherwise each launch checks the current target (device) first."""
+        if tensor_type() is not self._binder_tensor:  # torch was imported since: rebuild the binder
+            self._binder_tensor = tensor_type()
+            self._binder = make_binder(self.signature, self._param_kinds)
+            return
+        on_device = any(_device_index(v) >= 0 for v in values)
+        self._launches[fast_key] = FastLaunch(compiled, launcher, be, None if on_device else target)
+
+    def _launch(self, compiled: CompiledKernel, launcher: Callable[..., None], grid: Grid,
+                values: Sequence[Any], num_warps: int | None, num_stages: int | None,
+                stream: Any) -> CompiledKernel:
         if callable(grid):
-            grid = grid({**dict(zip(self.arg_names, values)), "num_warps": num_warps,
-                         "num_stages": num_stages})
-        if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] <= 2**31 - 1:
-            launch_grid: tuple[int, int, int] = (grid[0], 1, 1)
-        else:
+            meta = dict(zip(self.arg_names, values))
+            meta["num_warps"] = 4 if num_warps is None else num_warps
+            meta["num_stages"] = 3 if num_stages is None else num_stages
+            grid = grid(meta)
+        launch_grid = quick_grid(grid)
+        if launch_grid is None:
             launch_grid = normalize_grid(grid, self.loc, self.__name__)
             if not (launch_grid[0] and launch_grid[1] and launch_grid[2]):
                 return compiled
@@ -271,8 +342,13 @@ class JITFunction(KernelInterface):
         check_writable(named, stores, self.loc, self.__name__)
         plan = [(i, s.name, isinstance(s.type, PointerType), s.name in stores)
                 for i, s in enumerate(specs) if not s.constexpr]
-        launcher = checked_launch.make_launcher(backend, compiled, plan,
-                                                lambda inner: _accepting_stream(inner, backend))
+        keyed = getattr(backend, "make_keyed_launcher", None)
+        if keyed is not None and checked_launch.plan_of(compiled) is None:
+            # the launch key fixes every argument's type, dtype and device: the backend may rely on it
+            launcher = keyed(compiled, plan, values)
+        else:
+            launcher = checked_launch.make_launcher(backend, compiled, plan,
+                                                    lambda inner: _accepting_stream(inner, backend))
         return compiled, _accepting_stream(launcher, backend)
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int = 4, num_stages: int = 3,

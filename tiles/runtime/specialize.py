@@ -155,35 +155,35 @@ def _array_key(v: Any) -> tuple[Any, ...] | None:
         return ("a", v.dtype.str, v.__array_interface__["data"][0] % 16 == 0, v.flags.writeable)
     ptr = getattr(v, "data_ptr", None)
     if ptr is not None:
-        return ("t", str(v.dtype), ptr() % 16 == 0)
+        get_device = getattr(v, "get_device", None)
+        device = get_device() if callable(get_device) else None
+        return ("t", type(v), str(v.dtype), ptr() % 16 == 0, device)
     return None
 
 
-def launch_key(values: list[Any], kinds: tuple[str, ...]) -> tuple[Any, ...]:
-    """A cheap key that changes whenever ``classify`` would give a different specialization.
+def fact_of(v: Any, kind: str) -> Any:
+    """What one argument contributes to the launch key; ``kind``: ``c`` constexpr, ``s``
+    specialized, ``n`` do_not_specialize.  Equal facts imply equal ``classify`` results."""
+    if kind == "c":
+        return ("c", _hashable(v))
+    t = type(v)
+    if t is int:
+        width = 32 if -(2**31) <= v < 2**31 else 64 if -(2**63) <= v < 2**63 else 65 if v < 2**64 else 0
+        if kind == "n":
+            return ("i", width)
+        return ("i", width, v == 1, v % 16 == 0)
+    if t is float:
+        return "f"
+    if t is bool:
+        return "b"
+    ak = _array_key(v)
+    if ak is None:
+        return ("o", t, _hashable(v) if not hasattr(v, "dtype") else str(getattr(v, "dtype", "")))
+    if kind == "n":  # the address's alignment does not specialize
+        return (*ak[:2], *ak[3:]) if ak[0] == "a" else (*ak[:3], *ak[4:])
+    return ak
 
-    ``kinds`` per parameter: ``c`` constexpr, ``s`` specialized, ``n`` do_not_specialize.
-    """
-    key: list[Any] = []
-    for v, kind in zip(values, kinds):
-        t = type(v)
-        if kind == "c":
-            key.append(("c", _hashable(v)))
-        elif t is int:
-            if kind == "n":
-                key.append(("i", -(2**31) <= v < 2**31))
-            else:
-                key.append(("i", -(2**31) <= v < 2**31, v == 1, v % 16 == 0))
-        elif t is float:
-            key.append("f")
-        elif t is bool:
-            key.append("b")
-        else:
-            ak = _array_key(v)
-            if ak is None:
-                key.append(("o", t, _hashable(v) if not hasattr(v, "dtype") else str(getattr(v, "dtype", ""))))
-            elif kind == "n":
-                key.append((*ak[:2], *ak[3:]))
-            else:
-                key.append(ak)
-    return tuple(key)
+
+def launch_key(values: list[Any], kinds: tuple[str, ...]) -> tuple[Any, ...]:
+    """A cheap key that changes whenever ``classify`` would give a different specialization."""
+    return tuple(fact_of(v, kind) for v, kind in zip(values, kinds))

@@ -38,6 +38,27 @@ def normalize_grid(grid: Any, where: Loc, name: str) -> tuple[int, int, int]:
     return (*dims, *(1,) * (3 - len(dims)))  # type: ignore[return-value]
 
 
+def quick_grid(grid: Any) -> tuple[int, int, int] | None:
+    """``normalize_grid``'s answer for a tuple of one to three positive ints (the usual grid),
+    without its checks; None for anything else (``normalize_grid`` then decides)."""
+    if type(grid) is not tuple:
+        return None
+    n = len(grid)
+    if n == 1:
+        a = grid[0]
+        return (a, 1, 1) if type(a) is int and 0 < a <= MAX_GRID_SIZE else None
+    if n == 2:
+        a, b = grid
+        ok = type(a) is int and type(b) is int and 0 < a <= MAX_GRID_SIZE and 0 < b <= MAX_GRID_SIZE
+        return (a, b, 1) if ok else None
+    if n == 3:
+        a, b, c = grid
+        ok = (type(a) is int and type(b) is int and type(c) is int and 0 < a <= MAX_GRID_SIZE
+              and 0 < b <= MAX_GRID_SIZE and 0 < c <= MAX_GRID_SIZE)
+        return grid if ok else None  # type: ignore[return-value]
+    return None
+
+
 def _grid_size(size: Any, axis: int, sizes: tuple[Any, ...], where: Loc, name: str) -> int:
     if isinstance(size, (bool, np.bool_)):
         value = None

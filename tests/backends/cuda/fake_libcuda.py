@@ -45,6 +45,7 @@ class FakeLibCUDA:
     modules_loaded: list[int] = field(default_factory=list)  # the context of each load
     copies: list[tuple[str, int]] = field(default_factory=list)  # (direction, stream)
     pointer_devices: dict[int, int] = field(default_factory=dict)  # allocation base -> device
+    capturing: set[int] = field(default_factory=set)  # streams capturing a CUDA graph
 
     def __post_init__(self) -> None:
         self.local = threading.local()
@@ -203,6 +204,10 @@ class FakeLibCUDA:
         return 0
 
     def cuEventDestroy_v2(self, event: int) -> int:
+        return 0
+
+    def cuStreamIsCapturing(self, stream: Any, status: Any) -> int:
+        _set(status, 1 if int(stream or 0) in self.capturing else 0)
         return 0
 
     def cuGetErrorName(self, status: int, name: Any) -> int:

@@ -111,3 +111,41 @@ def test_staged_views_reach_the_kernel_at_their_first_element(stub):
         runtime.Staging.finish = original
     assert seen == {"x00": x[0, 0], "x11": x[1, 1], "y00": y[0, 0], "y10": y[1, 0]}
     np.testing.assert_array_equal(base, before)  # the stub's kernel writes nothing: copied back as is
+
+
+def test_keyed_launcher_passes_grid_block_and_arguments_through_the_real_ctypes_call(stub, monkeypatch):
+    """The steady-state launcher declares cuLaunchKernel's ints as c_void_p and reads the current
+    context through PyDLL: check what a C function receives."""
+    import sys
+    import types
+
+    class TorchTensor(Tensor):
+        __module__ = "torch"
+        is_cuda = True
+        dtype = "torch.float32"
+
+    torch = types.SimpleNamespace(Tensor=TorchTensor,
+                                  _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: 0x99),
+                                  cuda=types.SimpleNamespace(is_initialized=lambda: True, current_device=lambda: 0))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    x = np.ones(8, np.float32)
+    compiled = K.scale_add_kernel.warmup(x, x, x, 1000, 1.5, backend="cuda", BLOCK=256, num_warps=2)
+    names = K.scale_add_kernel.arg_names
+    plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out")
+            for p in compiled.ir.params]
+    values = [TorchTensor(0x1000), TorchTensor(0x2000), TorchTensor(0x3000), 1000, 2.5, 256]
+    launch = CUDABackend().make_keyed_launcher(compiled, plan, values)
+
+    def general_path(*args, **kwargs):
+        raise AssertionError("took the general path")
+    monkeypatch.setattr(runtime, "make_current", general_path)
+    monkeypatch.setattr(runtime, "launch", general_path)
+    launch((5, 6, 7), values)
+    assert last_arguments(stub, "@QQQif3i") == (0x1000, 0x2000, 0x3000, 1000, 2.5, 5, 6, 7)
+    grid = (ctypes.c_uint * 3).in_dll(stub, "last_grid")
+    assert list(grid) == [5, 6, 7]
+    assert ctypes.c_uint.in_dll(stub, "last_block").value == 64  # num_warps=2
+    assert ctypes.c_void_p.in_dll(stub, "last_stream").value == 0x99
+    assert ctypes.c_void_p.in_dll(stub, "last_context").value == runtime.primary_context(0)
+    launch((1, 1, 1), values, stream=0x1234)
+    assert ctypes.c_void_p.in_dll(stub, "last_stream").value == 0x1234

@@ -134,39 +134,18 @@ class CUDABackend(Backend):
 
     def make_launcher(self, compiled: CompiledKernel,
                       plan: Sequence[tuple[int, str, bool, bool]]) -> Callable[..., None]:
-        """``launcher(grid, values, stream=None)``; torch CUDA tensors and scalars take a short
-        path (no LaunchArg objects, no staging), anything else goes through ``launch``."""
-        from . import runtime
-        loaded = self._loaded(compiled)
-        block = compiled.threads
-        slow = self.launch
-        indices = [i for i, *_ in plan]
-        pointers = [i for i, _n, is_ptr, _w in plan if is_ptr]
-        pointer_set = set(pointers)
-        is_cuda_tensor = runtime.is_cuda_tensor
+        """``launcher(grid, values, stream=None)`` for any arguments (``launcher.general``)."""
+        from . import launcher
+        return launcher.general(compiled, self._loaded(compiled), plan)
 
-        def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
-            tensors = [values[i] for i in pointers]
-            if not tensors or False in [is_cuda_tensor(v) for v in tensors]:
-                slow(compiled, grid, [LaunchArg(n, values[i], p, w) for i, n, p, w in plan], stream=stream)
-                return
-            devices = {v.get_device() for v in tensors}
-            if len(devices) > 1:  # the general path names the arguments in its error
-                slow(compiled, grid, [LaunchArg(n, values[i], p, w) for i, n, p, w in plan], stream=stream)
-                return
-            device = devices.pop()
-            context = runtime.primary_context(device)
-            pushed = runtime.make_current(context)
-            try:
-                function = loaded.functions.get(context) or loaded.function(context)
-                handle = runtime.stream_handle(stream, device)
-                packed = loaded.pack([values[i].data_ptr() if i in pointer_set else values[i]
-                                      for i in indices] + list(grid))
-                loaded.launch(function, grid, block, handle, packed)
-            finally:
-                if pushed:
-                    runtime.driver().pop()
-        return launcher
+    def make_keyed_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],
+                            example: Sequence[Any]) -> Callable[..., None]:
+        """A launcher for values with the types, dtypes and devices of ``example`` (the jit's
+        launch key guarantees it): torch CUDA tensors take ``launcher.keyed``'s short path."""
+        from . import launcher
+        if type(self).make_launcher is not CUDABackend.make_launcher:  # a subclass launches its own way
+            return self.make_launcher(compiled, plan)
+        return launcher.keyed(compiled, self._loaded(compiled), plan, example)
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg], stream: Any = None) -> None:

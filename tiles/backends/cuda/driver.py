@@ -9,6 +9,9 @@ loaded ``libcuda``; tests give it a fake library with the same function names.
 from __future__ import annotations
 
 import ctypes
+import platform
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from ...core.errors import LaunchError
@@ -54,7 +57,15 @@ _SIGNATURES: dict[str, list[Any]] = {
     "cuEventQuery": [_p],
     "cuEventDestroy_v2": [_p],
     "cuGetErrorName": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
+    "cuStreamIsCapturing": [_p, ctypes.POINTER(ctypes.c_int)],
 }
+OPTIONAL = frozenset({"cuStreamIsCapturing"})  # stand-in libraries may leave these out
+CU_STREAM_CAPTURE_STATUS_NONE = 0
+
+
+# Where every C argument travels in its own 64-bit register or stack slot, the launch's unsigned
+# ints can be declared c_void_p: ctypes converts those about a third faster than c_uint.
+_WIDE_SLOTS = platform.machine().lower() in ("x86_64", "amd64", "aarch64", "arm64") and ctypes.sizeof(_p) == 8
 
 
 class CUDAError(LaunchError):
@@ -68,7 +79,12 @@ def load_library(path: str = "libcuda.so.1") -> Any:
         try:
             function = getattr(lib, name)
         except AttributeError:  # a driver that exports only the unversioned name
-            function = getattr(lib, name.removesuffix("_v2"))
+            try:
+                function = getattr(lib, name.removesuffix("_v2"))
+            except AttributeError:
+                if name in OPTIONAL:
+                    continue
+                raise
             setattr(lib, name, function)
         function.argtypes = argtypes
         function.restype = ctypes.c_int
@@ -120,6 +136,34 @@ class Driver:
         if status:
             self.check(status, "cuCtxGetCurrent")
         return value.value or 0
+
+    def context_reader(self) -> Callable[[], int]:
+        """A cheaper ``current_context`` for the launch path: with the GIL (the call holds it,
+        so one shared out-value is safe) the query is a PyDLL call on a preallocated pointer."""
+        handle = getattr(self.lib, "_handle", None)
+        gil = getattr(sys, "_is_gil_enabled", lambda: True)()
+        if handle is None or not gil:  # a fake library, or free-threaded Python
+            return self.current_context
+        query = ctypes.PyDLL(None, handle=handle).cuCtxGetCurrent
+        query.argtypes, query.restype = [ctypes.POINTER(_p)], ctypes.c_int
+        box = _p()
+        out = ctypes.byref(box)
+
+        def current() -> int:
+            if query(out):
+                return self.current_context()  # raises with the driver's message
+            return box.value or 0
+        return current
+
+    def launch_function(self) -> Any:
+        """``cuLaunchKernel`` for the launch path (every argument an int or None, ``extra`` a
+        bytes object holding the packed void*[5]); see ``_WIDE_SLOTS``."""
+        handle = getattr(self.lib, "_handle", None)
+        if handle is None or not _WIDE_SLOTS:
+            return self.lib.cuLaunchKernel
+        launch = ctypes.CDLL(None, handle=handle).cuLaunchKernel
+        launch.argtypes, launch.restype = [_p] * 11, ctypes.c_int
+        return launch
 
     def set_current(self, context: int) -> None:
         self.check(self.lib.cuCtxSetCurrent(context), "cuCtxSetCurrent")
@@ -174,6 +218,15 @@ class Driver:
             return False
         self.check(status, "cuEventQuery (an error in the kernel or a copy)")
         return True
+
+    def stream_capturing(self, stream: int) -> bool:
+        """Whether ``stream`` is capturing a CUDA graph (False where the library cannot tell)."""
+        query = getattr(self.lib, "cuStreamIsCapturing", None)
+        if query is None:
+            return False
+        status = ctypes.c_int(CU_STREAM_CAPTURE_STATUS_NONE)
+        self.check(query(stream, ctypes.byref(status)), "cuStreamIsCapturing")
+        return status.value != CU_STREAM_CAPTURE_STATUS_NONE
 
     def destroy_event(self, event: int) -> None:
         self.check(self.lib.cuEventDestroy_v2(event), "cuEventDestroy")

@@ -215,6 +215,10 @@ class Staging:
             raise LaunchError(f"argument {arg.name!r}: cannot pass a {type(arg.value).__name__} to the cuda "
                               f"backend ({e})") from None
         drv = driver()
+        if not self.buffers and drv.stream_capturing(self.stream):
+            raise LaunchError(f"argument {arg.name!r} is a host array, but the launch's stream is capturing a "
+                              "CUDA graph: copies to and from the host cannot be captured; pass a torch CUDA "
+                              "tensor (see docs/torch.md)")
         buffer = drv.alloc(span.nbytes)
         self.buffers.append(buffer)
         if span.nbytes:

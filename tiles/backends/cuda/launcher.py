@@ -1,0 +1,146 @@
+"""Launchers of compiled CUDA kernels: ``launcher(grid, values, stream=None)``.
+
+``general`` takes any mix of torch CUDA tensors, host arrays, DLPack/CUDA-array-interface
+objects and scalars, and works out device, context and stream on every call (``runtime``).
+
+``keyed`` serves one launch key of the jit's cache, whose facts fix each argument's type,
+dtype and device (``runtime/binder.py``).  When every pointer argument is a torch CUDA tensor
+on one device, everything but the argument values is settled once: the device, its primary
+context and the kernel's CUfunction in it, the struct layout of the arguments, torch's
+current-stream query.  A launch then checks that the thread's current context is that
+context (else it takes the general path, which makes it current), asks torch for the current
+stream (the capturing one under CUDA graph capture), packs the tensors' ``data_ptr()``s and the
+scalars with one ``struct.pack`` and calls ``cuLaunchKernel``: no allocation on the device, no
+host synchronization, no copy.
+"""
+
+from __future__ import annotations
+
+import struct
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ...core.errors import LaunchError
+from ..base import CompiledKernel, LaunchArg
+from . import driver as cu
+from . import runtime
+
+Launcher = Callable[..., None]
+Plan = Sequence[tuple[int, str, bool, bool]]
+
+
+def general(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan) -> Launcher:
+    """A launcher for any arguments; torch CUDA tensors and scalars skip ``LaunchArg`` objects."""
+    block = compiled.threads
+    indices = [i for i, *_ in plan]
+    pointers = [i for i, _n, is_ptr, _w in plan if is_ptr]
+    pointer_set = set(pointers)
+    is_cuda_tensor = runtime.is_cuda_tensor
+
+    def slow(grid: tuple[int, int, int], values: Sequence[Any], stream: Any) -> None:
+        args = [LaunchArg(n, values[i], p, w) for i, n, p, w in plan]
+        runtime.launch(loaded, grid, block, args, stream)
+
+    def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
+        tensors = [values[i] for i in pointers]
+        if not tensors or False in [is_cuda_tensor(v) for v in tensors]:
+            return slow(grid, values, stream)
+        devices = {v.get_device() for v in tensors}
+        if len(devices) > 1:  # the general path names the arguments in its error
+            return slow(grid, values, stream)
+        device = devices.pop()
+        context = runtime.primary_context(device)
+        pushed = runtime.make_current(context)
+        try:
+            function = loaded.functions.get(context) or loaded.function(context)
+            handle = runtime.stream_handle(stream, device)
+            packed = loaded.pack([values[i].data_ptr() if i in pointer_set else values[i]
+                                  for i in indices] + list(grid))
+            loaded.launch(function, grid, block, handle, packed)
+        finally:
+            if pushed:
+                runtime.driver().pop()
+        return None
+    return launcher
+
+
+def _torch_device(values: Sequence[Any], pointers: Sequence[int]) -> int | None:
+    """The one device of ``values``' pointer arguments when all are torch CUDA tensors (or
+    subclasses such as ``nn.Parameter``: the launch key holds each argument's type)."""
+    torch = sys.modules.get("torch")
+    tensor = getattr(torch, "Tensor", None)
+    if tensor is None or not pointers:
+        return None
+    devices = set()
+    for i in pointers:
+        v = values[i]
+        if not isinstance(v, tensor) or getattr(v, "is_cuda", False) is not True:
+            return None
+        devices.add(v.get_device())
+    return devices.pop() if len(devices) == 1 else None
+
+
+def _raw_stream_query() -> Callable[[int], int]:
+    torch = sys.modules["torch"]
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw  # type: ignore[no-any-return]
+    return lambda device: int(torch.cuda.current_stream(device).cuda_stream)
+
+
+def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
+          example: Sequence[Any]) -> Launcher:
+    """A launcher for values with the types, dtypes and devices of ``example`` (see the module
+    docstring); ``general``'s when they are not all torch tensors on one CUDA device."""
+    fallback = general(compiled, loaded, plan)
+    device = _torch_device(example, [i for i, _n, is_ptr, _w in plan if is_ptr])
+    if device is None or loaded.bfloat16:
+        return fallback
+    drv = runtime.driver()
+    context = runtime.primary_context(device)
+    pushed = runtime.make_current(context)
+    try:
+        function = loaded.function(context)
+    finally:
+        if pushed:
+            drv.pop()
+    arguments = [f"values[{i}].data_ptr()" if is_ptr else f"values[{i}]" for i, _n, is_ptr, _w in plan]
+    block = compiled.threads
+    namespace = {
+        "_current": drv.context_reader(), "_context": context, "_runtime": runtime, "_driver": drv,
+        "_general": fallback, "_pack": loaded.arguments.pack, "_pack_errors": (struct.error, OverflowError, TypeError),
+        "_raw_stream": _raw_stream_query(), "_stream_handle": runtime.stream_handle, "_device": device,
+        "_launch": drv.launch_function(), "_function": function, "_block": block,
+        "_shared": loaded.shared_bytes, "_extra": runtime.EXTRA.pack, "_id": id,
+        "_offset": runtime.BYTES_DATA_OFFSET, "_size": loaded.size_address, "_failed": _failure(drv, loaded, block),
+    }
+    source = f"""
+def launcher(grid, values, stream=None):
+    if _current() != _context or _runtime._driver is not _driver:
+        return _general(grid, values, stream)
+    try:
+        packed = _pack({", ".join(arguments)}, grid[0], grid[1], grid[2])
+    except _pack_errors:
+        return _general(grid, values, stream)  # says which argument does not fit
+    if stream is None:
+        handle = _raw_stream(_device)
+    else:
+        handle = stream if type(stream) is int else _stream_handle(stream, _device)
+    status = _launch(_function, grid[0], grid[1], grid[2], _block, 1, 1, _shared, handle, None,
+                     _extra({cu.CU_LAUNCH_PARAM_BUFFER_POINTER}, _id(packed) + _offset,
+                            {cu.CU_LAUNCH_PARAM_BUFFER_SIZE}, _size, {cu.CU_LAUNCH_PARAM_END}))
+    if status:
+        _failed(status, grid)
+"""
+    exec(source, namespace)  # noqa: S102 - built from the plan's indices only
+    launcher: Launcher = namespace["launcher"]
+    return launcher
+
+
+def _failure(drv: cu.Driver, loaded: runtime.LoadedKernel, block: int
+             ) -> Callable[[int, tuple[int, int, int]], None]:
+    def failed(status: int, grid: tuple[int, int, int]) -> None:
+        drv.check(status, f"cuLaunchKernel({loaded.name}, grid={grid}, block={block})")
+        raise LaunchError(f"cuLaunchKernel({loaded.name}) failed with status {status}")
+    return failed

@@ -1,0 +1,1 @@
+"""Bridges to other frameworks (imported explicitly: ``tiles.integrations.torch``)."""
