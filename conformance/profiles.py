@@ -16,13 +16,15 @@ class Profile:
     shapes: tuple[int, ...]        # 1D block sizes
     shapes_2d: tuple[tuple[int, int], ...]
     generated_examples: int        # generated programs per generator family
-    derandomize: bool
+    random_seed: bool              # without --seed: a fresh seed per run (printed) instead of 0
     case_budget: int | None = None  # at most this many curated cases per family (an even spread)
 
-    def hypothesis_settings(self) -> settings:
+    def hypothesis_settings(self, max_examples: int | None = None) -> settings:
         # report_multiple_bugs=False: after the first disagreement Hypothesis shrinks it and stops;
         # otherwise whether it goes on to find a second one depends on a 10-second wall-clock rule.
-        return settings(max_examples=self.generated_examples, derandomize=self.derandomize,
+        # Programs are drawn from the run's seed (``hypothesis.seed``), never derandomized: the same
+        # seed gives the same programs, a new seed new ones.
+        return settings(max_examples=max_examples or self.generated_examples, derandomize=False,
                         deadline=None, database=None, print_blob=False, report_multiple_bugs=False,
                         suppress_health_check=list(HealthCheck))
 
@@ -45,7 +47,7 @@ CI = Profile(
     shapes=(16, 128),
     shapes_2d=((4, 32), (16, 16)),
     generated_examples=30,
-    derandomize=True,
+    random_seed=False,
     case_budget=25,
 )
 
@@ -55,7 +57,7 @@ THOROUGH = Profile(
     shapes=(1, 2, 16, 128, 1024),
     shapes_2d=((1, 16), (4, 32), (16, 16), (32, 64), (128, 8)),
     generated_examples=400,
-    derandomize=False,
+    random_seed=True,
 )
 
 PROFILES = {p.name: p for p in (CI, THOROUGH)}

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -28,10 +30,20 @@ class Outcome:
     status: str
     message: str = ""
     reproducer: str = ""
+    seconds: float = 0.0
+    seed: int | None = None  # the case's input seed (corpus cases)
+    coverage: list[str] = field(default_factory=list)  # "op:dtype" of every instruction traced
 
     @property
     def id(self) -> str:
         return f"{self.family}/{self.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
 
 
 def copy_args(args: list[Any]) -> list[Any]:
@@ -48,6 +60,19 @@ def unsupported_reasons(kernel: JITFunction, args: list[Any], constexprs: dict[s
                         backend: Backend) -> list[str]:
     """What ``backend`` declares it cannot run in this kernel (Target.unsupported_ops / dtypes)."""
     return backend.unsupported(traced(kernel, args, constexprs))
+
+
+def op_dtypes(kernel: JITFunction, args: list[Any], constexprs: dict[str, Any]) -> list[str]:
+    """``op:dtype`` for every instruction of the traced kernel (the result's element type, or the
+    first operand's for ops without a result), for the coverage report."""
+    seen = set()
+    for instr in traced(kernel, args, constexprs).walk():
+        values = instr.results or instr.operands
+        element = getattr(getattr(values[0], "type", None), "element", None) if values else None
+        name = getattr(instr.attrs, "name", None) if instr.op is Op.MATH_FN else None
+        op = f"math_fn.{name}" if name else instr.op.value
+        seen.add(f"{op}:{element}" if element is not None else op)
+    return sorted(seen)
 
 
 def declared_rule(rule: Rule, dtype: np.dtype, ops: set[Op | str], backend: Backend) -> Rule:
@@ -131,6 +156,14 @@ def run_self_check(case: Case, backend: Backend) -> Outcome:
 
 
 def run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
+    start = time.perf_counter()
+    outcome = _run_case(case, backend, reference)
+    outcome.seconds = round(time.perf_counter() - start, 4)
+    outcome.seed = case.seed
+    return outcome
+
+
+def _run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
     if case.self_check is not None:
         return run_self_check(case, backend)
     inputs = case.args()
@@ -140,6 +173,8 @@ def run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
         message = compare_outputs(case, inputs, ref_args, got_args, backend)
         status = FAILED if message else PASSED
     outcome = Outcome(case.family, case.name, status, message)
+    if status != BROKEN and case.kernel is not None:
+        outcome.coverage = op_dtypes(case.kernel, inputs, case.constexprs)
     if status == FAILED:
         from .reproducer import write_case_reproducer
         outcome.reproducer = write_case_reproducer(case, inputs, backend)
