@@ -13,7 +13,7 @@ import numpy as np
 from tiles.backends.base import Backend
 from tiles.core.errors import UnsupportedError
 from tiles.core.ops import Op
-from tiles.runtime.jit import JITFunction
+from tiles.runtime.jit import LAUNCH_KEYWORDS, JITFunction
 
 from .case import Case
 from .compare import Rule, compare, tol
@@ -51,6 +51,7 @@ def copy_args(args: list[Any]) -> list[Any]:
 
 
 def traced(kernel: JITFunction, args: list[Any], constexprs: dict[str, Any]) -> Any:
+    constexprs = {k: v for k, v in constexprs.items() if k not in LAUNCH_KEYWORDS}
     bound = kernel.signature.bind(*args, **constexprs)
     bound.apply_defaults()
     return kernel.trace(kernel.specialize(dict(bound.arguments)))
@@ -69,8 +70,14 @@ def op_dtypes(kernel: JITFunction, args: list[Any], constexprs: dict[str, Any]) 
     for instr in traced(kernel, args, constexprs).walk():
         values = instr.results or instr.operands
         element = getattr(getattr(values[0], "type", None), "element", None) if values else None
-        name = getattr(instr.attrs, "name", None) if instr.op is Op.MATH_FN else None
-        op = f"math_fn.{name}" if name else instr.op.value
+        if instr.op is Op.MATH_FN:
+            op = f"math_fn.{instr.attrs.name}"
+        elif instr.op in (Op.CAST, Op.BITCAST) and instr.operands:  # every source x destination pair
+            op = f"{instr.op.value}.{getattr(instr.operands[0].type, 'element', '?')}"
+        elif isinstance(getattr(instr.attrs, "kind", None), str):  # reduce.sum, atomic.add, ...
+            op = f"{instr.op.value}.{instr.attrs.kind}"
+        else:
+            op = instr.op.value
         seen.add(f"{op}:{element}" if element is not None else op)
     return sorted(seen)
 
@@ -166,7 +173,10 @@ def run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
 def _run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
     if case.self_check is not None:
         return run_self_check(case, backend)
-    inputs = case.args()
+    try:
+        inputs = case.args()
+    except Exception as e:
+        return Outcome(case.family, case.name, BROKEN, f"making the inputs failed: {type(e).__name__}: {e}")
     status, message, ref_args, got_args = execute(case.kernel, case.grid, inputs, case.constexprs,
                                                   backend, reference)
     if status == PASSED:

@@ -152,7 +152,8 @@ class Builder:
         a = self.pick(lambda n: not n.dtype.is_bool or op == "~")
         if a is None or (op == "~" and not a.dtype.is_int):
             return None
-        if op in ("tl.floor", "tl.ceil") and (not a.dtype.is_floating or not a.exact):
+        # tl.floor / tl.ceil take float16, bfloat16, float32 and float64 (no fp8)
+        if op in ("tl.floor", "tl.ceil") and (a.dtype not in FLOAT_DTYPES + (D.float64,) or not a.exact):
             return None
         name = self.fresh()
         text = f"{op}({a.name})" if op.startswith("tl.") else f"{op}{a.name}"
