@@ -13,7 +13,7 @@ import tiles
 
 from conformance import suite
 from conformance.profiles import CI
-from conformance.runner import FAILED, PASSED
+from conformance.runner import BROKEN, FAILED, PASSED
 
 from . import defects as D
 
@@ -70,3 +70,15 @@ def test_generated_programs_find_and_shrink_defect(defect, flavor, tmp_path, mon
                          timeout=120)
     assert run.returncode == 1, run.stdout + run.stderr
     assert "MISMATCH" in run.stdout
+
+
+@pytest.mark.parametrize("defect, why", [(D.CrashesOnIntegerDivision, "SIGSEGV"),
+                                         (D.HangsOnIntegerDivision, "timed out")], ids=["segfault", "hang"])
+def test_a_crash_or_hang_is_a_broken_row_and_the_run_goes_on(defect, why, tmp_path, monkeypatch):
+    monkeypatch.setenv("TILES_CONFORMANCE_REPRO_DIR", str(tmp_path))
+    report = suite.run(defect(), CI, {"integer"}, "_edges[int32]", generated=False, workers=1, timeout=15)
+    broken = [o for o in report.outcomes if o.status == BROKEN]
+    assert [o.name for o in broken] == ["floordiv_edges[int32]"], report.details()
+    assert why in broken[0].message and "floordiv_edges[int32]" in broken[0].message
+    assert Path(broken[0].reproducer).exists()
+    assert report.count(PASSED) >= 3  # the cases after the crash ran too
