@@ -56,9 +56,9 @@ class Worker:
             self.kill()
             raise WorkerDiedError(f"the worker did not start: {message}\n{self.stderr_tail()}")
 
-    def send(self, index: int) -> None:
+    def send(self, job_id: str) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write(f"{index}\n".encode())
+        self.proc.stdin.write(f"{job_id}\n".encode())
         self.proc.stdin.flush()
 
     def read(self, timeout: float) -> dict[str, Any] | None:
@@ -162,7 +162,7 @@ def run_isolated(plan: Plan, work: list[Job], backend: Backend, workers: int, ti
             try:
                 if worker is None:
                     worker = Worker(plan_file)
-                worker.send(index)
+                worker.send(job.id)
                 while True:
                     message = worker.read(timeout)
                     if message is None:

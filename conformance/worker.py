@@ -1,6 +1,6 @@
 """A worker process of an isolated run: ``python -m conformance.worker PLAN_FILE``.
 
-It rebuilds the run's jobs from the pickled ``Plan``, then runs the job whose index arrives on
+It rebuilds the run's jobs from the pickled ``Plan``, then runs the job whose id arrives on
 each stdin line and answers with JSON lines on its own channel (stdout as it was at start; the
 kernels' and backends' own output goes to stderr):
 
@@ -43,7 +43,7 @@ def main(argv: list[str]) -> int:
     with open(argv[0], "rb") as f:
         plan = pickle.load(f)
     backend, reference = B.resolve(plan.backend), B.reference()
-    work = jobs(plan)
+    work = {job.id: job for job in jobs(plan)}
     inflight = os.path.join(os.environ.get("TILES_CONFORMANCE_REPRO_DIR") or "/tmp/tiles-conformance",
                             f"inflight_{os.getpid()}.py")
 
@@ -53,7 +53,7 @@ def main(argv: list[str]) -> int:
 
     send(event="ready")
     for line in sys.stdin:
-        job = work[int(line)]
+        job = work[line.strip()]  # a KeyError (the corpus changed under the run) ends the worker: broken
         for outcome in run_job(job, plan, backend, reference, starting):
             send(event="outcome", outcome=outcome.to_json())
         send(event="done")

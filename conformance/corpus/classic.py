@@ -73,7 +73,7 @@ def _other_case(d: DType) -> Case:
 
 
 def _partial_store_case(d: DType, n: int) -> Case:
-    block = 64
+    block = 1024  # wider than a work-group: each thread holds a chunk of neighbours (a vector)
 
     def make(rng: np.random.Generator) -> list:
         return [rng.integers(0, 90, 2 * block).astype(d.np), np.full(2 * block, 99, d.np), n]
@@ -137,6 +137,29 @@ def _nan_zero_case(d: DType) -> Case:
     return case(FAMILY, f"nan_and_negative_zero[{d}]", nan_zero_kernel, make, (1,),
                 {2: EXACT, 3: EXACT_ZERO_SIGN_FREE, 4: EXACT_ZERO_SIGN_FREE, 5: EXACT},
                 constexprs={"BLOCK": block})
+
+
+@tiles.jit
+def nan_reduce_kernel(x_ptr, max_ptr, min_ptr, M: tl.constexpr, N: tl.constexpr):
+    rows = tl.arange(0, M)
+    x = tl.load(x_ptr + rows[:, None] * N + tl.arange(0, N)[None, :])
+    tl.store(max_ptr + rows, tl.max(x, axis=1))
+    tl.store(min_ptr + rows, tl.min(x, axis=1))
+
+
+def _nan_reduce_case(d: DType) -> Case:
+    m, n = 8, 32
+
+    def make(rng: np.random.Generator) -> list:
+        x = rng.standard_normal((m, n)) * 10
+        x[np.arange(m), rng.integers(0, n, m)] = np.nan  # a NaN in every row...
+        x[1::2, rng.integers(0, n)] = np.nan
+        x[0, :] = np.nan  # ...and one row of nothing else
+        x[2, :] = -0.0
+        x[3, ::2] = 0.0
+        return [x.astype(d.np), np.zeros(m, d.np), np.zeros(m, d.np)]
+    return case(FAMILY, f"nan_reduction[{d}]", nan_reduce_kernel, make, (1,),
+                {1: EXACT_ZERO_SIGN_FREE, 2: EXACT_ZERO_SIGN_FREE}, constexprs={"M": m, "N": n})
 
 
 # ---------------------------------------------------------------- rounding ties
@@ -214,7 +237,7 @@ def _every_old_value_once(inputs: list, ref: list, got: list) -> str | None:
 
 
 def _hammer_case(kind: str, d: DType, programs: int) -> Case:
-    block = 16 if kind == "add" else 1
+    block = 128 if kind == "add" else 1
 
     def make(rng: np.random.Generator) -> list:
         return [np.zeros(1, d.np), np.full(programs * block, 7, d.np)]
@@ -300,12 +323,13 @@ def cases(profile: Profile) -> list[Case]:
     out = [_fraction_case(src, dst) for src in FLOATS for dst in INTS]
     out += [_other_case(d) for d in D.ALL_DTYPES if d not in (D.float8e4nv, D.float8e5)]
     out += [_partial_store_case(d, n) for d in (D.int8, D.float16, D.int32, D.float32, D.int64)
-            for n in (61, 67)]
+            for n in (1021, 1027)]
     out += [_divmod_case(d) for d in SIGNED]
     out += [_nan_zero_case(d) for d in (D.float16, D.bfloat16, D.float32, D.float64)]
+    out += [_nan_reduce_case(d) for d in (D.float16, D.bfloat16, D.float32, D.float64)]
     out += [_ties_case(d) for d in (D.bfloat16, D.float16)]
     out += [_cast_ties_case(d) for d in (D.bfloat16, D.float16)]
-    out += [_hammer_case("add", d, 64) for d in (D.int32, D.uint32, D.int64, D.float32, D.float64)]
+    out += [_hammer_case("add", d, 512) for d in (D.int32, D.uint32, D.int64, D.float32, D.float64)]
     if profile.name != "ci":
         # a CAS loop puts barriers inside a data-dependent loop; pocl's compiler crashes on it
         # (SIGSEGV while building), so ci leaves it to the thorough profile

@@ -70,7 +70,8 @@ def output_rule(program: Program) -> Rule:
 
 def launch_of(program: Program) -> tuple[tuple[int, ...], dict[str, Any]]:
     """(grid, constexprs) a generated program runs with."""
-    return (program.programs,), {"M": program.m, "N": program.n}
+    extra = {"num_warps": program.num_warps} if program.num_warps != 4 else {}
+    return (program.programs,), {"M": program.m, "N": program.n, **extra}
 
 
 def write_reproducer(gen: Generated, backend: Backend, path: str | None = None) -> str:

@@ -236,14 +236,14 @@ class ChunkOpIgnoresDivisibility(Planted):
         return _zip
 
 
-class MaxNanReductionDropsNan(Planted):
-    """Reductions with ``propagate_nan=ALL`` combine with the NaN-ignoring maximum."""
-    name = "planted-reduce-max-nan"
+class MinReductionPropagatesNan(Planted):
+    """``tl.min`` reductions combine with the NaN-propagating minimum (a table entry mixed up)."""
+    name = "planted-reduce-min-nan"
     target_name = f"{REDUCTIONS}:_BUILTIN"
 
     @staticmethod
     def replace(original: dict) -> dict:
-        return {**original, "max_nan": Op.MAXIMUM, "min_nan": Op.MINIMUM}
+        return {**original, "min": Op.MINIMUM_NAN}
 
 
 class ArgmaxTiesTakeLastIndex(Planted):
@@ -309,6 +309,6 @@ DEFECTS: tuple[type[Planted], ...] = (
     SignedFloorDivision, ModuloTakesDivisorSign, ArithmeticShiftIsLogical, MulHiTruncates,
     Bf16TiesAwayFromZero, Fp16RoundsTowardZero, FloatToIntRounds, MaximumPropagatesNan, FmaAsMulAdd,
     LoadIgnoresOther, StoreIgnoresMask, AtomicAddIsLoadAddStore, ChunkOpIgnoresDivisibility,
-    MaxNanReductionDropsNan, ArgmaxTiesTakeLastIndex, ProgramIdAxisIgnored, LocalMemoryAtNull, LoopStepLost,
+    MinReductionPropagatesNan, ArgmaxTiesTakeLastIndex, ProgramIdAxisIgnored, LocalMemoryAtNull, LoopStepLost,
 )
 TARGETS = {d.name: d.target_name for d in DEFECTS}

@@ -31,15 +31,17 @@ CAUGHT_BY: dict[type[P.Planted], tuple[str, str]] = {
     P.MaximumPropagatesNan: ("classic", "nan_and_negative_zero[float32]"),
     P.FmaAsMulAdd: ("elementwise", "fma[float32"),
     P.LoadIgnoresOther: ("classic", "other_observable[int32]"),
-    P.StoreIgnoresMask: ("classic", "partial_vector_store[int32,n=61]"),
+    P.StoreIgnoresMask: ("classic", "partial_vector_store[int32,n=1021]"),
     P.AtomicAddIsLoadAddStore: ("classic", "atomic_add_one_address[int32"),
-    P.ChunkOpIgnoresDivisibility: ("classic", "partial_vector_store[float32,n=67]"),
-    P.MaxNanReductionDropsNan: ("reduction", "max_nan[float32"),
-    P.ArgmaxTiesTakeLastIndex: ("reduction", "argmax[int8"),
+    P.ChunkOpIgnoresDivisibility: ("classic", "partial_vector_store[float32,n=1027]"),
+    P.MinReductionPropagatesNan: ("classic", "nan_reduction[float32]"),
+    P.ArgmaxTiesTakeLastIndex: ("reduction", "argmax[int64,16x16"),
     P.ProgramIdAxisIgnored: ("classic", "grid3x5"),
     P.LocalMemoryAtNull: ("classic", "num_warps=2"),
     P.LoopStepLost: ("control", "for_carried[trips=5,block=16"),
 }
+# seen only where programs really run concurrently (a GPU), not on pocl's CPU device
+CONCURRENCY_ONLY = {P.AtomicAddIsLoadAddStore}
 TIMEOUT = 90.0  # seconds per case: pocl compiles take seconds, the planted hang forever
 
 
@@ -68,6 +70,9 @@ def test_ci_reports_planted_defect(defect, tmp_path, monkeypatch):
     report = _run(f"{P.__name__}:{defect.__name__}", family, keyword)
     assert report.outcomes, f"no ci case matches {family}/-k {keyword}"
     caught = [o for o in report.outcomes if o.status in (FAILED, BROKEN)]
+    if not caught and defect in CONCURRENCY_ONLY and not B.resolve("opencl").is_gpu():
+        pytest.xfail(f"{defect.name}: lost updates need work-groups running at the same time; pocl's "
+                     "CPU device runs the work-items of a group one after another (a GPU shows it)")
     assert caught, f"{defect.name} went unnoticed:\n{report.table()}"
     for o in caught:
         assert o.reproducer and Path(o.reproducer).exists(), f"{o.id} has no reproducer"
