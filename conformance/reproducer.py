@@ -125,7 +125,7 @@ def main():
             failed = True
             print(f"output {{index}}: {{int((~ok).sum())}} of {{ok.size}} elements differ ({{kind}})")
             for idx in np.argwhere(~ok)[:8]:
-                idx = tuple(idx)
+                idx = tuple(int(i) for i in idx)
                 print(f"  at {{idx}}: interpreter {{ref[index][idx]!r}}, {{BACKEND}} {{got[index][idx]!r}}")
     print("MISMATCH" if failed else "outputs agree")
     sys.exit(1 if failed else 0)
