@@ -34,7 +34,12 @@ CAUGHT_BY = {
 }
 
 
-@pytest.mark.parametrize("defect", list(CAUGHT_BY), ids=lambda d: d.name)
+# the families of a few hundred cases take a minute or more each on a loaded 2-core machine: slow
+_QUICK_FAMILIES = {"integer", "atomics"}
+
+
+@pytest.mark.parametrize("defect", [pytest.param(d, marks=[] if f in _QUICK_FAMILIES else [pytest.mark.slow])
+                                    for d, f in CAUGHT_BY.items()], ids=lambda d: d.name)
 def test_corpus_reports_defect(defect):
     family = CAUGHT_BY[defect]
     report = suite.run(defect(), FULL_CORPUS, {family}, generated=False)
@@ -43,6 +48,7 @@ def test_corpus_reports_defect(defect):
     assert report.count(PASSED) > 0  # the defect is specific: most cases still pass
 
 
+@pytest.mark.slow
 def test_interpreter_passes_what_the_defects_fail():
     for family in set(CAUGHT_BY.values()):
         report = suite.run("interpreter", FULL_CORPUS, {family}, generated=False)
