@@ -85,11 +85,11 @@ class Report:
         out += [line(r) for r in rows[:-1]] + [line(tuple("-" * w for w in widths)), line(rows[-1])]
         return "\n".join(out)
 
-    def coverage(self) -> dict[str, set[str]]:
-        """op -> the element types it ran on (from every case that ran on the backend)."""
+    def coverage(self, statuses: tuple[str, ...] = (PASSED, FAILED)) -> dict[str, set[str]]:
+        """op -> the element types it ran on (from every case with one of ``statuses``)."""
         seen: dict[str, set[str]] = {}
         for o in self.outcomes:
-            if o.status in (PASSED, FAILED):
+            if o.status in statuses:
                 for item in o.coverage:
                     op, _, dtype = item.partition(":")
                     seen.setdefault(op, set()).update([dtype] if dtype else [])
@@ -102,8 +102,16 @@ class Report:
         for op, dtypes in seen.items():
             lines.append(f"  {op:24} {' '.join(sorted(dtypes))}")
         gaps = missing(seen)
-        lines.append("missing op x dtype pairs: " + ("none" if not gaps else
-                     "; ".join(f"{op}: {' '.join(sorted(d))}" for op, d in gaps.items())))
+        declared = self.coverage((UNSUPPORTED,))
+        skipped = {op: d & declared.get(op, set()) for op, d in gaps.items()}
+        skipped = {op: d for op, d in skipped.items() if d}
+        unreached = {op: d - skipped.get(op, set()) for op, d in gaps.items()}
+        unreached = {op: d for op, d in unreached.items() if d}
+
+        def pairs(table: dict[str, set[str]]) -> str:
+            return "; ".join(f"{op}: {' '.join(sorted(d))}" for op, d in table.items()) or "none"
+        lines.append(f"not run, the backend declares them unsupported: {pairs(skipped)}")
+        lines.append(f"missing op x dtype pairs: {pairs(unreached)}")
         return "\n".join(lines)
 
     def details(self, statuses: tuple[str, ...] = (FAILED, BROKEN, UNSUPPORTED)) -> str:
