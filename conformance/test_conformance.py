@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from conformance import backends as B
@@ -23,8 +25,9 @@ def _run(backend_name: str, family: str, profile, seed: int, reports: dict[str, 
                            seed=seed, workers=workers)
     except B.NotAvailable as e:
         pytest.fail(str(e))
-    merged = reports.setdefault(backend_name, Report(report.backend, profile.name, seed=seed))
+    merged = reports.setdefault(backend_name, dataclasses.replace(report, outcomes=[], seconds=0.0))
     merged.outcomes.extend(report.outcomes)
+    merged.seconds += report.seconds
     return report
 
 
