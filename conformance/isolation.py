@@ -126,7 +126,8 @@ def _broken_row(job: Job, why: str, inflight: str, backend: Backend, examples_do
         from .reproducer import final_path
         repro = final_path(inflight)
         os.replace(inflight, repro)
-    name = f"example {examples_done + 1}" if repro else "search"
+    # the passed programs before it are not reported one by one: the search did not finish
+    name = f"crashed program [{Path(repro).stem.rsplit('_', 1)[-1]}]" if repro else "search"
     kernel = ""
     if repro:
         text = Path(repro).read_text()

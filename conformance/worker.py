@@ -44,8 +44,8 @@ def main(argv: list[str]) -> int:
         plan = pickle.load(f)
     backend, reference = B.resolve(plan.backend), B.reference()
     work = {job.id: job for job in jobs(plan)}
-    inflight = os.path.join(os.environ.get("TILES_CONFORMANCE_REPRO_DIR") or "/tmp/tiles-conformance",
-                            f"inflight_{os.getpid()}.py")
+    from .reproducer import repro_dir
+    inflight = str(repro_dir() / f"inflight_{os.getpid()}.py")
 
     def starting(gen: Any) -> None:
         from .generate.search import write_reproducer
