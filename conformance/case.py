@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,7 +33,6 @@ class Case:
     bounds: BoundsMaker | None = None
     check: Checker | None = None
     seed: int = 0
-    import_line: str = ""  # how a standalone script gets ``kernel``
     # a self-checking program run on the backend instead of a launch compared with the reference
     self_check: Callable[[Any], None] | None = None
 
@@ -44,12 +44,13 @@ class Case:
         return self.make_args(np.random.default_rng(self.seed))
 
 
-def kernel_import(kernel: JITFunction) -> str:
-    module = kernel.fn.__module__
-    return f"from {module} import {kernel.fn.__name__} as kernel"
+def case_seed(run_seed: int, case_id: str) -> int:
+    """The input seed of one case in a run: depends only on the run's seed and the case's id, so
+    one case replays alone (``-k``) with the inputs it had in the whole run."""
+    digest = hashlib.sha256(f"{run_seed}:{case_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "little")
 
 
 def case(family: str, name: str, kernel: JITFunction, make_args: ArgsMaker, grid: tuple[int, ...],
          outputs: dict[int, Rule], **extra: Any) -> Case:
-    return Case(family, name, kernel, make_args, grid, outputs, import_line=kernel_import(kernel),
-                **extra)
+    return Case(family, name, kernel, make_args, grid, outputs, **extra)

@@ -7,6 +7,8 @@ opencl through pocl on the CI machine.
 
 from __future__ import annotations
 
+import secrets
+
 import pytest
 
 from conformance import backends as available_backends
@@ -23,7 +25,13 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                          "group tiles.backends, or module:object (default: interpreter plus every "
                          "available backend)")
     group.addoption("--conformance-profile", default="ci", choices=sorted(profiles.PROFILES),
-                    help="ci (fast, derandomized) or thorough")
+                    help="ci (fast, seed 0 unless --conformance-seed) or thorough (a fresh seed per run)")
+    group.addoption("--conformance-seed", type=int, default=None,
+                    help="seed of the inputs and generated programs (replays a run)")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "slow: a long test, left out of the quick run (-m 'not slow')")
 
 
 def selected_backends(config: pytest.Config) -> list[str]:
@@ -36,12 +44,23 @@ def selected_backends(config: pytest.Config) -> list[str]:
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if "backend_name" in metafunc.fixturenames:
-        metafunc.parametrize("backend_name", selected_backends(metafunc.config))
+        # a backend other than the reference takes minutes on a CPU (pocl): slow
+        params = [pytest.param(b, marks=[] if b == available_backends.REFERENCE else [pytest.mark.slow])
+                  for b in selected_backends(metafunc.config)]
+        metafunc.parametrize("backend_name", params)
 
 
 @pytest.fixture(scope="session")
 def profile(request: pytest.FixtureRequest) -> profiles.Profile:
     return profiles.get(request.config.getoption("--conformance-profile"))
+
+
+@pytest.fixture(scope="session")
+def conformance_seed(request: pytest.FixtureRequest, profile: profiles.Profile) -> int:
+    seed = request.config.getoption("--conformance-seed")
+    if seed is None:
+        seed = secrets.randbits(32) if profile.random_seed else 0
+    return seed
 
 
 @pytest.fixture(scope="session")

@@ -17,6 +17,12 @@ class Report:
     profile: str
     outcomes: list[Outcome] = field(default_factory=list)
     declared: list[str] = field(default_factory=list)  # the backend's declared approximations
+    seed: int = 0
+    backend_spec: str = ""
+    tiles_version: str = ""
+    target: str = ""
+    max_examples: int = 0
+    seconds: float = 0.0
 
     def add(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
@@ -34,14 +40,27 @@ class Report:
     def ok(self) -> bool:
         return self.count(FAILED) == 0 and self.count(BROKEN) == 0
 
+    def replay_command(self) -> str:
+        return (f"python -m conformance --backend {self.backend_spec or self.backend} --profile {self.profile} "
+                f"--seed {self.seed} --max-examples {self.max_examples}")
+
     def to_json(self) -> dict:
         return {
             "backend": self.backend,
+            "backend_spec": self.backend_spec,
             "profile": self.profile,
+            "seed": self.seed,
+            "max_examples": self.max_examples,
+            "replay": self.replay_command(),
+            "target": self.target,
+            "tiles_version": self.tiles_version,
+            "declared_approximations": self.declared,
+            "seconds": self.seconds,
             "families": {fam: {s: c[s] for s in STATUSES} for fam, c in self.counts().items()},
             "totals": {s: self.count(s) for s in STATUSES},
             "cases": [{"id": o.id, "family": o.family, "status": o.status, "message": o.message,
-                       "reproducer": o.reproducer} for o in self.outcomes],
+                       "reproducer": o.reproducer, "seconds": o.seconds, "seed": o.seed}
+                      for o in self.outcomes],
         }
 
     def write_json(self, path: str) -> None:
@@ -58,12 +77,42 @@ class Report:
             return "  ".join(c.ljust(w) if i == 0 else c.rjust(w)
                              for i, (c, w) in enumerate(zip(cells, widths)))
 
-        out = [f"conformance: backend {self.backend}, profile {self.profile}"]
+        out = [f"conformance: backend {self.backend} ({self.target}), profile {self.profile}, seed {self.seed}, "
+               f"tiles {self.tiles_version}, {self.seconds:.0f} s"]
         if self.declared:
             out.append("declared float32 approximations (outputs checked against them): " + "; ".join(self.declared))
         out += [line(header), line(tuple("-" * w for w in widths))]
         out += [line(r) for r in rows[:-1]] + [line(tuple("-" * w for w in widths)), line(rows[-1])]
         return "\n".join(out)
+
+    def coverage(self, statuses: tuple[str, ...] = (PASSED, FAILED)) -> dict[str, set[str]]:
+        """op -> the element types it ran on (from every case with one of ``statuses``)."""
+        seen: dict[str, set[str]] = {}
+        for o in self.outcomes:
+            if o.status in statuses:
+                for item in o.coverage:
+                    op, _, dtype = item.partition(":")
+                    seen.setdefault(op, set()).update([dtype] if dtype else [])
+        return dict(sorted(seen.items()))
+
+    def coverage_table(self) -> str:
+        from .coverage import missing
+        seen = self.coverage()
+        lines = ["op x dtype coverage (cases that ran on the backend):"]
+        for op, dtypes in seen.items():
+            lines.append(f"  {op:24} {' '.join(sorted(dtypes))}")
+        gaps = missing(seen)
+        declared = self.coverage((UNSUPPORTED,))
+        skipped = {op: d & declared.get(op, set()) for op, d in gaps.items()}
+        skipped = {op: d for op, d in skipped.items() if d}
+        unreached = {op: d - skipped.get(op, set()) for op, d in gaps.items()}
+        unreached = {op: d for op, d in unreached.items() if d}
+
+        def pairs(table: dict[str, set[str]]) -> str:
+            return "; ".join(f"{op}: {' '.join(sorted(d))}" for op, d in table.items()) or "none"
+        lines.append(f"not run, the backend declares them unsupported: {pairs(skipped)}")
+        lines.append(f"missing op x dtype pairs: {pairs(unreached)}")
+        return "\n".join(lines)
 
     def details(self, statuses: tuple[str, ...] = (FAILED, BROKEN, UNSUPPORTED)) -> str:
         lines = []

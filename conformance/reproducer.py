@@ -3,20 +3,27 @@
 The script runs the kernel once with ``TILES_INTERPRET=1`` (the reference) and once
 on the backend, compares the outputs with the case's rules and exits 1 on a mismatch.
 It needs only numpy, ml_dtypes and tiles (and, for a backend given as
-``module:object``, that module).
+``module:object``, that module): the kernel's source (and that of the jit functions and
+constants it uses) is inlined, so it runs anywhere tiles is installed.
 """
 
 from __future__ import annotations
 
 import hashlib
+import inspect
 import os
+import sys
 import tempfile
+import textwrap
+import types
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from tiles.backends import registry
 from tiles.backends.base import Backend
+from tiles.core.dtypes import DType
+from tiles.runtime.jit import JITFunction
 
 from .case import Case
 from .compare import Rule
@@ -24,8 +31,9 @@ from .compare import Rule
 _TEMPLATE = '''\
 """Conformance reproducer: {title}
 
-Run from the repository root:  PYTHONPATH=. python {filename}
-Exit status 1 and a description when {backend} disagrees with the interpreter.
+Run it anywhere tiles is installed:  python {filename}
+Exit status 1 and a description when {backend} disagrees with the interpreter (a crash or a
+hang of the script is the backend crashing or hanging on this kernel).
 """
 import os
 import sys
@@ -36,7 +44,9 @@ import numpy as np
 import tiles  # noqa: F401
 import tiles.language as tl  # noqa: F401
 
+# ---- kernel
 {kernel}
+# ---- end of kernel
 
 
 def _array(hexdata, dtype, shape):
@@ -115,7 +125,7 @@ def main():
             failed = True
             print(f"output {{index}}: {{int((~ok).sum())}} of {{ok.size}} elements differ ({{kind}})")
             for idx in np.argwhere(~ok)[:8]:
-                idx = tuple(idx)
+                idx = tuple(int(i) for i in idx)
                 print(f"  at {{idx}}: interpreter {{ref[index][idx]!r}}, {{BACKEND}} {{got[index][idx]!r}}")
     print("MISMATCH" if failed else "outputs agree")
     sys.exit(1 if failed else 0)
@@ -146,18 +156,83 @@ def _literal(value: Any) -> str:
     if isinstance(value, np.ndarray):
         hexdata = np.ascontiguousarray(value).tobytes().hex()
         return f"_array({hexdata!r}, {value.dtype.name!r}, {tuple(value.shape)!r})"
+    if isinstance(value, DType):
+        return f"tl.{value.name}"
     if isinstance(value, (bool, np.bool_)):
         return repr(bool(value))
     if isinstance(value, (int, np.integer)):
         return repr(int(value))
     if isinstance(value, (float, np.floating)):
         return f"float.fromhex({float(value).hex()!r})"
+    if isinstance(value, tuple):
+        return "(" + "".join(f"{_literal(v)}, " for v in value) + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
     return repr(value)
+
+
+def readable(value: Any, limit: int = 400) -> str:
+    """The values of an input, for a person (the hex next to it is what runs)."""
+    if not isinstance(value, np.ndarray):
+        return repr(value)
+    shown = value.astype(np.float64) if value.dtype.kind == "V" or value.dtype.name in (
+        "bfloat16", "float8_e4m3fn", "float8_e5m2") else value
+    text = np.array2string(shown, threshold=64, edgeitems=8, max_line_width=96, separator=", ")
+    text = f"{value.dtype.name}{list(value.shape)} {text}"
+    return text if len(text) <= limit else text[:limit] + " ..."
+
+
+def _input_lines(inputs: list[Any]) -> str:
+    lines = []
+    for i, a in enumerate(inputs):
+        comment = readable(a).replace("\n", "\n        #   ")
+        lines.append(f"        # [{i}] {comment}")
+        lines.append(f"        {_literal(a)},")
+    return "\n".join(lines)
 
 
 def _rule_literal(rule: Rule, bound: np.ndarray | None) -> str:
     b = "None" if bound is None else _literal(np.asarray(bound, dtype=np.float64))
     return f"({rule.kind!r}, {rule.ulps}, {rule.rtol!r}, {rule.atol!r}, {rule.signed_zero}, {b})"
+
+
+def _code_names(code: types.CodeType) -> set[str]:
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _code_names(const)
+    return names
+
+
+def inline_source(kernel: JITFunction) -> str:
+    """The kernel's source with the jit functions, helpers, constants and modules it uses, so the
+    script runs without the repository; named ``kernel``."""
+    seen: dict[str, str] = {}
+    imports: dict[str, str] = {}
+
+    def visit(fn: Any) -> None:
+        module = sys.modules[fn.__module__]
+        for name in sorted(_code_names(fn.__code__)):
+            if name in seen or name in imports or not hasattr(module, name):
+                continue
+            value = getattr(module, name)
+            if isinstance(value, types.ModuleType):
+                if value.__name__ not in ("tiles", "tiles.language"):
+                    imports[name] = f"import {value.__name__} as {name}"
+            elif isinstance(value, JITFunction) or (isinstance(value, types.FunctionType)
+                                                    and value.__module__ == fn.__module__):
+                inner = value.fn if isinstance(value, JITFunction) else value
+                seen[name] = ""
+                visit(inner)
+                seen[name] = textwrap.dedent(inspect.getsource(inner))
+            elif isinstance(value, (int, float, str, bool, DType)) or value is None:
+                seen[name] = f"{name} = {_literal(value)}\n"
+    visit(kernel.fn)
+    own = textwrap.dedent(inspect.getsource(kernel.fn))
+    parts = list(imports.values()) + [t for t in seen.values() if t] + [own]
+    if kernel.fn.__name__ != "kernel":
+        parts.append(f"kernel = {kernel.fn.__name__}\n")
+    return "\n\n".join(p.strip("\n") for p in parts) + "\n"
 
 
 def render(title: str, kernel_text: str, inputs: list[Any], grid: tuple[int, ...],
@@ -166,24 +241,34 @@ def render(title: str, kernel_text: str, inputs: list[Any], grid: tuple[int, ...
     constexpr_text = "{" + ", ".join(f"{k!r}: {_literal(v)}" for k, v in constexprs.items()) + "}"
     return _TEMPLATE.format(
         title=title, filename=filename, backend=backend_spec(backend), kernel=kernel_text.strip(),
-        inputs="\n".join(f"        {_literal(a)}," for a in inputs), grid=tuple(grid),
+        inputs=_input_lines(inputs), grid=tuple(grid),
         constexprs=constexpr_text,
         outputs="\n".join(f"    {i}: {_rule_literal(r, bounds.get(i))}," for i, r in outputs.items()))
 
 
+def final_path(inflight: str) -> str:
+    """Where the reproducer written to ``inflight`` (a worker's program in progress) is kept."""
+    text = Path(inflight).read_text()
+    digest = hashlib.sha1(text.encode()).hexdigest()[:10]
+    return str(Path(inflight).with_name(f"repro_crash_{digest}.py"))
+
+
 def write(title: str, kernel_text: str, inputs: list[Any], grid: tuple[int, ...],
           constexprs: dict[str, Any], outputs: dict[int, Rule], bounds: dict[int, np.ndarray],
-          backend: Backend) -> str:
-    """Write the script; returns its path."""
-    digest = hashlib.sha1((title + kernel_text + repr(grid)).encode()).hexdigest()[:10]
-    safe = "".join(c if c.isalnum() else "_" for c in title)[:60]
-    path = repro_dir() / f"repro_{safe}_{digest}.py"
-    path.write_text(render(title, kernel_text, inputs, grid, constexprs, outputs, bounds,
-                           backend, str(path)))
-    return str(path)
+          backend: Backend, path: str | None = None) -> str:
+    """Write the script (to ``path``, or a name made from the title and kernel); returns its path."""
+    if path is None:
+        digest = hashlib.sha1((title + kernel_text + repr(grid)).encode()).hexdigest()[:10]
+        safe = "".join(c if c.isalnum() else "_" for c in title)[:60]
+        path = str(repro_dir() / f"repro_{safe}_{digest}.py")
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    Path(path).write_text(render(title, kernel_text, inputs, grid, constexprs, outputs, bounds,
+                                 backend, path))
+    return path
 
 
 def write_case_reproducer(case: Case, inputs: list[Any], backend: Backend) -> str:
     bounds = case.bounds(inputs) if case.bounds else {}
-    return write(f"{case.id} on {backend.name}", case.import_line, inputs, case.grid,
+    assert case.kernel is not None
+    return write(f"{case.id} on {backend.name}", inline_source(case.kernel), inputs, case.grid,
                  case.constexprs, case.outputs, bounds, backend)

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import copy
+import dataclasses
+import time
 import traceback
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from tiles.backends.base import Backend
 from tiles.core.errors import UnsupportedError
 from tiles.core.ops import Op
-from tiles.runtime.jit import JITFunction
+from tiles.runtime.jit import LAUNCH_KEYWORDS, JITFunction
 
 from .case import Case
-from .compare import Rule, compare, tol
+from .compare import Rule, close, compare, tol
 
 PASSED, FAILED, UNSUPPORTED, BROKEN = "passed", "failed", "unsupported", "broken"
 
@@ -28,10 +30,20 @@ class Outcome:
     status: str
     message: str = ""
     reproducer: str = ""
+    seconds: float = 0.0
+    seed: int | None = None  # the case's input seed (corpus cases)
+    coverage: list[str] = field(default_factory=list)  # "op:dtype" of every instruction traced
 
     @property
     def id(self) -> str:
         return f"{self.family}/{self.name}"
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Outcome:
+        return cls(**{f.name: data[f.name] for f in dataclasses.fields(cls) if f.name in data})
 
 
 def copy_args(args: list[Any]) -> list[Any]:
@@ -39,6 +51,7 @@ def copy_args(args: list[Any]) -> list[Any]:
 
 
 def traced(kernel: JITFunction, args: list[Any], constexprs: dict[str, Any]) -> Any:
+    constexprs = {k: v for k, v in constexprs.items() if k not in LAUNCH_KEYWORDS}
     bound = kernel.signature.bind(*args, **constexprs)
     bound.apply_defaults()
     return kernel.trace(kernel.specialize(dict(bound.arguments)))
@@ -48,6 +61,25 @@ def unsupported_reasons(kernel: JITFunction, args: list[Any], constexprs: dict[s
                         backend: Backend) -> list[str]:
     """What ``backend`` declares it cannot run in this kernel (Target.unsupported_ops / dtypes)."""
     return backend.unsupported(traced(kernel, args, constexprs))
+
+
+def op_dtypes(kernel: JITFunction, args: list[Any], constexprs: dict[str, Any]) -> list[str]:
+    """``op:dtype`` for every instruction of the traced kernel (the result's element type, or the
+    first operand's for ops without a result), for the coverage report."""
+    seen = set()
+    for instr in traced(kernel, args, constexprs).walk():
+        values = instr.results or instr.operands
+        element = getattr(getattr(values[0], "type", None), "element", None) if values else None
+        if instr.op is Op.MATH_FN:
+            op = f"math_fn.{instr.attrs.name}"
+        elif instr.op in (Op.CAST, Op.BITCAST) and instr.operands:  # every source x destination pair
+            op = f"{instr.op.value}.{getattr(instr.operands[0].type, 'element', '?')}"
+        elif isinstance(getattr(instr.attrs, "kind", None), str):  # reduce.sum, atomic.add, ...
+            op = f"{instr.op.value}.{instr.attrs.kind}"
+        else:
+            op = instr.op.value
+        seen.add(f"{op}:{element}" if element is not None else op)
+    return sorted(seen)
 
 
 def declared_rule(rule: Rule, dtype: np.dtype, ops: set[Op | str], backend: Backend) -> Rule:
@@ -131,16 +163,72 @@ def run_self_check(case: Case, backend: Backend) -> Outcome:
 
 
 def run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
+    start = time.perf_counter()
+    outcome = _run_case(case, backend, reference)
+    outcome.seconds = round(time.perf_counter() - start, 4)
+    outcome.seed = case.seed
+    return outcome
+
+
+def _run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
     if case.self_check is not None:
         return run_self_check(case, backend)
-    inputs = case.args()
+    try:
+        inputs = case.args()
+    except Exception as e:
+        return Outcome(case.family, case.name, BROKEN, f"making the inputs failed: {type(e).__name__}: {e}")
     status, message, ref_args, got_args = execute(case.kernel, case.grid, inputs, case.constexprs,
                                                   backend, reference)
     if status == PASSED:
         message = compare_outputs(case, inputs, ref_args, got_args, backend)
         status = FAILED if message else PASSED
     outcome = Outcome(case.family, case.name, status, message)
+    if status != BROKEN and case.kernel is not None:
+        outcome.coverage = op_dtypes(case.kernel, inputs, case.constexprs)
     if status == FAILED:
         from .reproducer import write_case_reproducer
+        if got_args:  # a mismatch (not an exception): try smaller inputs first
+            inputs = shrink_inputs(case, inputs, backend, reference)
         outcome.reproducer = write_case_reproducer(case, inputs, backend)
     return outcome
+
+
+def _still_fails(case: Case, inputs: list[Any], backend: Backend, reference: Backend) -> bool:
+    status, _, ref_args, got_args = execute(case.kernel, case.grid, inputs, case.constexprs, backend, reference)
+    return status == PASSED and bool(compare_outputs(case, inputs, ref_args, got_args, backend))
+
+
+def _plain(a: np.ndarray, value: int) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        return np.full(a.shape, value, dtype=np.float64 if a.dtype.kind not in "biu" else np.int64).astype(a.dtype)
+
+
+def shrink_inputs(case: Case, inputs: list[Any], backend: Backend, reference: Backend) -> list[Any]:
+    """Inputs that still fail with as few unusual values as a few reruns find: each input array
+    (not an output) becomes all 1s, then all 0s, except where an output differed; kept when the
+    case still fails. A handful of launches, only for a failing case."""
+    assert case.kernel is not None
+    _, _, ref_args, got_args = execute(case.kernel, case.grid, inputs, case.constexprs, backend, reference)
+    if not got_args:
+        return inputs
+    bad = None
+    for index, rule in case.outputs.items():
+        ref, got = np.asarray(ref_args[index]), np.asarray(got_args[index])
+        if ref.shape == got.shape and ref.dtype == got.dtype:
+            differs = ~close(ref, got, rule)
+            if differs.any():
+                bad = differs.reshape(-1)
+                break
+    current = inputs
+    for position, value in enumerate(inputs):
+        if not isinstance(value, np.ndarray) or position in case.outputs or value.size < 2:
+            continue
+        for plain in (1, 0):
+            trial = copy_args(current)
+            flat = trial[position].reshape(-1)
+            keep = bad if bad is not None and bad.size == flat.size else np.zeros(flat.size, bool)
+            flat[~keep] = _plain(flat, plain)[~keep]
+            if _still_fails(case, trial, backend, reference):
+                current = trial
+                break
+    return current

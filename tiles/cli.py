@@ -228,9 +228,11 @@ def run_conformance(argv: Sequence[str]) -> int:
         runpy.run_module("conformance", run_name="__main__", alter_sys=True)
     except SystemExit as e:
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except ImportError as e:
-        raise CommandError(f"cannot run the conformance suite: {e} (run from the repository root)") \
-            from None
+    except ModuleNotFoundError as e:
+        if e.name != "conformance":
+            raise
+        raise CommandError(f"cannot run the conformance suite: {e} (it ships with tiles: reinstall "
+                           "tiles, e.g. pip install tiles, or run from the repository root)") from None
     finally:
         sys.argv = saved_argv
     return 0

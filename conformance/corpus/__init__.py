@@ -7,6 +7,7 @@ from ..profiles import Profile
 from . import (
     atomics,
     casts,
+    classic,
     control,
     dot,
     elementwise,
@@ -19,7 +20,8 @@ from . import (
     shapes,
 )
 
-MODULES = (elementwise, integer, casts, math_fns, libdevice, reductions, shapes, memory, atomics, dot, control, random_)
+MODULES = (classic, elementwise, integer, casts, math_fns, libdevice, reductions, shapes, memory, atomics, dot,
+           control, random_)
 
 
 def all_cases(profile: Profile) -> list[Case]:

@@ -76,7 +76,7 @@ def _copy_case(kind: str, d: DType, n: int, block: int) -> Case:
     def make(rng: np.random.Generator) -> list:
         return [random_array(rng, d, (n,)), np.full(n, 3, d.np) if not d.is_bool else np.ones(n, np.bool_), n]
     grid = (tiles.cdiv(n, block),)
-    return case("memory", f"{kind}[{d},n={n}]", masked_copy_kernel, make, grid, {1: EXACT},
+    return case("memory", f"{kind}[{d},n={n},block={block}]", masked_copy_kernel, make, grid, {1: EXACT},
                 constexprs={"KIND": kind, "BLOCK": block})
 
 

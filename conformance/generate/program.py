@@ -50,6 +50,7 @@ class Program:
     m: int = 4
     n: int = 8
     programs: int = 1
+    num_warps: int = 4
 
     def live(self) -> list[Stmt]:
         """The statements the output depends on, in order (dead code is dropped)."""

@@ -5,10 +5,13 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import sys
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from hypothesis import given
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from tiles.backends.base import Backend
 from tiles.runtime.jit import JITFunction
@@ -65,12 +68,29 @@ def output_rule(program: Program) -> Rule:
     return rule
 
 
+def launch_of(program: Program) -> tuple[tuple[int, ...], dict[str, Any]]:
+    """(grid, constexprs) a generated program runs with."""
+    extra = {"num_warps": program.num_warps} if program.num_warps != 4 else {}
+    return (program.programs,), {"M": program.m, "N": program.n, **extra}
+
+
+def write_reproducer(gen: Generated, backend: Backend, path: str | None = None) -> str:
+    grid, constexprs = launch_of(gen.program)
+    out_index = len(gen.program.inputs)
+    return reproducer.write(f"generated on {backend.name}", gen.program.source(), gen.args, grid,
+                            constexprs, {out_index: output_rule(gen.program)}, {}, backend, path=path)
+
+
+def digest(program: Program) -> str:
+    return hashlib.sha1(program.source().encode()).hexdigest()[:10]
+
+
 def check(gen: Generated, backend: Backend, reference: Backend) -> tuple[str, str]:
-    """(status, message); the message of a failure holds the kernel source and a reproducer path."""
+    """(status, message); the message of a failure holds the kernel source (the caller writes the
+    reproducer: one per failure, not one per shrinking step)."""
     program = gen.program
     kernel = load_kernel(program)
-    grid = (program.programs,)
-    constexprs = {"M": program.m, "N": program.n}
+    grid, constexprs = launch_of(program)
     status, message, ref_args, got_args = execute(kernel, grid, gen.args, constexprs, backend, reference)
     out_index = len(program.inputs)
     rule = output_rule(program)
@@ -80,34 +100,45 @@ def check(gen: Generated, backend: Backend, reference: Backend) -> tuple[str, st
             return PASSED, ""
         status, message = FAILED, f"output 'out_ptr': {mismatch}"
     if status in (FAILED, BROKEN):
-        path = reproducer.write(f"generated on {backend.name}", program.source(), gen.args, grid,
-                                constexprs, {out_index: rule}, {}, backend)
-        message = f"{message}\nkernel:\n{program.source()}reproducer: {path}"
+        message = f"{message}\nkernel:\n{program.source()}"
     return status, message
 
 
-def search(family: str, backend: Backend, reference: Backend, profile: Profile) -> list[Outcome]:
-    """Run ``profile.generated_examples`` programs; a failure is shrunk and reported once."""
+# called before each program runs with the program (a crash or hang after it is blamed on it)
+Starting = Callable[[Generated], None]
+
+
+def search(family: str, backend: Backend, reference: Backend, profile: Profile, seed: int = 0,
+           starting: Starting | None = None, max_examples: int | None = None) -> list[Outcome]:
+    """Run ``profile.generated_examples`` programs drawn from ``seed`` (the same seed draws the same
+    programs); a failure is shrunk and reported once, with one reproducer script."""
     flavor = family.removeprefix("generated_")
     outcomes: list[Outcome] = []
-    last_failure: list[str] = []
+    last_failure: list[Any] = []
 
-    @profile.hypothesis_settings()
+    @hypothesis_seed(seed)
+    @profile.hypothesis_settings(max_examples)
     @given(generated(flavor))
     def run(gen: Generated) -> None:
+        if starting is not None:
+            starting(gen)
+        start = time.perf_counter()
         status, message = check(gen, backend, reference)
         if status in (FAILED, BROKEN):
-            last_failure[:] = [status, message]
+            last_failure[:] = [status, message, gen]
             raise GeneratedMismatchError(message)
         if not last_failure:
-            outcomes.append(Outcome(family, f"example {len(outcomes) + 1}", status, message))
+            name = f"example {len(outcomes) + 1} [{digest(gen.program)}]"
+            outcomes.append(Outcome(family, name, status, message,
+                                    seconds=round(time.perf_counter() - start, 4)))
 
     try:
         run()
     except GeneratedMismatchError:
-        status, message = last_failure
-        repro = message.rsplit("reproducer: ", 1)[-1].strip()
-        outcomes.append(Outcome(family, "shrunk counterexample", status, message, repro))
+        status, message, gen = last_failure
+        repro = write_reproducer(gen, backend)
+        outcomes.append(Outcome(family, "shrunk counterexample", status,
+                                f"{message}reproducer: {repro}", repro))
     return outcomes
 
 

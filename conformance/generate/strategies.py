@@ -152,7 +152,8 @@ class Builder:
         a = self.pick(lambda n: not n.dtype.is_bool or op == "~")
         if a is None or (op == "~" and not a.dtype.is_int):
             return None
-        if op in ("tl.floor", "tl.ceil") and (not a.dtype.is_floating or not a.exact):
+        # tl.floor / tl.ceil take float16, bfloat16, float32 and float64 (no fp8)
+        if op in ("tl.floor", "tl.ceil") and (a.dtype not in FLOAT_DTYPES + (D.float64,) or not a.exact):
             return None
         name = self.fresh()
         text = f"{op}({a.name})" if op.startswith("tl.") else f"{op}{a.name}"
@@ -265,8 +266,49 @@ class Builder:
                         lines, (a.name, b.name))
 
 
+    def scan(self) -> Node | None:
+        a = self.pick(lambda n: n.shape == "MN" and n.exact and n.dtype.is_int and not n.dtype.is_bool)
+        if a is None:
+            return None
+        axis = self.draw(st.sampled_from([0, 1]))
+        dtype = a.dtype if a.dtype.bits >= 32 else (D.uint32 if a.dtype.kind is D.Kind.UINT else D.int32)
+        name = self.fresh()
+        return self.add(Node(name, dtype, "MN"),
+                        [f"{name} = tl.cumsum({a.name}.to({tl_name(dtype)}), axis={axis})"], (a.name,))
+
+    def sort(self) -> Node | None:
+        a = self.pick(lambda n: n.shape == "MN" and n.exact and n.dtype in INT_DTYPES + FLOAT_DTYPES)
+        if a is None:
+            return None
+        name = self.fresh()
+        descending = self.draw(st.booleans())
+        node = Node(name, a.dtype, "MN", zero_sign_free=a.dtype.is_floating or a.zero_sign_free)
+        return self.add(node, [f"{name} = tl.sort({a.name}, descending={descending})"], (a.name,))
+
+    def gather(self) -> Node | None:
+        src = self.pick(lambda n: n.shape == "MN")
+        index = self.pick(lambda n: n.shape == "MN" and n.exact and n.dtype.is_int and not n.dtype.is_bool)
+        if src is None or index is None:
+            return None
+        name = self.fresh()
+        node = Node(name, src.dtype, "MN", src.ulps, src.zero_sign_free, src.from_mul)
+        return self.add(node, [f"{name} = tl.gather({src.name}, ({index.name} & (N - 1)).to(tl.int32), 1)"],
+                        (src.name, index.name))
+
+    def while_loop(self) -> Node | None:
+        acc = self.pick(lambda n: n.exact and n.dtype.is_int and not n.dtype.is_bool)
+        if acc is None:
+            return None
+        op = self.draw(st.sampled_from(["+", "^", "*"]))
+        name = self.fresh()
+        t = tl_name(acc.dtype)
+        lines = [f"{name} = {acc.name}", f"{name}_i = 0", f"while {name}_i < trips + flag:",
+                 f"    {name} = ({name} {op} ({name}_i + 3)).to({t})", f"    {name}_i += 1"]
+        return self.add(Node(name, acc.dtype, acc.shape), lines, (acc.name,))
+
+
 KINDS = ("binary", "binary", "minmax", "compare", "where", "unary", "cast", "reduce", "shuffle", "loop",
-         "branch", "dot", "math", "fma")
+         "branch", "dot", "math", "fma", "scan", "sort", "gather", "while_loop")
 
 
 def _broadcast(a: str, b: str) -> str:
@@ -302,7 +344,8 @@ def programs(draw: Draw, flavor: str) -> Program:
         d = draw(st.sampled_from(dtypes))
         masked = draw(st.booleans())
         inputs.append((f"in{i}", d, masked, _other_literal(d, draw) if masked else ""))
-    program = Program(inputs, m=m, n=n, programs=draw(st.sampled_from([1, 2])))
+    program = Program(inputs, m=m, n=n, programs=draw(st.sampled_from([1, 2])),
+                      num_warps=draw(st.sampled_from([4, 1, 2, 8])))
     builder = Builder(draw, flavor, program)
     builder.pool = [Node(name, d, "MN") for name, d, *_ in inputs]
     wanted = draw(st.integers(1, 8))

@@ -154,3 +154,26 @@ class AtomicAddLosesUpdates(DefectiveBackend):
 
 DEFECTS = (ModRoundsLikePython, MaxPropagatesNan, ReductionDropsLast, StoreIgnoresMask, AtomicAddLosesUpdates)
 assert all(d.name != InterpreterBackend.name for d in DEFECTS)
+
+
+class CrashesOnIntegerDivision(DefectiveBackend):
+    """The process dies (a segfault) when a kernel divides integers: a run must survive it."""
+
+    name = "defect-segfault-idiv"
+
+    def rewrite(self, instr: Instr) -> list[Instr] | None:
+        if instr.op is Op.IDIV:
+            import ctypes
+            ctypes.string_at(0)  # reads address 0: SIGSEGV
+        return None
+
+
+class HangsOnIntegerDivision(DefectiveBackend):
+    """Compiling a kernel that divides integers never finishes: a run must time it out."""
+
+    name = "defect-hang-idiv"
+
+    def rewrite(self, instr: Instr) -> list[Instr] | None:
+        while instr.op is Op.IDIV:
+            pass
+        return None

@@ -1,0 +1,314 @@
+"""The OpenCL backend with one realistic single-edit defect planted in it, per class.
+
+Each defect swaps one named function (or string) of the shared lowering or of the OpenCL C
+emitter while the backend compiles (``Planted.compile``), so the process stays clean and the
+defect follows the code it names: ``TARGETS`` lists what each one patches, to retarget when
+that code moves.  ``CAUGHT_BY`` (test_planted.py) says which ci family must report it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from tiles.backends.base import CompiledKernel, Options
+from tiles.backends.opencl import OpenCLBackend
+from tiles.core.ir import Kernel
+from tiles.core.ops import Op
+
+Replace = Callable[[Any], Any]  # the original object -> the defective one
+
+
+@contextlib.contextmanager
+def patched(target: str, replace: Replace) -> Iterator[None]:
+    """``target`` is ``module:Attr.path``; its value is ``replace(original)`` inside the block."""
+    module_name, _, path = target.partition(":")
+    owner: Any = importlib.import_module(module_name)
+    *parents, attr = path.split(".")
+    for p in parents:
+        owner = getattr(owner, p)
+    original = owner.__dict__[attr] if isinstance(owner, type) else getattr(owner, attr)
+    setattr(owner, attr, replace(original))
+    try:
+        yield
+    finally:
+        setattr(owner, attr, original)
+
+
+class Planted(OpenCLBackend):
+    target_name = ""
+    name = "planted"
+
+    @staticmethod
+    def replace(original: Any) -> Any:
+        raise NotImplementedError
+
+    def compile(self, kernel: Kernel, options: Options) -> CompiledKernel:
+        with patched(self.target_name, self.replace):
+            return super().compile(kernel, options)
+
+
+def _method(wrap: Callable[..., Any]) -> Replace:
+    """A replacement method: ``wrap(original, self, *args)``."""
+    def replace(original: Any) -> Any:
+        def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+            return wrap(original, self, *args, **kwargs)
+        return method
+    return replace
+
+
+def _int_binary_wrap(op: Op, text: Callable[[str, str, str, str], str], signed_only: bool = True) -> Replace:
+    def wrap(original: Any, self: Any, o: Op, a: Any, b: Any, dt: Any) -> str:
+        if o is op and (dt.is_signed or not signed_only):
+            from tiles.backends.opencl import ctext as ct
+            return text(str(a), str(b), ct.REGISTER[dt], ct.unsigned(dt))
+        return original(self, o, a, b, dt)
+    return _method(wrap)
+
+
+EMIT_C = "tiles.backends.opencl.emit_c:OpenCLEmitter"
+EMIT_MEMORY = "tiles.backends.opencl.emit_memory:MemoryMixin"
+CTEXT = "tiles.backends.opencl.ctext"
+LOWER = "tiles.backends.lowering.lower"
+REDUCTIONS = "tiles.backends.lowering.reductions"
+
+
+# ---------------------------------------------------------------- the emitter: integer ops
+
+class SignedFloorDivision(Planted):
+    """Signed ``//`` rounds toward -inf (Python) instead of toward zero (C, Triton)."""
+    name = "planted-signed-floordiv"
+    target_name = f"{EMIT_C}._int_binary"
+    replace = staticmethod(_int_binary_wrap(
+        Op.IDIV, lambda a, b, t, u: f"({b} == 0 ? ({t})-1 : ({t})(({a} / {b}) - ((({a} % {b}) != 0) & "
+                                    f"((({a}) < 0) != (({b}) < 0)))))"))
+
+
+class ModuloTakesDivisorSign(Planted):
+    """Signed ``%`` takes the divisor's sign (Python) instead of the dividend's (C)."""
+    name = "planted-mod-python-sign"
+    target_name = f"{EMIT_C}._int_binary"
+    replace = staticmethod(_int_binary_wrap(
+        Op.MOD, lambda a, b, t, u: f"({b} == 0 ? {a} : ({t})((({a} % {b}) + {b}) % {b}))"))
+
+
+class ArithmeticShiftIsLogical(Planted):
+    """Signed ``>>`` shifts zeros in (a logical shift on the unsigned bits)."""
+    name = "planted-shr-logical"
+    target_name = f"{EMIT_C}._int_binary"
+    replace = staticmethod(_int_binary_wrap(
+        Op.SHR, lambda a, b, t, u: f"(({u}){b} < sizeof({t}) * 8 ? ({t})(({u}){a} >> {b}) : ({t})0)"))
+
+
+class MulHiTruncates(Planted):
+    """``umulhi`` keeps the low half of the product."""
+    name = "planted-umulhi-low"
+    target_name = f"{EMIT_C}._int_binary"
+    replace = staticmethod(_int_binary_wrap(Op.UMULHI, lambda a, b, t, u: f"({t})({a} * {b})", signed_only=False))
+
+
+# ---------------------------------------------------------------- the emitter: floats and casts
+
+class Bf16TiesAwayFromZero(Planted):
+    """float -> bfloat16 rounds ties away from zero instead of to even."""
+    name = "planted-bf16-ties-away"
+    target_name = f"{CTEXT}:PRELUDE"
+
+    @staticmethod
+    def replace(original: str) -> str:
+        return original.replace("u += 0x7fffu + ((u >> 16) & 1u);", "u += 0x8000u;")
+
+
+class Fp16RoundsTowardZero(Planted):
+    """float -> float16 truncates (rtz) instead of rounding to nearest even."""
+    name = "planted-fp16-rtz"
+    target_name = f"{CTEXT}:PRELUDE"
+
+    @staticmethod
+    def replace(original: str) -> str:
+        head, sep, rest = original.partition("inline float tiles_round_f16(float x) {")
+        body, close, tail = rest.partition("}")
+        return head + sep + body.replace("vstore_half_rte", "vstore_half_rtz") + close + tail
+
+
+class FloatToIntRounds(Planted):
+    """float -> int conversions round to nearest instead of truncating."""
+    name = "planted-float-to-int-rounds"
+    target_name = f"{EMIT_C}.cast"
+
+    @staticmethod
+    def replace(original: Any) -> Any:
+        def cast(self: Any, a: Any, src: Any, dst: Any, rounding: str = "rtne") -> Any:
+            if src.is_floating and dst.is_int and not dst.is_bool:
+                from tiles.backends.opencl import ctext as ct
+                t = ct.REGISTER[dst]
+                return self._tmp(t, f"(isnan({a}) ? ({t})0 : convert_{t}_sat_rte({a}))")
+            return original(self, a, src, dst, rounding)
+        return cast
+
+
+class MaximumPropagatesNan(Planted):
+    """Float ``maximum`` as ``a > b ? a : b``: a NaN operand leaks through."""
+    name = "planted-max-ternary"
+    target_name = f"{EMIT_C}.binary"
+
+    @staticmethod
+    def replace(original: Any) -> Any:
+        def binary(self: Any, op: Op, a: Any, b: Any, dtype: Any) -> Any:
+            if op is Op.MAXIMUM and getattr(dtype, "is_floating", False):
+                from tiles.backends.opencl import ctext as ct
+                return self._tmp(ct.REGISTER[dtype], f"(({a}) > ({b}) ? ({a}) : ({b}))")
+            return original(self, op, a, b, dtype)
+        return binary
+
+
+class FmaAsMulAdd(Planted):
+    """``tl.fma`` as a separately rounded multiply and add."""
+    name = "planted-fma-mul-add"
+    target_name = f"{EMIT_C}.fma"
+
+    @staticmethod
+    def replace(original: Any) -> Any:
+        def fma(self: Any, a: Any, b: Any, c: Any, dtype: Any) -> Any:
+            if dtype.is_floating:
+                from tiles.backends.opencl import ctext as ct
+                return self._tmp(ct.REGISTER[dtype], self._round(dtype, f"(({a} * {b}) + {c})"))
+            return original(self, a, b, c, dtype)
+        return fma
+
+
+# ---------------------------------------------------------------- the emitter: memory and atomics
+
+class LoadIgnoresOther(Planted):
+    """Masked-off lanes of a load read 0 instead of ``other``."""
+    name = "planted-load-ignores-other"
+    target_name = f"{EMIT_MEMORY}.load"
+    replace = staticmethod(_method(lambda original, self, p, dtype, mask, other: original(self, p, dtype, mask, None)))
+
+
+class StoreIgnoresMask(Planted):
+    """Scalar stores write every lane, masked or not."""
+    name = "planted-store-ignores-mask"
+    target_name = f"{EMIT_MEMORY}.store"
+    replace = staticmethod(_method(lambda original, self, p, value, dtype, mask: original(self, p, value, dtype, None)))
+
+
+class AtomicAddIsLoadAddStore(Planted):
+    """``atomic_add`` on integers as a plain load, add and store: concurrent updates get lost."""
+    name = "planted-atomic-add-racy"
+    target_name = f"{EMIT_MEMORY}.atomic_rmw"
+
+    @staticmethod
+    def replace(original: Any) -> Any:
+        def atomic_rmw(self: Any, kind: str, p: Any, value: Any, dtype: Any, mask: Any, loc: Any) -> Any:
+            if kind != "add" or not dtype.is_int:
+                return original(self, kind, p, value, dtype, mask, loc)
+            from tiles.backends.opencl import ctext as ct
+            t = ct.REGISTER[dtype]
+            old = self._tmp(t, f"({t})0")
+            self._line(f"if ({mask or 'true'}) {{ {old} = *((volatile __global {t}*)({p})); "
+                       f"*((volatile __global {t}*)({p})) = {old} + {value}; }}")
+            return old
+        return atomic_rmw
+
+
+# ---------------------------------------------------------------- the shared lowering
+
+class ChunkOpIgnoresDivisibility(Planted):
+    """Elementwise ops (masks included) are computed once per vector chunk even when the value
+    is not known equal across the chunk: a mask ``offs < n`` with n % 4 != 0 cuts a vector wrong."""
+    name = "planted-chunk-mask"
+    target_name = f"{LOWER}:_zip"
+
+    @staticmethod
+    def replace(original: Any) -> Any:
+        def _zip(lw: Any, instr: Any, fn: Any) -> Any:
+            cols = [lw.env[v] for v in instr.operands]
+            lay = lw.layout(instr.results[0])
+            if lay.vec > 1 and lw.info.get(instr.results[0]) is not None:
+                out: list[Any] = []
+                for j in range(0, lay.per_thread, lay.vec):
+                    out.extend([fn(*(c[j] for c in cols))] * lay.vec)
+                return [out]
+            return original(lw, instr, fn)
+        return _zip
+
+
+class MinReductionPropagatesNan(Planted):
+    """``tl.min`` reductions combine with the NaN-propagating minimum (a table entry mixed up)."""
+    name = "planted-reduce-min-nan"
+    target_name = f"{REDUCTIONS}:_BUILTIN"
+
+    @staticmethod
+    def replace(original: dict) -> dict:
+        return {**original, "min": Op.MINIMUM_NAN}
+
+
+class ArgmaxTiesTakeLastIndex(Planted):
+    """Integer argmax/argmin ties go to the larger index instead of the first."""
+    name = "planted-argmax-ties-last"
+    target_name = f"{REDUCTIONS}:_arg_combine"
+
+    @staticmethod
+    def replace(original: Any) -> Any:
+        def _arg_combine(lw: Any, kind: str, vdt: Any) -> Any:
+            if vdt.is_floating:
+                return original(lw, kind, vdt)
+            from tiles.core import dtypes as D
+            e = lw.e
+            better = Op.GT if kind == "max" else Op.LT
+
+            def combine(a: list, b: list) -> list:
+                (va, ia), (vb, ib) = a, b
+                later = e.binary(Op.GT, ib, ia, D.int32)
+                take = e.binary(Op.OR, e.binary(better, vb, va, vdt),
+                                e.binary(Op.AND, e.binary(Op.EQ, vb, va, vdt), later, D.int1), D.int1)
+                return [e.select(take, vb, va, vdt), e.select(take, ib, ia, D.int32)]
+            return combine
+        return _arg_combine
+
+
+class ProgramIdAxisIgnored(Planted):
+    """``tl.program_id(axis)`` is always axis 0."""
+    name = "planted-program-id-axis"
+    target_name = f"{EMIT_C}.program_id"
+    replace = staticmethod(_method(lambda original, self, axis: original(self, 0)))
+
+
+# ---------------------------------------------------------------- a crash and a hang
+
+class LocalMemoryAtNull(Planted):
+    """Local (shared) memory addressed from a null base: the kernel crashes (SIGSEGV on pocl)."""
+    name = "planted-local-null"
+    target_name = f"{EMIT_MEMORY}._local"
+
+    @staticmethod
+    def replace(original: Any) -> Any:
+        def _local(self: Any, byte_offset: int, index: Any, dtype: Any) -> str:
+            return original(self, byte_offset, index, dtype).replace("tiles_local", "((__local uchar*)0)")
+        return _local
+
+
+class LoopStepLost(Planted):
+    """A ``for`` loop never advances its induction variable: the kernel hangs."""
+    name = "planted-loop-hangs"
+    target_name = f"{EMIT_C}._line"
+
+    @staticmethod
+    def replace(original: Any) -> Any:
+        def _line(self: Any, text: str) -> None:
+            if text.startswith("for (") and " += " in text:
+                text = text.rsplit(" += ", 1)[0] + " += 0) {"
+            original(self, text)
+        return _line
+
+
+DEFECTS: tuple[type[Planted], ...] = (
+    SignedFloorDivision, ModuloTakesDivisorSign, ArithmeticShiftIsLogical, MulHiTruncates,
+    Bf16TiesAwayFromZero, Fp16RoundsTowardZero, FloatToIntRounds, MaximumPropagatesNan, FmaAsMulAdd,
+    LoadIgnoresOther, StoreIgnoresMask, AtomicAddIsLoadAddStore, ChunkOpIgnoresDivisibility,
+    MinReductionPropagatesNan, ArgmaxTiesTakeLastIndex, ProgramIdAxisIgnored, LocalMemoryAtNull, LoopStepLost,
+)
+TARGETS = {d.name: d.target_name for d in DEFECTS}
