@@ -42,15 +42,20 @@ class OpenCLBackend(Backend):
         return bool(runtime.device()[2].type & cl.device_type.GPU)
 
     def target(self) -> Target:
+        import pyopencl as cl
+
         from . import runtime
         _, _, dev = runtime.device()
         dtypes = set(D.ALL_DTYPES) - UNSUPPORTED_DTYPES
         if not runtime.has_fp64():
             dtypes.discard(D.float64)
+        ops = UNSUPPORTED_OPS
+        if not dev.type & cl.device_type.CPU:  # addresses from integers are host addresses: only a CPU reads them
+            ops = ops | {Op.INT_TO_PTR}
         return Target("opencl", arch=f"{dev.platform.name} / {dev.name}", warp_size=32,
                       max_threads_per_block=dev.max_work_group_size,
                       shared_memory=dev.local_mem_size, dtypes=frozenset(dtypes),
-                      unsupported_ops=UNSUPPORTED_OPS)
+                      unsupported_ops=ops)
 
     def target_key(self) -> tuple[int, int]:
         from . import runtime
