@@ -1,7 +1,9 @@
 """The OpenCL backend: shared GPU lowering -> OpenCL C -> pyopencl build -> launch.
 
-Stages: ``ir`` (tile IR text), ``opencl`` (the generated OpenCL C), ``binary``
-(the device program pyopencl built).  ``TILES_OPENCL_DEVICE`` picks the device
+Stages: ``ir`` (tile IR text), ``opencl`` (the generated OpenCL C), ``build`` (the
+pyopencl program); on devices other than CPUs, ``asm["binary"]`` also keeps the device
+binary for the disk cache (pocl compiles a kernel once more to hand out its binary, and
+its own kernel cache serves a warm build from source anyway).  ``TILES_OPENCL_DEVICE`` picks the device
 (an index into all platforms' devices, or part of "<platform> <device>").
 """
 
@@ -64,10 +66,14 @@ class OpenCLBackend(Backend):
                                "supported on opencl (32- and 64-bit types only)")
         return reasons
 
+    def toolchain_version(self) -> str:
+        from . import runtime
+        return runtime.versions()
+
     def stages(self, options: Options) -> dict[str, Stage]:
         return {"ir": lambda kernel, compiled: format_kernel(kernel),
                 "opencl": lambda _, compiled: self._generate(compiled, options),
-                "binary": lambda source, compiled: self._build(source, compiled)}
+                "build": lambda source, compiled: self._build(source, compiled)}
 
     def _threads(self, options: Options) -> int:
         threads = options.num_warps * 32
@@ -83,11 +89,28 @@ class OpenCLBackend(Backend):
         compiled.metadata.update(threads=threads, entry=emitter.name)
         return source
 
-    def _build(self, source: str, compiled: CompiledKernel) -> bytes:
+    def _build(self, source: str, compiled: CompiledKernel) -> Any:
         from . import runtime
         program = runtime.build(source)
         compiled.metadata["program"] = program
-        return program.binaries[0]
+        if runtime.keeps_binaries():  # for the disk cache; pocl compiles the kernel again for it
+            compiled.asm["binary"] = runtime.binaries(program)
+        return program
+
+    def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Kernel,
+                    options: Options) -> CompiledKernel | None:
+        """The program from its cached binary, else from its cached OpenCL C (on pocl, whose own
+        kernel cache then skips the compiler)."""
+        from . import runtime
+        if not isinstance(asm.get("opencl"), str) or "entry" not in metadata:
+            return None
+        binary = asm.get("binary")
+        program = runtime.build_from_binary(binary) if isinstance(binary, bytes) else None
+        if program is None:
+            program = runtime.build(asm["opencl"])
+        compiled = CompiledKernel(kernel.name, kernel, options, dict(asm), dict(metadata), program)
+        compiled.metadata["program"] = program
+        return compiled
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg], stream: Any = None) -> None:
