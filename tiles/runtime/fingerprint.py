@@ -14,6 +14,7 @@ import dataclasses
 import functools
 import hashlib
 import inspect
+import os
 import sys
 import sysconfig
 import types
@@ -154,7 +155,10 @@ def stable(value: Any) -> Any:
 def compiler_fingerprint() -> str:
     """A hash of tiles' own source: a changed compiler never reuses an older compiler's output."""
     digest = hashlib.sha256()
-    for path in sorted(_TILES_ROOT.rglob("*.py")):
-        digest.update(str(path.relative_to(_TILES_ROOT)).encode())
-        digest.update(path.read_bytes())
+    sources = sorted(os.path.join(folder, name) for folder, _, names in os.walk(_TILES_ROOT)
+                     for name in names if name.endswith(".py"))
+    for path in sources:
+        digest.update(os.path.relpath(path, _TILES_ROOT).encode())
+        with open(path, "rb") as f:
+            digest.update(f.read())
     return digest.hexdigest()

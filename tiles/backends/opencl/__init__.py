@@ -9,6 +9,7 @@ its own kernel cache serves a warm build from source anyway).  ``TILES_OPENCL_DE
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +21,14 @@ from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
 
 UNSUPPORTED_OPS = frozenset({Op.DEVICE_ASSERT})
 UNSUPPORTED_DTYPES = frozenset({D.float8e4nv, D.float8e5})
+
+
+CPU_SLOTS_PER_WORK_ITEM = 4
+
+
+def largest_tile(kernel: Kernel) -> int:
+    """The element count of the kernel's largest tile value."""
+    return max((math.prod(v.type.shape) for instr in kernel.walk() for v in instr.results), default=1)
 
 
 class OpenCLBackend(Backend):
@@ -75,15 +84,24 @@ class OpenCLBackend(Backend):
                 "opencl": lambda _, compiled: self._generate(compiled, options),
                 "build": lambda source, compiled: self._build(source, compiled)}
 
-    def _threads(self, options: Options) -> int:
+    def _threads(self, options: Options, kernel: Kernel) -> int:
+        """Work-items per program: ``num_warps * 32``; on a CPU device at least enough that
+        each holds ``CPU_SLOTS_PER_WORK_ITEM`` elements of the largest tile.  The lowering
+        unrolls a work-item's elements, and pocl compiles the unrolled code slowly (the
+        matmul example's 64x64 tile: 32 elements each at 128 work-items, 99 KB of C), while
+        one CPU thread runs a whole work-group as a loop either way."""
+        from . import runtime
         threads = options.num_warps * 32
+        if runtime.is_cpu():
+            wanted = largest_tile(kernel) // CPU_SLOTS_PER_WORK_ITEM
+            threads = max(threads, 1 << max(wanted, 1).bit_length() - 1)
         return min(threads, self.target().max_threads_per_block)
 
     def _generate(self, compiled: CompiledKernel, options: Options) -> str:
         from ..lowering.lower import lower
         from . import runtime
         from .emit_c import OpenCLEmitter
-        threads = self._threads(options)
+        threads = self._threads(options, compiled.ir)
         emitter = OpenCLEmitter(self.target(), runtime.has_fp64())
         source = lower(compiled.ir, emitter, threads)
         compiled.metadata.update(threads=threads, entry=emitter.name)

@@ -75,11 +75,15 @@ def build(source: str) -> Any:
     return program
 
 
+def is_cpu() -> bool:
+    import pyopencl as cl
+    return bool(device()[2].type & cl.device_type.CPU)
+
+
 def keeps_binaries() -> bool:
     """Whether compiled programs keep their device binary for the disk cache: not on CPU devices
     (pocl builds the kernel again to produce one, and serves warm builds from its own cache)."""
-    import pyopencl as cl
-    return not device()[2].type & cl.device_type.CPU
+    return not is_cpu()
 
 
 def build_from_binary(binary: bytes) -> Any:
