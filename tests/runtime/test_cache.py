@@ -12,8 +12,10 @@ import pytest
 import rt_kernels as kernels
 
 import tiles
+import tiles.language as tl
 from tiles.backends.base import Backend, Options
 from tiles.backends.interpreter import InterpreterBackend
+from tiles.core.errors import KernelRuntimeError
 from tiles.runtime import cache
 
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
@@ -206,3 +208,23 @@ def test_processes_compiling_the_same_kernel_share_one_valid_entry(private_cache
     kernels.CachingBackend.compiles = kernels.CachingBackend.loads = 0
     fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
     assert (kernels.CachingBackend.compiles, kernels.CachingBackend.loads) == (0, 1)
+
+
+@tiles.jit
+def shifted_copy(x_ptr, out_ptr, n, shift, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs + shift, mask=offs < n), mask=offs < n)
+
+
+def test_checked_mode_plan_comes_back_with_the_cached_kernel(backend, rng):
+    """debug=True on a compiled backend instruments the kernel; a disk hit must still check."""
+    x = rng.standard_normal(100).astype(np.float32)
+    for expected_loads in (0, 1):
+        out = np.zeros(100, np.float32)
+        fresh = tiles.jit(shifted_copy.fn)
+        with pytest.raises(KernelRuntimeError, match="out of bounds of argument 'x_ptr'"):
+            fresh[(2,)](x, out, 100, 7, BLOCK=64, debug=True, backend=backend)
+        assert backend.loads == expected_loads
+        fresh[(2,)](x, out, 93, 7, BLOCK=64, debug=True, backend=backend)
+        np.testing.assert_array_equal(out[:93], x[7:])
+    assert backend.compiles == 1
