@@ -228,3 +228,14 @@ def test_checked_mode_plan_comes_back_with_the_cached_kernel(backend, rng):
         fresh[(2,)](x, out, 93, 7, BLOCK=64, debug=True, backend=backend)
         np.testing.assert_array_equal(out[:93], x[7:])
     assert backend.compiles == 1
+
+
+def test_cuda_ptx_comes_from_disk_without_a_trace():
+    """Compile-only here (PTX for TILES_CUDA_ARCH); tests/runtime/test_cache_warm.py launches on a GPU."""
+    first = fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 256}, backend="cuda")
+    cache.STATS.clear()
+    again = fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 256}, backend="cuda")
+    assert dict(cache.STATS) == {"hits": 1}
+    assert again.asm["ptx"] == first.asm["ptx"] and again.asm["llir"] == first.asm["llir"]
+    assert {k: again.metadata[k] for k in ("threads", "shared")} == {"threads": 128, "shared": 0}
+    assert [p.name for p in again.ir.params] == ["x_ptr", "y_ptr", "out_ptr", "n"]
