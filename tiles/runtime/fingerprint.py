@@ -37,7 +37,9 @@ def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
 
 def _wrapped_function(obj: Any) -> types.FunctionType | None:
     """The Python function of a ``@jit`` function (its ``.fn``), else None."""
-    fn = getattr(obj, "fn", None) if not isinstance(obj, types.ModuleType) else None
+    if isinstance(obj, types.ModuleType):
+        return None
+    fn = inspect.getattr_static(obj, "fn", None)  # never runs __getattr__ (placeholders raise)
     return fn if isinstance(fn, types.FunctionType) else None
 
 
