@@ -1,5 +1,6 @@
 """Run time on a CPU OpenCL device (pocl) with ``num_warps * 32`` work-items per program beside
-the CPU choice (enough work-items that each holds 4 elements of the largest tile), one run.
+the CPU rule (enough work-items that each holds at most 4 (the default), or 8, elements of the
+largest tile).
 
 Both variants launch the same kernels on the same pyopencl arrays; outputs are checked
 against NumPy first; each timing is the median of ``--repeat`` launches + ``queue.finish()``
@@ -34,6 +35,14 @@ class WarpThreads(OpenCLBackend):
 
     def _threads(self, options: Options, kernel: Kernel) -> int:
         return min(options.num_warps * 32, self.target().max_threads_per_block)
+
+
+class CPURule(OpenCLBackend):
+    """The CPU rule with another number of elements per work-item."""
+
+    def __init__(self, elements: int) -> None:
+        self.cpu_elements_per_work_item = elements
+        self.name = f"opencl-{elements}-per-item"
 
 
 def example(name: str):
@@ -82,7 +91,7 @@ def main() -> None:
     from tiles.backends.opencl import runtime
     _, queue, device = runtime.device()
     print(f"device: {device.platform.name} / {device.name}")
-    variants = {"num_warps*32": WarpThreads(), "CPU rule": OpenCLBackend()}
+    variants = {"num_warps*32": WarpThreads(), "CPU rule, 8": CPURule(8), "CPU rule, 4": OpenCLBackend()}
     print(f"{'kernel':36s} {'variant':13s} {'threads':>7s} {'first launch s':>15s} {'run ms':>9s}")
     for name, launch, check in cases(queue, np.random.default_rng(0)):
         for label, backend in variants.items():

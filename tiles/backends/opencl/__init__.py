@@ -23,9 +23,6 @@ UNSUPPORTED_OPS = frozenset({Op.DEVICE_ASSERT})
 UNSUPPORTED_DTYPES = frozenset({D.float8e4nv, D.float8e5})
 
 
-CPU_SLOTS_PER_WORK_ITEM = 4
-
-
 def largest_tile(kernel: Kernel) -> int:
     """The element count of the kernel's largest tile value."""
     return max((math.prod(v.type.shape) for instr in kernel.walk() for v in instr.results), default=1)
@@ -33,6 +30,7 @@ def largest_tile(kernel: Kernel) -> int:
 
 class OpenCLBackend(Backend):
     name = "opencl"
+    cpu_elements_per_work_item = 4  # see _threads
 
     def available(self) -> tuple[bool, str]:
         try:
@@ -86,14 +84,14 @@ class OpenCLBackend(Backend):
 
     def _threads(self, options: Options, kernel: Kernel) -> int:
         """Work-items per program: ``num_warps * 32``; on a CPU device at least enough that
-        each holds ``CPU_SLOTS_PER_WORK_ITEM`` elements of the largest tile.  The lowering
+        each holds at most ``cpu_elements_per_work_item`` elements of the largest tile.  The lowering
         unrolls a work-item's elements, and pocl compiles the unrolled code slowly (the
         matmul example's 64x64 tile: 32 elements each at 128 work-items, 99 KB of C), while
         one CPU thread runs a whole work-group as a loop either way."""
         from . import runtime
         threads = options.num_warps * 32
         if runtime.is_cpu():
-            wanted = largest_tile(kernel) // CPU_SLOTS_PER_WORK_ITEM
+            wanted = largest_tile(kernel) // self.cpu_elements_per_work_item
             threads = max(threads, 1 << max(wanted, 1).bit_length() - 1)
         return min(threads, self.target().max_threads_per_block)
 
