@@ -7,8 +7,8 @@
 | ``TILES_DUMP=<stage>[,<stage>]`` | print these compile stages (``ir``, ``opencl``, ``llir``, ``ptx``...) |
 | ``TILES_CHECK=1`` | run the IR verifier after every pass |
 | ``TILES_DEBUG=1`` | ``debug=True`` unless ``@jit(debug=)`` says: device_assert, checked memory (docs/debugging.md) |
-| ``TILES_CACHE_DIR`` | on-disk compile cache (default: ``~/.cache/tiles``) |
-| ``TILES_ALWAYS_COMPILE=1`` | ignore the on-disk cache |
+| ``TILES_CACHE_DIR`` | on-disk compile cache, every backend (default: ``~/.cache/tiles``) |
+| ``TILES_ALWAYS_COMPILE=1`` | trace and compile every kernel: the on-disk cache is neither read nor written |
 | ``TILES_PRINT_AUTOTUNING=1`` | print each configuration tried, why one failed, and the one the autotuner picks |
 | ``TILES_OPENCL_DEVICE`` | OpenCL device: index into all devices, or part of "<platform> <device>" |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
