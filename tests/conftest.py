@@ -6,8 +6,11 @@ between processes).  The run's seed is fresh each run unless ``TILES_TEST_SEED``
 a failing test's report shows both seeds and the command that replays it.
 """
 
+import atexit
 import os
 import secrets
+import shutil
+import tempfile
 import zlib
 
 import numpy as np
@@ -18,6 +21,12 @@ settings.register_profile("ci", derandomize=True, max_examples=60, deadline=None
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("dev", max_examples=200, deadline=None)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+# Each run compiles into a disk cache of its own (tiles/runtime/cache.py), so entries left by
+# other code never stand in for a compile a test expects; a TILES_CACHE_DIR set outside wins.
+if not os.environ.get("TILES_CACHE_DIR"):
+    os.environ["TILES_CACHE_DIR"] = tempfile.mkdtemp(prefix="tiles-test-cache-")
+    atexit.register(shutil.rmtree, os.environ["TILES_CACHE_DIR"], True)
 
 RUN_SEED = int(os.environ.get("TILES_TEST_SEED") or secrets.randbits(32))
 _SEED_KEY = pytest.StashKey[int]()

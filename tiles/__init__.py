@@ -15,8 +15,7 @@ from .runtime.autotune import AutotuneError, Autotuner, Config, autotune
 from .runtime.errors import InterpreterError, OutOfResources, TritonError
 from .runtime.heuristics import Heuristics, heuristics
 from .runtime.jit import JITFunction, KernelInterface, MockTensor, jit
-
-__version__ = "0.1.0"
+from .version import __version__
 
 
 def cdiv(x: int, y: int) -> int:

@@ -8,8 +8,8 @@
 |   | see ``DUMP_STAGES``); a name no backend produces is an error that lists the known ones |
 | ``TILES_CHECK=1`` | run the IR verifier after every pass |
 | ``TILES_DEBUG=1`` | ``debug=True`` unless ``@jit(debug=)`` says: device_assert, checked memory (docs/debugging.md) |
-| ``TILES_CACHE_DIR`` | on-disk compile cache (default: ``~/.cache/tiles``) |
-| ``TILES_ALWAYS_COMPILE=1`` | ignore the on-disk cache |
+| ``TILES_CACHE_DIR`` | on-disk compile cache, every backend (default: ``~/.cache/tiles``) |
+| ``TILES_ALWAYS_COMPILE=1`` | trace and compile every kernel: the on-disk cache is neither read nor written |
 | ``TILES_PROGRESS=0/1`` | progress on stderr: each autotuning config and its time, compiles over 2 s |
 |   | (on a terminal: a bar redrawn in place); default: on when stderr is a terminal (progress.py) |
 | ``TILES_PRINT_AUTOTUNING=1`` | print each configuration tried, why one failed, and the one the autotuner picks |

@@ -12,7 +12,10 @@ import pytest
 import rt_kernels as kernels
 
 import tiles
-from tiles.backends.base import Options
+import tiles.language as tl
+from tiles.backends.base import Backend, Options
+from tiles.backends.interpreter import InterpreterBackend
+from tiles.core.errors import KernelRuntimeError
 from tiles.runtime import cache
 
 SIGNATURE = {"x_ptr": "*fp32", "y_ptr": "*fp32", "out_ptr": "*fp32", "n": "i32"}
@@ -34,7 +37,7 @@ def compile_add(backend, block=64, **options):
 
 
 def only_entry(cache_dir):
-    entries = list((cache_dir / "kernels").rglob("*.json"))
+    entries = list((cache_dir / "kernels").rglob("*" + cache.KERNEL_SUFFIX))
     assert len(entries) == 1, entries
     return entries[0]
 
@@ -76,8 +79,13 @@ def test_always_compile_bypasses_the_cache(backend, monkeypatch):
     assert (backend.compiles, backend.loads) == (2, 0)
 
 
+class UncachedBackend(InterpreterBackend):
+    name = "uncached-test"
+    load_cached = Backend.load_cached  # the default: not cacheable
+
+
 def test_uncacheable_backend_writes_nothing(private_cache_dir):
-    fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 64}, backend="interpreter")
+    fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 64}, backend=UncachedBackend())
     assert not (private_cache_dir / "kernels").exists()
 
 
@@ -129,8 +137,8 @@ def test_damaged_entry_is_rebuilt_not_loaded(backend, private_cache_dir, damage)
     else:
         data = bytearray(b"not a cache entry\n") + data
     path.write_bytes(bytes(data))
-    assert cache.read_entry(path) is None
-    rebuilt = compile_add(backend)
+    with pytest.warns(cache.CacheWarning, match="damaged compile-cache entry"):
+        rebuilt = compile_add(backend)
     assert (backend.compiles, backend.loads) == (2, 0)
     assert rebuilt.asm["fake_asm"].endswith(b"\x00\xff")
     assert cache.read_entry(path) is not None  # repaired in place
@@ -200,3 +208,34 @@ def test_processes_compiling_the_same_kernel_share_one_valid_entry(private_cache
     kernels.CachingBackend.compiles = kernels.CachingBackend.loads = 0
     fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
     assert (kernels.CachingBackend.compiles, kernels.CachingBackend.loads) == (0, 1)
+
+
+@tiles.jit
+def shifted_copy(x_ptr, out_ptr, n, shift, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs + shift, mask=offs < n), mask=offs < n)
+
+
+def test_checked_mode_plan_comes_back_with_the_cached_kernel(backend, rng):
+    """debug=True on a compiled backend instruments the kernel; a disk hit must still check."""
+    x = rng.standard_normal(100).astype(np.float32)
+    for expected_loads in (0, 1):
+        out = np.zeros(100, np.float32)
+        fresh = tiles.jit(shifted_copy.fn)
+        with pytest.raises(KernelRuntimeError, match="out of bounds of argument 'x_ptr'"):
+            fresh[(2,)](x, out, 100, 7, BLOCK=64, debug=True, backend=backend)
+        assert backend.loads == expected_loads
+        fresh[(2,)](x, out, 93, 7, BLOCK=64, debug=True, backend=backend)
+        np.testing.assert_array_equal(out[:93], x[7:])
+    assert backend.compiles == 1
+
+
+def test_cuda_ptx_comes_from_disk_without_a_trace():
+    """Compile-only here (PTX for TILES_CUDA_ARCH); tests/runtime/test_cache_warm.py launches on a GPU."""
+    first = fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 256}, backend="cuda")
+    cache.STATS.clear()
+    again = fresh_add_kernel().compile(SIGNATURE, {"BLOCK": 256}, backend="cuda")
+    assert dict(cache.STATS) == {"hits": 1}
+    assert again.asm["ptx"] == first.asm["ptx"] and again.asm["llir"] == first.asm["llir"]
+    assert {k: again.metadata[k] for k in ("threads", "shared")} == {"threads": 128, "shared": 0}
+    assert [p.name for p in again.ir.params] == ["x_ptr", "y_ptr", "out_ptr", "n"]

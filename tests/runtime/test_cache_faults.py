@@ -98,12 +98,13 @@ def test_writers_killed_at_random_moments_never_leave_a_corrupt_entry(tmp_path):
 def test_a_corrupt_entry_from_a_killed_writer_is_rebuilt(private_cache_dir):
     kernels.CachingBackend.compiles = kernels.CachingBackend.loads = 0
     tiles.jit(kernels.add_kernel.fn).compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
-    [entry] = list((private_cache_dir / "kernels").rglob("*.json"))
+    [entry] = list((private_cache_dir / "kernels").rglob("*" + cache.KERNEL_SUFFIX))
     data = entry.read_bytes()
     entry.write_bytes(data[: len(data) // 2])  # what a non-atomic writer killed halfway would leave
     kernels.CachingBackend.compiles = 0
     again = tiles.jit(kernels.add_kernel.fn)
-    again.compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
+    with pytest.warns(cache.CacheWarning, match="damaged"):
+        again.compile(SIGNATURE, {"BLOCK": 32}, backend=kernels.CachingBackend())
     assert kernels.CachingBackend.compiles == 1
     assert cache.read_entry(entry) is not None
     x = np.random.default_rng(41).standard_normal(40).astype(np.float32)

@@ -53,6 +53,11 @@ class InterpreterBackend(Backend):
         compiled.handle = kernel
         return compiled
 
+    def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Any,
+                    options: Options) -> CompiledKernel:
+        """The cached traced IR is all the interpreter runs."""
+        return CompiledKernel(kernel.name, kernel, options, dict(asm), dict(metadata), handle=kernel)
+
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg], stream: Any = None) -> None:
         """Runs synchronously on the host; a ``stream`` is accepted and has nothing to order."""

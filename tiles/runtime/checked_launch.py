@@ -46,6 +46,11 @@ def plan_of(compiled: CompiledKernel) -> CheckPlan | None:
     return _PLANS.get(compiled.ir)
 
 
+def remember_plan(kernel: Kernel, plan: CheckPlan) -> None:
+    """Attach ``plan`` to an instrumented kernel read back from the disk cache."""
+    _PLANS[kernel] = plan
+
+
 def byte_span(value: Any) -> tuple[int, int]:
     """(lowest byte, one past the highest byte) of an array argument's own elements, relative
     to its data pointer (negative strides make the first one negative)."""

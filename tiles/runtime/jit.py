@@ -212,12 +212,14 @@ class JITFunction(KernelInterface):
 
     def _compile(self, specs: Sequence[ArgSpec], backend: Backend, options: Options) -> CompiledKernel:
         from .cache import compile_cached
-        kernel = self.trace(specs)
-        if not options.debug:
-            kernel = _without_device_asserts(kernel)
-        kernel = checked_launch.instrument_for(kernel, backend, options)
-        compiled = compile_cached(self, specs, backend, options, kernel)
-        compiled.asm.setdefault("ir", format_kernel(kernel))
+
+        def traced() -> Kernel:  # only on a disk-cache miss
+            kernel = self.trace(specs)
+            if not options.debug:
+                kernel = _without_device_asserts(kernel)
+            return checked_launch.instrument_for(kernel, backend, options)
+        compiled = compile_cached(self, specs, backend, options, traced)
+        compiled.asm.setdefault("ir", format_kernel(compiled.ir))
         for stage in config.dump_stages(compiled.asm):
             if stage in compiled.asm:
                 print(f"// ---- {self.__name__}: {stage}\n{compiled.asm[stage]}", file=sys.stderr)

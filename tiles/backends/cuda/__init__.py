@@ -123,6 +123,14 @@ class CUDABackend(Backend):
 
         return {"ir": lambda kernel, compiled: format_kernel(kernel), "llir": llir, "ptx": ptx}
 
+    def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Any,
+                    options: Options) -> CompiledKernel | None:
+        """The cached PTX; the driver loads it at the first launch (its own JIT cache keeps the
+        machine code, so that load is quick too)."""
+        if not isinstance(asm.get("ptx"), str) or "threads" not in metadata:
+            return None
+        return CompiledKernel(kernel.name, kernel, options, dict(asm), dict(metadata), asm["ptx"])
+
     def _loaded(self, compiled: CompiledKernel) -> Any:
         loaded = compiled.loaded.get("cuda")
         if loaded is None:

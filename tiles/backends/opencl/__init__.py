@@ -1,12 +1,16 @@
 """The OpenCL backend: shared GPU lowering -> OpenCL C -> pyopencl build -> launch.
 
-Stages: ``ir`` (tile IR text), ``opencl`` (the generated OpenCL C), ``binary``
-(the device program pyopencl built).  ``TILES_OPENCL_DEVICE`` picks the device
+Stages: ``ir`` (tile IR text), ``opencl`` (the generated OpenCL C), ``build`` (the
+pyopencl program); on devices other than CPUs, ``asm["binary"]`` also keeps the device
+binary for the disk cache (pocl compiles a kernel once more to hand out its binary, and
+its own kernel cache serves a warm build from source anyway).  ``TILES_OPENCL_DEVICE`` picks the device
 (an index into all platforms' devices, or part of "<platform> <device>").
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,8 +24,14 @@ UNSUPPORTED_OPS = frozenset({Op.DEVICE_ASSERT})
 UNSUPPORTED_DTYPES = frozenset({D.float8e4nv, D.float8e5})
 
 
+def largest_tile(kernel: Kernel) -> int:
+    """The element count of the kernel's largest tile value."""
+    return max((math.prod(v.type.shape) for instr in kernel.walk() for v in instr.results), default=1)
+
+
 class OpenCLBackend(Backend):
     name = "opencl"
+    cpu_elements_per_work_item = 4  # see _threads
 
     def available(self) -> tuple[bool, str]:
         try:
@@ -69,25 +79,61 @@ class OpenCLBackend(Backend):
                                "supported on opencl (32- and 64-bit types only)")
         return reasons
 
+    def toolchain_version(self) -> str:
+        from . import runtime
+        return runtime.versions()
+
     def stages(self, options: Options) -> dict[str, Stage]:
         return {"ir": lambda kernel, compiled: format_kernel(kernel),
                 "opencl": lambda _, compiled: self._generate(compiled, options),
-                "binary": lambda source, compiled: self._build(source, compiled)}
+                "build": lambda source, compiled: self._build(source, compiled)}
+
+    def _threads(self, options: Options, kernel: Kernel) -> int:
+        """Work-items per program: ``num_warps * 32``; on a CPU device at least enough that
+        each holds at most ``cpu_elements_per_work_item`` elements of the largest tile.  The lowering
+        unrolls a work-item's elements, and pocl compiles the unrolled code slowly (the
+        matmul example's 64x64 tile: 32 elements each at 128 work-items, 99 KB of C), while
+        one CPU thread runs a whole work-group as a loop either way."""
+        from . import runtime
+        threads = options.num_warps * 32
+        if runtime.is_cpu():
+            wanted = largest_tile(kernel) // self.cpu_elements_per_work_item
+            threads = max(threads, 1 << max(wanted, 1).bit_length() - 1)
+        return min(threads, self.target().max_threads_per_block)
 
     def _generate(self, compiled: CompiledKernel, options: Options) -> str:
         from ..lowering import lower
         from . import runtime
         from .emit_c import OpenCLEmitter
-        lowered = lower(compiled.ir, OpenCLEmitter(self.target(), runtime.has_fp64()), options)
+        threads = self._threads(options, compiled.ir)
+        lowered = lower(compiled.ir, OpenCLEmitter(self.target(), runtime.has_fp64()),
+                        dataclasses.replace(options, num_warps=threads // 32))
         compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
         compiled.not_applied = lowered.not_applied
         return lowered.code
 
-    def _build(self, source: str, compiled: CompiledKernel) -> bytes:
+    def _build(self, source: str, compiled: CompiledKernel) -> Any:
         from . import runtime
         program = runtime.build(source)
         compiled.loaded["program"] = program
-        return program.binaries[0]
+        if runtime.keeps_binaries():  # for the disk cache; pocl compiles the kernel again for it
+            compiled.asm["binary"] = runtime.binaries(program)
+        return program
+
+    def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Kernel,
+                    options: Options) -> CompiledKernel | None:
+        """The program from its cached binary, else from its cached OpenCL C (on pocl, whose own
+        kernel cache then skips the compiler)."""
+        from . import runtime
+        if not isinstance(asm.get("opencl"), str) or "entry" not in metadata:
+            return None
+        binary = asm.get("binary")
+        program = runtime.build_from_binary(binary) if isinstance(binary, bytes) else None
+        if program is None:
+            program = runtime.build(asm["opencl"])
+        compiled = CompiledKernel(kernel.name, kernel, options, dict(asm), dict(metadata), program)
+        compiled.loaded["program"] = program
+        return compiled
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg], stream: Any = None) -> None:

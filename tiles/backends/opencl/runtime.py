@@ -76,6 +76,41 @@ def build(source: str) -> Any:
     return program
 
 
+def is_cpu() -> bool:
+    import pyopencl as cl
+    return bool(device()[2].type & cl.device_type.CPU)
+
+
+def keeps_binaries() -> bool:
+    """Whether compiled programs keep their device binary for the disk cache: not on CPU devices
+    (pocl builds the kernel again to produce one, and serves warm builds from its own cache)."""
+    return not is_cpu()
+
+
+def build_from_binary(binary: bytes) -> Any:
+    """A program from a binary ``binaries()`` returned on this device earlier; None when the
+    driver refuses it (a driver update, say): the caller then builds from source."""
+    import pyopencl as cl
+    ctx, _, dev = device()
+    try:
+        return cl.Program(ctx, [dev], [binary]).build(options=BUILD_OPTIONS)
+    except cl.Error:
+        return None
+
+
+def binaries(program: Any) -> bytes:
+    """The device binary of a built program (on pocl this compiles the kernel once more)."""
+    return bytes(program.binaries[0])
+
+
+def versions() -> str:
+    """What an OpenCL binary depends on besides its source: the driver, the device, pyopencl."""
+    import pyopencl as cl
+    _, _, dev = device()
+    return (f"pyopencl {cl.VERSION_TEXT}; {dev.platform.name} {dev.platform.version}; {dev.name}; "
+            f"{dev.version}; driver {dev.driver_version}; options {' '.join(BUILD_OPTIONS)}")
+
+
 _launch_lock = threading.Lock()  # clSetKernelArg + enqueue on a shared cl.Kernel is not thread-safe
 
 

@@ -1,0 +1,166 @@
+"""What a kernel's compiled code depends on in Python: sources and the globals they read.
+
+``source_fingerprint`` hashes the kernel's source, the source of every function it reaches
+(``@jit`` helpers and plain Python functions of the user's code, by global name, closure or
+``module.name``), and the value of every other global those functions read
+(``tl.constexpr`` values, dtypes, numbers).  Together with the specialization it decides
+whether a cached trace can stand in for a fresh one.  This module does not import the jit
+layer: a ``@jit`` function is recognised as an object wrapping a Python function in ``.fn``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import hashlib
+import inspect
+import os
+import sys
+import sysconfig
+import types
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+_TILES_ROOT = Path(__file__).resolve().parents[1]
+_INSTALLED = tuple({str(Path(p).resolve()) for p in (sysconfig.get_paths()["purelib"],
+                                                     sysconfig.get_paths()["stdlib"],
+                                                     sys.prefix, sys.base_prefix)})
+
+
+def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from _code_objects(const)
+
+
+def _wrapped_function(obj: Any) -> types.FunctionType | None:
+    """The Python function of a ``@jit`` function (its ``.fn``), else None."""
+    if isinstance(obj, types.ModuleType):
+        return None
+    fn = inspect.getattr_static(obj, "fn", None)  # never runs __getattr__ (placeholders raise)
+    return fn if isinstance(fn, types.FunctionType) else None
+
+
+def _is_user_function(obj: Any) -> bool:
+    """A plain Python function from user code (not tiles, the standard library or site-packages)."""
+    if not isinstance(obj, types.FunctionType):
+        return False
+    filename = obj.__code__.co_filename
+    if filename.startswith("<"):
+        return True
+    path = str(Path(filename).resolve())
+    return not path.startswith(str(_TILES_ROOT)) and not path.startswith(_INSTALLED)
+
+
+def _names_read(fn: types.FunctionType) -> list[str]:
+    return sorted({n for code in _code_objects(fn.__code__) for n in code.co_names})
+
+
+def _closure_values(fn: types.FunctionType) -> list[Any]:
+    values = []
+    for cell in fn.__closure__ or ():
+        try:
+            values.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            continue
+    return values
+
+
+def _globals_read(fn: types.FunctionType) -> Iterator[tuple[str, Any]]:
+    """(name, value) of the module globals ``fn`` reads, ``module.name`` ones included."""
+    names = _names_read(fn)
+    for name in names:
+        if name not in fn.__globals__:
+            continue
+        obj = fn.__globals__[name]
+        yield name, obj
+        if isinstance(obj, types.ModuleType):
+            for attr in names:
+                if attr in vars(obj):
+                    yield f"{name}.{attr}", vars(obj)[attr]
+
+
+def called_jit_functions(fn: Any) -> list[Any]:
+    """The ``@jit`` functions a Python function reaches by global name, closure or ``module.name``."""
+    found = [obj for _, obj in _globals_read(fn) if _wrapped_function(obj) is not None]
+    found += [obj for obj in _closure_values(fn) if _wrapped_function(obj) is not None]
+    return found
+
+
+def _function_source(fn: types.FunctionType) -> str:
+    try:
+        return inspect.getsource(fn)
+    except (OSError, TypeError):
+        return fn.__code__.co_code.hex()
+
+
+def value_text(value: Any) -> str | None:
+    """The text a global's value contributes to the fingerprint; None for what does not shape
+    the code by its value (modules, classes, builtins: their behaviour is tiles' or Python's)."""
+    inner = getattr(value, "value", value) if type(value).__name__ == "constexpr" else value
+    if isinstance(inner, (types.ModuleType, type, types.BuiltinFunctionType)):
+        return None
+    if isinstance(inner, (bool, int, float, complex, str, bytes)) or inner is None:
+        return f"{type(inner).__name__}:{inner!r}"
+    if isinstance(inner, (tuple, list)):
+        return f"{type(inner).__name__}:[{', '.join(str(value_text(v)) for v in inner)}]"
+    if dataclasses.is_dataclass(inner) or type(inner).__module__.startswith(("tiles.", "numpy")):
+        return f"{type(inner).__module__}.{type(inner).__qualname__}:{inner!r}"
+    return f"{type(inner).__module__}.{type(inner).__qualname__}"
+
+
+def source_fingerprint(jit_fn: Any) -> str:
+    """sha256 over the source of ``jit_fn``, of every function it reaches, transitively, and of
+    the values of the globals they read."""
+    digest = hashlib.sha256()
+    seen: set[int] = set()
+    root = _wrapped_function(jit_fn)
+    pending: list[types.FunctionType] = [root if root is not None else jit_fn]
+    while pending:
+        fn = pending.pop()
+        if id(fn) in seen:
+            continue
+        seen.add(id(fn))
+        digest.update(f"def {fn.__module__}.{fn.__qualname__}\n".encode())
+        digest.update(_function_source(fn).encode())
+        reached = [(name, obj) for name, obj in _globals_read(fn)]
+        reached += [(f"<closure {i}>", obj) for i, obj in enumerate(_closure_values(fn))]
+        for name, obj in reached:
+            wrapped = _wrapped_function(obj)
+            if wrapped is not None:
+                pending.append(wrapped)
+            elif _is_user_function(obj):
+                pending.append(obj)
+            else:
+                text = value_text(obj)
+                if text is not None:
+                    digest.update(f"global {name} = {text}\n".encode())
+    return digest.hexdigest()
+
+
+def stable(value: Any) -> Any:
+    """A JSON-able form of a target/options value whose text does not depend on hash seeds."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: stable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, (frozenset, set)):
+        return sorted(str(stable(v)) for v in value)
+    if isinstance(value, (list, tuple)):
+        return [stable(v) for v in value]
+    if isinstance(value, (str, int, float, bool)) or value is None:
+        return value
+    return str(value)
+
+
+@functools.cache
+def compiler_fingerprint() -> str:
+    """A hash of tiles' own source: a changed compiler never reuses an older compiler's output."""
+    digest = hashlib.sha256()
+    sources = sorted(os.path.join(folder, name) for folder, _, names in os.walk(_TILES_ROOT)
+                     for name in names if name.endswith(".py"))
+    for path in sources:
+        digest.update(os.path.relpath(path, _TILES_ROOT).encode())
+        with open(path, "rb") as f:
+            digest.update(f.read())
+    return digest.hexdigest()
