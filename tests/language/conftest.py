@@ -10,6 +10,8 @@ id ends in ``[interpreter]``, ``[opencl]``, ``[cuda]``) and selects that backend
   A backend that cannot run here skips, with the reason the backend gives.
 - ``@pytest.mark.backends("interpreter", ...)`` limits a test to some backends; use it only for
   tests about one backend (the interpreter's own checks, generated OpenCL text...).
+- ``@pytest.mark.known_failure_on(backend, reason, strict=True)``: a known bug of that backend
+  (an xfail for that backend only; strict, so a fix makes the test fail until the mark goes).
 - ``@pytest.mark.unsupported_on(backend, match)``: the backend declares the test's op or dtype
   unsupported.  The test then passes only if the launch raises ``UnsupportedError`` whose message
   matches ``match`` (it is never skipped).  Put the declarations in ``UNSUPPORTED`` below when
@@ -21,7 +23,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from lang_backends import BACKENDS, SLOW_BACKENDS, backend_status
+from lang_backends import BACKENDS, backend_param
 
 import tiles
 from tiles import UnsupportedError
@@ -29,6 +31,8 @@ from tiles import UnsupportedError
 # (backend, test function name) -> what the backend's UnsupportedError says (a regex).
 UNSUPPORTED: dict[tuple[str, str], str] = {
     ("cuda", "test_device_print_writes_each_program"): "device_print",
+    ("opencl", "test_fp8_round_trip"): r"dtype float8e\w+ is not supported on opencl",
+    ("cuda", "test_fp8_round_trip"): r"dtype float8e\w+ is not supported on cuda",
 }
 
 
@@ -36,16 +40,18 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "backends(*names): run this language test on these backends only")
     config.addinivalue_line("markers", "unsupported_on(backend, match): the backend must refuse this "
                                        "test with an UnsupportedError matching `match`")
+    config.addinivalue_line("markers", "known_failure_on(backend, reason, strict=True): a known bug of "
+                                       "that backend: expected to fail there")
 
 
-def _param(name: str) -> object:
-    marks: list[pytest.MarkDecorator] = []
-    if name in SLOW_BACKENDS:
-        marks.append(pytest.mark.slow)
-    ok, why = backend_status(name)
-    if not ok:
-        marks.append(pytest.mark.skip(reason=f"backend {name} is not available here: {why}"))
-    return pytest.param(name, marks=marks, id=name)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        callspec = getattr(item, "callspec", None)
+        name = callspec.params.get("backend") if callspec else None
+        for mark in item.iter_markers("known_failure_on"):
+            if name is not None and mark.args[0] == name:
+                item.add_marker(pytest.mark.xfail(reason=f"{name}: {mark.args[1]}",
+                                                  strict=mark.kwargs.get("strict", True)))
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -55,7 +61,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     names = only.args if only else BACKENDS
     unknown = set(names) - set(BACKENDS)
     assert not unknown, f"{metafunc.definition.nodeid}: unknown backends {sorted(unknown)}"
-    metafunc.parametrize("backend", [_param(n) for n in names], indirect=True)
+    metafunc.parametrize("backend", [backend_param(n) for n in names], indirect=True)
 
 
 @pytest.fixture(autouse=True)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tiles.backends import registry
 
 BACKENDS = ("interpreter", "opencl", "cuda")
@@ -23,3 +25,15 @@ def backend_status(name: str) -> tuple[bool, str]:
 def examples_on(backend: str) -> int:
     """Hypothesis examples per property test: each example compiles a kernel on a compiled backend."""
     return 60 if backend == "interpreter" else 8
+
+
+def backend_param(name: str) -> object:
+    """``name`` as a parameter of the ``backend`` fixture: slow where compiles are, skipped (with
+    the backend's own reason) where it cannot run."""
+    marks: list[pytest.MarkDecorator] = []
+    if name in SLOW_BACKENDS:
+        marks.append(pytest.mark.slow)
+    ok, why = backend_status(name)
+    if not ok:
+        marks.append(pytest.mark.skip(reason=f"backend {name} is not available here: {why}"))
+    return pytest.param(name, marks=marks, id=name)
