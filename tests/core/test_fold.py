@@ -11,21 +11,24 @@ from tiles.core.ops import Op
 from tiles.core.verify import verify
 
 
-def _edge_values(dtype, rng, n=12):
+def _edge_values(dtype):
     if dtype.is_floating:
-        edge = [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-40, 3.5, -7.25]
-        rand = (rng.standard_normal(n) * 100).tolist()
-    else:
-        lo, hi = int(dtype.min()), int(dtype.max())
-        edge = [v for v in (lo, lo + 1, -1, 0, 1, 2, 7, -7, hi - 1, hi, dtype.bits, dtype.bits + 3)
-                if lo <= v <= hi]
-        rand = rng.integers(lo, hi, size=n, endpoint=True, dtype=dtype.np).tolist()
-    return edge + rand
+        return [0.0, -0.0, 1.0, -1.0, np.inf, -np.inf, np.nan, 1e-40, 3.5, -7.25]
+    lo, hi = int(dtype.min()), int(dtype.max())
+    return [v for v in (lo, lo + 1, -1, 0, 1, 2, 7, -7, hi - 1, hi, dtype.bits, dtype.bits + 3) if lo <= v <= hi]
+
+
+def _random_values(dtype, rng, n):
+    if dtype.is_floating:
+        return (rng.standard_normal(n) * 100).tolist()
+    return rng.integers(int(dtype.min()), int(dtype.max()), size=n, endpoint=True, dtype=dtype.np).tolist()
 
 
 def _pairs(dtype, rng):
-    values = _edge_values(dtype, rng)
-    return [(a, b) for a in values for b in values[::5]]
+    """Every pair of edge values (x / 0, INT_MIN / -1, shifts by the width...) and random pairs."""
+    edge = _edge_values(dtype)
+    return [(a, b) for a in edge for b in edge] + list(zip(_random_values(dtype, rng, 16),
+                                                           _random_values(dtype, rng, 16)))
 
 
 def _same(a, b):
@@ -87,7 +90,7 @@ def test_folded_constants_equal_the_run_time_result(op, dtype, rng):
                                      (D.int32, D.float16), (D.float32, D.bfloat16), (D.int64, D.int8)],
                          ids=str)
 def test_folded_casts_equal_the_run_time_result(src, dst, rng):
-    values = _edge_values(src, rng) + ([1e10, -1e10, 255.5, -128.5] if src.is_floating else [])
+    values = _edge_values(src) + _random_values(src, rng, 8) + ([1e10, -1e10, 255.5, -128.5] if src.is_floating else [])
     runtime = IR("cast")
     out = runtime.pointer("out", dst)
     runtime.store(out, runtime.emit(Op.CAST, runtime.load(runtime.pointer("x", src), 1), attrs=A.Cast(dst)))
