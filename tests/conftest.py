@@ -1,4 +1,5 @@
-"""Shared pytest configuration: a derandomized Hypothesis profile for CI, and replayable random inputs.
+"""Shared pytest configuration: a derandomized Hypothesis profile for CI, replayable random inputs,
+and which tests are slow.
 
 Every test that draws random inputs takes the ``rng`` fixture: a NumPy generator seeded
 from the run's seed and the test's id (``zlib.crc32``, never ``hash()``, which changes
@@ -12,6 +13,7 @@ import secrets
 import shutil
 import tempfile
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -55,3 +57,28 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa
     if seed is not None and report.failed:
         report.sections.append(("random seed", f"rng seed {seed}; replay with TILES_TEST_SEED={RUN_SEED} "
                                                f"pytest '{item.nodeid}'"))
+
+
+TESTS = Path(__file__).resolve().parent
+OPENCL_ONLY = TESTS / "backends" / "opencl"
+
+
+def runs_on_opencl(item: pytest.Item) -> bool:
+    """Whether ``item`` compiles with OpenCL: it lives in tests/backends/opencl, or one of its
+    parameters (a ``backend`` argument, or a part of its id) is ``opencl``."""
+    if OPENCL_ONLY in Path(str(item.path)).parents:
+        return True
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return False
+    named = any(isinstance(v, str) and v == "opencl" for v in callspec.params.values())
+    return named or "opencl" in callspec.id.split("-")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test that runs on OpenCL is slow: a first pocl compile takes seconds to minutes on a
+    CPU (its kernel cache makes a second run fast, but CI starts cold).  CI's slow part runs them."""
+    for item in items:
+        if TESTS in Path(str(item.path)).parents and runs_on_opencl(item):
+            item.add_marker(pytest.mark.slow)

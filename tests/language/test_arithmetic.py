@@ -2,8 +2,9 @@
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
+from lang_backends import examples_on
 from lang_reference import (
     FLOATS,
     INTS,
@@ -112,9 +113,18 @@ DTYPES = INTS + FLOATS
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "floordiv", "mod", "and", "or", "xor"])
-@given(a=st.sampled_from(DTYPES), b=st.sampled_from(DTYPES), n=st.integers(1, BLOCK),
-       seed=st.integers(0, 2**32 - 1))
-def test_tile_op_tile(a, b, op, n, seed):
+def test_tile_op_tile(op, backend):
+    # Each example compiles a kernel: compiled backends try fewer (still from the derandomized profile).
+    @settings(max_examples=examples_on(backend))
+    @given(a=st.sampled_from(DTYPES), b=st.sampled_from(DTYPES), n=st.integers(1, BLOCK),
+           seed=st.integers(0, 2**32 - 1))
+    def check(a, b, n, seed):
+        tile_op_tile(a, b, op, n, seed)
+
+    check()
+
+
+def tile_op_tile(a, b, op, n, seed):
     div_or_mod = op in ("truediv", "floordiv", "mod")
     ctype = promote(a, False, b, False, div_or_mod)
     rng = np.random.default_rng(seed)
@@ -134,9 +144,17 @@ LITERALS = [0, 1, -1, 7, -128, 255, 300, 2**31 - 1, -(2**31), 2**31 + 5, 0.5, -2
 
 
 @pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "floordiv", "mod", "xor"])
-@given(a=st.sampled_from(DTYPES), lit=st.sampled_from(LITERALS), left=st.booleans(),
-       seed=st.integers(0, 2**32 - 1))
-def test_tile_op_literal(a, lit, left, op, seed):
+def test_tile_op_literal(op, backend):
+    @settings(max_examples=examples_on(backend))
+    @given(a=st.sampled_from(DTYPES), lit=st.sampled_from(LITERALS), left=st.booleans(),
+           seed=st.integers(0, 2**32 - 1))
+    def check(a, lit, left, seed):
+        tile_op_literal(a, lit, left, op, seed)
+
+    check()
+
+
+def tile_op_literal(a, lit, left, op, seed):
     div_or_mod = op in ("truediv", "floordiv", "mod")
     lit_type = literal_dtype(lit)
     if left:

@@ -1,4 +1,4 @@
-"""Every example in examples/ runs on the interpreter at small sizes and checks itself."""
+"""Every example in examples/ runs on each backend at small sizes and checks itself."""
 
 import importlib.util
 from pathlib import Path
@@ -24,8 +24,8 @@ def load_example(filename: str):
     ("05_layer_norm.py", {"m": 19, "n": 150}),
     ("06_fused_attention.py", {"z": 1, "h": 2, "n_ctx": 45, "head_dim": 16}),
 ])
-def test_example(filename, sizes):
-    load_example(filename).main(**sizes, backend="interpreter")
+def test_example(filename, sizes, backend):
+    load_example(filename).main(**sizes, backend=backend)
 
 
 def test_every_example_is_tested():

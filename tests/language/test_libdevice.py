@@ -18,6 +18,9 @@ from tiles.core import mathfns
 from tiles.core.errors import CompilationError
 from tiles.language.extra import libdevice
 
+# The interpreter's math tables against NumPy; other backends' libdevice is checked by conformance.
+pytestmark = pytest.mark.backends("interpreter")
+
 F32, F64 = np.float32, np.float64
 
 

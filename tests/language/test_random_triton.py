@@ -69,6 +69,7 @@ def _triton_python() -> str | None:
     return candidate if Path(candidate).exists() else None
 
 
+@pytest.mark.backends("interpreter")  # runs Triton in a subprocess
 def test_live_against_triton():
     python = _triton_python()
     if python is None:
@@ -91,6 +92,7 @@ def test_live_against_triton():
         assert_same_stream(name, want[name], got[name])
 
 
+@pytest.mark.backends("opencl")
 @pytest.mark.skipif(importlib.util.find_spec("pyopencl") is None, reason="pyopencl is not installed")
 def test_opencl_matches_triton_known_answers():
     try:

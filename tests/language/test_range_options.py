@@ -54,6 +54,7 @@ def test_keywords_match_triton_3():
     assert list(inspect.signature(tl.static_range).parameters) == ["arg1", "arg2", "step"]
 
 
+@pytest.mark.backends("interpreter")  # names its backend
 @pytest.mark.parametrize("stages, unroll, flag", [(3, 2, True), (1, None, False), (0, 4, True)])
 def test_options_reach_the_ir_and_results_do_not_change(stages, unroll, flag):
     x = np.random.default_rng(11).standard_normal(37).astype(np.float32)
@@ -65,6 +66,7 @@ def test_options_reach_the_ir_and_results_do_not_change(stages, unroll, flag):
     assert loop.attrs == Loop(stages, unroll, flag, flag, flag, flag)
 
 
+@pytest.mark.backends("interpreter")  # names its backend
 def test_loop_without_options_has_no_attrs():
     x = np.random.default_rng(12).standard_normal(5).astype(np.float32)
     out = np.zeros(1, np.float32)
@@ -74,6 +76,7 @@ def test_loop_without_options_has_no_attrs():
     assert loop.attrs is None
 
 
+@pytest.mark.backends("interpreter")  # names its backend
 def test_static_range_step_keyword():
     x = np.random.default_rng(13).standard_normal(8).astype(np.float32)
     out = np.zeros(1, np.float32)
@@ -81,6 +84,7 @@ def test_static_range_step_keyword():
     np.testing.assert_allclose(out[0], x[1] + x[4] + x[7], rtol=1e-6)
 
 
+@pytest.mark.backends("interpreter")  # names its backend
 def test_run_time_num_stages_is_refused():
     x = np.random.default_rng(14).standard_normal(4).astype(np.float32)
     with pytest.raises(CompilationError, match=r"num_stages=\.\.\.\) must be a compile-time integer"):
@@ -92,6 +96,7 @@ def _unroll_args():
     return x, np.zeros(1, np.float32), 37
 
 
+@pytest.mark.backends("interpreter")  # compiles for cuda without a GPU
 def test_loop_unroll_factor_reaches_llvm():
     from tiles.backends.cuda import toolchain
     plain = ranged_sum.warmup(*_unroll_args(), STAGES=None, UNROLL=None, FLAG=False, backend="cuda")
@@ -102,6 +107,7 @@ def test_loop_unroll_factor_reaches_llvm():
         toolchain.ptxas_info(unrolled.asm["ptx"], unrolled.metadata["arch"])
 
 
+@pytest.mark.backends("opencl")
 def test_loop_unroll_factor_reaches_opencl():
     from tiles.backends import registry
     ok, why = registry.status("opencl")

@@ -98,6 +98,7 @@ class TritonTypeQueries:
 
 @dataclass(frozen=True)
 class DType(TritonTypeQueries):
+    """A scalar element type (``tl.float32``, ``tl.int8``...): its kind and width in bits."""
     name: str
     kind: Kind
     bits: int
@@ -169,6 +170,7 @@ class DType(TritonTypeQueries):
 
 @dataclass(frozen=True)
 class PointerType(TritonTypeQueries):
+    """The type of a pointer to ``element`` values (``tl.pointer_type(tl.float32)``)."""
     element: DType
     address_space: int = 1
 

@@ -19,6 +19,7 @@ from .ops import Op
 
 @dataclass(frozen=True)
 class TileType:
+    """The type of an IR value: an element dtype and a tile shape (``()`` for a scalar)."""
     dtype: ScalarType
     shape: tuple[int, ...] = ()
 

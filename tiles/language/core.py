@@ -14,6 +14,7 @@ from .tensor import tensor
 
 
 def program_id(axis: Any) -> tensor:
+    """The index of this program along grid axis ``axis`` (0, 1 or 2), an int32 scalar."""
     axis = S.unwrap(axis)
     if axis not in (0, 1, 2):
         raise S.error(f"program_id axis must be 0, 1 or 2, got {axis!r}")
@@ -21,6 +22,7 @@ def program_id(axis: Any) -> tensor:
 
 
 def num_programs(axis: Any) -> tensor:
+    """How many programs the launch has along grid axis ``axis`` (0, 1 or 2), an int32 scalar."""
     axis = S.unwrap(axis)
     if axis not in (0, 1, 2):
         raise S.error(f"num_programs axis must be 0, 1 or 2, got {axis!r}")
@@ -28,6 +30,7 @@ def num_programs(axis: Any) -> tensor:
 
 
 def arange(start: Any, end: Any) -> tensor:
+    """The int32 tile ``start, start + 1, ..., end - 1``; ``end - start`` must be a power of two."""
     start, end = S.unwrap(start), S.unwrap(end)
     if not isinstance(start, int) or not isinstance(end, int):
         raise S.error("tl.arange bounds must be compile-time integers (tl.constexpr), "
@@ -42,6 +45,7 @@ def arange(start: Any, end: Any) -> tensor:
 
 
 def full(shape: Any, value: Any, dtype: Any) -> tensor:
+    """A tile of ``shape`` and ``dtype`` with every element equal to ``value``."""
     shape = S.unwrap(shape)
     shape = S.shape_arg(shape if isinstance(shape, (tuple, list)) else (shape,))
     dtype = S.as_dtype(dtype)
@@ -52,62 +56,76 @@ def full(shape: Any, value: Any, dtype: Any) -> tensor:
 
 
 def zeros(shape: Any, dtype: Any) -> tensor:
+    """A tile of ``shape`` and ``dtype`` filled with zeros."""
     return full(shape, 0, dtype)
 
 
 def zeros_like(x: tensor) -> tensor:
+    """A tile of zeros with the shape and dtype of ``x``."""
     return full(x.shape, 0, x.dtype)
 
 
 def full_like(x: tensor, value: Any) -> tensor:
+    """A tile with the shape and dtype of ``x`` and every element equal to ``value``."""
     return full(x.shape, value, x.dtype)
 
 
 def cast(x: Any, dtype: Any, fp_downcast_rounding: str | None = None, bitcast: bool = False) -> tensor:
+    """``x`` converted to ``dtype`` by value, or its bits reinterpreted with ``bitcast=True``."""
     return S.cast(x, dtype, bitcast=bitcast, rounding=fp_downcast_rounding)
 
 
 def to_tensor(x: Any) -> tensor:
+    """``x`` as a tile: Python numbers and constexprs become scalar tiles, tiles pass through."""
     return S.to_tensor(x)
 
 
 def where(condition: Any, x: Any, y: Any) -> tensor:
+    """Elementwise choice: ``x`` where ``condition`` is true, ``y`` elsewhere (operands broadcast)."""
     return S.where(condition, x, y)
 
 
 # shape -------------------------------------------------------------------
 
 def reshape(x: Any, *shape: Any, can_reorder: bool = False) -> tensor:
+    """``x`` with a new shape of the same element count, elements kept in row-major order."""
     return S.reshape(x, S.shape_arg(shape))
 
 
 def view(x: Any, *shape: Any) -> tensor:
+    """``x`` with a new shape of the same element count (in tiles the same as ``reshape``)."""
     return S.reshape(x, S.shape_arg(shape))
 
 
 def trans(x: Any, *dims: Any) -> tensor:
+    """``x`` with its axes reordered by ``dims``; without ``dims`` a 2D tile is transposed."""
     return S.trans(x, *dims)
 
 
 def permute(x: Any, *dims: Any) -> tensor:
+    """``x`` with its axes reordered: axis ``i`` of the result is axis ``dims[i]`` of ``x``."""
     return S.permute(x, S.shape_arg(dims))
 
 
 def expand_dims(x: Any, axis: Any) -> tensor:
+    """``x`` with a new length-1 axis at ``axis`` (or at each axis of a sequence)."""
     return S.expand_dims(x, axis)
 
 
 def broadcast_to(x: Any, *shape: Any) -> tensor:
+    """``x`` repeated along its length-1 (or missing leading) axes to ``shape``."""
     return S.broadcast_to(x, S.shape_arg(shape))
 
 
 def broadcast(x: Any, y: Any) -> tuple[tensor, tensor]:
+    """``x`` and ``y`` both broadcast to their common shape, as a pair."""
     a, b = S.to_tensor(x), S.to_tensor(y)
     shape = S.broadcast_shapes(a.shape, b.shape)
     return S.broadcast_to(a, shape), S.broadcast_to(b, shape)
 
 
 def join(a: Any, b: Any) -> tensor:
+    """``a`` and ``b`` stacked along a new last axis of length 2."""
     x, y = S.to_tensor(a), S.to_tensor(b)
     if x.dtype != y.dtype:
         raise S.error(f"tl.join needs equal dtypes, got {x.dtype} and {y.dtype}")
@@ -116,16 +134,19 @@ def join(a: Any, b: Any) -> tensor:
 
 
 def split(a: tensor) -> tuple[tensor, tensor]:
+    """The two halves of ``a`` along its last axis, which must have length 2 (undoes ``join``)."""
     return S.split(a)
 
 
 def cat(a: tensor, b: tensor, can_reorder: bool = False) -> tensor:
+    """``a`` followed by ``b`` along axis 0 (same dtype and trailing shape)."""
     if a.dtype != b.dtype or a.shape[1:] != b.shape[1:]:
         raise S.error(f"tl.cat needs equal dtypes and trailing shapes, got {a.type} and {b.type}")
     return S.emit(Op.CAT, [a, b])
 
 
 def ravel(x: tensor, can_reorder: bool = False) -> tensor:
+    """``x`` flattened to one axis in row-major order."""
     return S.reshape(x, (x.numel,))
 
 
@@ -155,48 +176,59 @@ abs = _math1("abs")  # noqa: A001
 
 
 def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> tensor:
+    """Floating-point division ``x / y``."""
     return S.truediv(x, y)
 
 
 def div_rn(x: Any, y: Any) -> tensor:
+    """Floating-point division ``x / y`` rounded to the nearest representable value."""
     return S.truediv(x, y)
 
 
 def fma(x: Any, y: Any, z: Any) -> tensor:
+    """``x * y + z`` elementwise, rounded once (fused multiply-add)."""
     return S.fma(x, y, z)
 
 
 def umulhi(x: Any, y: Any) -> tensor:
+    """The upper half of the double-width product of the integers ``x`` and ``y``, elementwise."""
     return S.umulhi(x, y)
 
 
 class PropagateNan:
+    """NaN policy of ``maximum``/``minimum``/``clamp``: ``ALL`` returns NaN if an operand is NaN, ``NONE`` need not."""
     NONE = 0
     ALL = 0xFFFF
 
 
 def maximum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> tensor:
+    """Elementwise maximum of ``x`` and ``y``; ``propagate_nan`` says what a NaN operand gives."""
     return S.minmax("max", x, y, bool(S.unwrap(propagate_nan)))
 
 
 def minimum(x: Any, y: Any, propagate_nan: Any = PropagateNan.NONE) -> tensor:
+    """Elementwise minimum of ``x`` and ``y``; ``propagate_nan`` says what a NaN operand gives."""
     return S.minmax("min", x, y, bool(S.unwrap(propagate_nan)))
 
 
 def clamp(x: Any, min: Any, max: Any, propagate_nan: Any = PropagateNan.NONE) -> tensor:  # noqa: A002
+    """``x`` limited to the range ``[min, max]`` elementwise."""
     return minimum(maximum(x, min, propagate_nan), max, propagate_nan)
 
 
 def sigmoid(x: Any) -> tensor:
+    """The logistic function ``1 / (1 + exp(-x))`` elementwise."""
     t = S.to_tensor(x)
     return 1.0 / (1.0 + exp(-t))
 
 
 def isnan(x: Any) -> tensor:
+    """Elementwise NaN test, an int1 tile."""
     return S.emit(Op.ISNAN, [S.to_tensor(x)])
 
 
 def cdiv(x: Any, div: Any) -> Any:
+    """Division rounded up, ``(x + div - 1) // div``: how many blocks of ``div`` cover ``x``."""
     return (x + div - 1) // div
 
 
@@ -214,25 +246,30 @@ def _hint(kind: str, x: tensor, values: Any) -> tensor:
 
 
 def multiple_of(x: tensor, values: Any) -> tensor:
+    """Return ``x``, promising the compiler each of its elements is a multiple of ``values``."""
     return _hint("multiple_of", x, values)
 
 
 def max_contiguous(x: tensor, values: Any) -> tensor:
+    """Return ``x``, promising it is made of runs of ``values`` consecutive integers."""
     return _hint("max_contiguous", x, values)
 
 
 def max_constancy(x: tensor, values: Any) -> tensor:
+    """Return ``x``, promising it is made of runs of ``values`` equal elements (unused by tiles)."""
     return x
 
 
 def dot(input: tensor, other: tensor, acc: tensor | None = None, input_precision: Any = None,
         allow_tf32: Any = None, max_num_imprecise_acc: Any = None,
         out_dtype: Any = D.float32) -> tensor:
+    """Matrix product ``input @ other`` of 2D (or batched 3D) tiles, added to ``acc`` when given."""
     from .reduction import dot as _dot
     return _dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
 
 
 def static_assert(cond: Any, msg: str = "") -> None:
+    """Stop compilation with ``msg`` unless the compile-time condition ``cond`` holds."""
     cond = S.unwrap(cond)
     if isinstance(cond, tensor):
         raise S.error("tl.static_assert needs a compile-time condition")
@@ -241,10 +278,12 @@ def static_assert(cond: Any, msg: str = "") -> None:
 
 
 def static_print(*values: Any, sep: str = " ", end: str = "\n") -> None:
+    """Print compile-time values while the kernel is compiled (once per specialization)."""
     print(*values, sep=sep, end=end)
 
 
 def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
+    """In debug mode, fail the launch with ``msg`` where the run-time ``cond`` is false."""
     c = S.to_tensor(cond)
     if c.dtype != D.int1:
         c = S.compare("ne", c, 0)
@@ -254,11 +293,13 @@ def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
 
 
 def device_print(prefix: str, *args: Any, hex: bool = False) -> None:  # noqa: A002
+    """Print ``prefix`` and the run-time values of ``args`` from every program."""
     values = [S.to_tensor(a).handle for a in args]
     current().emit(Op.DEVICE_PRINT, values, A.Message(str(prefix), hex))
 
 
 def debug_barrier() -> None:
+    """Wait until every thread of the program reaches this point (a block-wide barrier)."""
     current().emit(Op.BARRIER, [])
 
 

@@ -38,6 +38,7 @@ def _mask(mask: Any, shape: tuple[int, ...]) -> tensor:
 def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any = (),
          padding_option: str = "", cache_modifier: str = "", eviction_policy: str = "",
          volatile: bool = False) -> tensor:
+    """Read the elements ``pointer`` points at (or a block pointer's window); masked-off lanes give ``other``."""
     if isinstance(pointer, block_ptr):
         return pointer.load(boundary_check, padding_option)
     p = _pointer(pointer, "tl.load")
@@ -62,6 +63,7 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
 
 def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (),
           cache_modifier: str = "", eviction_policy: str = "") -> None:
+    """Write ``value`` where ``pointer`` points (or to a block pointer's window); masked-off lanes write nothing."""
     if isinstance(pointer, block_ptr):
         pointer.store(value, boundary_check)
         return
@@ -108,34 +110,42 @@ def _atomic(kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any) 
 
 
 def atomic_add(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    """Atomically add ``val`` to each ``*pointer`` and return the values it held before."""
     return _atomic("add", pointer, val, mask, sem, scope)
 
 
 def atomic_max(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    """Atomically replace each ``*pointer`` by the larger of it and ``val``; return the values before."""
     return _atomic("max", pointer, val, mask, sem, scope)
 
 
 def atomic_min(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    """Atomically replace each ``*pointer`` by the smaller of it and ``val``; return the values before."""
     return _atomic("min", pointer, val, mask, sem, scope)
 
 
 def atomic_and(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    """Atomically bitwise-and ``val`` into each ``*pointer``; return the values before."""
     return _atomic("and", pointer, val, mask, sem, scope)
 
 
 def atomic_or(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    """Atomically bitwise-or ``val`` into each ``*pointer``; return the values before."""
     return _atomic("or", pointer, val, mask, sem, scope)
 
 
 def atomic_xor(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    """Atomically bitwise-xor ``val`` into each ``*pointer``; return the values before."""
     return _atomic("xor", pointer, val, mask, sem, scope)
 
 
 def atomic_xchg(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
+    """Atomically write ``val`` to each ``*pointer``; return the values it replaced."""
     return _atomic("xchg", pointer, val, mask, sem, scope)
 
 
 def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> tensor:
+    """Atomic compare-and-swap: where ``*pointer == cmp`` write ``val``; return the values before."""
     p = _pointer(pointer, "tl.atomic_cas")
     sem, scope = S.unwrap(sem), S.unwrap(scope)
     elem = p.dtype.element  # type: ignore[union-attr]
@@ -250,6 +260,7 @@ class block_ptr:  # noqa: N801
 
 def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shape: Any,
                    order: Any) -> block_ptr:
+    """A pointer to a ``block_shape`` window at ``offsets`` of a ``shape``/``strides`` tensor, for load and store."""
     b = _pointer(base, "tl.make_block_ptr")
     bs = S.shape_arg(tuple(block_shape))
     n = len(bs)
@@ -262,6 +273,7 @@ def make_block_ptr(base: Any, shape: Any, strides: Any, offsets: Any, block_shap
 
 
 def advance(base: block_ptr, offsets: Any) -> block_ptr:
+    """The block pointer ``base`` with its window moved by ``offsets`` elements per axis."""
     if not isinstance(base, block_ptr):
         raise S.error("tl.advance expects a block pointer from tl.make_block_ptr")
     return base.advance(list(offsets))
@@ -307,6 +319,7 @@ class tensor_descriptor:  # noqa: N801
 
 
 def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any) -> tensor_descriptor:
+    """A descriptor to load and store ``block_shape`` tiles of a ``shape``/``strides`` tensor."""
     b = _pointer(base, "tl.make_tensor_descriptor")
     bs = S.shape_arg(tuple(block_shape))
     if not (len(shape) == len(strides) == len(bs)):

@@ -58,6 +58,7 @@ DTypeArg = Any
 
 
 def sum(input: Any, axis: Any = None, keep_dims: Any = False, dtype: Any = None) -> tensor:  # noqa: A001
+    """Sum of ``input`` along ``axis`` (of every element when ``axis`` is None)."""
     t = S.to_tensor(input)
     if dtype is None and t.dtype.is_int and t.dtype.bits < 32:
         dtype = D.uint32 if t.dtype.kind is D.Kind.UINT else D.int32
@@ -65,6 +66,7 @@ def sum(input: Any, axis: Any = None, keep_dims: Any = False, dtype: Any = None)
 
 
 def xor_sum(input: Any, axis: Any = None, keep_dims: Any = False) -> tensor:
+    """Bitwise xor of the integer elements of ``input`` along ``axis``."""
     t = S.to_tensor(input)
     if not t.dtype.is_int:
         raise S.error(f"xor_sum needs an integer tile, got {t.dtype}")
@@ -84,11 +86,13 @@ def _minmax(kind: str, input: Any, axis: Any, return_indices: Any, tie_break_lef
 
 def max(input: Any, axis: Any = None, return_indices: Any = False,  # noqa: A001
         return_indices_tie_break_left: Any = True, keep_dims: Any = False) -> Any:
+    """Largest element along ``axis``; with ``return_indices`` also where it is."""
     return _minmax("max", input, axis, return_indices, return_indices_tie_break_left, keep_dims)
 
 
 def min(input: Any, axis: Any = None, return_indices: Any = False,  # noqa: A001
         return_indices_tie_break_left: Any = True, keep_dims: Any = False) -> Any:
+    """Smallest element along ``axis``; with ``return_indices`` also where it is."""
     return _minmax("min", input, axis, return_indices, return_indices_tie_break_left, keep_dims)
 
 
@@ -102,10 +106,12 @@ def _arg(kind: str, input: Any, axis: Any, keep_dims: Any) -> tensor:
 
 
 def argmax(input: Any, axis: Any, tie_break_left: Any = True, keep_dims: Any = False) -> tensor:
+    """Index of the largest element along ``axis`` (the first one on ties)."""
     return _arg("max", input, axis, keep_dims)
 
 
 def argmin(input: Any, axis: Any, tie_break_left: Any = True, keep_dims: Any = False) -> tensor:
+    """Index of the smallest element along ``axis`` (the first one on ties)."""
     return _arg("min", input, axis, keep_dims)
 
 
@@ -154,10 +160,12 @@ def _custom(op: Op, input: Any, axis: Any, combine_fn: Any, keep_dims: Any, reve
 
 
 def reduce(input: Any, axis: Any, combine_fn: Any, keep_dims: Any = False) -> Any:
+    """``input`` (a tile or a tuple of tiles) folded along ``axis`` with the associative ``combine_fn``."""
     return _custom(Op.REDUCE, input, axis, combine_fn, keep_dims, False)
 
 
 def associative_scan(input: Any, axis: Any, combine_fn: Any, reverse: Any = False) -> Any:
+    """Inclusive prefix combination of ``input`` along ``axis`` with the associative ``combine_fn``."""
     return _custom(Op.SCAN, input, axis, combine_fn, False, bool(S.unwrap(reverse)))
 
 
@@ -173,14 +181,17 @@ def _scan_kind(kind: str, input: Any, axis: Any, reverse: Any, dtype: Any) -> te
 
 
 def cumsum(input: Any, axis: Any = 0, reverse: Any = False, dtype: Any = None) -> tensor:
+    """Inclusive running sum along ``axis`` (from the end with ``reverse``)."""
     return _scan_kind("sum", input, axis, reverse, dtype)
 
 
 def cumprod(input: Any, axis: Any = 0, reverse: Any = False, dtype: Any = None) -> tensor:
+    """Inclusive running product along ``axis`` (from the end with ``reverse``)."""
     return _scan_kind("prod", input, axis, reverse, dtype)
 
 
 def sort(x: Any, dim: Any = None, descending: Any = False) -> tensor:
+    """``x`` sorted along its last axis, ascending or ``descending``."""
     t = S.to_tensor(x)
     d = S.unwrap(dim)
     if d is not None and _axis(t, d) != t.ndim - 1:
@@ -192,6 +203,7 @@ def sort(x: Any, dim: Any = None, descending: Any = False) -> tensor:
 
 
 def histogram(input: Any, num_bins: Any, mask: Any = None) -> tensor:
+    """How many elements of the integer tile ``input`` equal each of ``0 .. num_bins - 1`` (int32)."""
     t = S.to_tensor(input)
     bins = S.unwrap(num_bins)
     if not isinstance(bins, int) or bins <= 0:
@@ -202,11 +214,13 @@ def histogram(input: Any, num_bins: Any, mask: Any = None) -> tensor:
 
 
 def gather(src: tensor, index: tensor, axis: Any) -> tensor:
+    """Elements of ``src`` picked along ``axis`` by ``index`` (like ``numpy.take_along_axis``)."""
     ax = _axis(src, axis)
     return S.wrap(current().emit1(Op.GATHER, [src.handle, index.handle], A.Gather(ax)))
 
 
 def softmax(x: Any, dim: Any = None, keep_dims: Any = False, ieee_rounding: Any = False) -> tensor:
+    """``exp(x - max(x))`` divided by its sum along ``dim`` (the last axis by default)."""
     from .core import exp
     t = S.to_tensor(x)
     axis = t.ndim - 1 if S.unwrap(dim) is None else _axis(t, dim)

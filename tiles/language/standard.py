@@ -177,6 +177,7 @@ def topk(x: Any, k: Any, dim: Any = None, descending: Any = True) -> tensor:
 
 
 def bitonic_merge(x: Any, dim: Any = None, descending: Any = False) -> tensor:
+    """Triton's bitonic merge step: not supported by tiles, which asks for ``tl.sort`` instead."""
     raise S.error("tl.bitonic_merge is not supported by tiles: its result depends on Triton's "
                   "bitonic network order; use tl.sort (or tl.topk) on the whole axis instead")
 

@@ -14,6 +14,7 @@ from ..core.ir import TileType, Value
 
 
 class tensor:  # noqa: N801  (Triton's spelling)
+    """A tile (or scalar) value of the kernel being compiled; its operators record IR."""
     __slots__ = ("handle",)
 
     def __init__(self, handle: Value) -> None:

@@ -27,6 +27,7 @@ def _compile(cases):
     return compiled, unsupported
 
 
+@pytest.mark.slow  # the whole corpus through llvmlite: 70 s on the shared 2-core machine
 def test_ci_corpus_compiles_for_sm90a():
     cases = [c for c in corpus.all_cases(CI) if c.kernel is not None and c.self_check is None]
     compiled, unsupported = _compile(cases)

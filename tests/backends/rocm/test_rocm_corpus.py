@@ -18,6 +18,7 @@ from tiles.backends.rocm.codeobject import read_code_object
 from tiles.core.errors import UnsupportedError
 
 
+@pytest.mark.slow  # 273 s for gfx90a alone on the shared 2-core machine
 @pytest.mark.parametrize("arch", ["gfx90a", "gfx942", "gfx1100"])
 def test_corpus_links_for_amdgpu(linker, arch):
     cases = [c for c in corpus.all_cases(CI) if c.kernel is not None and c.self_check is None]
