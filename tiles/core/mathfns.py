@@ -300,7 +300,7 @@ ROWS: tuple[MathFunction, ...] = (
     MathFunction("erfc", "f>f", _scipy("erfc", math.erfc), "1 - erf(x), accurate for large x", ulp=16,
                  domain=(-5.0, 9.0), ref_error64=(64, 0)),
     MathFunction("erfcx", "f>f", _scipy("erfcx"), "exp(x * x) * erfc(x) without overflow", opencl="",
-                 ulp=5, domain=(-3.0, 30.0)),
+                 ulp=5, domain=(-3.0, 30.0), ref_error64=(9, 0)),  # SciPy's: 8.1 ulp worst of 8000 points
     MathFunction("erfinv", "f>f", _scipy("erfinv"), "inverse of erf", opencl="tiles_erfinv({0})",
                  opencl_helper=_ERFINV_OPENCL, opencl_f32_only=True, ulp=5, atol=1, domain=(-0.999, 0.999)),
     MathFunction("lgamma", "f>f", _lgamma, "ln |gamma(x)|", ulp=16, atol=8,
