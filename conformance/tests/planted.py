@@ -1,14 +1,17 @@
 """The OpenCL backend with one realistic single-edit defect planted in it, per class.
 
-Each defect swaps one named function (or string) of the shared lowering or of the OpenCL C
-emitter while the backend compiles (``Planted.compile``), so the process stays clean and the
-defect follows the code it names: ``TARGETS`` lists what each one patches, to retarget when
-that code moves.  ``CAUGHT_BY`` (test_planted.py) says which ci family must report it.
+Each defect swaps one named function, table or constant of the shared lowering
+(``backends/lowering``), of the C-style emitter base (``backends/cstyle``) or of the OpenCL
+dialect table (``opencl/emit_c.py: OPENCL``) while the backend compiles (``Planted.compile``),
+so the process stays clean and the defect follows the code it names: ``TARGETS`` lists what
+each one patches, to retarget when that code moves.  ``CAUGHT_BY`` (test_planted.py) says
+which ci family must report it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -60,156 +63,149 @@ def _method(wrap: Callable[..., Any]) -> Replace:
 
 
 def _int_binary_wrap(op: Op, text: Callable[[str, str, str, str], str], signed_only: bool = True) -> Replace:
+    """``CStyleEmitter._int_binary`` spelling ``op`` as ``text(a, b, type, unsigned type)``."""
     def wrap(original: Any, self: Any, o: Op, a: Any, b: Any, dt: Any) -> str:
         if o is op and (dt.is_signed or not signed_only):
-            from tiles.backends.opencl import ctext as ct
-            return text(str(a), str(b), ct.REGISTER[dt], ct.unsigned(dt))
+            return text(str(a), str(b), self.d.register[dt], self.unsigned(dt))
         return original(self, o, a, b, dt)
     return _method(wrap)
 
 
-EMIT_C = "tiles.backends.opencl.emit_c:OpenCLEmitter"
-EMIT_MEMORY = "tiles.backends.opencl.emit_memory:MemoryMixin"
-CTEXT = "tiles.backends.opencl.ctext"
+def _dialect(**fields: Callable[[Any], Any]) -> Replace:
+    """The OpenCL dialect table with each named field ``f`` replaced by ``fields[f](old value)``."""
+    def replace(original: Any) -> Any:
+        return dataclasses.replace(original, **{k: f(getattr(original, k)) for k, f in fields.items()})
+    return replace
+
+
+EMITTER = "tiles.backends.cstyle.emitter:CStyleEmitter"
+MEMORY = "tiles.backends.cstyle.memory:CMemory"
+DIALECT = "tiles.backends.opencl.emit_c:OPENCL"  # the CDialect table OpenCLEmitter is built from
 LOWER = "tiles.backends.lowering.lower"
 REDUCTIONS = "tiles.backends.lowering.reductions"
 
 
-# ---------------------------------------------------------------- the emitter: integer ops
+# ---------------------------------------------------------------- the C base: integer ops
+# legalize.py has already made divisors nonzero (and not -1) and shift amounts in range.
 
 class SignedFloorDivision(Planted):
     """Signed ``//`` rounds toward -inf (Python) instead of toward zero (C, Triton)."""
     name = "planted-signed-floordiv"
-    target_name = f"{EMIT_C}._int_binary"
+    target_name = f"{EMITTER}._int_binary"
     replace = staticmethod(_int_binary_wrap(
-        Op.IDIV, lambda a, b, t, u: f"({b} == 0 ? ({t})-1 : ({t})(({a} / {b}) - ((({a} % {b}) != 0) & "
-                                    f"((({a}) < 0) != (({b}) < 0)))))"))
+        Op.IDIV, lambda a, b, t, u: f"({t})(({a} / {b}) - ((({a} % {b}) != 0) & ((({a}) < 0) != (({b}) < 0))))"))
 
 
 class ModuloTakesDivisorSign(Planted):
     """Signed ``%`` takes the divisor's sign (Python) instead of the dividend's (C)."""
     name = "planted-mod-python-sign"
-    target_name = f"{EMIT_C}._int_binary"
-    replace = staticmethod(_int_binary_wrap(
-        Op.MOD, lambda a, b, t, u: f"({b} == 0 ? {a} : ({t})((({a} % {b}) + {b}) % {b}))"))
+    target_name = f"{EMITTER}._int_binary"
+    replace = staticmethod(_int_binary_wrap(Op.MOD, lambda a, b, t, u: f"({t})((({a} % {b}) + {b}) % {b})"))
 
 
 class ArithmeticShiftIsLogical(Planted):
     """Signed ``>>`` shifts zeros in (a logical shift on the unsigned bits)."""
     name = "planted-shr-logical"
-    target_name = f"{EMIT_C}._int_binary"
-    replace = staticmethod(_int_binary_wrap(
-        Op.SHR, lambda a, b, t, u: f"(({u}){b} < sizeof({t}) * 8 ? ({t})(({u}){a} >> {b}) : ({t})0)"))
+    target_name = f"{EMITTER}._int_binary"
+    replace = staticmethod(_int_binary_wrap(Op.SHR, lambda a, b, t, u: f"({t})(({u}){a} >> {b})"))
 
 
 class MulHiTruncates(Planted):
-    """``umulhi`` keeps the low half of the product."""
+    """The dialect spells ``umulhi`` as a plain multiply: the low half of the product."""
     name = "planted-umulhi-low"
-    target_name = f"{EMIT_C}._int_binary"
-    replace = staticmethod(_int_binary_wrap(Op.UMULHI, lambda a, b, t, u: f"({t})({a} * {b})", signed_only=False))
+    target_name = DIALECT
+    replace = staticmethod(_dialect(mul_hi=lambda _: "({a} * {b})"))
 
 
-# ---------------------------------------------------------------- the emitter: floats and casts
+# ---------------------------------------------------------------- floats and casts
 
 class Bf16TiesAwayFromZero(Planted):
-    """float -> bfloat16 rounds ties away from zero instead of to even."""
+    """float -> bfloat16 (the dialect prelude's ``tiles_round_bf16``) rounds ties away from zero."""
     name = "planted-bf16-ties-away"
-    target_name = f"{CTEXT}:PRELUDE"
+    target_name = DIALECT
+    replace = staticmethod(_dialect(prelude=lambda text: text.replace("u += 0x7fffu + ((u >> 16) & 1u);",
+                                                                      "u += 0x8000u;")))
 
-    @staticmethod
-    def replace(original: str) -> str:
-        return original.replace("u += 0x7fffu + ((u >> 16) & 1u);", "u += 0x8000u;")
+
+def _f16_rtz(text: str) -> str:
+    head, sep, rest = text.partition("inline float tiles_round_f16(float x) {")
+    body, close, tail = rest.partition("}")
+    return head + sep + body.replace("vstore_half_rte", "vstore_half_rtz") + close + tail
 
 
 class Fp16RoundsTowardZero(Planted):
-    """float -> float16 truncates (rtz) instead of rounding to nearest even."""
+    """float -> float16 (the dialect prelude's ``tiles_round_f16``) truncates instead of rounding to
+    nearest even."""
     name = "planted-fp16-rtz"
-    target_name = f"{CTEXT}:PRELUDE"
-
-    @staticmethod
-    def replace(original: str) -> str:
-        head, sep, rest = original.partition("inline float tiles_round_f16(float x) {")
-        body, close, tail = rest.partition("}")
-        return head + sep + body.replace("vstore_half_rte", "vstore_half_rtz") + close + tail
+    target_name = DIALECT
+    replace = staticmethod(_dialect(prelude=_f16_rtz))
 
 
 class FloatToIntRounds(Planted):
-    """float -> int conversions round to nearest instead of truncating."""
+    """The dialect's float -> int conversion rounds to nearest instead of truncating."""
     name = "planted-float-to-int-rounds"
-    target_name = f"{EMIT_C}.cast"
-
-    @staticmethod
-    def replace(original: Any) -> Any:
-        def cast(self: Any, a: Any, src: Any, dst: Any, rounding: str = "rtne") -> Any:
-            if src.is_floating and dst.is_int and not dst.is_bool:
-                from tiles.backends.opencl import ctext as ct
-                t = ct.REGISTER[dst]
-                return self._tmp(t, f"(isnan({a}) ? ({t})0 : convert_{t}_sat_rte({a}))")
-            return original(self, a, src, dst, rounding)
-        return cast
+    target_name = DIALECT
+    replace = staticmethod(_dialect(float_to_int=lambda text: text.replace("_rtz", "_rte")))
 
 
 class MaximumPropagatesNan(Planted):
     """Float ``maximum`` as ``a > b ? a : b``: a NaN operand leaks through."""
     name = "planted-max-ternary"
-    target_name = f"{EMIT_C}.binary"
+    target_name = f"{EMITTER}._float_binary"
 
     @staticmethod
     def replace(original: Any) -> Any:
-        def binary(self: Any, op: Op, a: Any, b: Any, dtype: Any) -> Any:
-            if op is Op.MAXIMUM and getattr(dtype, "is_floating", False):
-                from tiles.backends.opencl import ctext as ct
-                return self._tmp(ct.REGISTER[dtype], f"(({a}) > ({b}) ? ({a}) : ({b}))")
-            return original(self, op, a, b, dtype)
-        return binary
+        def _float_binary(self: Any, op: Op, a: Any, b: Any, dt: Any) -> str:
+            if op is Op.MAXIMUM:
+                return f"(({a}) > ({b}) ? ({a}) : ({b}))"
+            return original(self, op, a, b, dt)
+        return _float_binary
 
 
 class FmaAsMulAdd(Planted):
     """``tl.fma`` as a separately rounded multiply and add."""
     name = "planted-fma-mul-add"
-    target_name = f"{EMIT_C}.fma"
+    target_name = f"{EMITTER}.fma"
 
     @staticmethod
     def replace(original: Any) -> Any:
         def fma(self: Any, a: Any, b: Any, c: Any, dtype: Any) -> Any:
             if dtype.is_floating:
-                from tiles.backends.opencl import ctext as ct
-                return self._tmp(ct.REGISTER[dtype], self._round(dtype, f"(({a} * {b}) + {c})"))
+                return self._tmp(self.d.register[dtype], self._round(dtype, f"(({a} * {b}) + {c})"))
             return original(self, a, b, c, dtype)
         return fma
 
 
-# ---------------------------------------------------------------- the emitter: memory and atomics
+# ---------------------------------------------------------------- memory and atomics
 
 class LoadIgnoresOther(Planted):
-    """Masked-off lanes of a load read 0 instead of ``other``."""
+    """Masked-off lanes of a scalar load read 0 instead of ``other``."""
     name = "planted-load-ignores-other"
-    target_name = f"{EMIT_MEMORY}.load"
+    target_name = f"{MEMORY}.load"
     replace = staticmethod(_method(lambda original, self, p, dtype, mask, other: original(self, p, dtype, mask, None)))
 
 
 class StoreIgnoresMask(Planted):
     """Scalar stores write every lane, masked or not."""
     name = "planted-store-ignores-mask"
-    target_name = f"{EMIT_MEMORY}.store"
+    target_name = f"{MEMORY}.store"
     replace = staticmethod(_method(lambda original, self, p, value, dtype, mask: original(self, p, value, dtype, None)))
 
 
 class AtomicAddIsLoadAddStore(Planted):
     """``atomic_add`` on integers as a plain load, add and store: concurrent updates get lost."""
     name = "planted-atomic-add-racy"
-    target_name = f"{EMIT_MEMORY}.atomic_rmw"
+    target_name = f"{MEMORY}.atomic_rmw"
 
     @staticmethod
     def replace(original: Any) -> Any:
         def atomic_rmw(self: Any, kind: str, p: Any, value: Any, dtype: Any, mask: Any, loc: Any) -> Any:
             if kind != "add" or not dtype.is_int:
                 return original(self, kind, p, value, dtype, mask, loc)
-            from tiles.backends.opencl import ctext as ct
-            t = ct.REGISTER[dtype]
+            t = self.d.register[dtype]
+            q = f"(({self._atomic_ptr(t)})({p}))"
             old = self._tmp(t, f"({t})0")
-            self._line(f"if ({mask or 'true'}) {{ {old} = *((volatile __global {t}*)({p})); "
-                       f"*((volatile __global {t}*)({p})) = {old} + {value}; }}")
+            self._line(f"if ({mask or 'true'}) {{ {old} = *{q}; *{q} = {old} + {value}; }}")
             return old
         return atomic_rmw
 
@@ -237,44 +233,51 @@ class ChunkOpIgnoresDivisibility(Planted):
 
 
 class MinReductionPropagatesNan(Planted):
-    """``tl.min`` reductions combine with the NaN-propagating minimum (a table entry mixed up)."""
+    """``tl.min`` reductions combine with the NaN-propagating minimum (the reduction's op looked
+    up in the wrong row)."""
     name = "planted-reduce-min-nan"
-    target_name = f"{REDUCTIONS}:_BUILTIN"
+    target_name = f"{REDUCTIONS}:legal_op"
 
     @staticmethod
-    def replace(original: dict) -> dict:
-        return {**original, "min": Op.MINIMUM_NAN}
+    def replace(original: Any) -> Any:
+        def legal_op(op: Op, dtype: Any) -> Op:
+            return original(Op.MINIMUM_NAN if op is Op.MINIMUM else op, dtype)
+        return legal_op
 
 
 class ArgmaxTiesTakeLastIndex(Planted):
-    """Integer argmax/argmin ties go to the larger index instead of the first."""
+    """argmax/argmin ties go to the larger index instead of the first (``GT`` for ``LT``)."""
     name = "planted-argmax-ties-last"
     target_name = f"{REDUCTIONS}:_arg_combine"
 
     @staticmethod
     def replace(original: Any) -> Any:
-        def _arg_combine(lw: Any, kind: str, vdt: Any) -> Any:
-            if vdt.is_floating:
-                return original(lw, kind, vdt)
-            from tiles.core import dtypes as D
+        def _arg_combine(lw: Any, kind: Any, vdt: Any) -> Any:
+            from tiles.core import dtypes as D  # noqa: N812
+            from tiles.core.kinds import ReduceKind
             e = lw.e
-            better = Op.GT if kind == "max" else Op.LT
+            better = Op.GT if kind is ReduceKind.MAX else Op.LT
 
             def combine(a: list, b: list) -> list:
                 (va, ia), (vb, ib) = a, b
-                later = e.binary(Op.GT, ib, ia, D.int32)
+                lower = e.binary(Op.GT, ib, ia, D.int32)  # the planted edit: was Op.LT
                 take = e.binary(Op.OR, e.binary(better, vb, va, vdt),
-                                e.binary(Op.AND, e.binary(Op.EQ, vb, va, vdt), later, D.int1), D.int1)
+                                e.binary(Op.AND, e.binary(Op.EQ, vb, va, vdt), lower, D.int1), D.int1)
+                if vdt.is_floating:
+                    na, nb = e.unary(Op.ISNAN, va, vdt), e.unary(Op.ISNAN, vb, vdt)
+                    both = e.binary(Op.AND, na, nb, D.int1)
+                    take = e.select(na, e.select(both, lower, e.constant(True, D.int1), D.int1),
+                                    e.binary(Op.AND, take, e.unary(Op.NOT, nb, D.int1), D.int1), D.int1)
                 return [e.select(take, vb, va, vdt), e.select(take, ib, ia, D.int32)]
             return combine
         return _arg_combine
 
 
 class ProgramIdAxisIgnored(Planted):
-    """``tl.program_id(axis)`` is always axis 0."""
+    """The dialect spells ``program_id(axis)`` as the group id of axis 0 whatever the axis."""
     name = "planted-program-id-axis"
-    target_name = f"{EMIT_C}.program_id"
-    replace = staticmethod(_method(lambda original, self, axis: original(self, 0)))
+    target_name = DIALECT
+    replace = staticmethod(_dialect(program_id=lambda text: text.replace("{axis}", "0")))
 
 
 # ---------------------------------------------------------------- a crash and a hang
@@ -282,7 +285,7 @@ class ProgramIdAxisIgnored(Planted):
 class LocalMemoryAtNull(Planted):
     """Local (shared) memory addressed from a null base: the kernel crashes (SIGSEGV on pocl)."""
     name = "planted-local-null"
-    target_name = f"{EMIT_MEMORY}._local"
+    target_name = f"{MEMORY}._local"
 
     @staticmethod
     def replace(original: Any) -> Any:
@@ -294,7 +297,7 @@ class LocalMemoryAtNull(Planted):
 class LoopStepLost(Planted):
     """A ``for`` loop never advances its induction variable: the kernel hangs."""
     name = "planted-loop-hangs"
-    target_name = f"{EMIT_C}._line"
+    target_name = f"{EMITTER}._line"
 
     @staticmethod
     def replace(original: Any) -> Any:

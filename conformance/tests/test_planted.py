@@ -24,7 +24,7 @@ CAUGHT_BY: dict[type[P.Planted], tuple[str, str]] = {
     P.SignedFloorDivision: ("classic", "divmod_mixed_signs[int32]"),
     P.ModuloTakesDivisorSign: ("classic", "divmod_mixed_signs[int64]"),
     P.ArithmeticShiftIsLogical: ("integer", "shr_edges[int"),
-    P.MulHiTruncates: ("integer", "umulhi"),
+    P.MulHiTruncates: ("elementwise", "umulhi[int32"),
     P.Bf16TiesAwayFromZero: ("classic", "ties[bfloat16]"),
     P.Fp16RoundsTowardZero: ("classic", "cast_ties[float32->float16]"),
     P.FloatToIntRounds: ("classic", "fraction_to_int[float32->int32]"),
@@ -42,6 +42,9 @@ CAUGHT_BY: dict[type[P.Planted], tuple[str, str]] = {
 }
 # seen reliably only where programs really run concurrently (a GPU); on pocl's CPU device, some runs
 CONCURRENCY_ONLY = {P.AtomicAddIsLoadAddStore}
+# the defects that kill or hang the kernel (a broken row); every other one must show as wrong
+# values, not as an exception (a replacement that no longer fits the code it patches raises)
+CRASHES = {P.LocalMemoryAtNull, P.LoopStepLost}
 TIMEOUT = 90.0  # seconds per case: pocl compiles take seconds, the planted hang forever
 
 
@@ -75,6 +78,12 @@ def test_ci_reports_planted_defect(defect, tmp_path, monkeypatch):
                      "same instant; pocl's CPU device runs work-groups on a few threads, so it catches this only "
                      "in some runs (on a loaded machine, rarely); a GPU shows it every run")
     assert caught, f"{defect.name} went unnoticed:\n{report.table()}"
+    for o in caught:
+        if defect in CRASHES:
+            assert o.status == BROKEN, f"{o.id}: expected a crash or hang, got {o.status}: {o.message}"
+        else:
+            assert o.status == FAILED and " raised: " not in o.message, \
+                f"{o.id}: expected wrong values, got {o.status}: {o.message}"
     for o in caught:
         assert o.reproducer and Path(o.reproducer).exists(), f"{o.id} has no reproducer"
 
