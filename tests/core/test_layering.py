@@ -33,11 +33,7 @@ LAYERS: list[set[str]] = [
 ACYCLIC = ("tiles.runtime", "tiles.backends.lowering")
 
 # Edges other helpers are removing; the coordinator deletes each line when its fix is merged.
-KNOWN: set[tuple[str, str]] = {
-    # tc (restructuring tensorcore/): pipeline.py imports rules.py's geometry, hoist_a,
-    # lower_carried_body and mma_handles inside functions, and rules.py imports pipeline.py
-    ("tiles.backends.lowering.tensorcore.pipeline", "tiles.backends.lowering.tensorcore.rules"),
-}
+KNOWN: set[tuple[str, str]] = set()
 
 
 def module_names() -> dict[str, Path]:

@@ -211,10 +211,21 @@ def issue(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Han
     e.cp_async_commit()
 
 
-def _layout(lw: TensorCoreLowering, pipe: Pipe) -> tuple[int, list[Place], dict[tuple[Instr, int], int]]:
+@dataclass(frozen=True)
+class Borrowed:
+    """What the pipelined loop borrows from the tensor-core rules (``rules.py``, which imports
+    this module and passes its functions in)."""
+
+    geometry: Callable[..., tuple[int, int, int, int]]
+    hoist_a: Callable[..., None]
+    lower_carried_body: Callable[..., Any]
+    mma_handles: Callable[..., list[Handle]]
+
+
+def _layout(lw: TensorCoreLowering, pipe: Pipe, geometry: Callable[..., tuple[int, int, int, int]]
+            ) -> tuple[int, list[Place], dict[tuple[Instr, int], int]]:
     """Stage size (bytes), where each fed tile's elements go in a stage, and the byte offset
     of each (DOT, operand) region inside a stage."""
-    from .rules import geometry
     plan = lw.tc.plan
     iop = lw.iop
     if not plan.wgmma:
@@ -259,10 +270,9 @@ def _keep(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
     return 1 if pos and body.args[1 + pos[0]] is acc and _uses(body, acc) == 1 else 0
 
 
-def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[int]) -> list[Any]:
+def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[int], rules: Borrowed) -> list[Any]:
     from .fragments import publish
     from .plan import MMALayout
-    from .rules import hoist_a, lower_carried_body, mma_handles
     st = lw.tc
     plan = st.plan
     e = lw.e
@@ -273,8 +283,8 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     for dot in pipe.hoisted:
         lay = plan.values[dot.result]
         assert isinstance(lay, MMALayout)
-        hoist_a(lw, dot, plan.dots[dot], lay)
-    stage_bytes, places, offsets = _layout(lw, pipe)
+        rules.hoist_a(lw, dot, plan.dots[dot], lay)
+    stage_bytes, places, offsets = _layout(lw, pipe, rules.geometry)
     S = pipe.stages  # noqa: N806
     keep = _keep(lw, pipe, body)
     ahead_by = S - 1 - keep  # stages in flight ahead of the one being read
@@ -286,7 +296,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     carried: list[tuple[Handle, Any]] = []
     sizes = []
     for i, v in enumerate(instr.operands[3:]):
-        hs = mma_handles(lw, v, plan.values[instr.results[i]]) if i in pos else lw.env[v]
+        hs = rules.mma_handles(lw, v, plan.values[instr.results[i]]) if i in pos else lw.env[v]
         carried += [(h, v.type.dtype) for h in hs]
         sizes.append(len(hs))
     carried.append((lw.const(0, D.int32), D.int32))  # the stage this iteration reads
@@ -329,7 +339,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         else:
             st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
-        flat = lower_carried_body(lw, body, inner, pos, plan, split(regs[:-1]))
+        flat = rules.lower_carried_body(lw, body, inner, pos, plan, split(regs[:-1]))
         last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(e.select(last, i32(0), e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
         return flat

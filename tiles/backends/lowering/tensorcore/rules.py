@@ -25,7 +25,7 @@ from ..lower import RULES
 from .base import TensorCoreLowering, tc_rule
 from .convert import Lanes, align16, padded, stage
 from .fragments import a_from_regs, frag_handles, publish
-from .pipeline import find_pipe, hoistable, lower_pipelined
+from .pipeline import Borrowed, find_pipe, hoistable, lower_pipelined
 from .plan import Frag, MMALayout
 from .wgmma import wgmma_dot
 
@@ -209,7 +209,7 @@ def _for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
         return RULES[Op.FOR](lw, instr)
     pipe = find_pipe(lw, instr, st.plan.dots, st.defs)
     if pipe is not None:
-        return lower_pipelined(lw, instr, pipe, pos)
+        return lower_pipelined(lw, instr, pipe, pos, Borrowed(geometry, hoist_a, lower_carried_body, mma_handles))
     lb, ub, step = (lw.env[v][0] for v in instr.operands[:3])
     (body,) = instr.regions
     iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]
