@@ -47,3 +47,10 @@ def close(actual, expected, rtol=1e-5, atol=1e-6):
 def stride(a: np.ndarray, dim: int) -> int:
     """torch's ``t.stride(dim)`` for a NumPy array: in elements."""
     return a.strides[dim] // a.itemsize
+
+
+def refuses_pointers_from_integers() -> bool:
+    """The default backend declares int_to_ptr unsupported: OpenCL on a GPU, whose buffers have no
+    addresses to put in a table (a launch there must raise UnsupportedError)."""
+    backend = registry.default()
+    return backend.name == "opencl" and backend.is_gpu()
