@@ -127,14 +127,16 @@ def rows_layout(shape: tuple[int, ...], warps: int) -> MMALayout | None:
 
 
 def wgmma_layout(shape: tuple[int, ...], warps: int, rows_only: bool = False) -> MMALayout | None:
-    """Warpgroups (4 warps, 64 rows per ``wgmma``) split the tile, along M first; with
+    """Warpgroups (4 warps, 64 rows per ``wgmma``) split the tile along M while rows allow,
+    then along N: each warpgroup then issues the widest ``wgmma`` (up to n256), which reads
+    its A rows from shared memory once per k-step instead of once per N slice.  With
     ``rows_only`` all along M.  Warpgroups beyond what the tile can use compute copies."""
     *batch, m, n = shape
     if batch or m % 64 or n % 16 or warps % 4:
         return None
     gm = gn = 1
     while gm * gn < warps // 4:
-        if (m // 64) % (gm * 2) == 0 and (rows_only or m // gm >= n // gn or (n // gn) % 32):
+        if (m // 64) % (gm * 2) == 0:
             gm *= 2
         elif not rows_only and (n // gn) % 32 == 0:
             gn *= 2
