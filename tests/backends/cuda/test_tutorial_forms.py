@@ -81,6 +81,18 @@ def test_tutorial_form_pipelines_on_wgmma(wrap, kmask):
         assert toolchain.ptxas_info(ptx, "sm_90a").get("spill_stores", 0) == 0
 
 
+def test_wide_tile_issues_the_widest_wgmma():
+    """A 128x256 tile on two warpgroups: each takes 64 rows and all 256 columns, so every k-step
+    is one m64n256k16 per warpgroup (A read from shared memory once), as on Triton."""
+    *_, args = _args(256, 256, 256)
+    ir = tutorial_matmul.warmup(*args, backend="cuda", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
+                                WRAP=False, KMASK=False, num_warps=8, num_stages=4).ir
+    ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(8, 4)), "sm_90a")
+    shapes = {line.split("wgmma.mma_async.sync.aligned.")[1].split(".")[0]
+              for line in ptx.splitlines() if "wgmma.mma_async" in line}
+    assert shapes == {"m64n256k16"}, shapes
+
+
 @pytest.mark.parametrize("wrap,kmask", FORMS)
 @pytest.mark.parametrize("m,n,k", [(128, 128, 96), (192, 64, 80)])
 def test_tutorial_form_simulated(wrap, kmask, m, n, k):
