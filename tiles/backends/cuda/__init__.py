@@ -30,14 +30,17 @@ LIBDEVICE_F64 = {"exp": "__nv_exp", "exp2": "__nv_exp2", "log": "__nv_log", "log
 
 
 EPS32 = 2.0 ** -23
+FLUSHED = 2.0 ** -126  # largest result a flush-to-zero approximation drops
 
 
 def approximate_math(libdevice: bool) -> tuple[tuple[Op | str, float, float], ...]:
-    """float32 math on the hardware approximations (as Triton): exp = ex2.approx(x * log2 e),
-    whose rounded argument costs up to ~46 ulp near the ends of exp's finite range; lg2.approx
+    """float32 math on the hardware approximations (as Triton): exp2 = ex2.approx.ftz (2 ulp;
+    results below 2^-126 flush to zero, as Triton's), exp = ex2.approx.ftz(x * log2 e), whose
+    rounded argument costs up to ~46 ulp near the ends of exp's finite range; lg2.approx
     is 2^-22 in absolute terms near 1; without libdevice, log = lg2 * ln 2 and sin/cos use
     sin/cos.approx (absolute error about 2^-20.5 on [-pi, pi], growing outside)."""
-    out: list[tuple[Op | str, float, float]] = [(Op.EXP, 64 * EPS32, 0.0), (Op.LOG2, 4 * EPS32, 2.0 ** -22)]
+    out: list[tuple[Op | str, float, float]] = [(Op.EXP, 64 * EPS32, FLUSHED), (Op.EXP2, 2 * EPS32, FLUSHED),
+                                                (Op.LOG2, 4 * EPS32, 2.0 ** -22)]
     if not libdevice:
         out += [(Op.LOG, 4 * EPS32, 2.0 ** -22), (Op.SIN, 0.0, 2.0 ** -18), (Op.COS, 0.0, 2.0 ** -18)]
     return tuple(out) + FAST_MATH
@@ -68,7 +71,7 @@ def nvptx_target(arch: str) -> LLVMTarget:
                   "llvm.nvvm.read.ptx.sreg.ctaid.z"),
         barrier="llvm.nvvm.barrier0",
         shuffle_xor="llvm.nvvm.shfl.sync.bfly.i32",
-        math_f32={"log2": "llvm.nvvm.lg2.approx.f", "exp2": "llvm.nvvm.ex2.approx.f",
+        math_f32={"log2": "llvm.nvvm.lg2.approx.f", "exp2": "llvm.nvvm.ex2.approx.ftz.f",
                   **(LIBDEVICE_F32 if libdevice else {})},
         math_f64=LIBDEVICE_F64 if libdevice else {},
         libdevice=libdevice,
