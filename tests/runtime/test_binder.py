@@ -173,7 +173,7 @@ def test_a_parameter_named_like_a_launch_option_gets_the_option():
         offs = tl.arange(0, 16)
         tl.store(out + offs, tl.load(x + offs) * num_stages)
 
-    assert with_stages._binder is None  # the general path passes the option on
+    assert with_stages._fast_launch is None  # the general path passes the option on
     x, out = _arrays(5)
     for stages in (2, 3, 2):
         with_stages[(1,)](x, out, num_stages=stages)
