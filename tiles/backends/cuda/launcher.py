@@ -177,6 +177,9 @@ def launcher(grid, values, stream=None):
 def _failure(drv: cu.Driver, loaded: runtime.LoadedKernel, block: int
              ) -> Callable[[int, tuple[int, int, int]], None]:
     def failed(status: int, grid: tuple[int, int, int]) -> None:
+        if status == trampoline.BAD_RECORD:
+            raise LaunchError(f"{loaded.name}: the launch record's size is not the kernel's (a bug in tiles' "
+                              "launcher; trampoline.enabled = False avoids the native launch)")
         drv.check(status, f"cuLaunchKernel({loaded.name}, grid={grid}, block={block})")
         raise LaunchError(f"cuLaunchKernel({loaded.name}) failed with status {status}")
     return failed
