@@ -15,6 +15,7 @@ import struct
 import subprocess
 import sys
 import threading
+import time
 import types
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,6 +62,7 @@ class Recorder:
         self.queries = 0
         self.query_status = 0
         self.launch_status = 0
+        self.yield_first = False  # let other threads run before reading the arguments
         self.get_current = GET_CURRENT(self._get_current)
         self.launch = LAUNCH(self._launch)
 
@@ -73,6 +75,8 @@ class Recorder:
         return self.query_status
 
     def _launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, extra):
+        if self.yield_first:
+            time.sleep(0)
         size = ctypes.c_size_t.from_address(extra[3]).value
         self.calls.append(Call(function or 0, (gx, gy, gz), (bx, by, bz), shared, stream or 0, params or 0,
                                (extra[0] or 0, extra[2] or 0, extra[4] or 0), ctypes.string_at(extra[1], size),
@@ -178,6 +182,7 @@ def test_a_record_of_another_size_or_type_is_refused():
 @needs_trampoline
 def test_threads_launching_at_once_each_get_their_own_arguments():
     recorder = Recorder()
+    recorder.yield_first = True
     native = recorder.trampoline(256, 0, struct.calcsize(trampoline.record_format("QQqdiii")))
     sent: dict[int, list[bytes]] = {}
     errors: list[BaseException] = []
@@ -214,6 +219,8 @@ def test_threads_launching_at_once_each_get_their_own_arguments():
         received.setdefault(call.thread, []).append(call.arguments)
     assert received == {ident: records for ident, records in sent.items() if records}
     assert sum(map(len, received.values())) == 5 * 300
+    switches = sum(a.thread != b.thread for a, b in zip(recorder.calls, recorder.calls[1:]))
+    assert switches > 100, "the threads' launches hardly interleaved: little was tested"
 
 
 # -- the jit's keyed launcher over the C stand-in libcuda ---------------------------------------
@@ -330,6 +337,68 @@ def test_a_foreign_current_context_falls_back_and_is_given_back(driver, stub):
     thread.start()
     thread.join()
     assert seen == [runtime.primary_context(0)] * 2
+
+
+class RecorderDriver(Driver):
+    """The stub libcuda for loading and contexts; a ``Recorder`` for the native launch."""
+
+    def __init__(self, lib, recorder: Recorder) -> None:
+        super().__init__(lib)
+        self.recorder = recorder
+
+    def native_address(self, name: str) -> int:
+        calls = {"cuCtxGetCurrent": self.recorder.get_current, "cuLaunchKernel": self.recorder.launch}
+        return _address(calls[name]) if name in calls else super().native_address(name)
+
+
+@needs_trampoline
+def test_keyed_launches_from_many_threads_each_get_their_own_arguments_and_stream(stub, monkeypatch):
+    recorder = Recorder()
+    recorder.yield_first = True
+    streams: dict[int, int] = {}
+    torch = types.SimpleNamespace(Tensor=TorchTensor,
+                                  _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: streams[
+                                      threading.get_ident()]),
+                                  cuda=types.SimpleNamespace(is_initialized=lambda: True, current_device=lambda: 0))
+    monkeypatch.setitem(sys.modules, "torch", torch)
+    runtime.use_driver(RecorderDriver(stub, recorder))
+    try:
+        _, _, launch = _keyed([TorchTensor(0x1000), TorchTensor(0x2000), TorchTensor(0x3000), 2**40, 1.5])
+        assert "_native" in launch.__globals__
+        context = runtime.primary_context(0)
+        expected: dict[int, list[tuple[int, bytes]]] = {}
+        errors: list[BaseException] = []
+        start = threading.Barrier(4)
+
+        def worker(seed: int) -> None:
+            try:
+                rng = np.random.default_rng(seed)
+                ident = threading.get_ident()
+                streams[ident] = 0x5000 + seed
+                recorder.set_current(context)
+                mine = expected.setdefault(ident, [])
+                start.wait()
+                for _ in range(200):
+                    pointers = [int(p) * 16 for p in rng.integers(1, 2**40, 3)]
+                    n, alpha = int(rng.integers(2**31, 2**62)), float(np.float32(rng.standard_normal()))
+                    grid = tuple(int(g) for g in rng.integers(1, 2**20, 3))
+                    launch(grid, [*map(TorchTensor, pointers), n, alpha])
+                    mine.append((0x5000 + seed, struct.pack("@QQQqf3i", *pointers, n, alpha, *grid)))
+            except BaseException as e:  # reported below
+                errors.append(e)
+
+        threads = [threading.Thread(target=worker, args=(seed,)) for seed in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert not errors, errors[0]
+        received: dict[int, list[tuple[int, bytes]]] = {}
+        for call in recorder.calls:
+            received.setdefault(call.thread, []).append((call.stream, call.arguments))
+        assert received == expected
+    finally:
+        runtime.use_driver(None)
 
 
 @needs_trampoline

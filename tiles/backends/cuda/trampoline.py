@@ -162,11 +162,13 @@ class _Native:
         self.method = _MethodDef(b"tiles_launch", address, METH_O,
                                  b"launch a kernel from a packed record (tiles.backends.cuda.trampoline)")
         self.new_function = api.PyCFunction_NewEx
-        self.new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.c_void_p]
+        self.new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
         self.new_function.restype = ctypes.py_object
 
     def bind(self, constants: bytes) -> Trampoline:
-        function: Trampoline = self.new_function(ctypes.addressof(self.method), constants, None)
+        # the builtin's module slot holds a reference to this object: the machine code and the
+        # method definition it points to live as long as any trampoline does
+        function: Trampoline = self.new_function(ctypes.addressof(self.method), constants, self)
         return function
 
 
