@@ -25,6 +25,8 @@ import numpy as np
 import pytest
 import stream_kernels as K
 
+import tiles
+import tiles.language as tl
 from tiles.backends.cuda import CUDABackend, launcher, runtime, trampoline
 from tiles.backends.cuda.driver import CUDAError, Driver, load_library
 from tiles.core.dtypes import PointerType
@@ -261,6 +263,13 @@ def driver(stub, monkeypatch):
     runtime.use_driver(None)
 
 
+def _no_general_path(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("the launch took the general path")
+    monkeypatch.setattr(runtime, "launch", refuse)
+    monkeypatch.setattr(runtime, "make_current", refuse)
+
+
 def _last(stub, fmt: str) -> bytes:
     size = ctypes.c_size_t.in_dll(stub, "last_size").value
     assert size == struct.calcsize(fmt)
@@ -283,16 +292,22 @@ def test_keyed_launch_is_native_and_packs_as_the_general_path(driver, stub, rng,
     assert "_native" in launch.__globals__  # the trampoline serves it
     fmt = "@QQQqf3i"
     runtime.make_current(runtime.primary_context(0))
+    general_calls = []
+    make_current = runtime.make_current
+    monkeypatch.setattr(runtime, "make_current", lambda context: general_calls.append(context) or make_current(context))
     for n, alpha in ((2**63 - 1, float("nan")), (-2**63, -0.0), (int(rng.integers(2**31, 2**62)), 3.25)):
         values[3:] = [n, alpha]
         grid = tuple(int(g) for g in rng.integers(1, 2**31, 3))
+        before = len(general_calls)
         launch(grid, values)
+        assert len(general_calls) == before, "the keyed launch took the general path"
         keyed_bytes = _last(stub, fmt)
         assert list((ctypes.c_uint * 3).in_dll(stub, "last_grid")) == list(grid)
         assert ctypes.c_uint.in_dll(stub, "last_block").value == compiled.threads
         assert ctypes.c_void_p.in_dll(stub, "last_stream").value == 0x99
         general = CUDABackend().make_launcher(compiled, plan)
         general(grid, values, stream=0x55)
+        assert len(general_calls) == before + 1  # the counter sees the general path
         assert ctypes.c_void_p.in_dll(stub, "last_stream").value == 0x55
         assert _last(stub, fmt) == keyed_bytes
         assert struct.unpack(fmt, keyed_bytes)[:4] == tuple(v.address for v in values[:3]) + (n,)
@@ -300,21 +315,29 @@ def test_keyed_launch_is_native_and_packs_as_the_general_path(driver, stub, rng,
     assert ctypes.c_void_p.in_dll(stub, "last_stream").value == 0x1234
 
 
+@tiles.jit
+def bf16_after_constexpr(x, BLOCK: tl.constexpr, alpha, n, out):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out + offs, tl.load(x + offs, mask=offs < n) * alpha, mask=offs < n)
+
+
 @needs_trampoline
-def test_bfloat16_scalars_on_the_native_path(driver, stub):
-    compiled = K.scale_add_kernel.compile(signature={"x": "*fp32", "y": "*fp32", "out": "*fp32", "n": "i32",
-                                                     "alpha": "bf16"}, constexprs={"BLOCK": 256}, backend="cuda")
-    plan = [(0, "x", True, False), (1, "y", True, False), (2, "out", True, True), (3, "n", False, False),
-            (4, "alpha", False, False)]
-    values = [TorchTensor(0x1000), TorchTensor(0x2000), TorchTensor(0x3000), 77, -1.5]
+def test_bfloat16_scalars_on_the_native_path(driver, stub, rng, monkeypatch):
+    """A bf16 scalar after a constexpr: its position among the kernel's parameters is not its
+    position among the arguments."""
+    compiled = bf16_after_constexpr.compile(signature={"x": "*fp32", "alpha": "bf16", "n": "i32", "out": "*fp32"},
+                                            constexprs={"BLOCK": 16}, backend="cuda")
+    plan = [(0, "x", True, False), (2, "alpha", False, False), (3, "n", False, False), (4, "out", True, True)]
+    values = [TorchTensor(0x1000), 16, -1.5, 77, TorchTensor(0x3000)]
     launch = launcher.keyed(compiled, CUDABackend()._loaded(compiled), plan, values)
     assert "_native" in launch.__globals__
     runtime.make_current(runtime.primary_context(0))
-    for alpha in (-1.5, 3.140625, float("inf"), -0.0):
-        values[4] = alpha
+    _no_general_path(monkeypatch)
+    for alpha in (-1.5, 3.140625, float("inf"), -0.0, float(rng.standard_normal())):
+        values[2:4] = [alpha, int(rng.integers(-2**31, 2**31))]
         launch((2, 1, 1), values)
         bits = int(np.asarray(alpha, ml_dtypes.bfloat16).view(np.uint16))
-        assert struct.unpack("@QQQiH3i", _last(stub, "@QQQiH3i")) == (0x1000, 0x2000, 0x3000, 77, bits, 2, 1, 1)
+        assert struct.unpack("@QHiQ3i", _last(stub, "@QHiQ3i")) == (0x1000, bits, values[3], 0x3000, 2, 1, 1)
 
 
 @needs_trampoline

@@ -107,7 +107,7 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     finally:
         if pushed:
             drv.pop()
-    bfloat16 = {i for i, _n, is_ptr, _w in plan if not is_ptr and i in loaded.bfloat16}
+    bfloat16 = {i for position, (i, *_) in enumerate(plan) if position in loaded.bfloat16}  # kernel params
     arguments = ", ".join(f"values[{i}].data_ptr()" if is_ptr else f"_bf16(values[{i}])" if i in bfloat16
                           else f"values[{i}]" for i, _n, is_ptr, _w in plan)
     record = struct.Struct(trampoline.record_format(loaded.codes))
