@@ -116,7 +116,9 @@ class JITFunction(KernelInterface):
 
     def __getitem__(self, grid: Grid) -> Callable[..., Any]:
         fast = self._fast_launch
-        return MethodType(fast, grid) if fast is not None else functools.partial(self.run, grid=grid)
+        if fast is None or grid is None:  # (a method cannot be bound to None; run says what a grid is)
+            return functools.partial(self.run, grid=grid)
+        return MethodType(fast, grid)
 
     def _lock_for(self, key: Any) -> threading.RLock:
         with self._locks_guard:
