@@ -473,17 +473,21 @@ def _gpu_reason() -> str | None:
 
 
 @pytest.mark.skipif(_gpu_reason() is not None, reason=str(_gpu_reason()))
-def test_gpu_threads_launch_natively_with_their_own_arguments():
+def test_gpu_threads_launch_natively_with_their_own_arguments(monkeypatch):
     import torch
     n, block = 4099, 256
     g = torch.Generator(device="cpu").manual_seed(11)
     x, y = torch.randn(n, generator=g).cuda(), torch.randn(n, generator=g).cuda()
     grid = (-(-n // block),)
+    K.scale_add_kernel._launches.clear()  # plans built over this driver (other tests swap drivers)
     warm = torch.empty_like(x)
     for _ in range(3):
         K.scale_add_kernel[grid](x, y, warm, n, 1.0, BLOCK=block, backend="cuda")
     entries = [e for e in K.scale_add_kernel._launches.values() if hasattr(e, "launcher")]
     assert any("_native" in getattr(e.launcher, "__globals__", {}) for e in entries)
+    general: list[int] = []  # launches that took the general path
+    make_current = runtime.make_current
+    monkeypatch.setattr(runtime, "make_current", lambda context: general.append(context) or make_current(context))
     outs = [torch.full_like(x, float("nan")) for _ in range(8)]
     errors: list[BaseException] = []
 
@@ -501,6 +505,7 @@ def test_gpu_threads_launch_natively_with_their_own_arguments():
     for t in threads:
         t.join()
     assert not errors, errors[0]
+    assert len(general) <= 8, f"{len(general)} of 400 launches took the general path (at most one per new thread)"
     torch.cuda.synchronize()
     for i, out in enumerate(outs):
         torch.testing.assert_close(out, (float(i) - 3.5) * x + y, rtol=1e-6, atol=1e-6)
