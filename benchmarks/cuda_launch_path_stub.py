@@ -3,9 +3,10 @@
 Builds ``tests/backends/cuda/libcuda_stub.c`` (every driver call succeeds at once) with ``cc``, points
 the CUDA runtime at it, and times back-to-back launches through the whole jit path
 (``kernel[grid](...)``: binding, specialization key, stream and context choice, argument packing,
-``cuLaunchKernel``).  The arguments are stand-ins for torch CUDA tensors, served by a minimal fake
-``torch`` module (this machine may have no torch; the fake answers what the launch path asks:
-``torch.Tensor``, ``torch.cuda.is_initialized()``, the current raw stream).  NumPy arrays take the
+``cuLaunchKernel`` through the native trampoline; one row with it switched off, through ctypes).
+The arguments are stand-ins for torch CUDA tensors, served by a minimal fake ``torch`` module
+(this machine may have no torch; the fake answers what the launch path asks: ``torch.Tensor``,
+``torch.cuda.is_initialized()``, the current raw stream).  NumPy arrays take the
 staging path (copies are no-ops here).  On a GPU, ``benchmarks/launch_overhead.py`` measures the
 real thing against Triton.
 
@@ -137,6 +138,12 @@ def main() -> None:
         add_kernel[(1,)](x, y, out, 1024, BLOCK=1024, backend="cuda", stream=7)
 
     print(f"add_kernel, stream=int:             {per_launch_us(on_stream, opts.n):6.2f} us per launch")
+    from tiles.backends.cuda import trampoline
+    trampoline.enabled = False  # launch plans built from here on call the driver through ctypes
+    add_kernel._launches.clear()
+    print(f"add_kernel, ctypes launch:          {per_launch_us(add, opts.n):6.2f} us per launch")
+    trampoline.enabled = True
+    add_kernel._launches.clear()
     print(f"add_kernel, NumPy arrays:           "
           f"{per_launch_us(lambda: add_kernel[(1,)](*arrays, 1024, BLOCK=1024, backend='cuda'), 2000):6.2f}"
           " us per launch")

@@ -7,6 +7,10 @@ idle GPU, and time including a synchronize), for calls that involve no launch pa
   llvmlite): the price of crossing from Python into C with cuLaunchKernel's arity;
 - ``cuLaunchKernel`` of an empty kernel through ctypes with every argument prebuilt, through a
   ``CDLL`` (releases the GIL) and a ``PyDLL`` (keeps it);
+- the same launch through tiles' native trampoline (``tiles/backends/cuda/trampoline.py``: one
+  builtin call with a packed record; it checks the current context and releases the GIL around
+  ``cuLaunchKernel``), with the record prebuilt, and with the ``struct.pack`` a tiles launch does;
+  and the trampoline over the no-op above in place of ``cuLaunchKernel``: its crossing alone;
 - one small torch op (``out.copy_(x)``), for scale.
 
     python benchmarks/launch_floor.py [-n 2000] [--repeats 7]
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import ctypes
+import struct
 import sys
 from pathlib import Path
 
@@ -27,6 +32,8 @@ EMPTY_PTX = """
 .target sm_90
 .address_size 64
 .visible .entry empty(.param .u64 a, .param .u64 b, .param .u64 c, .param .u32 n) { ret; }
+.visible .entry empty_grid(.param .u64 a, .param .u64 b, .param .u64 c, .param .u32 n,
+                           .param .u32 gx, .param .u32 gy, .param .u32 gz) { ret; }
 """
 
 
@@ -58,7 +65,8 @@ def main() -> None:
     drv = runtime.driver()
     context = runtime.primary_context(torch.cuda.current_device())
     runtime.make_current(context)
-    function = drv.get_function(drv.load_module(EMPTY_PTX.encode()), "empty")
+    module = drv.load_module(EMPTY_PTX.encode())
+    function = drv.get_function(module, "empty")
     storage = (ctypes.c_uint64 * 4)(x.data_ptr(), x.data_ptr(), out.data_ptr(), 1024)
     params = (ctypes.c_void_p * 4)(*[ctypes.addressof(storage) + 8 * i for i in range(4)])
     stream = torch.cuda.current_stream().cuda_stream
@@ -68,14 +76,32 @@ def main() -> None:
     for f in (cdll, pydll):
         f.argtypes, f.restype = [ctypes.c_void_p] * 11, ctypes.c_int
     noop = noop_function()
+    from tiles.backends.cuda import trampoline
+    record = struct.Struct(trampoline.record_format("QQQIiii"))
+    native = trampoline.make(drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"), context,
+                             drv.get_function(module, "empty_grid"), 128, 0, record.size)
+    if native is None:
+        sys.exit(f"no trampoline: {trampoline.unavailable_reason()}")
+    crossing = trampoline.make(drv.native_address("cuCtxGetCurrent"), ctypes.cast(noop, ctypes.c_void_p).value,
+                               context, function, 128, 0, record.size)
+    packed = record.pack(stream, x.data_ptr(), x.data_ptr(), out.data_ptr(), 1024, 1, 1, 1)
+    pack = record.pack
+    a, b, c = x.data_ptr(), x.data_ptr(), out.data_ptr()
     rows = {
         "ctypes call of a no-op with 11 pointer arguments": lambda: noop(1, 1, 1, 1, 1, 1, 1, 0, stream, params, None),
         "cuLaunchKernel, ctypes CDLL, prebuilt arguments":
             lambda: cdll(function, 1, 1, 1, 128, 1, 1, 0, stream, params, None),
         "cuLaunchKernel, ctypes PyDLL (GIL held), prebuilt":
             lambda: pydll(function, 1, 1, 1, 128, 1, 1, 0, stream, params, None),
+        "tiles trampoline over a no-op in place of cuLaunchKernel": lambda: crossing(packed),
+        "tiles trampoline, prebuilt record": lambda: native(packed),
+        "tiles trampoline, struct.pack of the record + call": lambda: native(pack(stream, a, b, c, 1024, 1, 1, 1)),
         "torch out.copy_(x), 1024 floats": lambda: out.copy_(x),
     }
+    for name, fn in rows.items():
+        status = fn()
+        if type(status) is int and status:
+            sys.exit(f"{name}: status {status}")
     sync = torch.cuda.synchronize
     print(f"{'call':58s} {'host':>8s} {'+sync':>8s}  (us per call)")
     for name, fn in rows.items():

@@ -7,7 +7,10 @@ and a synchronize, divided by N (this includes waiting for the GPU once the driv
 full: on the H200 machine, 20000 back-to-back bare ctypes cuLaunchKernel calls, no Python
 launch path, took 7.2 us each).
 Three kernel shapes: the 5-argument vector add, an 8-argument kernel with two scalars and two
-constexprs (what library kernels look like), and a 10-argument layer norm.  Run on a GPU machine:
+constexprs (what library kernels look like), and a 10-argument layer norm.  The last column is
+tiles with its native launch trampoline switched off (``trampoline.enabled = False``: the
+launcher calls ``cuCtxGetCurrent`` and ``cuLaunchKernel`` through ctypes), for comparison.
+``launch_floor.py`` times what lies under these rows.  Run on a GPU machine:
 
     python benchmarks/launch_overhead.py [-n 2000] [--repeats 7]
 """
@@ -100,15 +103,31 @@ def main() -> None:
             ln_y, torch.nn.functional.layer_norm(x, (1024,), ln_w, ln_b, 1e-5), rtol=1e-4, atol=1e-4),
     }
     sync = torch.cuda.synchronize
+    from tiles.backends.cuda import trampoline
+
+    def tiles_launches(kernel_name: str, native: bool) -> None:
+        """Launch plans built afresh, with or without the native trampoline."""
+        trampoline.enabled = native
+        getattr(tk, kernel_name)._launches.clear()
+
     print(f"{'kernel':58s} {'triton host':>12s} {'tiles host':>11s} {'triton +sync':>12s} {'tiles +sync':>11s}"
-          "  (us per launch)")
-    for (name, check), make in zip(checks.items(), (add, bias_act, layer_norm)):
+          f" {'tiles ctypes host':>17s}  (us per launch)")
+    kernel_names = ("add_kernel", "bias_act_kernel", "layer_norm_kernel")
+    for (name, check), make, kernel_name in zip(checks.items(), (add, bias_act, layer_norm), kernel_names):
         triton_host, triton_total = per_launch_us(make(tr), sync, opts.n, opts.repeats, opts.window)
         check()
         out.zero_()
+        tiles_launches(kernel_name, native=False)
+        ctypes_host, _ = per_launch_us(make(tk, backend="cuda"), sync, opts.n, opts.repeats, opts.window)
+        check()
+        out.zero_()
+        tiles_launches(kernel_name, native=True)
         tiles_host, tiles_total = per_launch_us(make(tk, backend="cuda"), sync, opts.n, opts.repeats, opts.window)
         check()
-        print(f"{name:58s} {triton_host:12.2f} {tiles_host:11.2f} {triton_total:12.2f} {tiles_total:11.2f}")
+        print(f"{name:58s} {triton_host:12.2f} {tiles_host:11.2f} {triton_total:12.2f} {tiles_total:11.2f}"
+              f" {ctypes_host:17.2f}")
+    if trampoline.unavailable_reason() is not None:
+        print(f"(no native trampoline here: {trampoline.unavailable_reason()})")
     print(f"torch {torch.__version__}, device {torch.cuda.get_device_name()}")
 
 

@@ -173,8 +173,53 @@ def test_a_parameter_named_like_a_launch_option_gets_the_option():
         offs = tl.arange(0, 16)
         tl.store(out + offs, tl.load(x + offs) * num_stages)
 
-    assert with_stages._binder is None  # the general path passes the option on
+    assert with_stages._fast_launch is None  # the general path passes the option on
     x, out = _arrays(5)
     for stages in (2, 3, 2):
         with_stages[(1,)](x, out, num_stages=stages)
         np.testing.assert_array_equal(out, x * stages)
+
+
+def test_the_launch_function_binds_every_way_python_does(rng):
+    """``kernel[grid]`` is a generated function: positional, keyword, defaults, a kept ``k = kernel[g]``,
+    ``run(grid=)``, and parameters named like the generated code's names (launch_grid, key, ...)."""
+
+    @tiles.jit
+    def names_clash(launch_grid, key, entry, options, n, SCALE: tl.constexpr = 2):
+        offs = tl.arange(0, 16)
+        mask = offs < n
+        tl.store(entry + offs, (tl.load(launch_grid + offs, mask=mask) + tl.load(key + offs, mask=mask)) * SCALE
+                 + options, mask=mask)
+
+    x, y = (rng.standard_normal(16).astype(np.float32) for _ in range(2))
+    launch = names_clash[(1,)]
+    for call in (lambda out: launch(x, y, out, 0.5, 16),
+                 lambda out: names_clash[(1,)](x, key=y, entry=out, options=0.5, n=16, SCALE=2),
+                 lambda out: names_clash[(1,)](n=16, options=0.5, entry=out, key=y, launch_grid=x),
+                 lambda out: names_clash.run(x, y, out, 0.5, 16, grid=(1,)),
+                 lambda out: names_clash[lambda meta: (meta["n"] // 16,)](x, y, out, 0.5, 16)):
+        for _ in range(2):  # the first launch builds the plan, the second is served by its key
+            out = np.full(16, np.nan, np.float32)
+            call(out)
+            np.testing.assert_array_equal(out, (x + y) * np.float32(2) + np.float32(0.5))
+    assert _fast_entries(names_clash)
+    out = np.full(16, np.nan, np.float32)
+    names_clash[(1,)](x, y, out, 0.5, 16, SCALE=3)
+    np.testing.assert_array_equal(out, (x + y) * np.float32(3) + np.float32(0.5))
+
+
+def test_the_launch_function_sends_bad_calls_to_the_general_paths_errors():
+    x, out = _arrays(6)
+    for _ in range(2):
+        binder_copy[(1,)](x, out, 16, SCALE=1)
+    with pytest.raises(LaunchError, match=r"test_binder.py:\d+ in binder_copy.*too many positional"):
+        binder_copy[(1,)](x, out, 16, 1, 5)
+    with pytest.raises(LaunchError, match=r"binder_copy.*SCLAE"):
+        binder_copy[(1,)](x, out, 16, SCALE=1, SCLAE=2)
+    with pytest.raises(LaunchError, match=r"test_binder.py:\d+ in binder_copy.*missing a required argument: 'x'"):
+        binder_copy[(1,)](out=out, n=16, SCALE=1)
+    with pytest.raises(TypeError, match=r"binder_copy\(\) got multiple values for argument 'x'"):
+        binder_copy[(1,)](x, out, 16, x=x, SCALE=1)
+    compiled = binder_copy[(1,)](x, out, 16, SCALE=7, warmup=True)
+    assert compiled is binder_copy[(1,)](x, out, 16, SCALE=7, warmup=True)
+    assert not np.isin(out, x * 7).any()  # warmup compiles without launching

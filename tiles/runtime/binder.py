@@ -1,16 +1,24 @@
-"""A per-kernel binder: the launch's argument values and its specialization key in one call.
+"""Per-kernel generated code for the steady-state launch: binding and the specialization key.
 
-``make_binder`` writes (once per kernel) a Python function with the kernel's own signature,
-so Python itself binds positional and keyword arguments and fills defaults.  For every
-run-time parameter it computes a small *fact* inline for the common types: a torch tensor
-gives (dtype, address % 16 == 0, device index), an int in int32 range a code for "is 1" /
-"multiple of 16" / "other", a float ``"f"``; any other value gets ``specialize.fact_of``.
-Constexpr parameters contribute their value.  Equal facts imply equal specializations
-(``specialize.classify``), so the facts key the jit's launch cache.
+``make_launch_factory`` writes (once per kernel) ``factory(grid)``, which ``kernel[grid]`` calls:
+it returns a function with the kernel's own parameters plus the launch options (``warmup``,
+``num_warps``, ``num_stages``, ``debug``, ``stream``, ``backend``) as keywords, so Python itself
+binds positional and keyword arguments and fills defaults, with no ``functools.partial`` and no
+second binding.  For every run-time parameter it computes a small *fact* inline for the common
+types: a torch tensor gives (dtype, address % 16 == 0, device index), an int in int32 range a code
+for "is 1" / "multiple of 16" / "other", a float ``"f"``; any other value gets
+``specialize.fact_of``.  Constexpr parameters contribute their value.  Equal facts imply equal
+specializations (``specialize.classify``), so the facts, with the backend and the options, key
+the jit's launch cache; a hit calls the cached launcher at once.
 
-The binder raises ``TypeError`` for arguments that do not bind (and for unhashable
-constexprs when the key is looked up): the caller then takes the general path, which
-reports the error with the kernel's file:line.
+Anything else goes to the jit's general path, which reports errors with the kernel's file:line:
+a missing argument (parameters without a default get a sentinel default), extra positional
+arguments or unknown keywords (collected), ``warmup=True``, an unhashable constexpr, a miss.
+(An argument given both by position and by keyword is Python's own TypeError, which names the
+kernel and the argument.)
+
+``make_binder`` writes the facts alone (``bind(*args, **kwargs) -> (facts, values)``): the same
+fact code, for tests of the facts' meaning.
 """
 
 from __future__ import annotations
@@ -24,6 +32,8 @@ from typing import Any
 from .specialize import fact_of
 
 Binder = Callable[..., tuple[tuple[Any, ...], tuple[Any, ...]]]
+LaunchFunction = Callable[..., Any]
+OPTIONS = ("warmup", "num_warps", "num_stages", "debug", "stream", "backend")
 
 # int facts: ``kind == "s"``: 0 for the value 1, 16 for a multiple of 16, 17 otherwise;
 # ``kind == "n"``: 18.  Only ints in int32 range take these codes; others get fact_of's tuples.
@@ -86,3 +96,77 @@ def make_binder(signature: inspect.Signature, kinds: tuple[str, ...]) -> Binder:
     exec("\n".join(lines), namespace)  # noqa: S102 - the text is built from the kernel's parameter names
     binder: Binder = namespace["bind"]
     return binder
+
+
+class _Missing:
+    """The default of a parameter that has none: the general path then says it is missing."""
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+MISSING = _Missing()
+
+
+def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
+                hooks: dict[str, Any]) -> LaunchFunction:
+    """``launch(grid, *args, **kwargs)`` for a kernel called ``name`` (see the module docstring;
+    ``kernel[grid]`` binds ``grid`` as a method binds ``self``).  ``hooks``: ``launches`` (the
+    jit's dict of ``FastLaunch`` by key), ``registry`` (asked for the default backend on every
+    launch), ``quick_grid``, ``max_grid``, ``launch(compiled, launcher, grid, values, num_warps,
+    num_stages, stream)`` and ``slow(grid, values, extra, hints, warmup, num_warps, num_stages,
+    debug, stream, backend, key)``.  Call ``can_bind`` first."""
+    names = list(signature.parameters)
+    namespace: dict[str, Any] = {f"{_PREFIX}tensor": tensor_type(), f"{_PREFIX}int": int,
+                                 f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of, f"{_PREFIX}M": MISSING,
+                                 **{f"{_PREFIX}{k}": v for k, v in hooks.items()}}
+    params, required = [], []
+    for pname, param in signature.parameters.items():
+        default = param.default
+        if default is inspect.Parameter.empty:
+            default = MISSING
+            required.append(pname)
+        namespace[f"{_PREFIX}default_{pname}"] = default
+        params.append(f"{pname}={_PREFIX}default_{pname}, ")
+    options = ", ".join(f"{o}={'False' if o == 'warmup' else 'None'}" for o in OPTIONS)
+    values = "(" + "".join(n + ", " for n in names) + ")"
+    slots = "".join(f"{_PREFIX}k{i}, " for i in range(len(names)))
+    g, launch_grid, key, entry = (f"{_PREFIX}{n}" for n in ("grid", "launch_grid", "key", "entry"))
+    slow = f"{_PREFIX}slow({g}, {values}, {_PREFIX}extra, {_PREFIX}hints, {', '.join(OPTIONS)}, {{key}})"
+    missing = "".join(f" or {n} is {_PREFIX}M" for n in required)
+    function = name if name.isidentifier() and not keyword.iskeyword(name) else "kernel"
+    lines = [
+        f"def {function}({g}, {''.join(params)}*{_PREFIX}extra, {options}, **{_PREFIX}hints):",
+        f"    if warmup or {_PREFIX}extra or {_PREFIX}hints{missing}:",
+        f"        return {slow.format(key='None')}",
+    ]
+    for pname, slot, kind in zip(names, slots.split(", "), kinds):
+        lines += _fact_lines(pname, slot, kind)
+    lines += [
+        f"    {_PREFIX}options = None if num_warps is None and num_stages is None else "
+        "(num_warps, num_stages, type(num_warps), type(num_stages))",
+        f"    {key} = ({_PREFIX}registry.default() if backend is None else backend, {_PREFIX}options, debug, "
+        f"{slots})",
+        "    try:",
+        f"        {entry} = {_PREFIX}launches.get({key})",
+        "    except TypeError:  # an unhashable constexpr",
+        f"        {entry} = {key} = None",
+        f"    if {entry} is None or ({entry}.target is not None and "
+        f"{entry}.backend.target_key() != {entry}.target):",
+        f"        return {slow.format(key=key)}",
+        f"    if type({g}) is tuple and len({g}) == 1 and type({g}[0]) is int and 0 < {g}[0] <= {_PREFIX}max_grid:",
+        f"        {launch_grid} = ({g}[0], 1, 1)",
+        "    else:",
+        f"        {launch_grid} = {_PREFIX}quick_grid({g})",
+        f"        if {launch_grid} is None:  # a function of the arguments, or not a valid grid",
+        f"            return {_PREFIX}launch({entry}.compiled, {entry}.launcher, {g}, {values}, num_warps, "
+        "num_stages, stream)",
+        "    if stream is None:",
+        f"        {entry}.launcher({launch_grid}, {values})",
+        "    else:",
+        f"        {entry}.launcher({launch_grid}, {values}, stream=stream)",
+        f"    return {entry}.compiled",
+    ]
+    exec("\n".join(lines), namespace)  # noqa: S102 - the text is built from the kernel's parameter names
+    launch: LaunchFunction = namespace[function]
+    return launch

@@ -7,6 +7,7 @@ import inspect
 import sys
 import threading
 from collections.abc import Callable, Sequence
+from types import MethodType
 from typing import Any
 
 from .. import config, progress
@@ -22,7 +23,7 @@ from ..core.printer import format_kernel
 from ..language import control
 from ..language.constexpr import as_constexpr
 from . import checked_launch
-from .binder import can_bind, make_binder, tensor_type
+from .binder import MISSING, can_bind, make_launch, tensor_type
 from .launch_options import JIT_HINTS, split_hints
 from .specialize import ArgSpec, MockArray, classify, launch_key, mock_dtype_argument
 from .validate import MAX_GRID_SIZE, check_num_warps, check_positive_int, check_writable, normalize_grid, quick_grid
@@ -101,11 +102,23 @@ class JITFunction(KernelInterface):
         # on a cache miss.  A result is cached only after it was built without an error.
         self._locks: dict[Any, threading.RLock] = {}
         self._locks_guard = threading.Lock()
-        # The steady-state launch: a binder with the kernel's signature computes the key facts
-        # (runtime/binder.py); ``_launches`` maps (backend, options, facts) to a FastLaunch.
+        # The steady-state launch: ``kernel[grid]`` is a function with the kernel's signature that
+        # computes the key facts (runtime/binder.py); ``_launches`` maps (backend, options, debug,
+        # *facts) to a FastLaunch.
         self._binder_tensor = tensor_type()
-        self._binder = make_binder(self.signature, self._param_kinds) \
+        self._fast_launch = self._make_fast_launch() \
             if can_bind(self.signature) and not self._param_names & LAUNCH_KEYWORDS else None
+
+    def _make_fast_launch(self) -> Callable[..., Any]:
+        hooks = {"launches": self._launches, "registry": registry, "quick_grid": quick_grid,
+                 "max_grid": MAX_GRID_SIZE, "launch": self._launch, "slow": self._slow}
+        return make_launch(self.__name__, self.signature, self._param_kinds, hooks)
+
+    def __getitem__(self, grid: Grid) -> Callable[..., Any]:
+        fast = self._fast_launch
+        if fast is None or grid is None:  # (a method cannot be bound to None; run says what a grid is)
+            return functools.partial(self.run, grid=grid)
+        return MethodType(fast, grid)
 
     def _lock_for(self, key: Any) -> threading.RLock:
         with self._locks_guard:
@@ -235,24 +248,21 @@ class JITFunction(KernelInterface):
         a parameter named like an option (``num_stages: tl.constexpr``, as Triton's softmax
         tutorial has) receives the option's value too, as in Triton.
         """
-        fast_key = None
-        if self._binder is not None and not warmup:  # the steady state: one dict lookup
-            try:
-                facts, values = self._binder(*args, **kwargs)
-                options = (num_warps, num_stages, debug) if num_warps is None and num_stages is None \
-                    else (num_warps, num_stages, debug, type(num_warps), type(num_stages))
-                fast_key = (registry.default() if backend is None else backend, options, facts)
-                entry = self._launches.get(fast_key)
-            except TypeError:  # does not bind, or an unhashable constexpr: the general path says why
-                entry = fast_key = None
-            if entry is not None and (entry.target is None or entry.backend.target_key() == entry.target):
-                if type(grid) is tuple and len(grid) == 1 and type(grid[0]) is int and 0 < grid[0] <= MAX_GRID_SIZE:
-                    if stream is None:  # the commonest launch, inline
-                        entry.launcher((grid[0], 1, 1), values)
-                    else:
-                        entry.launcher((grid[0], 1, 1), values, stream=stream)
-                    return entry.compiled
-                return self._launch(entry.compiled, entry.launcher, grid, values, num_warps, num_stages, stream)
+        if self._fast_launch is not None:
+            return self._fast_launch(grid, *args, warmup=warmup, num_warps=num_warps, num_stages=num_stages,
+                                     debug=debug, stream=stream, backend=backend, **kwargs)
+        return self._run(args, kwargs, grid, warmup, num_warps, num_stages, debug, stream, backend, None)
+
+    def _slow(self, grid: Grid, values: tuple[Any, ...], extra: tuple[Any, ...], hints: dict[str, Any],
+              warmup: bool, num_warps: int | None, num_stages: int | None, debug: bool | None, stream: Any,
+              backend: str | Backend | None, fast_key: tuple[Any, ...] | None) -> CompiledKernel:
+        """What ``kernel[grid](...)`` does without a hit in ``_launches`` (``runtime/binder.py``)."""
+        if any(v is MISSING for v in values):  # the general binding says which one is missing
+            args: Sequence[Any] = ()
+            kwargs = {n: v for n, v in zip(self.arg_names, values) if v is not MISSING}
+            kwargs.update(hints)
+        else:
+            args, kwargs = (*values, *extra), hints
         return self._run(args, kwargs, grid, warmup, num_warps, num_stages, debug, stream, backend, fast_key)
 
     def _run(self, args: Sequence[Any], kwargs: dict[str, Any], grid: Grid, warmup: bool,
@@ -290,9 +300,9 @@ class JITFunction(KernelInterface):
                   be: Backend, target: Any, values: Sequence[Any]) -> None:
         """Serve later launches with ``fast_key`` from the binder's path.  An argument on a device
         fixes the target; otherwise each launch checks the current target (device) first."""
-        if tensor_type() is not self._binder_tensor:  # torch was imported since: rebuild the binder
+        if tensor_type() is not self._binder_tensor:  # torch was imported since: rebuild the facts' code
             self._binder_tensor = tensor_type()
-            self._binder = make_binder(self.signature, self._param_kinds)
+            self._fast_launch = self._make_fast_launch()
             return
         on_device = any(_device_index(v) >= 0 for v in values)
         self._launches[fast_key] = FastLaunch(compiled, launcher, be, None if on_device else target)

@@ -165,6 +165,12 @@ class Driver:
         launch.argtypes, launch.restype = [_p] * 11, ctypes.c_int
         return launch
 
+    def native_address(self, name: str) -> int:
+        """The address of the library's function ``name`` (0 for a library that is not native)."""
+        if getattr(self.lib, "_handle", None) is None:
+            return 0
+        return int(ctypes.cast(getattr(self.lib, name), _p).value or 0)
+
     def set_current(self, context: int) -> None:
         self.check(self.lib.cuCtxSetCurrent(context), "cuCtxSetCurrent")
 

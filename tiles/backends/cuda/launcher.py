@@ -7,11 +7,13 @@ objects and scalars, and works out device, context and stream on every call (``r
 dtype and device (``runtime/binder.py``).  When every pointer argument is a torch CUDA tensor
 on one device, everything but the argument values is settled once: the device, its primary
 context and the kernel's CUfunction in it, the struct layout of the arguments, torch's
-current-stream query.  A launch then checks that the thread's current context is that
-context (else it takes the general path, which makes it current), asks torch for the current
-stream (the capturing one under CUDA graph capture), packs the tensors' ``data_ptr()``s and the
-scalars with one ``struct.pack`` and calls ``cuLaunchKernel``: no allocation on the device, no
-host synchronization, no copy.
+current-stream query.  A launch asks torch for the current stream (the capturing one under CUDA
+graph capture), packs it, the tensors' ``data_ptr()``s, the scalars and the grid with one
+``struct.pack`` and makes one native call (``trampoline``): it checks that the thread's current
+context is the kernel's (else the general path runs, which makes it current) and calls
+``cuLaunchKernel``.  No allocation on the device, no host synchronization, no copy.  Where the
+trampoline cannot be built (no JIT, a stand-in driver written in Python), the same launch takes
+two ctypes calls: ``cuCtxGetCurrent`` and ``cuLaunchKernel``.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ from typing import Any
 from ...core.errors import LaunchError
 from ..base import CompiledKernel, LaunchArg
 from . import driver as cu
-from . import runtime
+from . import runtime, trampoline
 
 Launcher = Callable[..., None]
 Plan = Sequence[tuple[int, str, bool, bool]]
@@ -95,7 +97,7 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     docstring); ``general``'s when they are not all torch tensors on one CUDA device."""
     fallback = general(compiled, loaded, plan)
     device = _torch_device(example, [i for i, _n, is_ptr, _w in plan if is_ptr])
-    if device is None or loaded.bfloat16:
+    if device is None:
         return fallback
     drv = runtime.driver()
     context = runtime.primary_context(device)
@@ -105,42 +107,79 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     finally:
         if pushed:
             drv.pop()
-    arguments = [f"values[{i}].data_ptr()" if is_ptr else f"values[{i}]" for i, _n, is_ptr, _w in plan]
-    block = compiled.threads
-    namespace = {
-        "_current": drv.context_reader(), "_context": context, "_runtime": runtime, "_driver": drv,
-        "_general": fallback, "_pack": loaded.arguments.pack, "_pack_errors": (struct.error, OverflowError, TypeError),
+    bfloat16 = {i for position, (i, *_) in enumerate(plan) if position in loaded.bfloat16}  # kernel params
+    arguments = ", ".join(f"values[{i}].data_ptr()" if is_ptr else f"_bf16(values[{i}])" if i in bfloat16
+                          else f"values[{i}]" for i, _n, is_ptr, _w in plan)
+    record = struct.Struct(trampoline.record_format(loaded.codes))
+    native = trampoline.make(drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"),
+                             context, function, compiled.threads, loaded.shared_bytes, record.size) \
+        if trampoline.enabled else None
+    namespace: dict[str, Any] = {
+        "_runtime": runtime, "_driver": drv, "_general": fallback, "_bf16": runtime.bfloat16_bits,
+        "_pack_errors": (struct.error, OverflowError, TypeError, ValueError),
         "_raw_stream": _raw_stream_query(), "_stream_handle": runtime.stream_handle, "_device": device,
-        "_launch": drv.launch_function(), "_function": function, "_block": block,
-        "_shared": loaded.shared_bytes, "_extra": runtime.EXTRA.pack, "_id": id,
-        "_offset": runtime.BYTES_DATA_OFFSET, "_size": loaded.size_address, "_failed": _failure(drv, loaded, block),
+        "_failed": _failure(drv, loaded, compiled.threads),
     }
-    source = f"""
-def launcher(grid, values, stream=None):
-    if _current() != _context or _runtime._driver is not _driver:
-        return _general(grid, values, stream)
-    try:
-        packed = _pack({", ".join(arguments)}, grid[0], grid[1], grid[2])
-    except _pack_errors:
-        return _general(grid, values, stream)  # says which argument does not fit
-    if stream is None:
-        handle = _raw_stream(_device)
+    if native is not None:
+        namespace.update(_pack=record.pack, _native=native, _FALLBACK=trampoline.FALLBACK)
+        source = _NATIVE_SOURCE.format(arguments=arguments)
     else:
-        handle = stream if type(stream) is int else _stream_handle(stream, _device)
-    status = _launch(_function, grid[0], grid[1], grid[2], _block, 1, 1, _shared, handle, None,
-                     _extra({cu.CU_LAUNCH_PARAM_BUFFER_POINTER}, _id(packed) + _offset,
-                            {cu.CU_LAUNCH_PARAM_BUFFER_SIZE}, _size, {cu.CU_LAUNCH_PARAM_END}))
-    if status:
-        _failed(status, grid)
-"""
+        namespace.update(
+            _pack=loaded.arguments.pack, _current=drv.context_reader(), _context=context,
+            _launch=drv.launch_function(), _function=function, _block=compiled.threads,
+            _shared=loaded.shared_bytes, _extra=runtime.EXTRA.pack, _id=id,
+            _offset=runtime.BYTES_DATA_OFFSET, _size=loaded.size_address)
+        source = _CTYPES_SOURCE.format(arguments=arguments, buffer=cu.CU_LAUNCH_PARAM_BUFFER_POINTER,
+                                       size=cu.CU_LAUNCH_PARAM_BUFFER_SIZE, end=cu.CU_LAUNCH_PARAM_END)
     exec(source, namespace)  # noqa: S102 - built from the plan's indices only
     launcher: Launcher = namespace["launcher"]
     return launcher
 
 
+_STREAM = """
+    if stream is None:
+        handle = _raw_stream(_device)
+    else:
+        handle = stream if type(stream) is int else _stream_handle(stream, _device)"""
+
+# one native call: the trampoline checks the current context and calls cuLaunchKernel
+_NATIVE_SOURCE = """
+def launcher(grid, values, stream=None):
+    if _runtime._driver is not _driver:
+        return _general(grid, values, stream)""" + _STREAM + """
+    try:
+        record = _pack(handle, {arguments}, grid[0], grid[1], grid[2])
+    except _pack_errors:
+        return _general(grid, values, stream)  # says which argument does not fit
+    status = _native(record)
+    if status:
+        if status == _FALLBACK:
+            return _general(grid, values, stream)  # makes the kernel's context current
+        _failed(status, grid)
+"""
+
+# without the trampoline: cuCtxGetCurrent (PyDLL) and cuLaunchKernel (CDLL) through ctypes
+_CTYPES_SOURCE = """
+def launcher(grid, values, stream=None):
+    if _current() != _context or _runtime._driver is not _driver:
+        return _general(grid, values, stream)
+    try:
+        packed = _pack({arguments}, grid[0], grid[1], grid[2])
+    except _pack_errors:
+        return _general(grid, values, stream)  # says which argument does not fit""" + _STREAM + """
+    status = _launch(_function, grid[0], grid[1], grid[2], _block, 1, 1, _shared, handle, None,
+                     _extra({buffer}, _id(packed) + _offset, {size}, _size, {end}))
+    if status:
+        _failed(status, grid)
+"""
+
+
 def _failure(drv: cu.Driver, loaded: runtime.LoadedKernel, block: int
              ) -> Callable[[int, tuple[int, int, int]], None]:
     def failed(status: int, grid: tuple[int, int, int]) -> None:
+        if status == trampoline.BAD_RECORD:
+            raise LaunchError(f"{loaded.name}: the launch record's size is not the kernel's (a bug in tiles' "
+                              "launcher; trampoline.enabled = False avoids the native launch)")
         drv.check(status, f"cuLaunchKernel({loaded.name}, grid={grid}, block={block})")
         raise LaunchError(f"cuLaunchKernel({loaded.name}) failed with status {status}")
     return failed

@@ -303,7 +303,8 @@ class LoadedKernel:
         self.name = name
         self.shared_bytes = shared_bytes
         # arguments in the native layout of a C struct (what the `extra` buffer launch expects)
-        self.arguments = struct.Struct("@" + "".join(_struct_code(d) for d in param_dtypes) + "iii")
+        self.codes = "".join(_struct_code(d) for d in param_dtypes) + "iii"  # the grid's sizes last
+        self.arguments = struct.Struct("@" + self.codes)
         self.bfloat16 = [i for i, d in enumerate(param_dtypes) if getattr(d, "name", "") == "bfloat16"]
         self.size = struct.pack("@Q", self.arguments.size)  # read by the driver through a pointer
         self.size_address = id(self.size) + BYTES_DATA_OFFSET

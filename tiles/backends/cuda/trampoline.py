@@ -1,0 +1,217 @@
+"""A native launch trampoline: one Python call from a packed launch record to ``cuLaunchKernel``.
+
+Crossing into C through ctypes costs a microsecond or two per call (converting each argument,
+building a libffi call); the driver's ``cuLaunchKernel`` itself costs about four.  This module
+JIT-compiles (llvmlite, MCJIT, once per process) one small native function and wraps it as a
+Python builtin (``PyCFunction_NewEx`` with ``METH_O``), so a launch is a plain builtin call
+with one argument: a ``bytes`` *record* that the launcher packs with one ``struct.pack``::
+
+    record: u64 stream | the kernel's arguments in C struct layout, ending with the grid's
+                         three i32 sizes (what the ``extra`` launch buffer carries)
+
+Each kernel's launcher gets its own builtin whose ``self`` is a ``bytes`` of *constants*:
+the addresses of ``cuCtxGetCurrent`` and ``cuLaunchKernel`` in the loaded libcuda, the
+context the kernel was loaded in, the CUfunction, block size, dynamic shared bytes, the
+record's size and the argument buffer's size.  The native function
+
+1. checks the record's size (``BAD_RECORD`` if it is not the kernel's);
+2. asks ``cuCtxGetCurrent`` and returns ``FALLBACK`` unless it succeeds with the kernel's
+   context (the caller then takes the general path, which makes the context current);
+3. releases the GIL, calls ``cuLaunchKernel(function, grid, block, shared, stream, NULL,
+   extra)`` with ``extra`` pointing into the record, takes the GIL back and returns the
+   status (0 on success, a ``CUresult`` otherwise).
+
+Records are fresh immutable ``bytes`` objects, so threads never share one: no per-thread
+buffer, no lock, and the GIL can be released during the driver call as ctypes' CDLL does.
+``make`` returns None where this cannot work (not CPython, no ``ctypes.pythonapi``, llvmlite
+unable to JIT for the host); launchers then use ctypes.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+import threading
+from collections.abc import Callable
+
+FALLBACK = -1  # the thread's current context is not the kernel's (or cannot be read)
+BAD_RECORD = -2  # the record's size is not the one the constants name
+RECORD_PREFIX = "Q"  # the stream handle, ahead of the kernel's arguments
+# get_current, launch_kernel, context, function, block, shared, record size, argument buffer size
+CONSTANTS = struct.Struct("@QQQQIIQQ")
+_OFFSETS = {"$LAUNCH": 8, "$CONTEXT": 16, "$FUNCTION": 24, "$BLOCK": 32, "$SHARED": 36,
+            "$RECORD_SIZE": 40, "$ARGS_SIZE": 48}
+METH_O = 0x0008
+
+Trampoline = Callable[[bytes], int]
+
+_IR = """
+declare ptr @PyBytes_AsString(ptr)
+declare i64 @PyBytes_Size(ptr)
+declare ptr @PyLong_FromLong(i64)
+declare ptr @PyEval_SaveThread()
+declare void @PyEval_RestoreThread(ptr)
+
+define ptr @tiles_launch(ptr %self, ptr %record_object) {
+entry:
+  %constants = call ptr @PyBytes_AsString(ptr %self)
+  %record = call ptr @PyBytes_AsString(ptr %record_object)
+  %no_record = icmp eq ptr %record, null
+  br i1 %no_record, label %raise, label %check_size
+raise:
+  ret ptr null
+check_size:
+  %size = call i64 @PyBytes_Size(ptr %record_object)
+  %size_at = getelementptr i8, ptr %constants, i64 $RECORD_SIZE
+  %expected_size = load i64, ptr %size_at
+  %size_ok = icmp eq i64 %size, %expected_size
+  br i1 %size_ok, label %check_context, label %bad_record
+bad_record:
+  %bad = call ptr @PyLong_FromLong(i64 -2)
+  ret ptr %bad
+check_context:
+  %slot = alloca i64
+  store i64 0, ptr %slot
+  %get_current = load ptr, ptr %constants
+  %query = call i32 %get_current(ptr %slot)
+  %current = load i64, ptr %slot
+  %context_at = getelementptr i8, ptr %constants, i64 $CONTEXT
+  %context = load i64, ptr %context_at
+  %same = icmp eq i64 %current, %context
+  %answered = icmp eq i32 %query, 0
+  %usable = and i1 %same, %answered
+  br i1 %usable, label %launch, label %fallback
+fallback:
+  %other = call ptr @PyLong_FromLong(i64 -1)
+  ret ptr %other
+launch:
+  %launch_at = getelementptr i8, ptr %constants, i64 $LAUNCH
+  %launch_kernel = load ptr, ptr %launch_at
+  %function_at = getelementptr i8, ptr %constants, i64 $FUNCTION
+  %function = load ptr, ptr %function_at
+  %block_at = getelementptr i8, ptr %constants, i64 $BLOCK
+  %block = load i32, ptr %block_at
+  %shared_at = getelementptr i8, ptr %constants, i64 $SHARED
+  %shared = load i32, ptr %shared_at
+  %stream = load ptr, ptr %record
+  %grid_x_offset = sub i64 %size, 12
+  %grid_x_at = getelementptr i8, ptr %record, i64 %grid_x_offset
+  %grid_x = load i32, ptr %grid_x_at
+  %grid_y_at = getelementptr i8, ptr %grid_x_at, i64 4
+  %grid_y = load i32, ptr %grid_y_at
+  %grid_z_at = getelementptr i8, ptr %grid_x_at, i64 8
+  %grid_z = load i32, ptr %grid_z_at
+  %arguments = getelementptr i8, ptr %record, i64 8
+  %args_size_at = getelementptr i8, ptr %constants, i64 $ARGS_SIZE
+  %extra = alloca [5 x ptr]
+  store ptr inttoptr (i64 1 to ptr), ptr %extra
+  %extra_1 = getelementptr ptr, ptr %extra, i64 1
+  store ptr %arguments, ptr %extra_1
+  %extra_2 = getelementptr ptr, ptr %extra, i64 2
+  store ptr inttoptr (i64 2 to ptr), ptr %extra_2
+  %extra_3 = getelementptr ptr, ptr %extra, i64 3
+  store ptr %args_size_at, ptr %extra_3
+  %extra_4 = getelementptr ptr, ptr %extra, i64 4
+  store ptr null, ptr %extra_4
+  %thread = call ptr @PyEval_SaveThread()
+  %status = call i32 %launch_kernel(ptr %function, i32 %grid_x, i32 %grid_y, i32 %grid_z, i32 %block,
+                                    i32 1, i32 1, i32 %shared, ptr %stream, ptr null, ptr %extra)
+  call void @PyEval_RestoreThread(ptr %thread)
+  %wide = sext i32 %status to i64
+  %result = call ptr @PyLong_FromLong(i64 %wide)
+  ret ptr %result
+}
+"""
+
+
+def _ir() -> str:
+    text = _IR
+    for name, offset in _OFFSETS.items():
+        text = text.replace(name, str(offset))
+    return text
+
+
+_PYTHON_SYMBOLS = ("PyBytes_AsString", "PyBytes_Size", "PyLong_FromLong", "PyEval_SaveThread",
+                   "PyEval_RestoreThread")
+
+
+class _MethodDef(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("function", ctypes.c_void_p), ("flags", ctypes.c_int),
+                ("doc", ctypes.c_char_p)]
+
+
+class _Native:
+    """The compiled function, its method definition and ``PyCFunction_NewEx``, kept alive."""
+
+    def __init__(self) -> None:
+        import llvmlite.binding as llvm
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        api = ctypes.pythonapi
+        for name in _PYTHON_SYMBOLS:
+            llvm.add_symbol(name, ctypes.cast(getattr(api, name), ctypes.c_void_p).value)
+        module = llvm.parse_assembly(_ir())
+        module.verify()
+        machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
+        self.engine = llvm.create_mcjit_compiler(module, machine)
+        self.engine.finalize_object()
+        address = self.engine.get_function_address("tiles_launch")
+        if not address:
+            raise RuntimeError("llvmlite did not produce tiles_launch")
+        self.method = _MethodDef(b"tiles_launch", address, METH_O,
+                                 b"launch a kernel from a packed record (tiles.backends.cuda.trampoline)")
+        self.new_function = api.PyCFunction_NewEx
+        self.new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
+        self.new_function.restype = ctypes.py_object
+
+    def bind(self, constants: bytes) -> Trampoline:
+        # the builtin's module slot holds a reference to this object: the machine code and the
+        # method definition it points to live as long as any trampoline does
+        function: Trampoline = self.new_function(ctypes.addressof(self.method), constants, self)
+        return function
+
+
+enabled = True  # False: launchers built from now on call the driver through ctypes (for comparisons)
+_lock = threading.Lock()
+_native: _Native | None = None
+_native_error: Exception | None = None
+
+
+def _compiled() -> _Native | None:
+    """The process's compiled trampoline, built on first use; None when it cannot be built."""
+    global _native, _native_error
+    if _native is None and _native_error is None:
+        with _lock:
+            if _native is None and _native_error is None:
+                try:
+                    if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+                        raise RuntimeError("the trampoline needs 64-bit CPython")
+                    _native = _Native()
+                except Exception as e:  # no JIT for this host: launchers use ctypes
+                    _native_error = e
+    return _native
+
+
+def unavailable_reason() -> str | None:
+    """Why ``make`` returns None (None when it does not)."""
+    _compiled()
+    return None if _native_error is None else f"{type(_native_error).__name__}: {_native_error}"
+
+
+def record_format(argument_codes: str) -> str:
+    """The record's ``struct`` format for a kernel whose argument struct is ``@<codes>``."""
+    return "@" + RECORD_PREFIX + argument_codes
+
+
+def make(get_current: int, launch_kernel: int, context: int, function: int, block: int, shared: int,
+         record_size: int) -> Trampoline | None:
+    """The trampoline of one kernel in one context: ``trampoline(record) -> status`` (see the
+    module docstring); ``get_current``/``launch_kernel`` are native addresses of libcuda's
+    ``cuCtxGetCurrent``/``cuLaunchKernel`` (or stand-ins with their signatures)."""
+    native = _compiled()
+    if native is None or not (get_current and launch_kernel):
+        return None
+    constants = CONSTANTS.pack(get_current, launch_kernel, context, function, block, shared,
+                               record_size, record_size - struct.calcsize("@" + RECORD_PREFIX))
+    return native.bind(constants)
