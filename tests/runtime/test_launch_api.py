@@ -303,3 +303,9 @@ def test_cuda_gets_the_same_grid_and_argument_checks_and_the_stream():
     scaled_copy[(2, 3, 4, 5)](x, out, 8, 1.0, BLOCK=8, backend=backend, stream=99)
     scaled_copy[(2, 0)](x, out, 8, 1.0, BLOCK=8, backend=backend)
     assert type(backend).launched == [((2, 3, 4), 99)]
+
+
+def test_enable_fp_fusion_must_be_a_bool():
+    x, out = _inputs(8, seed=4)
+    with pytest.raises(LaunchError, match=r"test_launch_api.py:\d+ in scaled_copy: enable_fp_fusion must be True"):
+        scaled_copy[(1,)](x, out, 8, 1.0, BLOCK=8, enable_fp_fusion="no")

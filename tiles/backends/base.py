@@ -48,6 +48,7 @@ class Options:
     num_warps: int = 4
     num_stages: int = 3   # software-pipelining depth of tensor-core loops (cuda); tl.range's wins
     debug: bool = False
+    fp_fusion: bool = False  # Triton's enable_fp_fusion: a * b + c may round once (lowering/contract.py)
 
     def threads(self, target: Target) -> int:
         """Threads per program: ``num_warps`` warps of the target's width (the only place this is computed)."""
@@ -132,6 +133,7 @@ Stage = Callable[[Any, CompiledKernel], Any]
 
 class Backend(abc.ABC):
     name: str = ""
+    fp_fusion_default = False  # Options.fp_fusion when the launch does not say (Triton's: True)
 
     @abc.abstractmethod
     def available(self) -> tuple[bool, str]:

@@ -105,7 +105,9 @@ _BY_OP: dict[str, Callable[..., tensor]] = {
     "exp": exp, "exp2": exp2, "log": log, "log2": log2, "sqrt": sqrt, "sqrt_rn": sqrt,
     "rsqrt": rsqrt, "rsqrt_rn": rsqrt, "sin": sin, "cos": cos, "erf": erf, "floor": floor,
     "ceil": ceil, "fma": fma, "fma_rn": fma, "div_rn": div_rn, "fmod": S.mod,
-    "add_rn": S.add, "sub_rn": S.sub, "mul_rn": S.mul, "rcp_rn": lambda x: S.truediv(1.0, x),
+    # one rounding each, spelled as FMAs so multiply-add contraction (enable_fp_fusion) never fuses them
+    "add_rn": lambda x, y: S.fma(x, 1.0, y), "sub_rn": lambda x, y: S.fma(y, -1.0, x),
+    "mul_rn": lambda x, y: S.fma(x, y, -0.0), "rcp_rn": lambda x: S.truediv(1.0, x),
     "fmin": lambda x, y: S.minmax("min", x, y), "fmax": lambda x, y: S.minmax("max", x, y),
 }
 

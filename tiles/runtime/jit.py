@@ -275,19 +275,21 @@ class JITFunction(KernelInterface):
                 kwargs[name] = option
         num_warps = 4 if num_warps is None else num_warps
         num_stages = 3 if num_stages is None else num_stages
+        fp_fusion = None
         if kwargs and not kwargs.keys() <= self._param_names:
-            kwargs, _hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
+            kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
+            fp_fusion = hints.get("enable_fp_fusion")
         values = self._values(args, kwargs)
         be = backend if isinstance(backend, Backend) else _resolve_backend(backend)
         target = be.target_key()
-        key = (be, target, num_warps, num_stages, type(num_warps), type(num_stages), debug,
+        key = (be, target, num_warps, num_stages, type(num_warps), type(num_stages), debug, fp_fusion,
                launch_key(values, self._param_kinds))
         entry = self._launches.get(key)
         if entry is None:
             with self._lock_for(("launch", key)):
                 entry = self._launches.get(key)
                 if entry is None:
-                    entry = self._prepare_launch(values, be, num_warps, num_stages, debug)
+                    entry = self._prepare_launch(values, be, num_warps, num_stages, debug, fp_fusion)
                     self._launches[key] = entry
         compiled, launcher = entry
         if fast_key is not None:
@@ -346,10 +348,11 @@ class JITFunction(KernelInterface):
         return values
 
     def _prepare_launch(self, values: list[Any], backend: Backend, num_warps: int, num_stages: int,
-                        debug: bool | None) -> tuple[CompiledKernel, Callable[..., None]]:
+                        debug: bool | None, fp_fusion: bool | None = None
+                        ) -> tuple[CompiledKernel, Callable[..., None]]:
         named = dict(zip(self.arg_names, values))
         specs = self.specialize(named)
-        compiled = self.compile_for(specs, backend, self._options(backend, num_warps, num_stages, debug))
+        compiled = self.compile_for(specs, backend, self._options(backend, num_warps, num_stages, debug, fp_fusion))
         stores = _first_writes(compiled.ir)
         check_writable(named, stores, self.loc, self.__name__)
         plan = [(i, s.name, isinstance(s.type, PointerType), s.name in stores)
@@ -370,8 +373,10 @@ class JITFunction(KernelInterface):
         """Compile for these arguments without launching.  As in Triton, a dtype (``torch.float32``,
         ``np.float32``, ``np.dtype("float16")``) in place of an array stands for an array of it;
         ``signature``/``constexprs`` compile from type strings instead (see ``compile``)."""
+        fp_fusion = None
         if kwargs and not kwargs.keys() <= self._param_names:
-            kwargs, _ = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
+            kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
+            fp_fusion = hints.get("enable_fp_fusion")
         if signature is not None:
             merged: dict[str | int, Any] = {**constexprs} if constexprs else {}
             merged.update(kwargs)
@@ -381,7 +386,8 @@ class JITFunction(KernelInterface):
                            {k: mock_dtype_argument(v) if k not in self.constexprs else v
                             for k, v in kwargs.items()})
         be = _resolve_backend(backend)
-        return self.compile_for(self.specialize(bound), be, self._options(be, num_warps, num_stages, debug))
+        return self.compile_for(self.specialize(bound), be,
+                                self._options(be, num_warps, num_stages, debug, fp_fusion))
 
     def compile(self, signature: dict[str | int, str], constexprs: dict[str | int, Any] | None = None,
                 backend: str | Backend | None = None, num_warps: int = 4,
@@ -420,12 +426,13 @@ class JITFunction(KernelInterface):
         return specs
 
     def _options(self, backend: Backend, num_warps: int, num_stages: int,
-                 debug: bool | None = None) -> Options:
+                 debug: bool | None = None, fp_fusion: bool | None = None) -> Options:
         if debug is None:
             debug = config.debug() if self.debug is None else bool(self.debug)
         num_warps = check_num_warps(num_warps, backend.target(), self.loc, self.__name__)
         num_stages = check_positive_int("num_stages", num_stages, self.loc, self.__name__, minimum=0)
-        return Options(num_warps=num_warps, num_stages=num_stages, debug=bool(debug))
+        fusion = backend.fp_fusion_default if fp_fusion is None else bool(fp_fusion)
+        return Options(num_warps=num_warps, num_stages=num_stages, debug=bool(debug), fp_fusion=fusion)
 
 
 def _resolve_backend(backend: str | Backend | None) -> Backend:

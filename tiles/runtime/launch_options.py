@@ -1,6 +1,7 @@
 """Triton's launch keywords: which ones tiles honours and which are accepted as hints.
 
-``kernel[grid](..., num_warps=, num_stages=, debug=, stream=, backend=)`` change what runs;
+``kernel[grid](..., num_warps=, num_stages=, debug=, stream=, backend=, enable_fp_fusion=)`` change
+what runs (``enable_fp_fusion`` is read from the hints: ``Options.fp_fusion``);
 every other keyword Triton's CUDA and HIP launchers accept is taken and checked so
 Triton code ports unchanged, but does not change results (see
 docs/porting-from-triton.md, "Launch options").
@@ -15,8 +16,8 @@ from ..core.errors import LaunchError, UnsupportedError
 from ..core.ir import Loc
 from .validate import check_positive_int
 
-# Accepted, validated where a wrong value is certainly a mistake, and otherwise without effect:
-# none of them changes what a kernel computes in tiles (tiles never fuses a*b+c, never clusters).
+# Accepted, validated where a wrong value is certainly a mistake, and otherwise without effect
+# (tiles never clusters), except enable_fp_fusion, which jit.py turns into Options.fp_fusion.
 HINTS: frozenset[str] = frozenset({
     "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid", "launch_pdl",
     "sanitize_overflow", "ptx_version", "ptx_options", "enable_reflect_ftz", "sched4reg", "clc",
@@ -58,6 +59,9 @@ def split_hints(kwargs: dict[str, Any], params: Iterable[str], where: Loc, name:
 def check_hints(hints: dict[str, Any], where: Loc, name: str) -> None:
     if "num_ctas" in hints:
         check_positive_int("num_ctas", hints["num_ctas"], where, name)
+    if hints.get("enable_fp_fusion") not in (None, True, False):
+        raise LaunchError(f"{where}: enable_fp_fusion must be True or False, got "
+                          f"{hints['enable_fp_fusion']!r}")
     if hints.get("maxnreg") is not None:
         check_positive_int("maxnreg", hints["maxnreg"], where, name)
     if hints.get("ir_override") is not None:

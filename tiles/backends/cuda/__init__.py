@@ -81,6 +81,7 @@ def nvptx_target(arch: str) -> LLVMTarget:
 
 class CUDABackend(Backend):
     name = "cuda"
+    fp_fusion_default = True  # as Triton: a * b + c contracts to an FMA unless enable_fp_fusion=False
 
     def available(self) -> tuple[bool, str]:
         try:

@@ -39,7 +39,7 @@ def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = L
     """Lower ``kernel`` onto ``emitter`` with ``options.threads(emitter.target)`` threads per program;
     ``walker`` makes the ``Lowering`` (``tensorcore.TensorCoreLowering`` adds the tensor-core rules)."""
     threads = options.threads(emitter.target)
-    lowering = walker(prepare(kernel, emitter), emitter, threads, options)
+    lowering = walker(prepare(kernel, emitter, options.fp_fusion), emitter, threads, options)
     code = lowering.run()
     return Lowered(code, emitter.name or kernel.name, threads, lowering.local_bytes, tuple(lowering.not_applied))
 

@@ -12,6 +12,7 @@ import dataclasses
 from ...core import dtypes as D  # noqa: N812
 from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import Op
+from .contract import contract_multiply_adds
 from .emitter import Emitter
 from .induction import close_induction_pointers
 from .tensorcore.emitter import TensorCoreEmitter
@@ -50,10 +51,13 @@ def split_tile_constants(kernel: Kernel) -> Kernel:
     return kernel
 
 
-def prepare(kernel: Kernel, emitter: Emitter) -> Kernel:
-    """A copy of ``kernel`` ready for the walk on ``emitter``; last, legalize.py spells out the
-    cases the emitter does not (division by 0 or -1, out-of-range shifts, int1 arithmetic)."""
+def prepare(kernel: Kernel, emitter: Emitter, fp_fusion: bool = False) -> Kernel:
+    """A copy of ``kernel`` ready for the walk on ``emitter``: with ``fp_fusion`` products fused into
+    the sums they feed (contract.py); last, legalize.py spells out the cases the emitter does not
+    (division by 0 or -1, out-of-range shifts, int1 arithmetic)."""
     kernel = close_induction_pointers(copy.deepcopy(kernel))
+    if fp_fusion:
+        kernel = contract_multiply_adds(kernel)
     if isinstance(emitter, TensorCoreEmitter) and emitter.mma_shape(D.float16, D.float32, "ieee") is not None:
         # tensor cores stage B as rows
         kernel = transpose_column_loads(kernel)

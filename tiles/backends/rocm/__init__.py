@@ -48,6 +48,7 @@ def kernel_in(code: CodeObject, name: str) -> KernelInfo:
 
 class ROCmBackend(Backend):
     name = "rocm"
+    fp_fusion_default = True  # as Triton: a * b + c contracts to an FMA unless enable_fp_fusion=False
 
     def available(self) -> tuple[bool, str]:
         return runtime.available()
