@@ -1,0 +1,51 @@
+"""What the tutorial-form GEMM's sm_90a PTX must keep: each check pins one difference from
+Triton's code for the same kernel and configuration that cost measurable speed on the H200
+(``benchmarks/realworld_gemm.py``).  The PTX comes from llvmlite; register and spill counts need
+``ptxas``."""
+
+import re
+
+import pytest
+from test_tutorial_forms import tutorial_matmul
+
+from tiles.backends.base import Options
+from tiles.backends.cuda import nvptx_target, toolchain
+from tiles.backends.cuda.emitter import lower_kernel
+
+needs_ptxas = pytest.mark.skipif(toolchain.ptxas_path() is None, reason="ptxas is not on PATH")
+
+
+def tutorial_ptx(bm, bn, bk, warps, stages, wrap=True, kmask=True, dtype="fp16", trans_b=False, size=4096):
+    """PTX of the tutorial matmul as the benchmark launches it on ``size``-cubed operands: run-time
+    sizes and leading strides divisible by 16, unit strides specialized to 1."""
+    unit = {"stride_ak", "stride_cn", "stride_bk" if trans_b else "stride_bn"}
+    sig = {"a_ptr": f"*{dtype}:16", "b_ptr": f"*{dtype}:16", "c_ptr": "*fp16:16"}
+    consts = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, WRAP=wrap, KMASK=kmask)
+    for name in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"):
+        if name in unit:
+            consts[name] = 1
+        else:
+            sig[name] = "i32:16"
+    ir = tutorial_matmul.compile(sig, consts, backend="cuda", num_warps=warps, num_stages=stages).ir
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a")
+
+
+def main_loop(ptx: str) -> str:
+    """The text of the innermost loop (a label up to the branch back to it) that issues wgmma."""
+    for m in re.finditer(r"^(\$L__BB\d+_\d+):", ptx, re.M):
+        back = re.search(rf"bra(\.uni)?\s+{re.escape(m.group(1))};", ptx[m.end():])
+        if back is None:
+            continue
+        body = ptx[m.end():m.end() + back.start()]
+        if "wgmma.mma_async" in body and not re.search(r"^\$L__BB\d+_\d+:", body, re.M):
+            return body
+    raise AssertionError("no single-block loop issues wgmma")
+
+
+def test_each_warpgroup_spans_the_whole_n():
+    """128x256 on two warpgroups: one m64n256k16 per warpgroup and k16 step (A read once per 256
+    columns), not pairs of m64n128k16 that read A twice (96 KB of operand reads per BLOCK_K=64
+    step against 80 KB; with cp.async's writes that exceeded the SM's local-memory bandwidth)."""
+    loop = main_loop(tutorial_ptx(128, 256, 64, 8, 4))
+    shapes = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", loop)
+    assert shapes == ["m64n256k16"] * 4
