@@ -49,3 +49,27 @@ def test_each_warpgroup_spans_the_whole_n():
     loop = main_loop(tutorial_ptx(128, 256, 64, 8, 4))
     shapes = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(m\d+n\d+k\d+)", loop)
     assert shapes == ["m64n256k16"] * 4
+
+
+def loop_events(loop: str) -> list[str]:
+    """The loop's synchronization and tensor-core instructions in order, repeats merged."""
+    pattern = (r"cp\.async\.wait_group \d+|bar\.sync|wgmma\.mma_async|wgmma\.commit_group|"
+               r"wgmma\.wait_group\.sync\.aligned \d+|cp\.async\.\w+\.shared\.global|cp\.async\.commit_group")
+    out: list[str] = []
+    for m in re.finditer(pattern, loop):
+        ev = re.sub(r"cp\.async\.\w+\.shared\.global", "cp.async", m.group(0))
+        if not out or out[-1] != ev:
+            out.append(ev)
+    return out
+
+
+@pytest.mark.parametrize("bm,bn,stages", [(128, 256, 3), (128, 128, 3), (128, 256, 4), (128, 128, 2)])
+def test_copies_run_stages_minus_one_ahead_with_a_group_in_flight(bm, bn, stages):
+    """Triton's schedule: the copies go after this iteration's MMAs and the wait that completes
+    the previous group, behind a second barrier, into the stage that group read.  So num_stages=S
+    keeps S-1 stages of copies in flight (wait_group S-2) and one MMA group; with the copies
+    first, the same S gave one stage less (128x128 s3: one stage ahead, against Triton's two)."""
+    loop = main_loop(tutorial_ptx(bm, bn, 64, 8, stages))
+    assert loop_events(loop) == [
+        f"cp.async.wait_group {stages - 2}", "bar.sync", "wgmma.mma_async", "wgmma.commit_group",
+        "wgmma.wait_group.sync.aligned 1", "bar.sync", "cp.async", "cp.async.commit_group"]

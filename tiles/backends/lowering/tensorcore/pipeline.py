@@ -10,11 +10,13 @@ a previous product, or loop-invariant and hoisted), as long as nothing else in t
 body needs local memory (row reductions and elementwise ops on fragments don't).
 Then the loads never reach registers: each thread copies its 16-byte chunks with
 ``cp.async`` into one of ``num_stages`` rotating local-memory buffers.  Before the
-loop, stages 0..S-2 are started; iteration i waits for its own group, synchronizes
-once, starts the copies of iteration i+S-1 (pointers re-lowered at that induction
-value) into the buffer iteration i-1 used, and runs the MMAs on its buffer.  When a
-wgmma product only feeds the next iteration's accumulator, its group stays in flight
-one iteration longer and the copies run one stage less ahead.
+loop, stages 0..S-2 are started; iteration i waits for its own group and synchronizes
+once.  When a wgmma product only feeds the next iteration's accumulator, its group stays
+in flight into the next iteration (``wgmma.wait_group 1``); the copies of iteration i+S-1
+then go after this iteration's MMAs and that wait, and a second barrier, into the buffer
+the previous group (now complete in every warpgroup) read: S-1 stages ahead with one MMA
+group in flight, as Triton schedules it.  Otherwise the copies of iteration i+S-1 start
+right after the first barrier, into the buffer iteration i-1 used, before the MMAs.
 """
 
 from __future__ import annotations
@@ -254,9 +256,8 @@ def _place(lw: TensorCoreLowering, tile: Any, at: int) -> Place:
 
 def _keep(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
     """wgmma groups that may stay in flight across iterations: one when the only product is
-    only fed back as the next iteration's accumulator, directly or as ``acc + dot`` (and a
-    stage is left to spare)."""
-    if not lw.tc.plan.wgmma or pipe.stages < 3 or len(pipe.dots) != 1:
+    only fed back as the next iteration's accumulator, directly or as ``acc + dot``."""
+    if not lw.tc.plan.wgmma or len(pipe.dots) != 1:
         return 0
     plan = lw.tc.plan
     dot = pipe.dots[0]
@@ -287,7 +288,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     stage_bytes, places, offsets = _layout(lw, pipe, rules.geometry)
     S = pipe.stages  # noqa: N806
     keep = _keep(lw, pipe, body)
-    ahead_by = S - 1 - keep  # stages in flight ahead of the one being read
+    ahead_by = S - 1  # stages in flight ahead of the one being read
     lw.reserve_local(S * stage_bytes)
     st.async_loads.update(pipe.loads)
     if keep:
@@ -331,7 +332,12 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         wrapped = e.binary(Op.GE, target, i32(S), D.int32)
         target = e.select(wrapped, e.binary(Op.SUB, target, i32(S), D.int32), target, D.int32)
         ahead = e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
-        issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, target, i32(stage_bytes), D.int32), places)
+
+        def start() -> None:
+            issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, target, i32(stage_bytes), D.int32),
+                  places)
+        if not keep:
+            start()
         here = e.binary(Op.MUL, slot, i32(stage_bytes), D.int32)
         if plan.wgmma:
             for (dot, operand), at in offsets.items():
@@ -340,6 +346,9 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
             st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
         flat = rules.lower_carried_body(lw, body, inner, pos, plan, split(regs[:-1]))
+        if keep:  # the MMAs' wait completed the previous group, which read `target`
+            e.barrier()  # ... in every warpgroup
+            start()
         last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(e.select(last, i32(0), e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
         return flat
