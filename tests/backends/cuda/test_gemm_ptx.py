@@ -73,3 +73,12 @@ def test_copies_run_stages_minus_one_ahead_with_a_group_in_flight(bm, bn, stages
     assert loop_events(loop) == [
         f"cp.async.wait_group {stages - 2}", "bar.sync", "wgmma.mma_async", "wgmma.commit_group",
         "wgmma.wait_group.sync.aligned 1", "bar.sync", "cp.async", "cp.async.commit_group"]
+
+
+@pytest.mark.parametrize("dtype", ["fp8e4nv", "fp8e5"])
+def test_eight_bit_operands_copy_16_bytes_per_cp_async(dtype):
+    """fp8 (B transposed in memory, as wgmma reads 8-bit B K-major): each thread copies 16-byte
+    chunks with cp.async.cg, as Triton does, not twice as many 8-byte cp.async.ca."""
+    loop = main_loop(tutorial_ptx(128, 128, 64, 8, 3, wrap=False, kmask=False, dtype=dtype, trans_b=True))
+    copies = re.findall(r"cp\.async\.(\w+)\.shared\.global \[[^]]+\], \[[^]]+\], (\d+)", loop)
+    assert copies == [("cg", "16")] * 4  # (128 + 128) rows x 64 bytes / 16 bytes / 256 threads
