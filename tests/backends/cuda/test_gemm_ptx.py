@@ -11,6 +11,7 @@ from test_tutorial_forms import tutorial_matmul
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
 from tiles.backends.cuda.emitter import lower_kernel
+from tiles.backends.cuda.ptx_loops import loop_events, mma_loop, summarize
 
 needs_ptxas = pytest.mark.skipif(toolchain.ptxas_path() is None, reason="ptxas is not on PATH")
 
@@ -31,15 +32,9 @@ def tutorial_ptx(bm, bn, bk, warps, stages, wrap=True, kmask=True, dtype="fp16",
 
 
 def main_loop(ptx: str) -> str:
-    """The text of the innermost loop (a label up to the branch back to it) that issues wgmma."""
-    for m in re.finditer(r"^(\$L__BB\d+_\d+):", ptx, re.M):
-        back = re.search(rf"bra(\.uni)?\s+{re.escape(m.group(1))};", ptx[m.end():])
-        if back is None:
-            continue
-        body = ptx[m.end():m.end() + back.start()]
-        if "wgmma.mma_async" in body and not re.search(r"^\$L__BB\d+_\d+:", body, re.M):
-            return body
-    raise AssertionError("no single-block loop issues wgmma")
+    loop = mma_loop(ptx)
+    assert loop, "no single-block loop issues wgmma"
+    return loop
 
 
 def test_each_warpgroup_spans_the_whole_n():
@@ -51,18 +46,6 @@ def test_each_warpgroup_spans_the_whole_n():
     assert shapes == ["m64n256k16"] * 4
 
 
-def loop_events(loop: str) -> list[str]:
-    """The loop's synchronization and tensor-core instructions in order, repeats merged."""
-    pattern = (r"cp\.async\.wait_group \d+|bar\.sync|wgmma\.mma_async|wgmma\.commit_group|"
-               r"wgmma\.wait_group\.sync\.aligned \d+|cp\.async\.\w+\.shared\.global|cp\.async\.commit_group")
-    out: list[str] = []
-    for m in re.finditer(pattern, loop):
-        ev = re.sub(r"cp\.async\.\w+\.shared\.global", "cp.async", m.group(0))
-        if not out or out[-1] != ev:
-            out.append(ev)
-    return out
-
-
 @pytest.mark.parametrize("bm,bn,stages", [(128, 256, 3), (128, 128, 3), (128, 256, 4), (128, 128, 2)])
 def test_copies_run_stages_minus_one_ahead_with_a_group_in_flight(bm, bn, stages):
     """Triton's schedule: the copies go after this iteration's MMAs and the wait that completes
@@ -71,7 +54,7 @@ def test_copies_run_stages_minus_one_ahead_with_a_group_in_flight(bm, bn, stages
     first, the same S gave one stage less (128x128 s3: one stage ahead, against Triton's two)."""
     loop = main_loop(tutorial_ptx(bm, bn, 64, 8, stages))
     assert loop_events(loop) == [
-        f"cp.async.wait_group {stages - 2}", "bar.sync", "wgmma.mma_async", "wgmma.commit_group",
+        f"cp.async.wait_group {stages - 2}", "fence.proxy.async", "bar.sync", "wgmma.mma_async", "wgmma.commit_group",
         "wgmma.wait_group.sync.aligned 1", "bar.sync", "cp.async", "cp.async.commit_group"]
 
 
@@ -82,3 +65,23 @@ def test_eight_bit_operands_copy_16_bytes_per_cp_async(dtype):
     loop = main_loop(tutorial_ptx(128, 128, 64, 8, 3, wrap=False, kmask=False, dtype=dtype, trans_b=True))
     copies = re.findall(r"cp\.async\.(\w+)\.shared\.global \[[^]]+\], \[[^]]+\], (\d+)", loop)
     assert copies == [("cg", "16")] * 4  # (128 + 128) rows x 64 bytes / 16 bytes / 256 threads
+
+
+def test_loop_summary_reads_both_spellings():
+    """``ptx_loops`` (also used by benchmarks/gemm_codegen.py) reads llvmlite's operands and the
+    spaced, hex-sized ones other compilers print, and skips loops without wgmma."""
+    ptx = "\n".join([
+        "$L__BB0_1:", "\tadd.s32 %r1, %r1, 1;", "\t@%p1 bra \t$L__BB0_1;",
+        "$L__BB0_2:                // loop header", "\tcp.async.wait_group \t2;", "\tbar.sync \t0;",
+        "\twgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 {%r1}, %rd1, %rd2, %p1, 1, 1, 0, 1;",
+        "\twgmma.commit_group.sync.aligned;", "\twgmma.wait_group.sync.aligned 1;",
+        "\tcp.async.cg.shared.global [ %r2 + 0 ], [ %rd3 + 0 ], 0x10, %r3;",
+        "\tcp.async.ca.shared.global [%r4], [%rd4], 8, %r5;", "\tcp.async.commit_group;",
+        "\t@%p2 bra \t$L__BB0_2;"])
+    summary = summarize(ptx)
+    assert summary is not None
+    assert summary.events == ["cp.async.wait_group 2", "bar.sync", "wgmma.mma_async", "wgmma.commit_group",
+                              "wgmma.wait_group.sync.aligned 1", "cp.async", "cp.async.commit_group"]
+    assert summary.wgmma == {"m64n128k16.f32.bf16": 1}
+    assert summary.copies == {"cg 16": 1, "ca 8": 1}
+    assert summarize(ptx.replace("wgmma.mma_async", "mma.sync")) is None
