@@ -85,3 +85,31 @@ def test_loop_summary_reads_both_spellings():
     assert summary.wgmma == {"m64n128k16.f32.bf16": 1}
     assert summary.copies == {"cg 16": 1, "ca 8": 1}
     assert summarize(ptx.replace("wgmma.mma_async", "mma.sync")) is None
+
+
+def copy_address_roots(loop: str) -> set[str]:
+    """The registers the loop's cp.async destinations are computed from: a destination defined as
+    ``add.s32 %d, %base, <constant>`` counts as its base."""
+    defs = dict(re.findall(r"add\.s32\s+(%r\d+), (%r\d+), -?\d+;", loop))
+    dests = re.findall(r"cp\.async\.\w+\.shared\.global \[(%r\d+)\]", loop)
+    return {defs.get(d, d) for d in dests}
+
+
+@pytest.mark.parametrize("bm,bn,wrap", [(128, 256, True), (128, 128, False)])
+def test_copies_address_each_operand_from_one_register(bm, bn, wrap):
+    """A thread's later chunks lie whole swizzle atoms below its first: their destinations are
+    the first one's plus a constant (one register per operand, as Triton's), not one register per
+    chunk (12 of them at 128x256)."""
+    loop = main_loop(tutorial_ptx(bm, bn, 64, 8, 3, wrap=wrap, kmask=wrap))
+    assert len(copy_address_roots(loop)) == 2
+
+
+@needs_ptxas
+@pytest.mark.parametrize("trans_b", [False, True])
+def test_128x128_on_8_warps_leaves_room_for_two_programs_per_sm(trans_b):
+    """Triton's best configuration for B transposed and fp8, 128x128x64 on 8 warps with 3 stages
+    (96 KB of stages): two programs fit on an SM only at 128 registers or fewer (118-122 with this
+    ptxas; 128 before the copies shared their address registers)."""
+    ptx = tutorial_ptx(128, 128, 64, 8, 3, wrap=False, kmask=False, trans_b=trans_b)
+    info = toolchain.ptxas_info(ptx, "sm_90a")
+    assert info["registers"] <= 128 and info.get("spill_stores", 0) == 0

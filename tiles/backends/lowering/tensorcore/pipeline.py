@@ -183,13 +183,24 @@ def _load(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     return RULES[Op.LOAD](lw, instr)
 
 
-Place = Callable[[Index, Index], Index]  # (row, col) of a loaded tile -> byte offset in the stage
+@dataclass(frozen=True)
+class Place:
+    """Where a fed tile's elements go in a stage: ``at(row, col)`` is the byte offset, ``shift(rows)``
+    the bytes from an element to the one ``rows`` below it when that is the same for every
+    element (else None)."""
+
+    at: Callable[[Index, Index], Index]
+    shift: Callable[[int], int | None]
 
 
 def issue(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
           slot_base: Handle, places: list[Place]) -> None:
     """Start the copies of the iteration at induction value ``iv`` into the stage at
-    ``slot_base`` (bytes); one commit group per call, empty when ``iv`` is past the end."""
+    ``slot_base`` (bytes); one commit group per call, empty when ``iv`` is past the end.
+    A thread's chunk in a later round of the layout lies a whole number of rows below its chunk
+    in round 0: when the place's shift for those rows is constant, the copy addresses the
+    round-0 destination plus that constant (one address register per chunk position, not per
+    chunk, as Triton's)."""
     e = lw.e
     valid = e.binary(Op.LT, iv, ub, iv_dtype)
     lw.env[iv_arg] = [iv]
@@ -203,12 +214,21 @@ def issue(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Han
         lay = lw.layout(load.result)
         cols = lay.shape[-1]
         s = load.result.type.element.itemsize
+        round_rows = lay.threads * lay.vec // cols if lay.threads * lay.vec % cols == 0 else 0
+        first: dict[int, Handle] = {}  # chunk position in a round -> its round-0 destination
         for j in range(0, lay.per_thread, w):
-            flat = lw.flat_index(lay, j)
-            at = place(lw.iop(Op.IDIV, flat, cols), lw.iop(Op.MOD, flat, cols))
-            byte = e.binary(Op.ADD, slot_base, lw.idx(at), D.int32)
+            rnd, pos = divmod(j, lay.vec)
+            shift = place.shift(rnd * round_rows) if rnd and round_rows and pos in first else None
+            if shift is None:
+                flat = lw.flat_index(lay, j)
+                at = place.at(lw.iop(Op.IDIV, flat, cols), lw.iop(Op.MOD, flat, cols))
+                byte, shift = e.binary(Op.ADD, slot_base, lw.idx(at), D.int32), 0
+                if rnd == 0:
+                    first[pos] = byte
+            else:
+                byte = first[pos]
             mask = valid if masks is None else e.binary(Op.AND, valid, masks[j], D.int1)
-            ok = e.cp_async(0, byte, ptrs[j], w * s, mask)
+            ok = e.cp_async(shift, byte, ptrs[j], w * s, mask)
             assert ok
     e.cp_async_commit()
 
@@ -235,7 +255,8 @@ def _layout(lw: TensorCoreLowering, pipe: Pipe, geometry: Callable[..., tuple[in
         s = pipe.dots[0].operands[0].type.element.itemsize
 
         def rows(at: int, ld: int) -> Place:
-            return lambda r, c: iop(Op.ADD, at, iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, r, ld), c), s))
+            return Place(lambda r, c: iop(Op.ADD, at, iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, r, ld), c), s)),
+                         lambda n: n * ld * s)
         by_operand = {0: rows(0, lda), 1: rows(a_bytes, ldb)}
         return a_bytes + b_bytes, [by_operand[f.operand] for f in pipe.feeds], {}
     places: list[Place] = []
@@ -251,7 +272,7 @@ def _layout(lw: TensorCoreLowering, pipe: Pipe, geometry: Callable[..., tuple[in
 
 
 def _place(lw: TensorCoreLowering, tile: Any, at: int) -> Place:
-    return lambda r, c: lw.iop(Op.ADD, at, tile.address(lw, r, c))
+    return Place(lambda r, c: lw.iop(Op.ADD, at, tile.address(lw, r, c)), tile.row_shift)
 
 
 def _keep(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
