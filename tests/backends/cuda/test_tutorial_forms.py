@@ -99,7 +99,8 @@ def test_tutorial_form_simulated(wrap, kmask, m, n, k):
 
 
 
-@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("stages", [pytest.param(2, marks=pytest.mark.slow), 3,
+                                    pytest.param(4, marks=pytest.mark.slow)])
 def test_benchmark_config_simulated(stages):
     """The configuration the benchmark's best runs use, 128x256x64 on 8 warps: two warpgroups
     along M, one m64n256k16 each, copies S-1 stages ahead behind the kept MMA group; K = 200
