@@ -202,7 +202,7 @@ def main() -> None:
             lds = torch.tensor([h, h, h] * 4, device="cuda", dtype=torch.int32)
             out = torch.cat(outs)  # refreshed from `outs` after each launch by `result`
 
-            def launch(mod, cfg, kw):
+            def launch(mod, cfg, kw, inputs=group):  # `inputs`: the tensors `addr` points at stay alive
                 bm, bn, bk, warps, stages = cfg
                 mod.grouped_matmul[(sms,)](*addr, sizes, lds, 4, NUM_SMS=sms, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                            num_warps=warps, num_stages=stages, **kw)

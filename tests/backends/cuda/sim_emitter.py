@@ -9,7 +9,10 @@ checked numerically without a GPU: ``run(kernel_ir, args, grid, threads)``.
 Hopper ``wgmma`` is modelled asynchronously: ``wgmma`` returns output handles that cannot
 be read (a clear ``RuntimeError``) until a ``wgmma_wait`` completes their group, and the
 shared-memory operands are read when the op completes, so a kernel that overwrites a
-buffer a pending wgmma still reads gets wrong answers here as on the GPU.
+buffer a pending wgmma still reads gets wrong answers here as on the GPU.  ``cp.async`` copies
+land at once (the earliest the hardware may write them) but their bytes count as in flight
+until a ``cp_async_wait`` retires their group: reading them before (a local load, ``ldmatrix``,
+a wgmma issued on them) or writing them with a local store raises ``RuntimeError``.
 """
 
 from __future__ import annotations
@@ -91,6 +94,14 @@ class SimEmitter(TensorCoreEmitter):
         self.active: list[np.ndarray] = []
         self.wg_open: list[_WGMMA] = []  # issued, not yet committed
         self.wg_groups: list[list[_WGMMA]] = []  # committed and not yet completed, oldest first
+        self.in_flight = np.zeros(len(self.smem), np.int32)  # cp.async copies not yet waited for, per byte
+        self.cp_open: list[tuple[int, int]] = []  # (byte, count) of copies issued, not yet committed
+        self.cp_groups: list[list[tuple[int, int]]] = []  # committed, not yet waited for, oldest first
+
+    def _settled(self, addrs: np.ndarray, what: str) -> None:
+        """``addrs`` (byte addresses of local memory) hold no cp.async data still in flight."""
+        if self.in_flight[addrs].any():
+            raise RuntimeError(f"{what} touches local memory a cp.async group not yet waited for writes")
 
     def _h(self, v: Any, dtype: Any = None) -> H:
         arr = np.asarray(v)
@@ -228,11 +239,18 @@ class SimEmitter(TensorCoreEmitter):
     def _laddr(self, byte_offset: int, index: H, dtype: Any) -> np.ndarray:
         return byte_offset + index.v.astype(np.int64) * self.local_itemsize(dtype)
 
+    def _span(self, addr: np.ndarray, nbytes: int, ok: np.ndarray) -> np.ndarray:
+        return (addr[ok][:, None] + np.arange(nbytes)).reshape(-1)
+
     def local_load(self, byte_offset: int, index: H, dtype: Any) -> H:
         ok = np.ones(self.threads, bool)
+        addr = self._laddr(byte_offset, index, dtype)
+        self._settled(self._span(addr, self.local_itemsize(dtype), ok), "a local load")
         return H(self._read(self.smem, self._laddr(byte_offset, index, dtype), dtype, ok))
 
     def local_store(self, byte_offset: int, index: H, value: H, dtype: Any, mask: H | None) -> None:
+        addr = self._laddr(byte_offset, index, dtype)
+        self._settled(self._span(addr, self.local_itemsize(dtype), self._mask(mask)), "a local store")
         self._write(self.smem, self._laddr(byte_offset, index, dtype), value.v, dtype, self._mask(mask))
 
     def barrier(self) -> None:
@@ -307,6 +325,7 @@ class SimEmitter(TensorCoreEmitter):
                 for r in range(8):
                     at = byte_offset + int(byte_index.v[w * WARP + 8 * i + r])
                     assert at % 16 == 0, at
+                    self._settled(np.arange(at, at + 16), "ldmatrix")
                     mat[r] = self.smem[at:at + 16].view(np.uint16)
                 if trans:
                     mat = mat.T
@@ -321,13 +340,18 @@ class SimEmitter(TensorCoreEmitter):
             at = byte_offset + int(byte_index.v[t])
             src = self.mem[p.v[t]:p.v[t] + nbytes] if ok[t] else np.zeros(nbytes, np.uint8)
             self.smem[at:at + nbytes] = src
+            self.in_flight[at:at + nbytes] += 1
+            self.cp_open.append((at, nbytes))
         return True
 
     def cp_async_commit(self) -> None:
-        pass
+        self.cp_groups.append(self.cp_open)
+        self.cp_open = []
 
     def cp_async_wait(self, pending: int) -> None:
-        pass
+        while len(self.cp_groups) > pending:
+            for at, nbytes in self.cp_groups.pop(0):
+                self.in_flight[at:at + nbytes] -= 1
 
     # Hopper warpgroup MMA (smem base address is 0: a shared address is the byte offset)
     def wgmma_ok(self) -> bool:
@@ -356,6 +380,12 @@ class SimEmitter(TensorCoreEmitter):
         # pending outputs of earlier wgmmas are kept as handles: they complete first
         acc_in = [c if isinstance(c, _Pending) else np.array(c.v) for c in acc]
         op = _WGMMA(n, k, in_dtype, a_in, np.array(b_desc.v), acc_in, trans_a, trans_b)
+        for g in range(self.threads // 128):  # its operands must have landed when it is issued
+            reads = [self._operand_addresses(self._desc(op.b, g), n, k, in_dtype, trans_b)]
+            if isinstance(a_in, np.ndarray):
+                reads.append(self._operand_addresses(self._desc(a_in, g), 64, k, in_dtype, trans_a))
+            for at in reads:
+                self._settled((at.reshape(-1)[:, None] + np.arange(in_dtype.itemsize)).reshape(-1), "a wgmma")
         self.wg_open.append(op)
         return [_Pending(op, i) for i in range(n // 2)]
 
@@ -376,6 +406,12 @@ class SimEmitter(TensorCoreEmitter):
 
     def _wgmma_operand(self, desc: int, rows: int, k: int, dtype: DType, mn_major: bool) -> np.ndarray:
         """The rows x k operand (A, or B transposed) a descriptor points at, read from smem now."""
+        phys = self._operand_addresses(desc, rows, k, dtype, mn_major)
+        raw = np.ascontiguousarray(self.smem[phys[..., None] + np.arange(dtype.itemsize)])
+        return raw.view(dtype.np).reshape(rows, k)
+
+    def _operand_addresses(self, desc: int, rows: int, k: int, dtype: DType, mn_major: bool) -> np.ndarray:
+        """The byte address of each element of the rows x k operand a descriptor points at."""
         start, lbo, sbo = (desc & 0x3FFF) << 4, ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
         mode = desc >> 62
         if mode == 0:
@@ -392,8 +428,7 @@ class SimEmitter(TensorCoreEmitter):
             x = start + (r // 8) * sbo + (r % 8) * W + kk * s
         phys = x ^ (((x >> 7) & (W // 16 - 1)) << 4)
         assert phys.min() >= 0 and phys.max() + s <= len(self.smem), (phys.min(), phys.max())
-        raw = np.ascontiguousarray(self.smem[phys[..., None] + np.arange(s)])
-        return raw.view(dtype.np).reshape(rows, k)
+        return phys
 
     def _wgmma_complete(self, op: _WGMMA) -> None:
         n, k, dt = op.n, op.k, op.dtype

@@ -303,7 +303,31 @@ def test_two_warpgroups():
 def test_unswizzled_descriptor_not_implemented():
     sim = _sim()
     d = H(np.zeros(128, np.int64))
-    out = sim.wgmma(8, 16, d, d, _to_regs(sim, np.zeros((64, 8), np.float32)), D.float16, False, False)
-    sim.wgmma_commit()
-    with pytest.raises(NotImplementedError):
-        sim.wgmma_wait(0, out)
+    with pytest.raises(NotImplementedError):  # found when the issue checks its operands have landed
+        sim.wgmma(8, 16, d, d, _to_regs(sim, np.zeros((64, 8), np.float32)), D.float16, False, False)
+
+
+def test_cp_async_bytes_in_flight_until_their_group_is_waited():
+    """A wgmma or a local load on cp.async data before its group is waited for is an error in the
+    simulator (on the GPU it reads whatever has landed); after the wait the copy reads back."""
+    values = rng.standard_normal((64, 16)).astype(np.float16)
+    sim = SimEmitter([], (0, 0, 0), (1, 1, 1), np.frombuffer(values.tobytes(), np.uint8).copy())
+    sim.begin_kernel("k", [], 128)
+    t = np.arange(128)
+    row, chunk = t // 2, t % 2  # each thread copies 16 bytes of a 32-byte row into a 32-byte swizzle
+    dst = H(((row * 32 + chunk * 16) ^ (((row * 32 >> 7) & 1) << 4)).astype(np.int32))
+    sim.cp_async(0, dst, H((row * 32 + chunk * 16).astype(np.int64)), 16, None)
+    sim.cp_async_commit()
+    sim.cp_async(4096, H(np.zeros(128, np.int32)), H(np.zeros(128, np.int64)), 16, None)  # a newer group
+    sim.cp_async_commit()
+    b = _desc(sim, 4096, 0, 256, 32)
+    acc = _to_regs(sim, np.zeros((64, 8), np.float32))
+    with pytest.raises(RuntimeError, match="not yet waited"):
+        sim.wgmma(8, 16, _desc(sim, 0, 0, 256, 32), b, acc, D.float16, False, False)
+    with pytest.raises(RuntimeError, match="not yet waited"):
+        sim.local_load(0, H(np.zeros(128, np.int32)), D.float16)
+    sim.cp_async_wait(1)  # the first group has landed, the second is still in flight
+    got = np.array([sim.local_load(0, H(np.full(128, i, np.int32)), D.float16).v[0] for i in range(16)])
+    np.testing.assert_array_equal(got, values[0])
+    with pytest.raises(RuntimeError, match="not yet waited"):
+        sim.wgmma(8, 16, _desc(sim, 0, 0, 256, 32), b, acc, D.float16, False, False)

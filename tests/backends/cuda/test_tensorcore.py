@@ -153,6 +153,22 @@ def test_pipelined_simulated():
     assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
 
 
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_pipelined_mma_sync_several_chunks_per_thread_simulated(stages, monkeypatch):
+    """mma.sync (the simulator offering no wgmma) with 64x64 A and B stages on 128 threads: each
+    thread copies 4 chunks of each, rows 16 apart, addressed from its first chunk's place."""
+    import sim_emitter
+    monkeypatch.setattr(sim_emitter.SimEmitter, "wgmma_ok", lambda self: False)
+    a, b = _operands(128, 64, 192, np.float16)
+    c = np.zeros((128, 64), np.float32)
+    args = (a, b, c, 128, 64, 192, 192, 64, 64)
+    ir = pipelined_kernel.warmup(*args, backend="cuda", BM=64, BN=64, BK=64, num_warps=4,
+                                 num_stages=stages).ir
+    sim_emitter.run(ir, [x if isinstance(x, np.ndarray) else np.int32(x) for x in args], (2, 1), 128,
+                    num_stages=stages)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
+
 def test_attention_ptx_stays_in_registers():
     """One K/V block per iteration: 4 barriers (stage K, MMAs, stage V, MMAs), row
     reductions by shuffles, P never written to local memory."""

@@ -110,6 +110,39 @@ def test_tutorial_form_simulated(wrap, kmask, m, n, k):
     assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
 
 
+
+@pytest.mark.parametrize("stages", [pytest.param(2, marks=pytest.mark.slow), 3,
+                                    pytest.param(4, marks=pytest.mark.slow)])
+def test_benchmark_config_simulated(stages):
+    """The configuration the benchmark's best runs use, 128x256x64 on 8 warps: two warpgroups
+    along M, one m64n256k16 each, copies S-1 stages ahead behind the kept MMA group; K = 200
+    leaves a partly masked last step and more iterations than stages."""
+    from sim_emitter import run
+    m, n, k = 128, 256, 200
+    a, b, c, args = _args(m, n, k)
+    ir = tutorial_matmul.warmup(*args, backend="cuda", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
+                                WRAP=True, KMASK=True, num_warps=8, num_stages=stages).ir
+    by_name = dict(zip(tutorial_matmul.arg_names, args))
+    run(ir, [by_name[p.name] if isinstance(by_name[p.name], np.ndarray) else np.int32(by_name[p.name])
+             for p in ir.params], (1,), 256, num_stages=stages)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
+
+
+@needs_gpu
+@pytest.mark.parametrize("stages", [2, 3, 4])
+@pytest.mark.parametrize("m,n,k", [(512, 768, 1024), (300, 520, 712)])
+def test_benchmark_config_on_gpu(stages, m, n, k):
+    """128x256x64 on 8 warps (two warpgroups of m64n256k16), wraps and K masks, on the device:
+    the second barrier of each iteration is what keeps one warpgroup's copies off the stage the
+    other warpgroup's MMAs may still read, which the lock-step simulator cannot show."""
+    assert GPU
+    a, b, c, args = _args(m, n, k)
+    tutorial_matmul[_grid(m, n, 128, 256)](*args, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
+                                           WRAP=True, KMASK=True, num_warps=8, num_stages=stages,
+                                           backend="cuda")
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
+
+
 @needs_gpu
 @pytest.mark.parametrize("wrap,kmask", FORMS)
 @pytest.mark.parametrize("m,n,k", [(512, 512, 512), (300, 260, 200)])

@@ -36,8 +36,9 @@ def test_pipelined_ptx_uses_wgmma(bm, bn, bk, warps, stages):
     ptx = _ptx(_pipelined_ir(256, 256, 256, bm, bn, bk, warps, stages), warps, stages)
     assert "wgmma.mma_async.sync.aligned.m64n" in ptx and "mma.sync" not in ptx and "ldmatrix" not in ptx
     assert "cp.async.cg.shared.global" in ptx and "fence.proxy.async.shared::cta" in ptx
-    # with a spare stage the last group of MMAs stays in flight across iterations
-    assert ("wgmma.wait_group.sync.aligned 1;" in ptx) == (stages >= 3)
+    # the last group of MMAs stays in flight across iterations (two stages are enough: the copies
+    # go after the wait, into the stage the completed group read)
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx
     if toolchain.ptxas_path():
         assert toolchain.ptxas_info(ptx, "sm_90a").get("spill_stores", 0) == 0
 

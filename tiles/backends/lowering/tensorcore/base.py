@@ -53,6 +53,8 @@ class TensorCoreLowering(Lowering):
     def __init__(self, kernel: Kernel, emitter: TensorCoreEmitter, threads: int, options: Options) -> None:
         super().__init__(kernel, emitter, threads, options)
         self.tc = TensorCoreState(kernel, emitter, threads)
+        if self.tc.plan.wgmma and any(d.operands[0].type.element.itemsize == 1 for d in self.tc.plan.dots):
+            self.max_vec = max(self.max_vec, 16)  # 8-bit operands: 16 bytes per chunk, per cp.async
 
     def lower_instr(self, instr: Instr) -> list[list[Handle]]:
         fn = TC_RULES.get(instr.op)

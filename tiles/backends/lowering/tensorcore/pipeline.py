@@ -10,11 +10,13 @@ a previous product, or loop-invariant and hoisted), as long as nothing else in t
 body needs local memory (row reductions and elementwise ops on fragments don't).
 Then the loads never reach registers: each thread copies its 16-byte chunks with
 ``cp.async`` into one of ``num_stages`` rotating local-memory buffers.  Before the
-loop, stages 0..S-2 are started; iteration i waits for its own group, synchronizes
-once, starts the copies of iteration i+S-1 (pointers re-lowered at that induction
-value) into the buffer iteration i-1 used, and runs the MMAs on its buffer.  When a
-wgmma product only feeds the next iteration's accumulator, its group stays in flight
-one iteration longer and the copies run one stage less ahead.
+loop, stages 0..S-2 are started; iteration i waits for its own group and synchronizes
+once.  When a wgmma product only feeds the next iteration's accumulator, its group stays
+in flight into the next iteration (``wgmma.wait_group 1``); the copies of iteration i+S-1
+then go after this iteration's MMAs and that wait, and a second barrier, into the buffer
+the previous group (now complete in every warpgroup) read: S-1 stages ahead with one MMA
+group in flight, as Triton schedules it.  Otherwise the copies of iteration i+S-1 start
+right after the first barrier, into the buffer iteration i-1 used, before the MMAs.
 """
 
 from __future__ import annotations
@@ -181,13 +183,24 @@ def _load(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     return RULES[Op.LOAD](lw, instr)
 
 
-Place = Callable[[Index, Index], Index]  # (row, col) of a loaded tile -> byte offset in the stage
+@dataclass(frozen=True)
+class Place:
+    """Where a fed tile's elements go in a stage: ``at(row, col)`` is the byte offset, ``shift(rows)``
+    the bytes from an element to the one ``rows`` below it when that is the same for every
+    element (else None)."""
+
+    at: Callable[[Index, Index], Index]
+    shift: Callable[[int], int | None]
 
 
 def issue(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
           slot_base: Handle, places: list[Place]) -> None:
     """Start the copies of the iteration at induction value ``iv`` into the stage at
-    ``slot_base`` (bytes); one commit group per call, empty when ``iv`` is past the end."""
+    ``slot_base`` (bytes); one commit group per call, empty when ``iv`` is past the end.
+    A thread's chunk in a later round of the layout lies a whole number of rows below its chunk
+    in round 0: when the place's shift for those rows is constant, the copy addresses the
+    round-0 destination plus that constant (one address register per chunk position, not per
+    chunk, as Triton's)."""
     e = lw.e
     valid = e.binary(Op.LT, iv, ub, iv_dtype)
     lw.env[iv_arg] = [iv]
@@ -201,12 +214,21 @@ def issue(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Han
         lay = lw.layout(load.result)
         cols = lay.shape[-1]
         s = load.result.type.element.itemsize
+        round_rows = lay.threads * lay.vec // cols if lay.threads * lay.vec % cols == 0 else 0
+        first: dict[int, Handle] = {}  # chunk position in a round -> its round-0 destination
         for j in range(0, lay.per_thread, w):
-            flat = lw.flat_index(lay, j)
-            at = place(lw.iop(Op.IDIV, flat, cols), lw.iop(Op.MOD, flat, cols))
-            byte = e.binary(Op.ADD, slot_base, lw.idx(at), D.int32)
+            rnd, pos = divmod(j, lay.vec)
+            shift = place.shift(rnd * round_rows) if rnd and round_rows and pos in first else None
+            if shift is None:
+                flat = lw.flat_index(lay, j)
+                at = place.at(lw.iop(Op.IDIV, flat, cols), lw.iop(Op.MOD, flat, cols))
+                byte, shift = e.binary(Op.ADD, slot_base, lw.idx(at), D.int32), 0
+                if rnd == 0:
+                    first[pos] = byte
+            else:
+                byte = first[pos]
             mask = valid if masks is None else e.binary(Op.AND, valid, masks[j], D.int1)
-            ok = e.cp_async(0, byte, ptrs[j], w * s, mask)
+            ok = e.cp_async(shift, byte, ptrs[j], w * s, mask)
             assert ok
     e.cp_async_commit()
 
@@ -233,7 +255,8 @@ def _layout(lw: TensorCoreLowering, pipe: Pipe, geometry: Callable[..., tuple[in
         s = pipe.dots[0].operands[0].type.element.itemsize
 
         def rows(at: int, ld: int) -> Place:
-            return lambda r, c: iop(Op.ADD, at, iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, r, ld), c), s))
+            return Place(lambda r, c: iop(Op.ADD, at, iop(Op.MUL, iop(Op.ADD, iop(Op.MUL, r, ld), c), s)),
+                         lambda n: n * ld * s)
         by_operand = {0: rows(0, lda), 1: rows(a_bytes, ldb)}
         return a_bytes + b_bytes, [by_operand[f.operand] for f in pipe.feeds], {}
     places: list[Place] = []
@@ -249,14 +272,13 @@ def _layout(lw: TensorCoreLowering, pipe: Pipe, geometry: Callable[..., tuple[in
 
 
 def _place(lw: TensorCoreLowering, tile: Any, at: int) -> Place:
-    return lambda r, c: lw.iop(Op.ADD, at, tile.address(lw, r, c))
+    return Place(lambda r, c: lw.iop(Op.ADD, at, tile.address(lw, r, c)), tile.row_shift)
 
 
 def _keep(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
     """wgmma groups that may stay in flight across iterations: one when the only product is
-    only fed back as the next iteration's accumulator, directly or as ``acc + dot`` (and a
-    stage is left to spare)."""
-    if not lw.tc.plan.wgmma or pipe.stages < 3 or len(pipe.dots) != 1:
+    only fed back as the next iteration's accumulator, directly or as ``acc + dot``."""
+    if not lw.tc.plan.wgmma or len(pipe.dots) != 1:
         return 0
     plan = lw.tc.plan
     dot = pipe.dots[0]
@@ -287,7 +309,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     stage_bytes, places, offsets = _layout(lw, pipe, rules.geometry)
     S = pipe.stages  # noqa: N806
     keep = _keep(lw, pipe, body)
-    ahead_by = S - 1 - keep  # stages in flight ahead of the one being read
+    ahead_by = S - 1  # stages in flight ahead of the one being read
     lw.reserve_local(S * stage_bytes)
     st.async_loads.update(pipe.loads)
     if keep:
@@ -331,7 +353,12 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         wrapped = e.binary(Op.GE, target, i32(S), D.int32)
         target = e.select(wrapped, e.binary(Op.SUB, target, i32(S), D.int32), target, D.int32)
         ahead = e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
-        issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, target, i32(stage_bytes), D.int32), places)
+
+        def start() -> None:
+            issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, target, i32(stage_bytes), D.int32),
+                  places)
+        if not keep:
+            start()
         here = e.binary(Op.MUL, slot, i32(stage_bytes), D.int32)
         if plan.wgmma:
             for (dot, operand), at in offsets.items():
@@ -340,6 +367,9 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
             st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
         flat = rules.lower_carried_body(lw, body, inner, pos, plan, split(regs[:-1]))
+        if keep:  # the MMAs' wait completed the previous group, which read `target`
+            e.barrier()  # ... in every warpgroup
+            start()
         last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(e.select(last, i32(0), e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
         return flat

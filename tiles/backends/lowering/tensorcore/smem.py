@@ -57,6 +57,11 @@ class Swizzled:
         b = col * self.itemsize
         return (b // self.width) * self.block_bytes + row * self.width + b % self.width
 
+    def row_shift(self, rows: int) -> int | None:
+        """Bytes from element (r, c) to (r + rows, c) when the same for every element: when the
+        rows span whole 1024-byte atoms, which the swizzle repeats."""
+        return rows * self.width if rows * self.width % 1024 == 0 else None
+
     def address(self, lw: Lowering, row: Index, col: Index) -> Index:
         """Byte offset where element (row, col) is stored (swizzled)."""
         iop = lw.iop

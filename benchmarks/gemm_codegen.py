@@ -1,0 +1,170 @@
+"""The tensor-core loop of ``realworld_gemm.py``'s kernels as tiles and Triton compile them for
+sm_90a, side by side, without a GPU: per form and configuration, the main loop's order of
+waits, barriers, MMAs and copies, its wgmma shapes and ``cp.async`` sizes, its PTX instruction
+count, and (with ``ptxas`` on PATH) registers and spills.  The operands are those the benchmark
+passes (``--size``-cubed, leading strides divisible by 16, unit strides specialized to 1).
+
+    python benchmarks/gemm_codegen.py [--forms fp8,grouped] [--configs 128x256x64] \\
+        [--triton-python /path/to/python-with-triton]
+
+Triton compiles ahead of time for ``GPUTarget("cuda", 90, 32)`` (no GPU needed); when it is not
+importable here, ``--triton-python`` names an interpreter that has it (this script runs there
+with ``--emit-triton`` and hands the PTX back as JSON).  This compares generated code only: speed
+is measured by ``realworld_gemm.py`` on a GPU.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+sys.path[:0] = [str(Path(__file__).parent), str(Path(__file__).resolve().parents[1])]  # this checkout's tiles
+from memory_bound import load_kernels  # noqa: E402
+from realworld_gemm import CONFIGS, KERNELS  # noqa: E402
+
+SMS = 132  # H200
+# label: (kernel, operand type, B stored N x K, WRAP_AND_MASK)
+FORMS: dict[str, tuple[str, str, bool, bool]] = {
+    "tutorial (wrap + K masks)": ("tutorial_matmul", "fp16", False, True),
+    "tutorial (no masks)": ("tutorial_matmul", "fp16", False, False),
+    "persistent": ("persistent_matmul", "fp16", False, False),
+    "tutorial bf16": ("tutorial_matmul", "bf16", False, False),
+    "tutorial, B transposed": ("tutorial_matmul", "fp16", True, False),
+    "tutorial fp8 e4m3, B transposed": ("tutorial_matmul", "fp8e4nv", True, False),
+    "grouped": ("grouped_matmul", "fp16", False, False),
+}
+
+
+def spec(form: str, cfg: tuple[int, ...], size: int) -> tuple[str, dict[str, tuple[str, bool]], dict[str, Any]]:
+    """(kernel, {param: (type, divisible by 16)}, constexprs) of one form as the benchmark launches it."""
+    kernel, dtype, trans_b, wrap = FORMS[form]
+    bm, bn, bk = cfg[:3]
+    if kernel == "grouped_matmul":
+        sig = {n: ("*i64", True) for n in ("a_addrs", "b_addrs", "c_addrs")}
+        sig.update(sizes=("*i32", True), lds=("*i32", True), group_size=("i32", False))
+        return kernel, sig, dict(NUM_SMS=SMS, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
+    sig = {"a_ptr": (f"*{dtype}", True), "b_ptr": (f"*{dtype}", True), "c_ptr": ("*fp16", True)}
+    consts: dict[str, Any] = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8)
+    if kernel == "tutorial_matmul":
+        consts["WRAP_AND_MASK"] = wrap
+    else:
+        consts["NUM_SMS"] = SMS
+    unit = {"stride_ak", "stride_cn", "stride_bk" if trans_b else "stride_bn"}
+    for name in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn", "stride_cm", "stride_cn"):
+        if name in unit:
+            consts[name] = 1
+        else:
+            sig[name] = ("i32", size % 16 == 0)
+    return kernel, sig, consts
+
+
+def cases(forms: list[str], configs: list[tuple[int, ...]]) -> list[tuple[str, tuple[int, ...]]]:
+    return [(f, c) for f in forms for c in configs]
+
+
+def tiles_ptx(mod: Any, form: str, cfg: tuple[int, ...], size: int) -> str:
+    from tiles.backends.base import Options
+    from tiles.backends.cuda import nvptx_target, toolchain
+    from tiles.backends.cuda.emitter import lower_kernel
+    kernel, sig, consts = spec(form, cfg, size)
+    warps, stages = cfg[3], cfg[4]
+    typed = {n: t + (":16" if div else "") for n, (t, div) in sig.items()}
+    ir = getattr(mod, kernel).compile(typed, consts, backend="cuda", num_warps=warps, num_stages=stages).ir
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a")
+
+
+def triton_ptx(mod: Any, form: str, cfg: tuple[int, ...], size: int) -> str:
+    import triton
+    from triton.backends.compiler import GPUTarget
+    kernel, sig, consts = spec(form, cfg, size)
+    fn = getattr(mod, kernel)
+    signature = {n: t for n, (t, _) in sig.items()} | {n: "constexpr" for n in consts}
+    attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n, (_, div) in sig.items() if div}
+    src = triton.compiler.ASTSource(fn, signature=signature, constexprs=consts, attrs=attrs)
+    return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": cfg[3], "num_stages": cfg[4]}
+                          ).asm["ptx"]
+
+
+def emit_triton(forms: list[str], configs: list[tuple[int, ...]], size: int) -> dict[str, str]:
+    mod = load_kernels("triton", Path(tempfile.mkdtemp()), KERNELS, "gemm_codegen")
+    out = {}
+    for form, cfg in cases(forms, configs):
+        try:
+            out[f"{form}|{cfg}"] = triton_ptx(mod, form, cfg, size)
+        except Exception as e:  # a configuration Triton refuses: reported, not fatal
+            out[f"{form}|{cfg}"] = f"error: {type(e).__name__}: {str(e)[:200]}"
+    return out
+
+
+def registers(ptx: str) -> str:
+    """``ptxas -v``'s registers and spills (the PTX version lowered to what this ptxas reads)."""
+    from tiles.backends.cuda import toolchain
+    if toolchain.ptxas_path() is None:
+        return "no ptxas"
+    for _ in range(2):
+        try:
+            info = toolchain.ptxas_info(ptx, "sm_90a")
+            return f"{info.get('registers')} regs, {info.get('spill_stores', 0)} B spilled"
+        except RuntimeError as e:
+            known = re.search(r"current version is '([\d.]+)'", str(e))
+            if known is None:
+                return f"ptxas: {str(e).splitlines()[-1][:80]}"
+            ptx = re.sub(r"^\.version [\d.]+", f".version {known.group(1)}", ptx, flags=re.M)
+    return "ptxas refused the PTX"
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--forms", default="", help="comma-separated substrings of the form names")
+    ap.add_argument("--configs", default="", help="comma-separated prefixes such as 128x256x64 or 128x128x64_w8_s3")
+    ap.add_argument("--size", type=int, default=4096)
+    ap.add_argument("--triton-python", default=None, help="an interpreter with Triton, when this one has none")
+    ap.add_argument("--emit-triton", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    wanted = [f for f in args.forms.split(",") if f]
+    forms = [f for f in FORMS if not wanted or any(w in f for w in wanted)]
+    picks = [c for c in args.configs.split(",") if c]
+    configs = [c for c in CONFIGS if not picks or any(f"{c[0]}x{c[1]}x{c[2]}_w{c[3]}_s{c[4]}".startswith(p)
+                                                      for p in picks)]
+    if args.emit_triton:
+        print(json.dumps(emit_triton(forms, configs, args.size)))
+        return
+
+    from tiles.backends.cuda.ptx_loops import summarize
+    if args.triton_python:
+        cmd = [args.triton_python, __file__, "--emit-triton", "--size", str(args.size),
+               "--forms", ",".join(forms), "--configs", ",".join(f"{c[0]}x{c[1]}x{c[2]}_w{c[3]}_s{c[4]}"
+                                                                   for c in configs)]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        if proc.returncode:
+            sys.exit(f"Triton side failed:\n{proc.stderr[-2000:]}")
+        theirs = json.loads(proc.stdout.strip().splitlines()[-1])
+    else:
+        try:
+            theirs = emit_triton(forms, configs, args.size)
+        except ImportError as e:
+            print(f"Triton not importable ({e}); tiles only (see --triton-python)")
+            theirs = {}
+    mod = load_kernels("tiles", Path(tempfile.mkdtemp()), KERNELS, "gemm_codegen")
+    for form, cfg in cases(forms, configs):
+        print(f"\n{form}, {cfg[0]}x{cfg[1]}x{cfg[2]} w{cfg[3]} s{cfg[4]}, {args.size}^3")
+        outputs = {"tiles": tiles_ptx(mod, form, cfg, args.size), "triton": theirs.get(f"{form}|{cfg}")}
+        for who, ptx in outputs.items():
+            if ptx is None:
+                continue
+            if ptx.startswith("error:"):
+                print(f"  {who:6s} {ptx}")
+                continue
+            summary = summarize(ptx)
+            loop = summary.line() if summary else "no wgmma loop"
+            print(f"  {who:6s} {registers(ptx)} | {loop}")
+
+
+if __name__ == "__main__":
+    main()
