@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 
 from ...core import dtypes as D  # noqa: N812
+from ...core.descriptors import desugar_descriptors
+from ...core.fold import common_subexpressions
 from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import Op
 from .emitter import Emitter
@@ -50,10 +53,16 @@ def split_tile_constants(kernel: Kernel) -> Kernel:
     return kernel
 
 
-def prepare(kernel: Kernel, emitter: Emitter) -> Kernel:
-    """A copy of ``kernel`` ready for the walk on ``emitter``; last, legalize.py spells out the
-    cases the emitter does not (division by 0 or -1, out-of-range shifts, int1 arithmetic)."""
-    kernel = close_induction_pointers(copy.deepcopy(kernel))
+def prepare(kernel: Kernel, emitter: Emitter, keep_descriptor: Callable[[Instr], bool] = lambda i: False
+            ) -> Kernel:
+    """A copy of ``kernel`` ready for the walk on ``emitter``: first, descriptor accesses that
+    ``keep_descriptor`` does not claim become masked loads and stores (core/descriptors.py);
+    last, legalize.py spells out the cases the emitter does not (division by 0 or -1,
+    out-of-range shifts, int1 arithmetic)."""
+    kernel = copy.deepcopy(kernel)
+    if desugar_descriptors(kernel, keep_descriptor):
+        kernel = common_subexpressions(kernel)
+    kernel = close_induction_pointers(kernel)
     if isinstance(emitter, TensorCoreEmitter) and emitter.mma_shape(D.float16, D.float32, "ieee") is not None:
         # tensor cores stage B as rows
         kernel = transpose_column_loads(kernel)
