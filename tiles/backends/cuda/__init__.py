@@ -106,7 +106,8 @@ class CUDABackend(Backend):
                       approximate=approximate_math(toolchain.libdevice_path() is not None))
 
     def toolchain_version(self) -> str:
-        return toolchain.toolchain_version()
+        from ... import config
+        return toolchain.toolchain_version() + (" tma" if config.tma() else "")
 
     def stages(self, options: Options) -> dict[str, Stage]:
         arch = self.arch()
@@ -116,6 +117,8 @@ class CUDABackend(Backend):
             lowered = lower_module(compiled.ir, nvptx_target(arch), options, self.target())
             compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
             compiled.arch, compiled.not_applied = arch, lowered.not_applied
+            if lowered.tensor_maps:  # TMA: launched with the maps as a hidden argument (tma_launch.py)
+                compiled.extra["tensor_maps"] = list(lowered.tensor_maps)
             return lowered.code
 
         def ptx(text: str, compiled: CompiledKernel) -> str:
@@ -136,6 +139,8 @@ class CUDABackend(Backend):
         if loaded is None:
             from . import runtime
             params = [p.value.type.dtype for p in compiled.ir.params]
+            if compiled.extra.get("tensor_maps"):
+                params.append(D.PointerType(D.int8))  # the tensor maps' address
             loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, params, compiled.shared)
             compiled.loaded["cuda"] = loaded
         return loaded
@@ -144,7 +149,19 @@ class CUDABackend(Backend):
                       plan: Sequence[tuple[int, str, bool, bool]]) -> Callable[..., None]:
         """``launcher(grid, values, stream=None)`` for any arguments (``launcher.general``)."""
         from . import launcher
+        if compiled.extra.get("tensor_maps"):
+            return self._with_tensor_maps(compiled, plan, lambda c, p: launcher.general(c, self._loaded(c), p))
         return launcher.general(compiled, self._loaded(compiled), plan)
+
+    def _with_tensor_maps(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],
+                          make: Callable[..., Callable[..., None]]) -> Callable[..., None]:
+        from ..lowering.tensorcore import tma
+        from .tma_launch import with_tensor_maps
+
+        def without_tma() -> CompiledKernel:
+            with tma.disabled():
+                return self.compile(compiled.ir, compiled.options)
+        return with_tensor_maps(compiled, plan, make, without_tma)
 
     def make_keyed_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],
                             example: Sequence[Any]) -> Callable[..., None]:
@@ -153,6 +170,9 @@ class CUDABackend(Backend):
         from . import launcher
         if type(self).make_launcher is not CUDABackend.make_launcher:  # a subclass launches its own way
             return self.make_launcher(compiled, plan)
+        if compiled.extra.get("tensor_maps"):
+            return self._with_tensor_maps(
+                compiled, plan, lambda c, p: launcher.keyed(c, self._loaded(c), p, [*example, 0]))
         return launcher.keyed(compiled, self._loaded(compiled), plan, example)
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],

@@ -53,14 +53,16 @@ def split_tile_constants(kernel: Kernel) -> Kernel:
     return kernel
 
 
-def prepare(kernel: Kernel, emitter: Emitter, keep_descriptor: Callable[[Instr], bool] = lambda i: False
-            ) -> Kernel:
-    """A copy of ``kernel`` ready for the walk on ``emitter``: first, descriptor accesses that
-    ``keep_descriptor`` does not claim become masked loads and stores (core/descriptors.py);
-    last, legalize.py spells out the cases the emitter does not (division by 0 or -1,
-    out-of-range shifts, int1 arithmetic)."""
+def prepare(kernel: Kernel, emitter: Emitter,
+            claim: Callable[[Kernel, Emitter], Callable[[Instr], bool]] | None = None) -> Kernel:
+    """A copy of ``kernel`` ready for the walk on ``emitter``: first, descriptor accesses become
+    masked loads and stores (core/descriptors.py) except those ``claim(copy, emitter)`` keeps
+    (TMA, tensorcore/tma.py, which may add a hidden parameter to the copy); last, legalize.py
+    spells out the cases the emitter does not (division by 0 or -1, out-of-range shifts, int1
+    arithmetic)."""
     kernel = copy.deepcopy(kernel)
-    if desugar_descriptors(kernel, keep_descriptor):
+    keep = claim(kernel, emitter) if claim is not None else (lambda instr: False)
+    if desugar_descriptors(kernel, keep):
         kernel = common_subexpressions(kernel)
     kernel = close_induction_pointers(kernel)
     if isinstance(emitter, TensorCoreEmitter) and emitter.mma_shape(D.float16, D.float32, "ieee") is not None:

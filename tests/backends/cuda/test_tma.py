@@ -1,0 +1,282 @@
+"""TMA for tensor descriptors (TILES_TMA=1, sm_90+): which accesses are claimed, the PTX (checked
+by ptxas when on PATH), the host encoding of tensor maps, the launcher's choice between the TMA
+kernel and its fallback; on a GPU, results against torch."""
+
+from __future__ import annotations
+
+import ctypes
+import shutil
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+from tiles.backends import registry
+from tiles.backends.cuda import tensor_map, toolchain
+from tiles.backends.lowering.tensorcore.tma_spec import MapSpec, Source
+
+GPU, WHY = registry.status("cuda")
+needs_gpu = pytest.mark.skipif(not GPU, reason=f"no CUDA GPU: {WHY}")
+needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
+
+
+@pytest.fixture
+def tma_on(monkeypatch):
+    monkeypatch.setenv("TILES_TMA", "1")
+    monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
+    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_90a")
+
+
+@tiles.jit
+def desc_copy(x_ptr, out_ptr, M, N, sx, so, dm, dn, BM: tl.constexpr, BN: tl.constexpr):
+    """out block (pm, pn) = 2 * x block moved by (dm, dn); both through descriptors."""
+    src = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[sx, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[so, 1], block_shape=[BM, BN])
+    t = src.load([tl.program_id(0) * BM + dm, tl.program_id(1) * BN + dn])
+    dst.store([tl.program_id(0) * BM, tl.program_id(1) * BN], t * 2)
+
+
+@tiles.jit
+def desc_matmul_tma_store(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """Loads in the loop stay on the cp.async pipeline; the epilogue store may take TMA."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    off_m = tl.program_id(0) * BM
+    off_n = tl.program_id(1) * BN
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc)
+    c_desc.store([off_m, off_n], acc.to(tl.float16))
+
+
+def _copy_args(m, n, dtype=np.float16, pad=0):
+    x = np.zeros((m, n + pad), dtype)[:, :n]
+    return (x, np.zeros_like(x), m, n, x.strides[0] // x.itemsize, n, 0, 0)
+
+
+def _compiled(kernel, args, **kw):
+    return kernel.warmup(*args, backend="cuda", num_warps=4, **kw)
+
+
+def test_copy_takes_tma(tma_on):
+    c = _compiled(desc_copy, _copy_args(64, 80, pad=16), BM=32, BN=64)
+    ptx = c.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
+    assert "mbarrier.try_wait.parity" in ptx and "mbarrier.arrive.expect_tx" in ptx
+    assert "ld.global" not in ptx and "st.global" not in ptx
+    specs = [MapSpec.from_json(d) for d in c.metadata["tensor_maps"]]
+    names = [p.name for p in c.ir.params]
+    assert [(names[s.base], s.dtype, s.box) for s in specs] == [("x_ptr", "float16", (32, 64)),
+                                                                 ("out_ptr", "float16", (32, 64))]
+    assert [names[s.param] for s in specs[0].shape] == ["M", "N"]  # type: ignore[index]
+    assert names[specs[0].strides[0].param] == "sx" and specs[0].strides[1] == Source(None, 1)  # type: ignore[index]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("dtype,bm,bn", [(np.float16, 32, 64), (np.float32, 16, 8), (np.int8, 8, 32),
+                                         (np.float64, 4, 2)])
+def test_tma_ptx_assembles(tma_on, dtype, bm, bn):
+    c = _compiled(desc_copy, _copy_args(64, 64, dtype), BM=bm, BN=bn)
+    assert "cp.async.bulk.tensor" in c.asm["ptx"]
+    toolchain.ptxas_info(c.asm["ptx"], "sm_90a")  # raises when ptxas rejects it
+
+
+def test_off_by_default(monkeypatch):
+    monkeypatch.delenv("TILES_TMA", raising=False)
+    monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
+    c = _compiled(desc_copy, _copy_args(64, 64), BM=32, BN=64)
+    assert "cp.async.bulk" not in c.asm["ptx"] and "tensor_maps" not in c.metadata
+
+
+def test_not_on_sm80(tma_on, monkeypatch):
+    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_80")
+    c = _compiled(desc_copy, _copy_args(64, 64), BM=32, BN=64)
+    assert "cp.async.bulk" not in c.asm["ptx"] and "tensor_maps" not in c.metadata
+
+
+@pytest.mark.parametrize("why,args,consts", [
+    ("innermost row of 8 bytes", _copy_args(64, 64), dict(BM=32, BN=4)),
+    ("box wider than 256", _copy_args(64, 512), dict(BM=2, BN=512)),
+    ("base not promised 16-byte aligned", (np.zeros(4097, np.float16)[1:].reshape(64, 64),
+                                           np.zeros((64, 64), np.float16), 64, 64, 64, 64, 0, 0),
+     dict(BM=32, BN=64)),
+])
+def test_what_tma_cannot_serve_stays_on_pointers(tma_on, why, args, consts):
+    c = _compiled(desc_copy, args, **consts)
+    maps = c.metadata.get("tensor_maps", [])
+    assert all(MapSpec.from_json(m).base != 0 for m in maps), why  # x_ptr's load is not TMA's
+    if why != "base not promised 16-byte aligned":
+        assert "cp.async.bulk" not in c.asm["ptx"], why
+
+
+@needs_ptxas
+def test_matmul_keeps_its_pipeline_and_stores_with_tma(tma_on):
+    a, b = np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16)
+    c = _compiled(desc_matmul_tma_store, (a, b, np.zeros((128, 128), np.float16), 128, 128, 64),
+                  BM=64, BN=64, BK=32, num_stages=3)
+    ptx = c.asm["ptx"]
+    assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster" not in ptx  # dot operands: cp.async, not TMA
+    assert [MapSpec.from_json(m).base for m in c.metadata["tensor_maps"]] == [2]
+    toolchain.ptxas_info(ptx, "sm_90a")
+
+
+# ---------------------------------------------------------------- host encoding
+
+SPEC = MapSpec(base=0, dtype="float16", itemsize=2, shape=(Source(1), Source(2)),
+               strides=(Source(3), Source(None, 1)), box=(64, 32))
+
+
+def test_encode_arguments_field_by_field():
+    args = tensor_map.encode_arguments(SPEC, [None, 100, 70, 72], 0x7000_0000_1000)
+    assert args == tensor_map.EncodeArguments(
+        data_type=6, rank=2, address=0x7000_0000_1000, dims=(70, 100), byte_strides=(144,), box=(32, 64),
+        element_strides=(1, 1), interleave=0, swizzle=0, l2_promotion=2, oob_fill=0)
+
+
+@pytest.mark.parametrize("values,address,why", [
+    ([None, 100, 70, 72], None, "host memory"),
+    ([None, 100, 70, 72], 0x1008, "base not 16-byte aligned"),
+    ([None, 100, 70, 71], 0x1000, "row stride 142 bytes"),
+    ([None, 100, 70, 0], 0x1000, "zero stride"),
+    ([None, 100, 70, -72], 0x1000, "negative stride"),
+    ([None, 0, 70, 72], 0x1000, "empty dimension"),
+    ([None, 100, 2 ** 32 + 1, 72], 0x1000, "dimension over 2**32"),
+    ([None, 100, 70, 2 ** 40], 0x1000, "stride of 2**41 bytes"),
+])
+def test_encode_arguments_refuses_what_tma_cannot_describe(values, address, why):
+    assert tensor_map.encode_arguments(SPEC, values, address) is None, why
+
+
+class FakeEncoder:
+    """Records cuTensorMapEncodeTiled's arguments and writes a recognisable map."""
+
+    def __init__(self, status=0):
+        self.status, self.calls = status, []
+
+    def cuTensorMapEncodeTiled(self, out, dtype, rank, address, dims, strides, box, estrides, *modes):  # noqa: N802
+        self.calls.append(dict(dtype=dtype, rank=rank, address=address.value, dims=list(dims),
+                               strides=list(strides), box=list(box), estrides=list(estrides), modes=modes))
+        ctypes.memmove(out, bytes(range(128)), 128)
+        return self.status
+
+
+def test_encode_passes_every_argument():
+    lib = FakeEncoder()
+    args = tensor_map.encode_arguments(SPEC, [None, 100, 70, 72], 0x7000_0000_1000)
+    assert tensor_map.encode(lib, args) == bytes(range(128))
+    assert lib.calls == [dict(dtype=6, rank=2, address=0x7000_0000_1000, dims=[70, 100], strides=[144],
+                              box=[32, 64], estrides=[1, 1], modes=(0, 0, 2, 0))]
+    assert tensor_map.encode(FakeEncoder(status=1), args) is None
+
+
+def test_spec_json_round_trip():
+    assert MapSpec.from_json(SPEC.to_json()) == SPEC
+
+
+# ---------------------------------------------------------------- the launcher's choice
+
+class FakeDriver:
+    def __init__(self):
+        self.lib, self.allocs, self.copies = FakeEncoder(), [], []
+        self.lib.cuStreamSynchronize = lambda stream: 0
+
+    def alloc(self, n):
+        self.allocs.append(n)
+        return 0xD000 + 0x100 * len(self.allocs)
+
+    def copy_to_device(self, address, host, n, stream):
+        self.copies.append((address, ctypes.string_at(host, n)))
+
+    def check(self, status, what):
+        assert status == 0, what
+
+    def pop(self):
+        raise AssertionError("nothing was pushed")
+
+
+class DeviceArray:
+    def __init__(self, address):
+        self.address = address
+
+
+def test_launcher_appends_the_maps_and_falls_back(monkeypatch):
+    from tiles.backends.base import CompiledKernel
+    from tiles.backends.cuda import tma_launch
+    drv = FakeDriver()
+    monkeypatch.setattr(tma_launch.runtime, "driver", lambda: drv)
+    monkeypatch.setattr(tma_launch.runtime, "device_address",
+                        lambda a: (a.value.address, 0, 7) if isinstance(a.value, DeviceArray) else None)
+    monkeypatch.setattr(tma_launch.runtime, "make_current", lambda context: False)
+    monkeypatch.setattr(tma_launch.runtime, "stream_handle", lambda stream, device: 0)
+    monkeypatch.setattr(tma_launch, "_TABLE", tensor_map.MapTable())
+    compiled = CompiledKernel("k", None, None)  # type: ignore[arg-type]
+    compiled.extra["tensor_maps"] = [SPEC.to_json()]
+    launched = []
+
+    def make(kernel, plan):
+        return lambda grid, values, stream=None: launched.append((kernel, [values[i] for i, *_ in plan]))
+    fallback = CompiledKernel("k-without-tma", None, None)  # type: ignore[arg-type]
+    plan = [(0, "x", True, False), (1, "M", False, False), (2, "N", False, False), (3, "s", False, False)]
+    launcher = tma_launch.with_tensor_maps(compiled, plan, make, lambda: fallback)
+    x = DeviceArray(0x7000_0000_1000)
+    launcher((1, 1, 1), [x, 100, 70, 72])
+    launcher((1, 1, 1), [x, 100, 70, 72])  # the same tensors: no second encoding or copy
+    assert launched == [(compiled, [x, 100, 70, 72, 0xD100])] * 2
+    assert len(drv.lib.calls) == 1 and drv.copies == [(0xD100, bytes(range(128)))]
+    launcher((1, 1, 1), [x, 100, 70, 71])  # a row of 142 bytes: the kernel without TMA
+    host = np.zeros(4)
+    launcher((1, 1, 1), [host, 100, 70, 72])  # host memory: the kernel without TMA
+    assert launched[2:] == [(fallback, [x, 100, 70, 71]), (fallback, [host, 100, 70, 72])]
+
+
+# ---------------------------------------------------------------- on the GPU
+
+
+@needs_gpu
+@pytest.mark.parametrize("dtype", ["float16", "float32", "bfloat16", "int8"])
+@pytest.mark.parametrize("m,n,bm,bn,dm,dn", [(100, 72, 32, 64, -3, 5), (64, 128, 64, 32, 0, 0),
+                                             (33, 200, 16, 64, 7, -9)])
+def test_tma_copy_matches_torch(tma_on, monkeypatch, dtype, m, n, bm, bn, dm, dn):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TILES_CUDA_ARCH", "")
+    gen = torch.Generator(device="cuda").manual_seed(m * 1000 + n)
+    dt = getattr(torch, dtype)
+    base = (torch.randint(-100, 100, (m, n + 8), device="cuda", generator=gen) if dtype == "int8" else
+            torch.randn((m, n + 8), device="cuda", generator=gen)).to(dt)
+    x = base[:, :n]  # rows 8 elements longer than the tile row: a stride that is not the width
+    out = torch.full((m, n), 7, device="cuda", dtype=dt)
+    grid = (tiles.cdiv(m, bm) + 1, tiles.cdiv(n, bn) + 1)
+    desc_copy[grid](x, out, m, n, x.stride(0), n, dm, dn, BM=bm, BN=bn, backend="cuda")
+    want = torch.zeros((m + 2 * bm + abs(dm), n + 2 * bn + abs(dn)), device="cuda", dtype=dt)
+    pad_r, pad_c = bm + abs(dm), bn + abs(dn)
+    want[pad_r:pad_r + m, pad_c:pad_c + n] = x
+    expect = want[pad_r + dm:pad_r + dm + m, pad_c + dn:pad_c + dn + n] * 2
+    torch.testing.assert_close(out, expect, rtol=0, atol=0)
+
+
+@needs_gpu
+def test_tma_copy_with_host_arrays_falls_back(tma_on, monkeypatch, rng):
+    monkeypatch.setenv("TILES_CUDA_ARCH", "")
+    x = rng.standard_normal((50, 70)).astype(np.float32)
+    out = np.full_like(x, 7)
+    desc_copy[(tiles.cdiv(50, 16), tiles.cdiv(70, 32))](x, out, 50, 70, 70, 70, 0, 0, BM=16, BN=32, backend="cuda")
+    np.testing.assert_array_equal(out, 2 * x)
+
+
+@needs_gpu
+@pytest.mark.parametrize("m,n,k", [(256, 256, 512), (130, 96, 256), (100, 72, 200)])
+def test_tma_store_matmul_matches_torch(tma_on, monkeypatch, m, n, k):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TILES_CUDA_ARCH", "")
+    gen = torch.Generator(device="cuda").manual_seed(k)
+    a = torch.randn((m, k), device="cuda", generator=gen).half()
+    b = torch.randn((k, n), device="cuda", generator=gen).half()
+    c = torch.zeros((m, n), device="cuda", dtype=torch.float16)
+    desc_matmul_tma_store[(tiles.cdiv(m, 64), tiles.cdiv(n, 64))](a, b, c, m, n, k, BM=64, BN=64, BK=32,
+                                                                  num_stages=3, backend="cuda")
+    torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=2e-2, atol=2e-2)

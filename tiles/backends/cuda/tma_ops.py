@@ -1,0 +1,81 @@
+"""Hopper (sm_90+) tensor memory accelerator instructions for the CUDA emitter, as inline PTX:
+``cp.async.bulk.tensor`` loads (completing on an ``mbarrier``) and stores (bulk groups), the
+mbarrier operations they need, and the proxy fence before a store reads shared memory.
+
+Shared-memory operands are byte offsets into the kernel's arena (``tiles_smem``); a tensor
+map is the generic address of a 128-byte ``CUtensorMap`` the host encoded (``tensor_map.py``).
+Coordinates are int32 handles, innermost axis first (TMA's order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ...core import dtypes as D
+from ..llvm.builder import LLVMBuilder, Reg
+from ..lowering.tensorcore.tma import TMAEmitter
+from .mma_ops import sm_version
+
+
+class PTXTensorMemoryOps(LLVMBuilder, TMAEmitter):
+    def tma_ok(self) -> bool:
+        sm = sm_version(self.t.arch)
+        return sm is not None and sm >= 90
+
+    def _smem(self, byte_offset: int) -> Reg:
+        p = self._local_ptr(byte_offset, Reg("0", "i32"), D.int8)
+        return self._val("i32", f"ptrtoint {p} to i32")
+
+    def tensor_map(self, maps: Any, index: int) -> Reg:
+        """The generic address of map ``index`` of the array the hidden parameter ``maps`` points to."""
+        at = self._val(maps.ty, f"getelementptr i8, {maps}, i64 {128 * index}")
+        return self._val("i64", f"ptrtoint {at} to i64")
+
+    def mbarrier_init(self, byte_offset: int, count: int) -> None:
+        self._emit(f'call void asm sideeffect "mbarrier.init.shared::cta.b64 [$0], {count};", '
+                   f'"r,~{{memory}}"({self._smem(byte_offset)})')
+
+    def mbarrier_inval(self, byte_offset: int) -> None:
+        self._emit('call void asm sideeffect "mbarrier.inval.shared::cta.b64 [$0];", '
+                   f'"r,~{{memory}}"({self._smem(byte_offset)})')
+
+    def mbarrier_expect_tx(self, byte_offset: int, nbytes: int) -> None:
+        """Arrive on the barrier, announcing ``nbytes`` of asynchronous copies that complete on it."""
+        self._emit('call void asm sideeffect "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], '
+                   f'{nbytes};", "r,~{{memory}}"({self._smem(byte_offset)})')
+
+    def mbarrier_wait(self, byte_offset: int, parity: Any) -> None:
+        """Spin until the barrier's phase with parity ``parity`` (an i32 handle) has completed."""
+        text = ("{ .reg .pred done; wait_phase: mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; "
+                "@!done bra wait_phase; }")
+        self._emit(f'call void asm sideeffect "{text}", "r,r,~{{memory}}"({self._smem(byte_offset)}, {parity})')
+
+    def tma_load(self, dst_offset: int, tensor_map: Any, coords: Sequence[Any], mbar_offset: int) -> None:
+        """Copy the box at ``coords`` (innermost first) into shared memory at ``dst_offset``;
+        out-of-bounds elements are zero-filled, and the bytes complete on the mbarrier."""
+        n = len(coords)
+        places = ", ".join(f"${3 + i}" for i in range(n))
+        text = (f"cp.async.bulk.tensor.{n}d.shared::cluster.global.mbarrier::complete_tx::bytes "
+                f"[$0], [$1, {{{places}}}], [$2];")
+        cons = ",".join(["r", "l", "r"] + ["r"] * n + ["~{memory}"])
+        args = ", ".join([str(self._smem(dst_offset)), str(tensor_map), str(self._smem(mbar_offset)),
+                          *map(str, coords)])
+        self._emit(f'call void asm sideeffect "{text}", "{cons}"({args})')
+
+    def tma_store(self, tensor_map: Any, coords: Sequence[Any], src_offset: int) -> None:
+        """Copy shared memory at ``src_offset`` to the box at ``coords``; out-of-bounds elements are
+        not written.  One bulk group, waited for until its writes are done (so later accesses of
+        this program see them and the shared memory may be reused)."""
+        n = len(coords)
+        places = ", ".join(f"${2 + i}" for i in range(n))
+        text = (f"cp.async.bulk.tensor.{n}d.global.shared::cta.bulk_group [$0, {{{places}}}], [$1]; "
+                "cp.async.bulk.commit_group; cp.async.bulk.wait_group 0;")
+        cons = ",".join(["l", "r"] + ["r"] * n + ["~{memory}"])
+        args = ", ".join([str(tensor_map), str(self._smem(src_offset)), *map(str, coords)])
+        self._emit(f'call void asm sideeffect "{text}", "{cons}"({args})')
+
+    def fence_proxy_async(self) -> None:
+        """Order the generic-proxy memory accesses before this point (this thread's, and those a
+        barrier made visible to it) before later TMA (async-proxy) accesses."""
+        self._emit('call void asm sideeffect "fence.proxy.async;", "~{memory}"()')

@@ -1,0 +1,54 @@
+"""What the host needs to encode one TMA tensor map: a descriptor's base parameter, where its
+sizes and strides come from, its element type and its box (the descriptor's block shape).
+
+The lowering records these (``tma.py``, ``Lowered.tensor_maps`` as JSON) and the CUDA launcher
+encodes them with the launch's values (``cuda/tensor_map.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+MAX_BOX = 256
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where a size or stride comes from: kernel parameter ``param`` (when not None), else ``value``."""
+
+    param: int | None = None
+    value: int = 0
+
+    def of(self, values: Sequence[Any]) -> int:
+        return int(self.value if self.param is None else values[self.param])
+
+
+@dataclass(frozen=True)
+class MapSpec:
+    """One descriptor's tensor map: sizes and strides (in elements) outermost first, as the
+    descriptor lists them; the innermost stride is 1."""
+
+    base: int                  # kernel parameter holding the base pointer
+    dtype: str                 # element dtype name (a key of DATA_TYPES)
+    itemsize: int
+    shape: tuple[Source, ...]
+    strides: tuple[Source, ...]
+    box: tuple[int, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"base": self.base, "dtype": self.dtype, "itemsize": self.itemsize, "box": list(self.box),
+                "shape": [[s.param, s.value] for s in self.shape],
+                "strides": [[s.param, s.value] for s in self.strides]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> MapSpec:
+        return cls(d["base"], d["dtype"], d["itemsize"], tuple(Source(p, v) for p, v in d["shape"]),
+                   tuple(Source(p, v) for p, v in d["strides"]), tuple(d["box"]))
+
+
+def box_fits(box: Sequence[int], itemsize: int) -> bool:
+    """TMA's rules for a box without interleave or swizzle: 1 to 256 elements per dimension,
+    the innermost a multiple of 16 bytes."""
+    return all(1 <= b <= MAX_BOX for b in box) and box[-1] * itemsize % 16 == 0
