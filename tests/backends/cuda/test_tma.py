@@ -113,16 +113,41 @@ def test_what_tma_cannot_serve_stays_on_pointers(tma_on, why, args, consts):
 
 
 @needs_ptxas
-def test_matmul_keeps_its_pipeline_and_stores_with_tma(tma_on):
+@pytest.mark.parametrize("bk,stages,swizzle", [(64, 3, 128), (32, 4, 64), (16, 2, 32)])
+def test_matmul_ptx_stages_with_tma(tma_on, bk, stages, swizzle):
     a, b = np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16)
     c = _compiled(desc_matmul_tma_store, (a, b, np.zeros((128, 128), np.float16), 128, 128, 64),
-                  BM=64, BN=64, BK=32, num_stages=3)
+                  BM=64, BN=64, BK=bk, num_stages=stages)
     ptx = c.asm["ptx"]
-    assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx
+    assert "wgmma.mma_async" in ptx and "cp.async.cg" not in ptx and "ld.global" not in ptx
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in ptx and "mbarrier.try_wait.parity" in ptx
     assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
-    assert "cp.async.bulk.tensor.2d.shared::cluster" not in ptx  # dot operands: cp.async, not TMA
-    assert [MapSpec.from_json(m).base for m in c.metadata["tensor_maps"]] == [2]
+    specs = [MapSpec.from_json(m) for m in c.metadata["tensor_maps"]]
+    # A (64 x BK, K-major) and B (BK x 64, N-major) swizzled as wgmma reads them; C row-major
+    assert [(s.base, s.box, s.swizzle) for s in specs] == [
+        (0, (64, swizzle // 2), swizzle), (1, (bk, 64), 128), (2, (64, 64), 0)]
     toolchain.ptxas_info(ptx, "sm_90a")
+
+
+@tiles.jit
+def mixed_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """A through a descriptor, B through pointers: TMA leaves the loop alone."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    offs_n = tl.program_id(1) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        b = tl.load(b_ptr + (k + tl.arange(0, BK))[:, None] * N + offs_n[None, :])
+        acc = tl.dot(a_desc.load([tl.program_id(0) * BM, k]), b, acc)
+    tl.store(c_ptr + tl.arange(0, BM)[:, None] * N + offs_n[None, :], acc)
+
+
+def test_loop_with_pointer_operands_is_left_alone(tma_on, monkeypatch):
+    args = (np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16), np.zeros((128, 128), np.float32),
+            128, 128, 64)
+    c = _compiled(mixed_matmul, args, BM=64, BN=64, BK=32, num_stages=3)
+    assert "cp.async.bulk" not in c.asm["ptx"] and "tensor_maps" not in c.metadata
+    monkeypatch.setenv("TILES_TMA", "0")
+    assert _compiled(mixed_matmul, args, BM=64, BN=64, BK=32, num_stages=3).asm["ptx"] == c.asm["ptx"]
 
 
 # ---------------------------------------------------------------- host encoding
@@ -280,3 +305,62 @@ def test_tma_store_matmul_matches_torch(tma_on, monkeypatch, m, n, k):
     desc_matmul_tma_store[(tiles.cdiv(m, 64), tiles.cdiv(n, 64))](a, b, c, m, n, k, BM=64, BN=64, BK=32,
                                                                   num_stages=3, backend="cuda")
     torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=2e-2, atol=2e-2)
+
+
+# ---------------------------------------------------------------- on the simulator (tma_sim.py)
+
+
+def _sim_args(args):
+    return [x if isinstance(x, np.ndarray) else np.int32(x) for x in args]
+
+
+@pytest.mark.parametrize("dtype,m,n,bm,bn,dm,dn", [(np.float16, 50, 70, 16, 32, -3, 5),
+                                                   (np.float32, 33, 20, 8, 8, 2, -7), (np.int8, 19, 48, 8, 16, 0, 9)])
+def test_single_stage_copy_simulated(tma_on, rng, dtype, m, n, bm, bn, dm, dn):
+    from tma_sim import run
+    rows = (rng.standard_normal((m, n + 16)) * 20).astype(dtype)  # the simulator copies arrays whole
+    x = rows[:, :n]
+    out = np.full((m, n), 7, dtype)
+    args = (rows, out, m, n, n + 16, n, dm, dn)
+    ir = desc_copy.warmup(*args, backend="cuda", BM=bm, BN=bn, num_warps=4).ir
+    grid = (tiles.cdiv(m, bm), tiles.cdiv(n, bn))
+    sims = run(ir, _sim_args(args), grid, 128)
+    assert sum(s.loads for s in sims) == sum(s.stores for s in sims) == grid[0] * grid[1]
+    padded = np.zeros((m + 2 * bm + 20, n + 2 * bn + 20), dtype)
+    padded[bm + 10:bm + 10 + m, bn + 10:bn + 10 + n] = x
+    want = padded[bm + 10 + dm:bm + 10 + dm + m, bn + 10 + dn:bn + 10 + dn + n] * dtype(2)
+    np.testing.assert_array_equal(out, want)
+
+
+@tiles.jit
+def desc_matmul_nk(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """B stored N x K and read as b.T (Triton's tutorial 09 form)."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, K, BK):
+        acc = tl.dot(a_desc.load([tl.program_id(0) * BM, k]), b_desc.load([tl.program_id(1) * BN, k]).T, acc)
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    c_desc.store([tl.program_id(0) * BM, tl.program_id(1) * BN], acc)
+
+
+@pytest.mark.parametrize("kernel", ["kn", "nk"])
+@pytest.mark.parametrize("m,n,k,bm,bn,bk,warps,stages", [
+    (130, 96, 200, 64, 64, 32, 4, 3), (64, 64, 256, 64, 64, 64, 4, 4), (100, 72, 96, 64, 64, 32, 4, 1),
+    (128, 128, 160, 128, 64, 32, 8, 2)])
+def test_pipelined_matmul_simulated(tma_on, rng, kernel, m, n, k, bm, bn, bk, warps, stages):
+    """Swizzled TMA stages read by wgmma, mbarrier phases, stage reuse with groups in flight."""
+    from tma_sim import run
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n) if kernel == "kn" else (n, k)).astype(np.float16)
+    c = np.zeros((m, n), np.float16 if kernel == "kn" else np.float32)  # desc_matmul_tma_store stores fp16
+    fn = desc_matmul_tma_store if kernel == "kn" else desc_matmul_nk
+    args = (a, b, c, m, n, k)
+    compiled = fn.warmup(*args, backend="cuda", BM=bm, BN=bn, BK=bk, num_warps=warps, num_stages=stages)
+    ptx = compiled.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in ptx and "cp.async.cg" not in ptx
+    grid = (tiles.cdiv(m, bm), tiles.cdiv(n, bn))
+    sims = run(compiled.ir, _sim_args(args), grid, warps * 32, num_stages=stages)
+    want = a.astype(np.float32) @ (b.astype(np.float32) if kernel == "kn" else b.astype(np.float32).T)
+    assert all(s.loads >= tiles.cdiv(k, bk) * 2 for s in sims)  # at least one copy per operand and step
+    np.testing.assert_allclose(c.astype(np.float32), want, rtol=2e-2, atol=2e-2)

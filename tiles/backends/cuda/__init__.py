@@ -97,8 +97,10 @@ class CUDABackend(Backend):
             return runtime.device_arch()
         return "sm_90"
 
-    def target_key(self) -> tuple[str, int]:
-        return (self.arch(), self.current_device())
+    def target_key(self) -> tuple[str, int, bool]:
+        """(arch, device, TILES_TMA): a kernel compiled with TMA differs from one without."""
+        from ... import config
+        return (self.arch(), self.current_device(), config.tma())
 
     def target(self) -> Target:
         return Target("cuda", arch=self.arch(), warp_size=32, max_threads_per_block=1024,
@@ -155,11 +157,11 @@ class CUDABackend(Backend):
 
     def _with_tensor_maps(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],
                           make: Callable[..., Callable[..., None]]) -> Callable[..., None]:
-        from ..lowering.tensorcore import tma
+        from ..lowering.tensorcore import tma_claim
         from .tma_launch import with_tensor_maps
 
         def without_tma() -> CompiledKernel:
-            with tma.disabled():
+            with tma_claim.disabled():
                 return self.compile(compiled.ir, compiled.options)
         return with_tensor_maps(compiled, plan, make, without_tma)
 

@@ -26,6 +26,7 @@ DATA_TYPES = {"uint8": 0, "int8": 0, "float8e4nv": 0, "float8e5": 0, "int1": 0, 
               "float64": 8, "bfloat16": 9}
 INTERLEAVE_NONE = 0
 SWIZZLE_NONE = 0
+SWIZZLE_MODES = {0: SWIZZLE_NONE, 32: 1, 64: 2, 128: 3}  # CUtensorMapSwizzle by row bytes
 L2_PROMOTION_128B = 2
 OOB_FILL_ZERO = 0  # CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE: out-of-bounds elements read as 0
 MAP_BYTES = 128
@@ -52,7 +53,7 @@ def encode_arguments(spec: MapSpec, values: Sequence[Any], address: int | None) 
     """The encode call for ``spec`` with the launch's ``values`` (indexed like the kernel's
     parameters) and the base's device ``address`` (None: host memory); None where TMA's rules
     do not hold."""
-    if address is None or address % 16 or not box_fits(spec.box, spec.itemsize):
+    if address is None or address % 16 or not box_fits(spec.box, spec.itemsize, spec.swizzle):
         return None
     dims = [s.of(values) for s in spec.shape]
     strides = [s.of(values) for s in spec.strides]
@@ -62,7 +63,8 @@ def encode_arguments(spec: MapSpec, values: Sequence[Any], address: int | None) 
     if not all(0 < b < 2 ** 40 and b % 16 == 0 for b in byte_strides):
         return None
     return EncodeArguments(DATA_TYPES[spec.dtype], len(dims), address, tuple(reversed(dims)),
-                           tuple(reversed(byte_strides)), tuple(reversed(spec.box)), (1,) * len(dims))
+                           tuple(reversed(byte_strides)), tuple(reversed(spec.box)), (1,) * len(dims),
+                           swizzle=SWIZZLE_MODES[spec.swizzle])
 
 
 def encode(lib: Any, args: EncodeArguments) -> bytes | None:

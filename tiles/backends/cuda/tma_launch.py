@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..base import CompiledKernel, LaunchArg
-from ..lowering.tensorcore import tma
+from ..lowering.tensorcore.tma_claim import HIDDEN_PARAM
 from ..lowering.tensorcore.tma_spec import MapSpec
 from . import runtime
 from .tensor_map import MapTable, encode, encode_arguments
@@ -36,7 +36,7 @@ def with_tensor_maps(compiled: CompiledKernel, plan: Plan, make: Callable[[Compi
     launchers, of ``compiled`` with the maps' address appended to the plan and values, and of
     ``compile_without_tma()`` for launches TMA cannot serve."""
     specs = tensor_maps(compiled)
-    with_maps = make(compiled, [*plan, (-1, tma.HIDDEN_PARAM, False, False)])
+    with_maps = make(compiled, [*plan, (-1, HIDDEN_PARAM, False, False)])
     fallback: list[Launcher] = []
     lock = threading.Lock()
     known: dict[tuple[Any, ...], int] = {}

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...core import dtypes as D
 from ..llvm.builder import LLVMBuilder, Reg
-from ..lowering.tensorcore.tma import TMAEmitter
+from ..lowering.tensorcore.tma_claim import TMAEmitter
 from .mma_ops import sm_version
 
 
@@ -23,8 +23,9 @@ class PTXTensorMemoryOps(LLVMBuilder, TMAEmitter):
         sm = sm_version(self.t.arch)
         return sm is not None and sm >= 90
 
-    def _smem(self, byte_offset: int) -> Reg:
-        p = self._local_ptr(byte_offset, Reg("0", "i32"), D.int8)
+    def _smem(self, byte_offset: int, index: Any = None) -> Reg:
+        """The shared address of byte ``byte_offset`` (+ the i32 handle ``index``) of the arena."""
+        p = self._local_ptr(byte_offset, index if index is not None else Reg("0", "i32"), D.int8)
         return self._val("i32", f"ptrtoint {p} to i32")
 
     def tensor_map(self, maps: Any, index: int) -> Reg:
@@ -40,29 +41,31 @@ class PTXTensorMemoryOps(LLVMBuilder, TMAEmitter):
         self._emit('call void asm sideeffect "mbarrier.inval.shared::cta.b64 [$0];", '
                    f'"r,~{{memory}}"({self._smem(byte_offset)})')
 
-    def mbarrier_expect_tx(self, byte_offset: int, nbytes: int) -> None:
+    def mbarrier_expect_tx(self, byte_offset: int, nbytes: int, index: Any = None) -> None:
         """Arrive on the barrier, announcing ``nbytes`` of asynchronous copies that complete on it."""
         self._emit('call void asm sideeffect "mbarrier.arrive.expect_tx.shared::cta.b64 _, [$0], '
-                   f'{nbytes};", "r,~{{memory}}"({self._smem(byte_offset)})')
+                   f'{nbytes};", "r,~{{memory}}"({self._smem(byte_offset, index)})')
 
-    def mbarrier_wait(self, byte_offset: int, parity: Any) -> None:
+    def mbarrier_wait(self, byte_offset: int, parity: Any, index: Any = None) -> None:
         """Spin until the barrier's phase with parity ``parity`` (an i32 handle) has completed."""
         text = ("{ .reg .pred done; wait_phase: mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; "
                 "@!done bra wait_phase; }")
-        self._emit(f'call void asm sideeffect "{text}", "r,r,~{{memory}}"({self._smem(byte_offset)}, {parity})')
+        self._emit(f'call void asm sideeffect "{text}", "r,r,~{{memory}}"({self._smem(byte_offset, index)}, '
+                   f'{parity})')
 
-    def tma_load(self, dst_offset: int, tensor_map: Any, coords: Sequence[Any], mbar_offset: int) -> None:
-        """Copy the box at ``coords`` (innermost first) into shared memory at ``dst_offset``;
-        out-of-bounds elements are zero-filled, and the bytes complete on the mbarrier."""
+    def tma_load(self, dst_offset: int, tensor_map: Any, coords: Sequence[Any], mbar_offset: int,
+                 dst_index: Any = None, mbar_index: Any = None) -> None:
+        """Copy the box at ``coords`` (innermost first) into shared memory at ``dst_offset``
+        (+ ``dst_index``); out-of-bounds elements are zero-filled, and the bytes complete on the
+        mbarrier at ``mbar_offset`` (+ ``mbar_index``)."""
         n = len(coords)
         places = ", ".join(f"${3 + i}" for i in range(n))
         text = (f"cp.async.bulk.tensor.{n}d.shared::cluster.global.mbarrier::complete_tx::bytes "
                 f"[$0], [$1, {{{places}}}], [$2];")
         cons = ",".join(["r", "l", "r"] + ["r"] * n + ["~{memory}"])
-        args = ", ".join([str(self._smem(dst_offset)), str(tensor_map), str(self._smem(mbar_offset)),
-                          *map(str, coords)])
+        args = ", ".join([str(self._smem(dst_offset, dst_index)), str(tensor_map),
+                          str(self._smem(mbar_offset, mbar_index)), *map(str, coords)])
         self._emit(f'call void asm sideeffect "{text}", "{cons}"({args})')
-
     def tma_store(self, tensor_map: Any, coords: Sequence[Any], src_offset: int) -> None:
         """Copy shared memory at ``src_offset`` to the box at ``coords``; out-of-bounds elements are
         not written.  One bulk group, waited for until its writes are done (so later accesses of

@@ -18,7 +18,8 @@ from . import memory, reductions, relayout, sorting  # noqa: F401  (register the
 from .emitter import Emitter
 from .lower import Lowering
 from .prepare import prepare
-from .tensorcore import TensorCoreEmitter, TensorCoreLowering, tma
+from .tensorcore import TensorCoreEmitter, TensorCoreLowering, tma, tma_claim
+from .tensorcore.tma_pipeline import lower_tma_pipelined  # noqa: F401  (registers the TMA FOR rule last)
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = L
     prepared = prepare(kernel, emitter, claim)
     lowering = walker(prepared, emitter, threads, options)
     code = lowering.run()
-    maps = tuple(spec.to_json() for spec in tma.maps_of(prepared)) if claim is not None else ()
+    maps = tuple(spec.to_json() for spec in tma.recorded_maps(lowering))
     return Lowered(code, emitter.name or kernel.name, threads, lowering.local_bytes, tuple(lowering.not_applied),
                    maps)
 
@@ -53,4 +54,4 @@ def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = L
 def lower_with_tensor_cores(kernel: Kernel, emitter: TensorCoreEmitter, options: Options) -> Lowered:
     """``lower`` with the tensor-core rules (``TC_RULES``) going first, and TMA copying the
     descriptor tiles it can (``tensorcore/tma.py``)."""
-    return lower(kernel, emitter, options, walker=TensorCoreLowering, claim=tma.claim)
+    return lower(kernel, emitter, options, walker=TensorCoreLowering, claim=tma_claim.claim)

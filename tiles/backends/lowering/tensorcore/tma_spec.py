@@ -36,19 +36,21 @@ class MapSpec:
     shape: tuple[Source, ...]
     strides: tuple[Source, ...]
     box: tuple[int, ...]
+    swizzle: int = 0           # bytes of a swizzled row (32, 64, 128; smem.py's pattern), 0: none
 
     def to_json(self) -> dict[str, Any]:
         return {"base": self.base, "dtype": self.dtype, "itemsize": self.itemsize, "box": list(self.box),
                 "shape": [[s.param, s.value] for s in self.shape],
-                "strides": [[s.param, s.value] for s in self.strides]}
+                "strides": [[s.param, s.value] for s in self.strides], "swizzle": self.swizzle}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> MapSpec:
         return cls(d["base"], d["dtype"], d["itemsize"], tuple(Source(p, v) for p, v in d["shape"]),
-                   tuple(Source(p, v) for p, v in d["strides"]), tuple(d["box"]))
+                   tuple(Source(p, v) for p, v in d["strides"]), tuple(d["box"]), d.get("swizzle", 0))
 
 
-def box_fits(box: Sequence[int], itemsize: int) -> bool:
-    """TMA's rules for a box without interleave or swizzle: 1 to 256 elements per dimension,
-    the innermost a multiple of 16 bytes."""
-    return all(1 <= b <= MAX_BOX for b in box) and box[-1] * itemsize % 16 == 0
+def box_fits(box: Sequence[int], itemsize: int, swizzle: int = 0) -> bool:
+    """TMA's rules for a box without interleave: 1 to 256 elements per dimension, the innermost
+    a multiple of 16 bytes and, when swizzled, no longer than the swizzle's row."""
+    inner = box[-1] * itemsize
+    return all(1 <= b <= MAX_BOX for b in box) and inner % 16 == 0 and (not swizzle or inner <= swizzle)
