@@ -34,8 +34,9 @@ class PTXTensorMemoryOps(LLVMBuilder, TMAEmitter):
         return self._val("i64", f"ptrtoint {at} to i64")
 
     def mbarrier_init(self, byte_offset: int, count: int) -> None:
-        self._emit(f'call void asm sideeffect "mbarrier.init.shared::cta.b64 [$0], {count};", '
-                   f'"r,~{{memory}}"({self._smem(byte_offset)})')
+        """Initialize the barrier for ``count`` arrivals, visible to the async proxy (TMA) too."""
+        self._emit(f'call void asm sideeffect "mbarrier.init.shared::cta.b64 [$0], {count}; '
+                   f'fence.mbarrier_init.release.cluster;", "r,~{{memory}}"({self._smem(byte_offset)})')
 
     def mbarrier_inval(self, byte_offset: int) -> None:
         self._emit('call void asm sideeffect "mbarrier.inval.shared::cta.b64 [$0];", '
