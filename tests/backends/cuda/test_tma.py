@@ -163,6 +163,15 @@ def test_encode_arguments_field_by_field():
         element_strides=(1, 1), interleave=0, swizzle=0, l2_promotion=2, oob_fill=0)
 
 
+@pytest.mark.parametrize("swizzle,mode", [(128, 3), (64, 2), (32, 1)])
+def test_encode_arguments_swizzle(swizzle, mode):
+    spec = MapSpec(0, "float16", 2, SPEC.shape, SPEC.strides, (64, swizzle // 2), swizzle)
+    args = tensor_map.encode_arguments(spec, [None, 100, 70, 72], 0x1000)
+    assert args is not None and args.swizzle == mode and args.box == (swizzle // 2, 64)
+    too_wide = MapSpec(0, "float16", 2, SPEC.shape, SPEC.strides, (64, swizzle), swizzle)
+    assert tensor_map.encode_arguments(too_wide, [None, 100, 70, 72], 0x1000) is None
+
+
 @pytest.mark.parametrize("values,address,why", [
     ([None, 100, 70, 72], None, "host memory"),
     ([None, 100, 70, 72], 0x1008, "base not 16-byte aligned"),
@@ -184,9 +193,10 @@ class FakeEncoder:
         self.status, self.calls = status, []
 
     def cuTensorMapEncodeTiled(self, out, dtype, rank, address, dims, strides, box, estrides, *modes):  # noqa: N802
+        assert out.value % 64 == 0, "CUtensorMap must be 64-byte aligned"
         self.calls.append(dict(dtype=dtype, rank=rank, address=address.value, dims=list(dims),
                                strides=list(strides), box=list(box), estrides=list(estrides), modes=modes))
-        ctypes.memmove(out, bytes(range(128)), 128)
+        ctypes.memmove(out.value, bytes(range(128)), 128)
         return self.status
 
 
@@ -200,7 +210,16 @@ def test_encode_passes_every_argument():
 
 
 def test_spec_json_round_trip():
-    assert MapSpec.from_json(SPEC.to_json()) == SPEC
+    rows = Source(op="mul", bits=32, args=(Source(1), Source(op="add", bits=32, args=(Source(2), Source(None, 3)))))
+    spec = MapSpec(0, "bfloat16", 2, (rows, Source(None, 64)), (Source(None, 64), Source(None, 1)), (64, 64), 128)
+    assert MapSpec.from_json(SPEC.to_json()) == SPEC and MapSpec.from_json(spec.to_json()) == spec
+
+
+def test_computed_sizes_wrap_as_the_kernel_computes_them():
+    rows = Source(op="mul", bits=32, args=(Source(0), Source(op="sub", bits=32, args=(Source(1), Source(None, 2)))))
+    assert rows.of([7, 12]) == 70
+    assert rows.of([2 ** 20, 2 ** 12 + 2]) == 0  # 2**32 wraps to 0 in int32
+    assert Source(op="mul", bits=32, args=(Source(0), Source(0))).of([50000]) == 50000 ** 2 - 2 ** 32
 
 
 # ---------------------------------------------------------------- the launcher's choice
@@ -311,6 +330,9 @@ def test_tma_store_matmul_matches_torch(tma_on, monkeypatch, m, n, k):
 
 
 def _sim_args(args):
+    """Every argument as the simulator takes it (the kernels here have no int argument equal to 1,
+    which the jit would specialize away)."""
+    assert 1 not in [a for a in args if not isinstance(a, np.ndarray)]
     return [x if isinstance(x, np.ndarray) else np.int32(x) for x in args]
 
 
@@ -329,6 +351,30 @@ def test_single_stage_copy_simulated(tma_on, rng, dtype, m, n, bm, bn, dm, dn):
     padded = np.zeros((m + 2 * bm + 20, n + 2 * bn + 20), dtype)
     padded[bm + 10:bm + 10 + m, bn + 10:bn + 10 + n] = x
     want = padded[bm + 10 + dm:bm + 10 + dm + m, bn + 10 + dn:bn + 10 + dn + n] * dtype(2)
+    np.testing.assert_array_equal(out, want)
+
+
+@tiles.jit
+def batched_rows_copy(x_ptr, out_ptr, B, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """Descriptors over B * M rows (a size the host computes from two parameters)."""
+    src = tl.make_tensor_descriptor(x_ptr, shape=[B * M, N], strides=[N, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[B * M, N], strides=[N, 1], block_shape=[BM, BN])
+    tile = src.load([tl.program_id(0) * BM + 3, tl.program_id(1) * BN])
+    dst.store([tl.program_id(0) * BM, tl.program_id(1) * BN], tile)
+
+
+def test_computed_size_simulated(tma_on, rng):
+    from tma_sim import run
+    b, m, n = 3, 7, 40
+    x = rng.standard_normal((b * m, n)).astype(np.float32)
+    out = np.full_like(x, 9)
+    args = (x, out, b, m, n)
+    c = batched_rows_copy.warmup(*args, backend="cuda", BM=8, BN=16, num_warps=4)
+    assert [MapSpec.from_json(d).shape[0].op for d in c.metadata["tensor_maps"]] == ["mul", "mul"]
+    sims = run(c.ir, _sim_args(args), (tiles.cdiv(b * m, 8), tiles.cdiv(n, 16)), 128)
+    assert sum(s.loads for s in sims) == len(sims)
+    want = np.zeros_like(x)
+    want[:-3] = x[3:]
     np.testing.assert_array_equal(out, want)
 
 

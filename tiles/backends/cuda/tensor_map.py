@@ -70,12 +70,14 @@ def encode_arguments(spec: MapSpec, values: Sequence[Any], address: int | None) 
 def encode(lib: Any, args: EncodeArguments) -> bytes | None:
     """The 128-byte map from ``lib.cuTensorMapEncodeTiled``; None when the driver refuses it."""
     u64s, u32s = ctypes.c_uint64 * args.rank, ctypes.c_uint32 * args.rank
-    out = (ctypes.c_uint64 * (MAP_BYTES // 8))()
+    room = ctypes.create_string_buffer(MAP_BYTES + 64)  # the driver wants the map 64-byte aligned
+    at = -ctypes.addressof(room) % 64
+    out = ctypes.c_void_p(ctypes.addressof(room) + at)
     status = lib.cuTensorMapEncodeTiled(
-        ctypes.byref(out), args.data_type, args.rank, ctypes.c_void_p(args.address), u64s(*args.dims),
+        out, args.data_type, args.rank, ctypes.c_void_p(args.address), u64s(*args.dims),
         (ctypes.c_uint64 * max(1, args.rank - 1))(*args.byte_strides), u32s(*args.box),
         u32s(*args.element_strides), args.interleave, args.swizzle, args.l2_promotion, args.oob_fill)
-    return bytes(out) if status == 0 else None
+    return room.raw[at:at + MAP_BYTES] if status == 0 else None
 
 
 class MapTable:

@@ -70,15 +70,28 @@ class TMAEmitter:
         raise NotImplementedError
 
 
-def _source(v: Value, params: dict[Value, int], defs: dict[Value, Instr]) -> Source | None:
-    """Where the host finds the int64 scalar ``v``: a parameter (maybe through a cast from
-    int32), a constant, else None."""
+_ARITH = {Op.ADD: "add", Op.SUB: "sub", Op.MUL: "mul"}
+
+
+def _source(v: Value, params: dict[Value, int], defs: dict[Value, Instr], depth: int = 8) -> Source | None:
+    """How the host computes the integer scalar ``v`` from the launch's values: a parameter, a
+    constant, an integer cast of one, or adds, subtracts and multiplies of them; else None."""
+    if v in params:
+        return Source(params[v])
     d = defs.get(v)
-    if d is not None and d.op is Op.CAST and d.operands[0] in params and d.operands[0].type.element.is_int:
-        return Source(params[d.operands[0]])
-    if d is not None and d.op is Op.CONST and isinstance(d.attrs.value, int):
+    if d is None or depth == 0 or not v.type.element.is_int or v.type.shape:  # type: ignore[union-attr]
+        return None
+    if d.op is Op.CONST and isinstance(d.attrs.value, int):
         return Source(None, int(d.attrs.value))
-    return Source(params[v]) if v in params else None
+    src = d.operands[0].type.element if d.operands else None
+    if d.op is Op.CAST and src is not None and src.is_int and src.is_signed and src.bits <= v.type.element.bits:
+        return _source(d.operands[0], params, defs, depth - 1)  # sign extension keeps the value
+    if d.op in _ARITH and v.type.element.is_signed:  # type: ignore[union-attr]
+        args = [_source(o, params, defs, depth - 1) for o in d.operands]
+        if None in args:
+            return None
+        return Source(op=_ARITH[d.op], args=tuple(args), bits=v.type.element.bits)  # type: ignore[arg-type, union-attr]
+    return None
 
 
 def spec_of(instr: Instr, kernel: Kernel, defs: dict[Value, Instr]) -> MapSpec | None:
