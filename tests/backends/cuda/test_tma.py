@@ -410,3 +410,59 @@ def test_pipelined_matmul_simulated(tma_on, rng, kernel, m, n, k, bm, bn, bk, wa
     want = a.astype(np.float32) @ (b.astype(np.float32) if kernel == "kn" else b.astype(np.float32).T)
     assert all(s.loads >= tiles.cdiv(k, bk) * 2 for s in sims)  # at least one copy per operand and step
     np.testing.assert_allclose(c.astype(np.float32), want, rtol=2e-2, atol=2e-2)
+
+
+@tiles.jit
+def persistent_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, PROGRAMS: tl.constexpr, BM: tl.constexpr,
+                           BN: tl.constexpr, BK: tl.constexpr):
+    """Each program loops over output tiles: the stages' mbarriers are set up again per tile, and
+    the store after the inner loop is a TMA store."""
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[K, 1], block_shape=[BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[N, K], strides=[K, 1], block_shape=[BN, BK])
+    c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    tiles_n = tl.cdiv(N, BN)
+    for tile in range(tl.program_id(0), tl.cdiv(M, BM) * tiles_n, PROGRAMS):
+        pm = tile // tiles_n
+        pn = tile % tiles_n
+        acc = tl.zeros((BM, BN), dtype=tl.float32)
+        for k in range(0, K, BK):
+            acc = tl.dot(a_desc.load([pm * BM, k]), b_desc.load([pn * BN, k]).T, acc)
+        c_desc.store([pm * BM, pn * BN], acc.to(tl.float16))
+
+
+@pytest.mark.parametrize("stages", [2, 3])
+def test_persistent_matmul_simulated(tma_on, rng, stages):
+    from tma_sim import run
+    m, n, k = 150, 130, 100
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((n, k)).astype(np.float16)
+    c = np.zeros((m, n), np.float16)
+    args = (a, b, c, m, n, k)
+    compiled = persistent_desc_matmul.warmup(*args, backend="cuda", PROGRAMS=4, BM=64, BN=64, BK=32, num_warps=4,
+                                             num_stages=stages)
+    assert len(compiled.metadata["tensor_maps"]) == 3
+    sims = run(compiled.ir, _sim_args(args), (4,), 128, num_stages=stages)
+    assert sum(s.stores for s in sims) == tiles.cdiv(m, 64) * tiles.cdiv(n, 64)
+    want = a.astype(np.float32) @ b.astype(np.float32).T
+    np.testing.assert_allclose(c.astype(np.float32), want, rtol=2e-2, atol=5e-2)
+
+
+@needs_gpu
+@pytest.mark.parametrize("dt", ["float16", "bfloat16"])
+@pytest.mark.parametrize("m,n,k,bm,bn,bk,warps,stages", [(512, 512, 1024, 128, 128, 64, 8, 3),
+                                                         (300, 200, 520, 64, 128, 64, 4, 4),
+                                                         (256, 256, 256, 128, 256, 64, 8, 2)])
+def test_tma_pipelined_matmul_matches_torch(tma_on, monkeypatch, dt, m, n, k, bm, bn, bk, warps, stages):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TILES_CUDA_ARCH", "")
+    gen = torch.Generator(device="cuda").manual_seed(m + n + k)
+    a = torch.randn((m, k), device="cuda", generator=gen).to(getattr(torch, dt))
+    b = torch.randn((n, k), device="cuda", generator=gen).to(getattr(torch, dt))
+    c = torch.zeros((m, n), device="cuda", dtype=torch.float32)
+    desc_matmul_nk[(tiles.cdiv(m, bm), tiles.cdiv(n, bn))](a, b, c, m, n, k, BM=bm, BN=bn, BK=bk, num_warps=warps,
+                                                           num_stages=stages, backend="cuda")
+    torch.testing.assert_close(c, a.float() @ b.float().T, rtol=1e-2, atol=1e-2)
+    c16 = torch.zeros((m, n), device="cuda", dtype=torch.float16)
+    persistent_desc_matmul[(7,)](a.half(), b.half(), c16, m, n, k, PROGRAMS=7, BM=bm, BN=bn, BK=bk, num_warps=warps,
+                                 num_stages=stages, backend="cuda")
+    torch.testing.assert_close(c16.float(), a.half().float() @ b.half().float().T, rtol=2e-2, atol=5e-2)

@@ -7,8 +7,9 @@ aligned, each size and stride is a constant or an integer parameter (the host re
 launch), the innermost stride is the constant 1 and the block fits a TMA box (<= 256 per axis,
 innermost row a multiple of 16 bytes).  Where it sits matters too:
 
-- outside loops that run ``tl.dot``: stores always, loads only in kernels without ``tl.dot``
-  (a loaded tile then never lives in MMA fragments); single-stage copies (``tma.py``);
+- not directly in the body of a loop that runs ``tl.dot`` (an outer persistent loop is fine):
+  stores always, loads only in kernels without ``tl.dot`` (a loaded tile then never lives in
+  MMA fragments); single-stage copies (``tma.py``);
 - the 16-bit 2-D loads that are the only operands of the DOTs of a ``FOR`` body (A, and B or
   the ``x`` of B = ``x.T``), each used by its DOT alone: staged by ``tma_pipeline.py``.  When
   that loop cannot be pipelined after all, the single-stage rule still serves them.
@@ -122,7 +123,8 @@ def spec_of(instr: Instr, kernel: Kernel, defs: dict[Value, Instr]) -> MapSpec |
 
 
 def _candidates(kernel: Kernel) -> list[Instr]:
-    """Descriptor accesses outside every loop that runs a DOT; loads only without any DOT."""
+    """Descriptor accesses not directly in the body of a loop that runs a DOT (they would keep
+    that loop from being pipelined); loads only in kernels without a DOT."""
     any_dot = any(i.op is Op.DOT for i in kernel.walk())
     out: list[Instr] = []
 
@@ -131,9 +133,8 @@ def _candidates(kernel: Kernel) -> list[Instr]:
             if instr.op in DESCRIPTOR and not in_dot_loop and not (instr.op is Op.DESC_LOAD and any_dot):
                 out.append(instr)
             for region in instr.regions:
-                runs_dot = instr.op in (Op.FOR, Op.WHILE) and any(
-                    i.op is Op.DOT for i in _walk(region.instrs))
-                visit(region.instrs, in_dot_loop or runs_dot)
+                runs_dot = instr.op in (Op.FOR, Op.WHILE) and any(i.op is Op.DOT for i in region.instrs)
+                visit(region.instrs, runs_dot or in_dot_loop and instr.op is Op.IF)
 
     visit(kernel.body.instrs, False)
     return out
@@ -179,13 +180,6 @@ def _dot_loop_feeds(kernel: Kernel) -> list[Instr]:
             if feeds:
                 out += feeds
     return out
-
-
-def _walk(instrs: list[Instr]):  # type: ignore[no-untyped-def]
-    for instr in instrs:
-        yield instr
-        for region in instr.regions:
-            yield from _walk(region.instrs)
 
 
 _switched_off = threading.local()
