@@ -466,3 +466,13 @@ def test_tma_pipelined_matmul_matches_torch(tma_on, monkeypatch, dt, m, n, k, bm
     persistent_desc_matmul[(7,)](a.half(), b.half(), c16, m, n, k, PROGRAMS=7, BM=bm, BN=bn, BK=bk, num_warps=warps,
                                  num_stages=stages, backend="cuda")
     torch.testing.assert_close(c16.float(), a.half().float() @ b.half().float().T, rtol=2e-2, atol=5e-2)
+
+
+def test_dot_loads_stay_on_cp_async_when_wgmma_does_not_fit(tma_on):
+    """BM = 32 runs mma.sync, whose cp.async pipeline stays; only the store takes TMA."""
+    a, b = np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16)
+    c = _compiled(desc_matmul_tma_store, (a, b, np.zeros((128, 128), np.float16), 128, 128, 64),
+                  BM=32, BN=64, BK=32, num_stages=3)
+    ptx = c.asm["ptx"]
+    assert "mma.sync" in ptx and "cp.async.cg.shared.global" in ptx
+    assert "shared::cluster" not in ptx and "bulk_group" in ptx

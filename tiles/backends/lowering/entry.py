@@ -37,13 +37,16 @@ class Lowered:
 Walker = Callable[[Kernel, Any, int, Options], Lowering]  # (kernel, emitter, threads, options)
 
 
+Claim = Callable[[Kernel, Emitter, int], Callable[[Instr], bool]]  # (kernel, emitter, threads) -> kept?
+
+
 def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = Lowering,
-          claim: Callable[[Kernel, Emitter], Callable[[Instr], bool]] | None = None) -> Lowered:
+          claim: Claim | None = None) -> Lowered:
     """Lower ``kernel`` onto ``emitter`` with ``options.threads(emitter.target)`` threads per program;
     ``walker`` makes the ``Lowering`` (``tensorcore.TensorCoreLowering`` adds the tensor-core rules);
     ``claim`` picks the descriptor accesses the walk lowers itself (``prepare``)."""
     threads = options.threads(emitter.target)
-    prepared = prepare(kernel, emitter, claim)
+    prepared = prepare(kernel, emitter, None if claim is None else lambda k, e: claim(k, e, threads))
     lowering = walker(prepared, emitter, threads, options)
     code = lowering.run()
     maps = tuple(spec.to_json() for spec in tma.recorded_maps(lowering))

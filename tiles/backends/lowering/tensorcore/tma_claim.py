@@ -31,6 +31,8 @@ from ....core.dtypes import PointerType
 from ....core.ir import Block, Instr, Kernel, Param, TileType, Value
 from ....core.ops import DESCRIPTOR, Op
 from ..emitter import Emitter, Handle
+from .emitter import TensorCoreEmitter
+from .plan import wgmma_fits
 from .tma_spec import MapSpec, Source, box_fits
 
 HIDDEN_PARAM = "tiles_tma_maps"
@@ -197,16 +199,17 @@ def disabled() -> Iterator[None]:
         _switched_off.on = before
 
 
-def claim(kernel: Kernel, emitter: Emitter) -> Callable[[Instr], bool]:
-    """The descriptor accesses of ``kernel`` (a prepare copy) TMA takes; with any, the hidden
-    maps parameter is appended to ``kernel.params``."""
+def claim(kernel: Kernel, emitter: Emitter, threads: int) -> Callable[[Instr], bool]:
+    """The descriptor accesses of ``kernel`` (a prepare copy, ``threads`` per program) TMA takes;
+    with any, the hidden maps parameter is appended to ``kernel.params``."""
     wanted = config.tma() and not getattr(_switched_off, "on", False)
     if not wanted or not isinstance(emitter, TMAEmitter) or not emitter.tma_ok():
         return lambda instr: False
     defs = {r: i for i in kernel.walk() for r in i.results}
     candidates = _candidates(kernel)
-    if getattr(emitter, "wgmma_ok", lambda: False)():
-        candidates += _dot_loop_feeds(kernel)
+    dots = [i for i in kernel.walk() if i.op is Op.DOT]
+    if isinstance(emitter, TensorCoreEmitter) and all(wgmma_fits(emitter, d, threads // 32) for d in dots):
+        candidates += _dot_loop_feeds(kernel)  # the plan will run every DOT as wgmma
     taken = {id(i) for i in candidates if spec_of(i, kernel, defs) is not None}
     if taken:
         kernel.params.append(Param(HIDDEN_PARAM, Value(TileType(PointerType(D.int8), ()), HIDDEN_PARAM), 16))
