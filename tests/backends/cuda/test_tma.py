@@ -476,3 +476,35 @@ def test_dot_loads_stay_on_cp_async_when_wgmma_does_not_fit(tma_on):
     ptx = c.asm["ptx"]
     assert "mma.sync" in ptx and "cp.async.cg.shared.global" in ptx
     assert "shared::cluster" not in ptx and "bulk_group" in ptx
+
+
+@tiles.jit
+def loop_of_loads(x_ptr, y_ptr, out_ptr, M, N, STEPS: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """Two single-stage TMA loads per iteration (an mbarrier set up and torn down for each)."""
+    a = tl.make_tensor_descriptor(x_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    b = tl.make_tensor_descriptor(y_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    o = tl.make_tensor_descriptor(out_ptr, shape=[BM, BN], strides=[BN, 1], block_shape=[BM, BN])
+    acc = tl.zeros((BM, BN), tl.float32)
+    for i in range(0, STEPS):
+        acc += a.load([i * BM, tl.program_id(0)]) * b.load([tl.program_id(0), i * BN])
+    o.store([0, 0], acc)
+
+
+def test_loads_in_a_loop_simulated(tma_on, rng):
+    from tma_sim import run
+    m, n = 40, 44
+    x, y = (rng.standard_normal((m, n)).astype(np.float32) for _ in range(2))
+    out = np.zeros((16, 16), np.float32)
+    args = (x, y, out, m, n)
+    c = loop_of_loads.warmup(*args, backend="cuda", STEPS=3, BM=16, BN=16, num_warps=4)
+    sims = run(c.ir, _sim_args(args), (1,), 128)
+    assert sims[0].loads == 6 and sims[0].stores == 1
+    want = sum(_window(x, i * 16, 0) * _window(y, 0, i * 16) for i in range(3))
+    np.testing.assert_allclose(out, want, rtol=1e-6)
+
+
+def _window(x, r0, c0, size=16):
+    out = np.zeros((size, size), x.dtype)
+    part = x[r0:r0 + size, c0:c0 + size]
+    out[:part.shape[0], :part.shape[1]] = part
+    return out
