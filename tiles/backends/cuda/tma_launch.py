@@ -6,7 +6,9 @@ built here reads each map's base address, sizes and strides from the launch's va
 the maps once per distinct set (``tensor_map.py``) and calls the plain launcher with the address
 appended.  When a launch's tensors break TMA's rules (host arrays, a base not 16-byte aligned, a
 stride that is not a positive multiple of 16 bytes...), it uses the same kernel compiled without
-TMA instead, built on first need.
+TMA instead, built on first need.  A launch with tensors not seen before copies their maps to
+the device and waits for the copy (``cuStreamSynchronize``): under CUDA graph capture, launch
+once with the same tensors before capturing.
 """
 
 from __future__ import annotations
