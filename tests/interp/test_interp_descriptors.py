@@ -180,3 +180,13 @@ def test_type_rule_rejects_bad_operands():
         infer(Op.DESC_LOAD, [ptr, i64, i64, i64, i32, i32], a)
     with pytest.raises(IRTypeError, match="value must be a float32 tile"):
         infer(Op.DESC_STORE, [ptr, i64, i64, i64, i64, i32, i32, TileType(D.float32, (8, 4))], a)
+
+
+def test_checked_mode_checks_descriptor_accesses_as_masked_ones(rng):
+    from tiles.core.checked import instrument
+    x = rng.standard_normal((8, 8)).astype(np.float32)
+    ir = shifted_copy.warmup(x, x.copy(), 8, 8, 8, 8, 0, 0, backend="interpreter", BM=4, BN=4).ir
+    checked, _ = instrument(copy.deepcopy(ir))
+    verify(checked)
+    ops = [i.op for i in checked.walk()]
+    assert Op.DESC_LOAD not in ops and Op.DESC_STORE not in ops and Op.LOAD in ops
