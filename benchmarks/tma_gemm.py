@@ -76,7 +76,7 @@ COLUMNS = ("tiles", "tiles+tma", "triton")
 
 @contextlib.contextmanager
 def tma(on: bool) -> Iterator[None]:
-    """TILES_TMA for the compile that the first launch of a configuration triggers."""
+    """TILES_TMA for the compiles and launches of one column."""
     before = os.environ.get("TILES_TMA")
     os.environ["TILES_TMA"] = "1" if on else "0"
     try:
@@ -145,15 +145,16 @@ def main() -> None:
                 for cfg in CONFIGS:
                     name = "x".join(map(str, cfg[:3])) + f" w{cfg[3]} s{cfg[4]}"
                     try:
-                        c.zero_()
-                        with tma(col == "tiles+tma"):
+                        with tma(col == "tiles+tma"):  # the compile and every launch see the same setting
+                            c.zero_()
                             launch(mod, cfg, extra[col])
-                        torch.cuda.synchronize()
-                        err = ((c.float() - ref).norm() / ref.norm()).item()
-                        if not err < 1e-2:
-                            print(f"  {label} {col} {name}: wrong result (rel {err:.2e})")
-                            continue
-                        ms = do_bench(lambda: launch(mod, cfg, extra[col]), warmup=25, rep=100, return_mode="median")
+                            torch.cuda.synchronize()
+                            err = ((c.float() - ref).norm() / ref.norm()).item()
+                            if not err < 1e-2:
+                                print(f"  {label} {col} {name}: wrong result (rel {err:.2e})")
+                                continue
+                            ms = do_bench(lambda: launch(mod, cfg, extra[col]), warmup=25, rep=100,
+                                          return_mode="median")
                     except Exception as e:  # a config that fails to compile: report it, go on
                         print(f"  {label} {col} {name}: failed: {type(e).__name__}: {str(e)[:160]}")
                         continue
