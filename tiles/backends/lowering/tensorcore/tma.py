@@ -60,6 +60,14 @@ def _coords(lw: TensorCoreLowering, instr: Instr) -> list[Handle]:
     return [lw.env[v][0] for v in reversed(descriptor_operands(instr).offsets)]
 
 
+def _width(vec: int, itemsize: int) -> int:
+    """Elements per local-memory access: the layout's chunk, at most 16 bytes."""
+    w = vec
+    while w > 1 and w * itemsize > 16:
+        w //= 2
+    return w
+
+
 def _first_thread(lw: TensorCoreLowering) -> Handle:
     e = lw.e
     return e.binary(Op.EQ, e.thread_id(), lw.const(0, D.int32), D.int32)
@@ -86,7 +94,9 @@ def _desc_load(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
     lw.e.when(first, issue)
     e.mbarrier_wait(mbar, lw.const(0, D.int32))
     lay = lw.layout(instr.results[0])
-    values = [lw.e.local_load(0, lw.idx(lw.flat_index(lay, j)), dtype) for j in range(lay.per_thread)]
+    w = _width(lay.vec, dtype.itemsize)
+    values = [h for j in range(0, lay.per_thread, w)
+              for h in lw.e.local_load_vector(0, lw.idx(lw.flat_index(lay, j)), w, dtype)]
     lw.e.barrier()
     lw.e.when(first, lambda: e.mbarrier_inval(mbar))
     lw.e.barrier()
@@ -102,8 +112,10 @@ def _desc_store(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
     dtype = value.type.element
     lw.reserve_local(math.prod(instr.attrs.block_shape) * dtype.itemsize)
     lay = lw.layout(value)
-    for j, h in enumerate(lw.env[value]):
-        lw.e.local_store(0, lw.idx(lw.flat_index(lay, j)), h, dtype, lw.owner(lay, j))
+    handles = lw.env[value]
+    w = _width(lay.vec, dtype.itemsize)
+    for j in range(0, lay.per_thread, w):
+        lw.e.local_store_vector(0, lw.idx(lw.flat_index(lay, j)), handles[j:j + w], dtype, lw.owner(lay, j))
     e.fence_proxy_async()
     lw.e.barrier()
     tensor_map, coords = map_handle(lw, instr), _coords(lw, instr)
