@@ -181,6 +181,10 @@ class CUDABackend(Backend):
                args: Sequence[LaunchArg], stream: Any = None) -> None:
         """Run on the arguments' device, on ``stream`` (see ``runtime``'s docstring)."""
         from . import runtime
+        if compiled.extra.get("tensor_maps"):  # the maps' address is a hidden argument (tma_launch.py)
+            plan = [(i, a.name, a.is_pointer, a.writable) for i, a in enumerate(args)]
+            self.make_launcher(compiled, plan)(grid, [a.value for a in args], stream)
+            return
         runtime.launch(self._loaded(compiled), grid, compiled.threads, args, stream)
 
     # -- tiles.runtime.driver's questions, answered by the driver --------------------------
