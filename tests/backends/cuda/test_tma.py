@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import shutil
+import struct
 
 import numpy as np
 import pytest
@@ -508,3 +509,65 @@ def _window(x, r0, c0, size=16):
     part = x[r0:r0 + size, c0:c0 + size]
     out[:part.shape[0], :part.shape[1]] = part
     return out
+
+
+# ---------------------------------------------------------------- the real launchers over a fake libcuda
+
+
+@pytest.fixture
+def fake_lib(monkeypatch):
+    from fake_libcuda import FakeLibCUDA
+
+    from tiles.backends.cuda import runtime, tma_launch
+    from tiles.backends.cuda.driver import Driver
+
+    class WithTMA(FakeLibCUDA):
+        encodes: list = []
+
+        def cuTensorMapEncodeTiled(self, out, dtype, rank, address, dims, strides, box, *rest):  # noqa: N802
+            self.encodes.append((dtype, rank, address.value, list(dims[:rank]), list(strides[:rank - 1]),
+                                 list(box[:rank])))
+            ctypes.memmove(out.value, bytes([len(self.encodes)]) * 128, 128)
+            return 0
+
+        def cuStreamSynchronize(self, stream):  # noqa: N802
+            return 0
+
+    fake = WithTMA(devices=1)
+    fake.encodes = []
+    runtime.use_driver(Driver(fake))
+    monkeypatch.setattr(tma_launch, "_TABLE", tensor_map.MapTable())
+    yield fake
+    runtime.use_driver(None)
+
+
+@pytest.mark.parametrize("keyed", [False, True])
+def test_launchers_pass_the_maps_and_fall_back(tma_on, fake_lib, keyed):
+    from fake_libcuda import FakeTensor
+
+    from tiles.backends.cuda import CUDABackend
+    from tiles.core.dtypes import PointerType
+    m, n = 64, 40
+    x = np.zeros((m, 48), np.float16)
+    values = [x, np.zeros_like(x), m, n, 48, 48, 0, 0]
+    compiled = desc_copy.warmup(*values, backend="cuda", BM=32, BN=8, num_warps=4)
+    assert len(compiled.metadata["tensor_maps"]) == 2
+    names = desc_copy.arg_names
+    plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out_ptr")
+            for p in compiled.ir.params]
+    tensors = [FakeTensor(fake_lib, x.tobytes()), FakeTensor(fake_lib, x.tobytes())]
+    on_device = [*tensors, *values[2:]]
+    backend = CUDABackend()
+    launcher = (backend.make_keyed_launcher(compiled, plan, on_device) if keyed
+                else backend.make_launcher(compiled, plan))
+    launcher((2, 5, 1), on_device)
+    launcher((2, 5, 1), on_device)
+    *params, maps, gx, gy, gz = struct.unpack("@QQ6iQ3i", fake_lib.launches[0].arguments)
+    assert params == [tensors[0].address, tensors[1].address, m, n, 48, 48, 0, 0] and (gx, gy, gz) == (2, 5, 1)
+    assert fake_lib.read(maps, 256) == bytes([1]) * 128 + bytes([2]) * 128
+    assert fake_lib.launches[1].arguments == fake_lib.launches[0].arguments  # encoded once
+    assert fake_lib.encodes == [(6, 2, tensors[0].address, [n, m], [96], [8, 32]),
+                                (6, 2, tensors[1].address, [n, m], [96], [8, 32])]
+    launcher((2, 5, 1), [*tensors, m, n, 47, 48, 0, 0])  # a 94-byte row: the kernel without TMA
+    assert len(fake_lib.launches[2].arguments) == struct.calcsize("@QQ6i3i")
+    assert len(fake_lib.modules_loaded) == 2
