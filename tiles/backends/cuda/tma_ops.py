@@ -17,6 +17,8 @@ from ..llvm.builder import LLVMBuilder, Reg
 from ..lowering.tensorcore.tma_claim import TMAEmitter
 from .mma_ops import sm_version
 
+WAIT_TRIES = 1 << 26
+
 
 class PTXTensorMemoryOps(LLVMBuilder, TMAEmitter):
     def tma_ok(self) -> bool:
@@ -48,9 +50,13 @@ class PTXTensorMemoryOps(LLVMBuilder, TMAEmitter):
                    f'{nbytes};", "r,~{{memory}}"({self._smem(byte_offset, index)})')
 
     def mbarrier_wait(self, byte_offset: int, parity: Any, index: Any = None) -> None:
-        """Spin until the barrier's phase with parity ``parity`` (an i32 handle) has completed."""
-        text = ("{ .reg .pred done; wait_phase: mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; "
-                "@!done bra wait_phase; }")
+        """Spin until the barrier's phase with parity ``parity`` (an i32 handle) has completed;
+        after 2**26 unsuccessful tries (seconds at least) trap, so a copy that never lands is a
+        launch error rather than a hung GPU."""
+        text = ("{ .reg .pred done, more; .reg .u32 tries; mov.u32 tries, 0; "
+                "wait_phase: mbarrier.try_wait.parity.shared::cta.b64 done, [$0], $1; @done bra wait_done; "
+                f"add.u32 tries, tries, 1; setp.lt.u32 more, tries, {WAIT_TRIES}; @more bra wait_phase; trap; "
+                "wait_done: }")
         self._emit(f'call void asm sideeffect "{text}", "r,r,~{{memory}}"({self._smem(byte_offset, index)}, '
                    f'{parity})')
 
