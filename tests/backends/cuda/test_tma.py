@@ -573,3 +573,79 @@ def test_launchers_pass_the_maps_and_fall_back(tma_on, fake_lib, keyed):
     launcher((2, 5, 1), [*tensors, m, n, 47, 48, 0, 0])  # a 94-byte row: the kernel without TMA
     assert len(fake_lib.launches[2].arguments) == struct.calcsize("@QQ6i3i")
     assert len(fake_lib.modules_loaded) == 2
+
+
+@tiles.jit
+def desc_attention(Q, K, V, Out, sm_scale, ROWS, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr):
+    """Triton's tutorial attention in its descriptor form: Q before the loop (hoisted into
+    registers), K read as k.T, P repacked from S; K and V staged by TMA."""
+    start_m = tl.program_id(0)
+    offset_y = tl.program_id(1) * N_CTX
+    desc_q = tl.make_tensor_descriptor(Q, shape=[ROWS, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K, shape=[ROWS, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V, shape=[ROWS, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    desc_o = tl.make_tensor_descriptor(Out, shape=[ROWS, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale * 1.44269504
+    q = desc_q.load([offset_y + start_m * BLOCK_M, 0])
+    for start_n in range(0, N_CTX, BLOCK_N):
+        k = desc_k.load([offset_y + start_n, 0]).T
+        qk = tl.dot(q, k)
+        m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+        p = tl.math.exp2(qk * qk_scale - m_ij[:, None])
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([offset_y + start_n, 0])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_ij
+    desc_o.store([offset_y + start_m * BLOCK_M, 0], (acc / l_i[:, None]).to(tl.float16))
+
+
+def _attention_reference(q, k, v, scale):
+    s = q.astype(np.float32) @ np.swapaxes(k.astype(np.float32), -1, -2) * scale
+    p = np.exp(s - s.max(-1, keepdims=True))
+    return (p / p.sum(-1, keepdims=True)) @ v.astype(np.float32)
+
+
+@pytest.mark.parametrize("d,n_ctx,bm,bn,warps,stages", [(64, 128, 64, 64, 4, 2), (64, 192, 64, 64, 4, 3),
+                                                        (32, 128, 64, 32, 4, 1)])
+def test_attention_stages_k_and_v_with_tma_simulated(tma_on, rng, d, n_ctx, bm, bn, warps, stages):
+    from tma_sim import run
+    heads = 2
+    q, k, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
+    o = np.zeros_like(q)
+    args = (q, k, v, o, 0.3, heads * n_ctx, n_ctx)
+    c = desc_attention.warmup(*args, backend="cuda", HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps,
+                              num_stages=stages)
+    ptx = c.asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.shared::cluster" in ptx and "cp.async.cg" not in ptx
+    assert [MapSpec.from_json(m).base for m in c.metadata["tensor_maps"]] == [1, 2, 3]  # K, V, Out
+    if shutil.which("ptxas"):
+        toolchain.ptxas_info(ptx, "sm_90a")
+    sim_args = [x if isinstance(x, np.ndarray) else np.float32(x) if isinstance(x, float) else np.int32(x)
+                for x in args]
+    run(c.ir, sim_args, (n_ctx // bm, heads), warps * 32, num_stages=stages)
+    np.testing.assert_allclose(o.astype(np.float32), _attention_reference(q, k, v, 0.3), atol=3e-3, rtol=1e-2)
+
+
+@needs_gpu
+@pytest.mark.parametrize("d,bm,bn,warps,stages", [(64, 128, 64, 8, 3), (128, 128, 64, 8, 2), (64, 64, 64, 4, 3)])
+def test_tma_attention_matches_torch(tma_on, monkeypatch, d, bm, bn, warps, stages):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TILES_CUDA_ARCH", "")
+    heads, n_ctx = 4, 1024
+    gen = torch.Generator(device="cuda").manual_seed(d * bm)
+    q, k, v = (torch.randn((heads, n_ctx, d), device="cuda", generator=gen).half() for _ in range(3))
+    o = torch.empty_like(q)
+    desc_attention[(n_ctx // bm, heads)](q, k, v, o, 0.125, heads * n_ctx, n_ctx, HEAD_DIM=d, BLOCK_M=bm,
+                                         BLOCK_N=bn, num_warps=warps, num_stages=stages, backend="cuda")
+    want = torch.softmax(q.float() @ k.float().transpose(-1, -2) * 0.125, -1) @ v.float()
+    torch.testing.assert_close(o.float(), want, atol=2e-2, rtol=2e-2)

@@ -10,9 +10,10 @@ innermost row a multiple of 16 bytes).  Where it sits matters too:
 - not directly in the body of a loop that runs ``tl.dot`` (an outer persistent loop is fine):
   stores always, loads only in kernels without ``tl.dot`` (a loaded tile then never lives in
   MMA fragments); single-stage copies (``tma.py``);
-- the 16-bit 2-D loads that are the only operands of the DOTs of a ``FOR`` body (A, and B or
-  the ``x`` of B = ``x.T``), each used by its DOT alone: staged by ``tma_pipeline.py``.  When
-  that loop cannot be pipelined after all, the single-stage rule still serves them.
+- the 16-bit 2-D loads that are the operands of the DOTs of a ``FOR`` body (A, and B or the
+  ``x`` of B = ``x.T``), each used by its DOT alone, when no operand is a pointer load (an A
+  from registers, as attention's, is fine): staged by ``tma_pipeline.py``.  When that loop
+  cannot be pipelined after all, the single-stage rule still serves them.
 
 Off unless ``TILES_TMA=1`` (``config.tma``) until measured on a GPU.
 """
@@ -153,22 +154,38 @@ def _use_counts(kernel: Kernel) -> dict[Value, int]:
     return uses
 
 
+def _feed_load(v: Value, producers: dict[Value, Instr], uses: dict[Value, int]) -> Instr | None:
+    """The DESC_LOAD TMA can stage for a DOT operand ``v``: 2-D, 16-bit, rows a multiple of 32
+    bytes, used by its DOT alone."""
+    p = producers.get(v)
+    if p is None or p.op is not Op.DESC_LOAD or uses.get(v) != 1 or len(v.type.shape) != 2 \
+            or v.type.element.name not in ("float16", "bfloat16") or v.type.shape[-1] * 2 % 32:
+        return None
+    return p
+
+
 def dot_feeds(body: Block, uses: dict[Value, int]) -> list[Instr] | None:
-    """The DESC_LOADs that are the operands of every DOT directly in ``body`` (B possibly
-    through a transpose), each 2-D 16-bit and used by its DOT alone; None when some DOT operand
-    is anything else."""
+    """The DESC_LOADs TMA stages for the DOTs directly in ``body``: every B (possibly through a
+    transpose) and every A read from memory; an A computed otherwise (attention's P, or a tile
+    from before the loop) is left to registers.  None when some operand is a load TMA cannot
+    stage (a pointer load, or a descriptor load it cannot copy)."""
     producers = {r: i for i in body.instrs for r in i.results}
     feeds: list[Instr] = []
     for dot in (i for i in body.instrs if i.op is Op.DOT):
-        for n, v in enumerate(dot.operands[:2]):
-            p = producers.get(v)
-            if n == 1 and p is not None and p.op is Op.PERMUTE and p.attrs.order == (1, 0) and uses.get(v) == 1:
-                v = p.operands[0]
-                p = producers.get(v)
-            if p is None or p.op is not Op.DESC_LOAD or uses.get(v) != 1 or len(v.type.shape) != 2 \
-                    or v.type.element.name not in ("float16", "bfloat16") or v.type.shape[-1] * 2 % 32:
+        a, b = dot.operands[:2]
+        p = producers.get(b)
+        if p is not None and p.op is Op.PERMUTE and p.attrs.order == (1, 0) and uses.get(b) == 1:
+            b = p.operands[0]
+        b_load = _feed_load(b, producers, uses)
+        if b_load is None:
+            return None
+        feeds.append(b_load)
+        a_producer = producers.get(a)
+        if a_producer is not None and a_producer.op in (Op.LOAD, Op.DESC_LOAD):
+            a_load = _feed_load(a, producers, uses)
+            if a_load is None:
                 return None
-            feeds.append(p)
+            feeds.append(a_load)
     return feeds
 
 

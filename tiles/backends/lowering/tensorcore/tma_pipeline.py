@@ -1,7 +1,9 @@
 """Software pipelining of ``tl.dot`` loops fed by tensor descriptors, through TMA (sm_90a, wgmma).
 
-A ``FOR`` whose DOTs read only DESC_LOADs that ``tma_claim.py`` kept (A, and B or the ``x`` of
-B = ``x.T``) gets ``num_stages`` rotating stage buffers in the local-memory arena, laid out
+A ``FOR`` whose DOTs read DESC_LOADs that ``tma_claim.py`` kept (B or the ``x`` of B = ``x.T``,
+and A unless A is already in registers: repacked from a previous product, or loop-invariant and
+hoisted before the loop as in ``pipeline.py``) gets ``num_stages`` rotating stage buffers in
+the local-memory arena, laid out
 exactly as ``wgmma`` reads its operands (``smem.Swizzled``: column blocks of 128/64/32-byte
 rows, 16-byte chunks XORed with the row), and one mbarrier per stage after them.  Thread 0
 fills a stage with one ``cp.async.bulk.tensor`` per column block of each operand, using a
@@ -32,8 +34,9 @@ from ....core.ops import Op
 from ..emitter import Handle
 from .base import TC_RULES, TensorCoreLowering, tc_rule
 from .fragments import publish
-from .pipeline import Pipe, _keep, _moves_nothing
-from .rules import lower_carried_body, mma_handles
+from .pipeline import Pipe, _keep, _moves_nothing, hoistable
+from .plan import MMALayout
+from .rules import hoist_a, lower_carried_body, mma_handles
 from .smem import Swizzled
 from .tma import map_handle
 from .tma_claim import TMAEmitter, dot_feeds
@@ -56,6 +59,7 @@ class Feed:
 class TMAPipe:
     dots: list[Instr]
     feeds: list[Feed]
+    hoisted: list[Instr]  # DOTs whose loop-invariant A is loaded into registers first
     slice: list[Instr]  # body instructions the feeds' offsets need, in order
     step: int
     stages: int
@@ -88,16 +92,23 @@ def find_tma_pipe(lw: TensorCoreLowering, instr: Instr) -> TMAPipe | None:
     if not loads:  # (every DESC_LOAD left in the prepared kernel is one TMA claimed)
         return None
     dots = [i for i in body.instrs if i.op is Op.DOT]
-    if any(d not in plan.dots or d in plan.a_regs for d in dots):
+    if any(d not in plan.dots for d in dots):
         return None
     feeds: list[Feed] = []
+    hoisted: list[Instr] = []
     at = 0
     by_result = {ld.result: ld for ld in loads}
+    inside = {r for i in walk_block(body) for r in i.results} | set(body.args)
     for dot in dots:
         ops = operands(plan, dot)
         for n, tile in ((0, ops.a), (1, ops.b)):
             v = plan.b_rows.get(dot, dot.operands[1]) if n == 1 else dot.operands[0]
             load = by_result.get(v)
+            if load is None and n == 0 and dot in plan.a_regs:
+                continue  # A repacked from a previous product's registers
+            if load is None and n == 0 and v not in inside and hoistable(plan, dot):
+                hoisted.append(dot)  # a loop-invariant A, loaded into registers before the loop
+                continue
             if load is None or (n == 1 and ops.b_k_major and dot not in plan.b_rows):
                 return None  # B written transposed element by element: not a copy
             feeds.append(Feed(load, dot, n, tile, at))
@@ -117,7 +128,6 @@ def find_tma_pipe(lw: TensorCoreLowering, instr: Instr) -> TMAPipe | None:
             return None
         needed.add(p)
         todo.extend(p.operands)
-    inside = {r for i in walk_block(body) for r in i.results} | set(body.args)
     for i in body.instrs:  # nothing else in the body may use local memory (it holds the stages)
         if i in dots or i in loads or i in needed or _moves_nothing(lw, i, defs):
             continue
@@ -125,7 +135,8 @@ def find_tma_pipe(lw: TensorCoreLowering, instr: Instr) -> TMAPipe | None:
             return None
     if any(v in plan.blocked for v in inside):
         return None
-    return TMAPipe(dots, feeds, [i for i in body.instrs if i in needed], step_def.attrs.value, max(1, stages), at)
+    return TMAPipe(dots, feeds, hoisted, [i for i in body.instrs if i in needed], step_def.attrs.value,
+                   max(1, stages), at)
 
 
 def _issue(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
@@ -164,6 +175,10 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
     (body,) = instr.regions
     iv_arg = body.args[0]
     iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]
+    for dot in pipe.hoisted:
+        lay = plan.values[dot.result]
+        assert isinstance(lay, MMALayout)
+        hoist_a(lw, dot, plan.dots[dot], lay)
     S = pipe.stages  # noqa: N806
     keep = _keep(lw, Pipe(pipe.dots, [], [], [], pipe.step, S), body)
     ahead_by = S - 1 - keep  # stages in flight ahead of the one being read
