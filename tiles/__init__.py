@@ -27,9 +27,9 @@ _allocator: object = None
 
 
 def set_allocator(allocator: object) -> None:
-    """Triton's scratch allocator for tensor descriptors built on the device.  tiles lowers
-    descriptors to bounds-masked pointer accesses and needs no scratch: the allocator is kept,
-    never called."""
+    """Triton's scratch allocator for tensor descriptors built on the device.  tiles needs no
+    scratch (descriptors are bounds-masked pointer accesses, or TMA copies whose tensor maps
+    the host encodes at launch): the allocator is kept, never called."""
     global _allocator
     _allocator = allocator
 

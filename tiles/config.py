@@ -15,6 +15,7 @@
 | ``TILES_PRINT_AUTOTUNING=1`` | print each configuration tried, why one failed, and the one the autotuner picks |
 | ``TILES_OPENCL_DEVICE`` | OpenCL device: index into all devices, or part of "<platform> <device>" |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
+| ``TILES_TMA=1`` | cuda, sm_90+: copy tensor-descriptor tiles with TMA where it applies (lowering/tensorcore/tma.py) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
 """
 
@@ -53,6 +54,10 @@ def dump_stages(produced: Iterable[str] = ()) -> set[str]:
                          f"{', '.join(map(repr, unknown))}; known stages: {', '.join(known)} "
                          "(give one or more, separated by commas, e.g. TILES_DUMP=ir,ptx)")
     return names
+
+
+def tma() -> bool:
+    return _flag("TILES_TMA")
 
 
 def check_ir() -> bool:

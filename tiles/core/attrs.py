@@ -148,6 +148,18 @@ class Atomic:
 
 
 @dataclass(frozen=True)
+class Descriptor:
+    """DESC_LOAD / DESC_STORE: the tile's ``block_shape``; operands are (base, shape x n, strides x n,
+    offsets x n[, value]) with n = len(block_shape), shape and strides int64, offsets int32."""
+
+    block_shape: tuple[int, ...]
+
+    @property
+    def ndim(self) -> int:
+        return len(self.block_shape)
+
+
+@dataclass(frozen=True)
 class Message:
     """DEVICE_ASSERT / DEVICE_PRINT text."""
 
@@ -175,6 +187,7 @@ ATTRS_OF: dict[Op, tuple[type, ...]] = {
     Op.REDUCE: (Reduce,), Op.SCAN: (Reduce,), Op.ARGREDUCE: (ArgReduce,), Op.SORT: (Sort,),
     Op.HISTOGRAM: (Histogram,), Op.GATHER: (Gather,), Op.DOT: (Dot,), Op.LOAD: (Load,),
     Op.STORE: (Store,), Op.ATOMIC: (Atomic,), Op.ATOMIC_CAS: (Atomic,),
+    Op.DESC_LOAD: (Descriptor,), Op.DESC_STORE: (Descriptor,),
     Op.DEVICE_ASSERT: (Message, _NONE), Op.DEVICE_PRINT: (Message, _NONE), Op.FOR: (Loop, _NONE),
 }
 """The attribute record each op carries (the verifier checks it); an op not listed carries None."""

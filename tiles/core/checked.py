@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import attrs as A
+from .descriptors import desugar_descriptors
 from .dtypes import DType, PointerType, int32, int64
 from .ir import Block, Instr, Kernel, Loc, Param, TileType, Value
 from .kinds import AtomicKind
@@ -308,6 +309,7 @@ class _Instrumenter:
 
 def instrument(kernel: Kernel) -> tuple[Kernel, CheckPlan]:
     """``kernel`` with bounds checks and error recording (changed in place), and its plan."""
+    desugar_descriptors(kernel)  # descriptor accesses are checked as the masked accesses they mean
     origins = _OriginAnalysis(kernel)
     inst = _Instrumenter(kernel, origins)
     inst.block(kernel.body)

@@ -89,6 +89,8 @@ class Op(enum.Enum):
     STORE = "store"
     ATOMIC = "atomic"
     ATOMIC_CAS = "atomic_cas"
+    DESC_LOAD = "desc_load"
+    DESC_STORE = "desc_store"
     # control flow
     FOR = "for"
     WHILE = "while"
@@ -168,6 +170,10 @@ DOCS: dict[Op, str] = {
     Op.STORE: "*p = v where mask",
     Op.ATOMIC: "r = old *p; *p = op(*p, v) where mask, atomically",
     Op.ATOMIC_CAS: "r = old *p; *p = v if old == cmp, atomically",
+    Op.DESC_LOAD: ("r[i] = base[sum((off + i) * strides)] where 0 <= off + i < shape on every axis, else 0  "
+                   "(operands: base, shape..., strides..., offsets...; a `block_shape` tile)"),
+    Op.DESC_STORE: ("base[sum((off + i) * strides)] = v[i] where 0 <= off + i < shape on every axis; "
+                    "other elements are not written (operands: base, shape..., strides..., offsets..., v)"),
     Op.FOR: "for iv in range(lb, ub, step): carried = body(iv, carried); r = carried",
     Op.WHILE: "while cond(carried): carried = body(carried); r = carried",
     Op.IF: "r = then() if c else otherwise()",
@@ -192,11 +198,12 @@ ELEMENTWISE = (UNARY_ARITH | BINARY_ARITH | COMPARISON | MATH
 CREATION = frozenset({Op.CONST, Op.ARANGE, Op.PROGRAM_ID, Op.NUM_PROGRAMS})
 SHAPE = frozenset({Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.JOIN, Op.SPLIT, Op.CAT})
 REDUCTION = frozenset({Op.REDUCE, Op.ARGREDUCE, Op.SCAN, Op.SORT, Op.HISTOGRAM, Op.GATHER})
-MEMORY = frozenset({Op.LOAD, Op.STORE, Op.ATOMIC, Op.ATOMIC_CAS})
+MEMORY = frozenset({Op.LOAD, Op.STORE, Op.ATOMIC, Op.ATOMIC_CAS, Op.DESC_LOAD, Op.DESC_STORE})
+DESCRIPTOR = frozenset({Op.DESC_LOAD, Op.DESC_STORE})
 ATOMICS = frozenset({Op.ATOMIC, Op.ATOMIC_CAS})
 CONTROL = frozenset({Op.FOR, Op.WHILE, Op.IF})
 DEBUG = frozenset({Op.DEVICE_ASSERT, Op.DEVICE_PRINT, Op.BARRIER})
-SIDE_EFFECTS = frozenset({Op.STORE, Op.ATOMIC, Op.ATOMIC_CAS, Op.DEVICE_ASSERT,
+SIDE_EFFECTS = frozenset({Op.STORE, Op.DESC_STORE, Op.ATOMIC, Op.ATOMIC_CAS, Op.DEVICE_ASSERT,
                           Op.DEVICE_PRINT, Op.BARRIER})
 
 FAMILIES: dict[str, frozenset[Op]] = {

@@ -239,6 +239,38 @@ def _nothing(_: Sequence[TileType], __: Any) -> tuple[TileType, ...]:
     return ()
 
 
+def _descriptor_operands(op: Op, types: Sequence[TileType], a: A.Descriptor, extra: int) -> PointerType:
+    n = a.ndim
+    if len(types) != 1 + 3 * n + extra:
+        raise IRTypeError(f"{op.value}: expected base, {n} shapes, {n} strides, {n} offsets"
+                          f"{' and a value' if extra else ''}; got {len(types)} operands")
+    base = types[0]
+    if not isinstance(base.dtype, PointerType) or base.shape:
+        raise IRTypeError(f"{op.value}: the base must be a scalar pointer, got {base}")
+    for t in types[1:1 + 2 * n]:
+        if t != TileType(int64, ()):
+            raise IRTypeError(f"{op.value}: shapes and strides must be int64 scalars, got {t}")
+    for t in types[1 + 2 * n:1 + 3 * n]:
+        if t != TileType(int32, ()):
+            raise IRTypeError(f"{op.value}: offsets must be int32 scalars, got {t}")
+    return base.dtype
+
+
+@_rule(Op.DESC_LOAD)
+def _desc_load(types: Sequence[TileType], a: A.Descriptor) -> tuple[TileType, ...]:
+    base = _descriptor_operands(Op.DESC_LOAD, types, a, 0)
+    return (TileType(base.element, a.block_shape),)
+
+
+@_rule(Op.DESC_STORE)
+def _desc_store(types: Sequence[TileType], a: A.Descriptor) -> tuple[TileType, ...]:
+    base = _descriptor_operands(Op.DESC_STORE, types, a, 1)
+    if types[-1] != TileType(base.element, a.block_shape):
+        raise IRTypeError(f"desc_store: the value must be a {base.element} tile of shape {a.block_shape}, "
+                          f"got {types[-1]}")
+    return ()
+
+
 @_rule(Op.ATOMIC, Op.ATOMIC_CAS)
 def _atomic(types: Sequence[TileType], _: A.Atomic) -> tuple[TileType, ...]:
     p = types[0]

@@ -13,13 +13,14 @@ from typing import Any
 import numpy as np
 
 from ..core import semantics
-from ..core.attrs import Arange, Atomic, Const, Load, Store
+from ..core.attrs import Arange, Atomic, Const, Descriptor, Load, Store
 from ..core.dtypes import DType
 from ..core.errors import KernelRuntimeError
 from ..core.ir import Instr
 from ..core.ops import Op
 from ..core.semantics import convert
 from .context import Ctx
+from .memory import DeferredPtr, addresses
 from .reductions import REDUCTION_RULES
 
 Rule = Callable[[Ctx, Instr, list[np.ndarray]], Sequence[np.ndarray]]
@@ -159,6 +160,46 @@ def _store(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarra
     mask = args[2] if a.masked else None
     elem = instr.operands[1].type.dtype
     ctx.launch.memory.store(args[0], args[1], mask, elem, ctx.site(instr, "store"))
+    return ()
+
+
+def _descriptor_tile(instr: Instr, args: list[np.ndarray], elem: DType) -> tuple[DeferredPtr, np.ndarray]:
+    """The addresses of a descriptor access's block (``base + sum(int64(off + i) * stride)``, as
+    DESC_LOAD's doc says) and its in-bounds mask ``0 <= off + i < shape`` on every axis."""
+    a: Descriptor = instr.attrs
+    n = a.ndim
+    base = addresses(args[0])
+    shape, strides, offsets = args[1:1 + n], args[1 + n:1 + 2 * n], args[1 + 2 * n:1 + 3 * n]
+    lead = max(x.shape[0] for x in (base, *shape, *strides, *offsets))
+    total = np.zeros((lead,) + (1,) * n, np.int64)
+    mask = np.ones((lead,) + (1,) * n, np.bool_)
+    for d, size in enumerate(a.block_shape):
+        view = (-1,) + tuple(size if i == d else 1 for i in range(n))
+        col = (-1,) + (1,) * n
+        idx = np.add(offsets[d].astype(np.int32).reshape(col), np.arange(size, dtype=np.int32).reshape(view))
+        wide = idx.astype(np.int64)
+        total = total + wide * strides[d].astype(np.int64).reshape(col)
+        mask = mask & (idx >= 0) & (wide < shape[d].astype(np.int64).reshape(col))
+    full = (lead, *a.block_shape)
+    size = np.dtype(np.uint8).itemsize if elem.is_bool else elem.np.itemsize
+    return (DeferredPtr(base.reshape((-1,) + (1,) * n), np.broadcast_to(total, full), size),
+            np.broadcast_to(mask, full))
+
+
+@_rule(Op.DESC_LOAD)
+def _desc_load(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarray]:
+    elem = instr.results[0].type.dtype
+    assert isinstance(elem, DType)
+    ptrs, mask = _descriptor_tile(instr, args, elem)
+    return (ctx.launch.memory.load(ptrs, mask, None, elem, ctx.site(instr, "descriptor load")),)
+
+
+@_rule(Op.DESC_STORE)
+def _desc_store(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarray]:
+    elem = instr.operands[-1].type.dtype
+    assert isinstance(elem, DType)
+    ptrs, mask = _descriptor_tile(instr, args, elem)
+    ctx.launch.memory.store(ptrs, args[-1], mask, elem, ctx.site(instr, "descriptor store"))
     return ()
 
 

@@ -1,8 +1,10 @@
 """Loads, stores, atomics, block pointers and tensor descriptors.
 
-Block pointers and tensor descriptors are trace-time objects: their loads and
-stores lower to plain pointer tiles with bounds masks, so the IR has one way to
-touch memory.
+Block pointers and tensor descriptors are trace-time objects.  A block pointer's loads and
+stores become plain pointer tiles with bounds masks; a descriptor's become DESC_LOAD /
+DESC_STORE, which keep base, shape, strides and offsets for backends that copy whole tiles
+(TMA on sm_90) and mean the same masked accesses (``core/descriptors.py`` spells them out
+for every other backend).
 """
 
 from __future__ import annotations
@@ -297,13 +299,35 @@ class tensor_descriptor:  # noqa: N801
         return _index_tiles(self.block_shape, offs, self.shape, self.strides,
                             tuple(range(len(self.block_shape))))
 
+    def _operands(self, offsets: Any) -> list[tensor]:
+        offs = list(offsets)
+        if len(offs) != len(self.block_shape):
+            raise S.error(f"a {len(self.block_shape)}D tensor descriptor needs {len(self.block_shape)} offsets, "
+                          f"got {len(offs)}")
+        scalars = [*((s, D.int64) for s in (*self.shape, *self.strides)), *((o, D.int32) for o in offs)]
+        out = [self.base]
+        for v, dtype in scalars:
+            t = S.cast(v, dtype) if isinstance(v, tensor) else S.const(S.unwrap(v), dtype)
+            if t.shape:
+                raise S.error(f"tensor descriptor shapes, strides and offsets must be scalars, got a tile "
+                              f"of shape {list(t.shape)}")
+            out.append(t)
+        return out
+
     def load(self, offsets: Any) -> tensor:
-        offs, mask = self._tiles(offsets)
-        return load(S.add(self.base, offs), mask, 0)
+        """The ``block_shape`` tile at ``offsets``; elements outside ``shape`` read 0."""
+        return S.emit(Op.DESC_LOAD, self._operands(offsets), A.Descriptor(self.block_shape))
 
     def store(self, offsets: Any, value: Any) -> None:
-        offs, mask = self._tiles(offsets)
-        store(S.add(self.base, offs), value, mask)
+        """Write ``value`` to the ``block_shape`` tile at ``offsets``; elements outside ``shape`` are dropped."""
+        elem = self.dtype
+        v = S.to_tensor(value) if isinstance(value, tensor) else S.const(S.unwrap(value), elem)
+        if len(v.shape) > len(self.block_shape) or S.broadcast_shapes(self.block_shape, v.shape) != self.block_shape:
+            raise S.error(f"desc.store: value of shape {list(v.shape)} does not fit the descriptor's block "
+                          f"shape {list(self.block_shape)}")
+        v = S.broadcast_to(S.cast(v, elem), self.block_shape)
+        current().emit(Op.DESC_STORE, [o.handle for o in (*self._operands(offsets), v)],
+                       A.Descriptor(self.block_shape))
 
     def atomic_add(self, offsets: Any, value: Any) -> tensor:
         offs, mask = self._tiles(offsets)

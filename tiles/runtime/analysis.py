@@ -29,7 +29,7 @@ def first_writes(kernel: Kernel) -> dict[str, Loc]:
                 srcs |= origin.get(v, set())
             if instr.op is Op.INT_TO_PTR:
                 srcs = {_ANY}
-            if instr.op in (Op.STORE, Op.ATOMIC, Op.ATOMIC_CAS):
+            if instr.op in (Op.STORE, Op.DESC_STORE, Op.ATOMIC, Op.ATOMIC_CAS):
                 before = len(written)
                 for name in origin.get(instr.operands[0], set()):
                     written.setdefault(name, instr.loc)

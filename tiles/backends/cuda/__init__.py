@@ -101,8 +101,10 @@ class CUDABackend(Backend):
             return runtime.device_arch()
         return "sm_90"
 
-    def target_key(self) -> tuple[str, int]:
-        return (self.arch(), self.current_device())
+    def target_key(self) -> tuple[str, int, bool]:
+        """(arch, device, TILES_TMA): a kernel compiled with TMA differs from one without."""
+        from ... import config
+        return (self.arch(), self.current_device(), config.tma())
 
     def target(self) -> Target:
         return Target("cuda", arch=self.arch(), warp_size=32, max_threads_per_block=1024,
@@ -110,7 +112,8 @@ class CUDABackend(Backend):
                       approximate=approximate_math(toolchain.libdevice_path() is not None))
 
     def toolchain_version(self) -> str:
-        return toolchain.toolchain_version()
+        from ... import config
+        return toolchain.toolchain_version() + (" tma" if config.tma() else "")
 
     def stages(self, options: Options) -> dict[str, Stage]:
         arch = self.arch()
@@ -120,6 +123,8 @@ class CUDABackend(Backend):
             lowered = lower_module(compiled.ir, nvptx_target(arch), options, self.target())
             compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
             compiled.arch, compiled.not_applied = arch, lowered.not_applied
+            if lowered.tensor_maps:  # TMA: launched with the maps as a hidden argument (tma_launch.py)
+                compiled.extra["tensor_maps"] = list(lowered.tensor_maps)
             return lowered.code
 
         def ptx(text: str, compiled: CompiledKernel) -> str:
@@ -140,6 +145,8 @@ class CUDABackend(Backend):
         if loaded is None:
             from . import runtime
             params = [p.value.type.dtype for p in compiled.ir.params]
+            if compiled.extra.get("tensor_maps"):
+                params.append(D.PointerType(D.int8))  # the tensor maps' address
             loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, params, compiled.shared)
             compiled.loaded["cuda"] = loaded
         return loaded
@@ -148,7 +155,19 @@ class CUDABackend(Backend):
                       plan: Sequence[tuple[int, str, bool, bool]]) -> Callable[..., None]:
         """``launcher(grid, values, stream=None)`` for any arguments (``launcher.general``)."""
         from . import launcher
+        if compiled.extra.get("tensor_maps"):
+            return self._with_tensor_maps(compiled, plan, lambda c, p: launcher.general(c, self._loaded(c), p))
         return launcher.general(compiled, self._loaded(compiled), plan)
+
+    def _with_tensor_maps(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],
+                          make: Callable[..., Callable[..., None]]) -> Callable[..., None]:
+        from ..lowering.tensorcore import tma_claim
+        from .tma_launch import with_tensor_maps
+
+        def without_tma() -> CompiledKernel:
+            with tma_claim.disabled():
+                return self.compile(compiled.ir, compiled.options)
+        return with_tensor_maps(compiled, plan, make, without_tma)
 
     def make_keyed_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],
                             example: Sequence[Any]) -> Callable[..., None]:
@@ -157,12 +176,19 @@ class CUDABackend(Backend):
         from . import launcher
         if type(self).make_launcher is not CUDABackend.make_launcher:  # a subclass launches its own way
             return self.make_launcher(compiled, plan)
+        if compiled.extra.get("tensor_maps"):
+            return self._with_tensor_maps(
+                compiled, plan, lambda c, p: launcher.keyed(c, self._loaded(c), p, [*example, 0]))
         return launcher.keyed(compiled, self._loaded(compiled), plan, example)
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg], stream: Any = None) -> None:
         """Run on the arguments' device, on ``stream`` (see ``runtime``'s docstring)."""
         from . import runtime
+        if compiled.extra.get("tensor_maps"):  # the maps' address is a hidden argument (tma_launch.py)
+            plan = [(i, a.name, a.is_pointer, a.writable) for i, a in enumerate(args)]
+            self.make_launcher(compiled, plan)(grid, [a.value for a in args], stream)
+            return
         runtime.launch(self._loaded(compiled), grid, compiled.threads, args, stream)
 
     # -- tiles.runtime.driver's questions, answered by the driver --------------------------

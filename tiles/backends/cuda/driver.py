@@ -58,8 +58,14 @@ _SIGNATURES: dict[str, list[Any]] = {
     "cuEventDestroy_v2": [_p],
     "cuGetErrorName": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
     "cuStreamIsCapturing": [_p, ctypes.POINTER(ctypes.c_int)],
+    "cuStreamSynchronize": [_p],
+    # TMA (tensor_map.py): map out, data type, rank, address, dims, byte strides, box, element
+    # strides, interleave, swizzle, L2 promotion, out-of-bounds fill
+    "cuTensorMapEncodeTiled": [_p, ctypes.c_int, _u, _p, _p, _p, _p, _p, ctypes.c_int, ctypes.c_int,
+                               ctypes.c_int, ctypes.c_int],
 }
-OPTIONAL = frozenset({"cuStreamIsCapturing"})  # stand-in libraries may leave these out
+# stand-in libraries (and drivers before CUDA 12 for the last two) may leave these out
+OPTIONAL = frozenset({"cuStreamIsCapturing", "cuStreamSynchronize", "cuTensorMapEncodeTiled"})
 CU_STREAM_CAPTURE_STATUS_NONE = 0
 
 

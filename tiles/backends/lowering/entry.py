@@ -12,13 +12,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from ...core.ir import Kernel
+from ...core.ir import Instr, Kernel
 from ..base import Options
 from . import memory, reductions, relayout, sorting  # noqa: F401  (register their rules)
 from .emitter import Emitter
 from .lower import Lowering
 from .prepare import prepare
-from .tensorcore import TensorCoreEmitter, TensorCoreLowering
+from .tensorcore import TensorCoreEmitter, TensorCoreLowering, tma, tma_claim
+from .tensorcore.tma_pipeline import lower_tma_pipelined  # noqa: F401  (registers the TMA FOR rule last)
 
 
 @dataclass(frozen=True)
@@ -30,20 +31,31 @@ class Lowered:
     threads: int         # threads per program (``Options.threads``)
     shared_bytes: int    # work-group local / dynamic shared memory per program
     not_applied: tuple[str, ...] = ()  # options the code does not follow, each with its file:line
+    tensor_maps: tuple[dict[str, Any], ...] = ()  # TMA maps the launch passes (tensorcore/tma_spec.py)
 
 
 Walker = Callable[[Kernel, Any, int, Options], Lowering]  # (kernel, emitter, threads, options)
 
 
-def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = Lowering) -> Lowered:
+Claim = Callable[[Kernel, Emitter, int], Callable[[Instr], bool]]  # (kernel, emitter, threads) -> kept?
+
+
+def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = Lowering,
+          claim: Claim | None = None) -> Lowered:
     """Lower ``kernel`` onto ``emitter`` with ``options.threads(emitter.target)`` threads per program;
-    ``walker`` makes the ``Lowering`` (``tensorcore.TensorCoreLowering`` adds the tensor-core rules)."""
+    ``walker`` makes the ``Lowering`` (``tensorcore.TensorCoreLowering`` adds the tensor-core rules);
+    ``claim`` picks the descriptor accesses the walk lowers itself (``prepare``)."""
     threads = options.threads(emitter.target)
-    lowering = walker(prepare(kernel, emitter, options.fp_fusion), emitter, threads, options)
+    prepared = prepare(kernel, emitter, options.fp_fusion,
+                       None if claim is None else lambda k, e: claim(k, e, threads))
+    lowering = walker(prepared, emitter, threads, options)
     code = lowering.run()
-    return Lowered(code, emitter.name or kernel.name, threads, lowering.local_bytes, tuple(lowering.not_applied))
+    maps = tuple(spec.to_json() for spec in tma.recorded_maps(lowering))
+    return Lowered(code, emitter.name or kernel.name, threads, lowering.local_bytes, tuple(lowering.not_applied),
+                   maps)
 
 
 def lower_with_tensor_cores(kernel: Kernel, emitter: TensorCoreEmitter, options: Options) -> Lowered:
-    """``lower`` with the tensor-core rules (``TC_RULES``) going first."""
-    return lower(kernel, emitter, options, walker=TensorCoreLowering)
+    """``lower`` with the tensor-core rules (``TC_RULES``) going first, and TMA copying the
+    descriptor tiles it can (``tensorcore/tma.py``)."""
+    return lower(kernel, emitter, options, walker=TensorCoreLowering, claim=tma_claim.claim)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+from collections.abc import Callable
 
 from ...core import dtypes as D  # noqa: N812
+from ...core.descriptors import desugar_descriptors
+from ...core.fold import common_subexpressions
 from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import Op
 from .contract import contract_multiply_adds
@@ -51,11 +54,18 @@ def split_tile_constants(kernel: Kernel) -> Kernel:
     return kernel
 
 
-def prepare(kernel: Kernel, emitter: Emitter, fp_fusion: bool = False) -> Kernel:
-    """A copy of ``kernel`` ready for the walk on ``emitter``: with ``fp_fusion`` products fused into
-    the sums they feed (contract.py); last, legalize.py spells out the cases the emitter does not
-    (division by 0 or -1, out-of-range shifts, int1 arithmetic)."""
-    kernel = close_induction_pointers(copy.deepcopy(kernel))
+def prepare(kernel: Kernel, emitter: Emitter, fp_fusion: bool = False,
+            claim: Callable[[Kernel, Emitter], Callable[[Instr], bool]] | None = None) -> Kernel:
+    """A copy of ``kernel`` ready for the walk on ``emitter``: first, descriptor accesses become
+    masked loads and stores (core/descriptors.py) except those ``claim(copy, emitter)`` keeps
+    (TMA, tensorcore/tma.py, which may add a hidden parameter to the copy); with ``fp_fusion``
+    products fused into the sums they feed (contract.py); last, legalize.py spells out the cases
+    the emitter does not (division by 0 or -1, out-of-range shifts, int1 arithmetic)."""
+    kernel = copy.deepcopy(kernel)
+    keep = claim(kernel, emitter) if claim is not None else (lambda instr: False)
+    if desugar_descriptors(kernel, keep):
+        kernel = common_subexpressions(kernel)
+    kernel = close_induction_pointers(kernel)
     if fp_fusion:
         kernel = contract_multiply_adds(kernel)
     if isinstance(emitter, TensorCoreEmitter) and emitter.mma_shape(D.float16, D.float32, "ieee") is not None:

@@ -1,0 +1,177 @@
+"""The numpy SIMT simulator (``sim_emitter.py``) with TMA: tensor maps, bulk tensor copies and
+mbarriers, so the TMA lowering (single-stage and pipelined) is checked numerically without a GPU.
+
+A tensor map is the ``MapSpec`` the lowering recorded (taken from ``map_handle``'s frame when it
+asks for the map's address) with the launch's values.  A load copies its box at once, zero-filled
+outside the tensor, into shared memory at the hardware's swizzled addresses (16-byte chunk bits
+4-6 XORed with address bits 7-9 for 128-byte rows; fewer bits for 64 and 32), and counts its bytes
+on the mbarrier.  The mbarriers follow PTX: ``expect_tx`` is one arrival plus expected bytes, a
+phase completes when arrivals and bytes reach zero, and a wait for parity P must find the current
+phase's parity different from P (a wait that would spin forever fails here).  The copy lands when
+issued, and ``wgmma`` reads its operands when its group completes, so a stage refilled while a
+group still reads it gives wrong sums.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from sim_emitter import WARP, H, SimEmitter, addresses
+
+from tiles.backends.base import Options
+from tiles.backends.lowering.entry import lower_with_tensor_cores
+from tiles.backends.lowering.tensorcore.tma_claim import TMAEmitter
+from tiles.backends.lowering.tensorcore.tma_spec import MapSpec
+
+
+@dataclass
+class Barrier:
+    count: int
+    pending: int
+    tx: int = 0
+    phase: int = 0
+    events: list[str] = field(default_factory=list)
+
+
+class TMASimEmitter(SimEmitter, TMAEmitter):
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.maps: dict[int, MapSpec] = {}
+        self.barriers: dict[int, Barrier] = {}
+        self.loads = self.stores = 0
+
+    def tma_ok(self) -> bool:
+        return True
+
+    def _one(self, what: str) -> int | None:
+        """The one thread issuing ``what`` (None: no thread does, e.g. past a loop's end)."""
+        active = np.nonzero(self._mask(None))[0]
+        assert len(active) <= 1, f"{what} must be issued by one thread, got {list(active)}"
+        return int(active[0]) if len(active) else None
+
+    def tensor_map(self, maps: H, index: int) -> H:
+        caller = inspect.currentframe().f_back  # type: ignore[union-attr]
+        self.maps[index] = caller.f_locals["spec"]  # type: ignore[union-attr]
+        return self._h(np.int64(index))
+
+    def _at(self, byte_offset: int, index: H | None, t: int) -> int:
+        return byte_offset + (0 if index is None else int(index.v[t]))
+
+    def mbarrier_init(self, byte_offset: int, count: int) -> None:
+        if self._one("mbarrier.init") is None:
+            return
+        assert byte_offset % 8 == 0
+        self.barriers[byte_offset] = Barrier(count, count)
+
+    def mbarrier_inval(self, byte_offset: int) -> None:
+        if self._one("mbarrier.inval") is None:
+            return
+        bar = self.barriers.pop(byte_offset)
+        assert bar.tx == 0 and bar.pending == bar.count, f"invalidated with copies in flight: {bar}"
+
+    def _complete(self, bar: Barrier) -> None:
+        if bar.pending == 0 and bar.tx == 0:
+            bar.phase += 1
+            bar.pending = bar.count
+
+    def mbarrier_expect_tx(self, byte_offset: int, nbytes: int, index: H | None = None) -> None:
+        t = self._one("mbarrier.arrive.expect_tx")
+        if t is None:
+            return
+        bar = self.barriers[self._at(byte_offset, index, t)]
+        assert bar.pending > 0
+        bar.pending -= 1
+        bar.tx += nbytes
+
+    def mbarrier_wait(self, byte_offset: int, parity: H, index: H | None = None) -> None:
+        at = {self._at(byte_offset, index, t) for t in range(self.threads)}
+        assert len(at) == 1, "threads wait on different barriers"
+        bar = self.barriers[at.pop()]
+        p = {int(x) for x in parity.v}
+        assert len(p) == 1 and bar.phase % 2 != p.pop(), f"this wait would never return: {bar}"
+
+    def _box(self, spec: MapSpec, coords: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """Byte addresses in global memory of the box's elements (row-major, outermost first)
+        and whether each lies inside the tensor."""
+        values = self.args
+        dims = [s.of(values) for s in spec.shape]
+        strides = [s.of(values) for s in spec.strides]
+        start = list(reversed(coords))  # coordinates come innermost first
+        idx = np.indices(spec.box).reshape(len(spec.box), -1) + np.array(start)[:, None]
+        inside = np.all((idx >= 0) & (idx < np.array(dims)[:, None]), axis=0)
+        addr = int(values[spec.base]) + (idx * np.array(strides)[:, None]).sum(axis=0) * spec.itemsize
+        return addr, inside
+
+    def _smem_addresses(self, spec: MapSpec, dst: int) -> np.ndarray:
+        n = int(np.prod(spec.box))
+        logical = dst + np.arange(n) * spec.itemsize
+        if spec.swizzle:
+            assert dst % (8 * spec.swizzle) == 0, f"swizzled box at {dst}: not a whole swizzle period"
+            logical = logical ^ (((logical >> 7) & (spec.swizzle // 16 - 1)) << 4)
+        return logical
+
+    def tma_load(self, dst_offset: int, tensor_map: H, coords: list[H], mbar_offset: int,
+                 dst_index: H | None = None, mbar_index: H | None = None) -> None:
+        t = self._one("cp.async.bulk.tensor")
+        if t is None:
+            return
+        spec = self.maps[int(tensor_map.v[t])]
+        dst = self._at(dst_offset, dst_index, t)
+        assert dst % 128 == 0, f"TMA destination {dst} not 128-byte aligned"
+        src, inside = self._box(spec, [int(c.v[t]) for c in coords])
+        s = spec.itemsize
+        byte = np.arange(s)
+        d = self._smem_addresses(spec, dst)[:, None] + byte
+        self.smem[d] = np.where(inside[:, None], self.mem[np.where(inside, src, 0)[:, None] + byte], 0)
+        bar = self.barriers[self._at(mbar_offset, mbar_index, t)]
+        bar.tx -= s * len(src)
+        assert bar.tx >= 0, "more bytes arrived than expected"
+        self._complete(bar)
+        self.loads += 1
+
+    def tma_store(self, tensor_map: H, coords: list[H], src_offset: int) -> None:
+        t = self._one("cp.async.bulk.tensor store")
+        if t is None:
+            return
+        spec = self.maps[int(tensor_map.v[t])]
+        dst, inside = self._box(spec, [int(c.v[t]) for c in coords])
+        byte = np.arange(spec.itemsize)
+        d = self._smem_addresses(spec, src_offset)[inside][:, None] + byte
+        self.mem[dst[inside][:, None] + byte] = self.smem[d]
+        self.stores += 1
+
+    def fence_proxy_async(self) -> None:
+        pass
+
+
+def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, num_stages: int = 1
+        ) -> list[TMASimEmitter]:
+    """``sim_emitter.run`` with TMA: the hidden maps parameter gets a dummy value; the emitters
+    (one per program) come back for their counts."""
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    mem = np.zeros(sum(a.nbytes + 256 for a in arrays), np.uint8)
+    values: list[Any] = []
+    for a, at in zip(args, addresses(args)):
+        if isinstance(a, np.ndarray):
+            mem[at:at + a.nbytes] = a.reshape(-1).view(np.uint8)
+            values.append(np.int64(at))
+        else:
+            values.append(a)
+    values.append(np.int64(0))  # tiles_tma_maps: the simulator keeps the maps itself
+    g = (tuple(grid) + (1, 1, 1))[:3]
+    sims = []
+    for z in range(g[2]):
+        for y in range(g[1]):
+            for x in range(g[0]):
+                sim = TMASimEmitter(values, (x, y, z), g, mem)
+                lower_with_tensor_cores(kernel, sim, Options(num_warps=threads // WARP, num_stages=num_stages))
+                assert not any(b.tx for b in sim.barriers.values()), "copies left in flight"
+                sims.append(sim)
+    for a, at in zip(args, addresses(args)):
+        if isinstance(a, np.ndarray):
+            a.reshape(-1).view(np.uint8)[:] = mem[at:at + a.nbytes]
+    return sims

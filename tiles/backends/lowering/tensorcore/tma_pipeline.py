@@ -1,0 +1,278 @@
+"""Software pipelining of ``tl.dot`` loops fed by tensor descriptors, through TMA (sm_90a, wgmma).
+
+A ``FOR`` whose DOTs read DESC_LOADs that ``tma_claim.py`` kept (B or the ``x`` of B = ``x.T``,
+and A unless A is already in registers: repacked from a previous product, or loop-invariant and
+hoisted before the loop as in ``pipeline.py``) gets ``num_stages`` rotating stage buffers in
+the local-memory arena, laid out
+exactly as ``wgmma`` reads its operands (``smem.Swizzled``: column blocks of 128/64/32-byte
+rows, 16-byte chunks XORed with the row), and one mbarrier per stage after them.  Thread 0
+fills a stage with one ``cp.async.bulk.tensor`` per column block of each operand, using a
+tensor map whose box is that block and whose swizzle mode is the tile's (the hardware
+pattern and ``Swizzled.address`` are the same XOR of address bits 4-6 with bits 7-9), after
+announcing the stage's bytes on its mbarrier (``expect_tx``); elements outside the tensor
+arrive as zeros, which is DESC_LOAD's meaning.
+
+Before the loop every mbarrier is initialized and stages 0..A-1 are started (A = stages - 1,
+one less when a wgmma group stays in flight across iterations, as in ``pipeline.py``).
+Iteration i waits on stage ``i % S``'s mbarrier for phase parity ``(i // S) % 2`` (the slot
+and the parity are carried), synchronizes once (every warp is then past the MMAs that read
+the stage about to be refilled), has thread 0 start iteration i + A into that stage, and runs
+the MMAs on its own stage.  After the loop the mbarriers are invalidated behind a barrier, so
+the arena is free again.  Loops this module does not take keep ``rules.py``'s FOR rule.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from ....core import dtypes as D  # noqa: N812
+from ....core.descriptors import descriptor_operands
+from ....core.dtypes import DType
+from ....core.ir import Block, Instr, Value, walk_block
+from ....core.ops import Op
+from ..emitter import Handle
+from .base import TC_RULES, TensorCoreLowering, tc_rule
+from .fragments import publish
+from .pipeline import Pipe, _keep, _moves_nothing, hoistable
+from .plan import MMALayout
+from .rules import hoist_a, lower_carried_body, mma_handles
+from .smem import Swizzled
+from .tma import map_handle
+from .tma_claim import TMAEmitter, dot_feeds
+from .wgmma import operands
+
+_MBARRIER_BYTES = 8
+_previous_for = TC_RULES[Op.FOR]
+
+
+@dataclass(frozen=True)
+class Feed:
+    load: Instr
+    dot: Instr
+    operand: int     # 0: A, 1: B
+    tile: Swizzled   # how wgmma reads it
+    at: int          # byte offset inside a stage
+
+
+@dataclass
+class TMAPipe:
+    dots: list[Instr]
+    feeds: list[Feed]
+    hoisted: list[Instr]  # DOTs whose loop-invariant A is loaded into registers first
+    slice: list[Instr]  # body instructions the feeds' offsets need, in order
+    step: int
+    stages: int
+    stage_bytes: int
+
+    @property
+    def tx_bytes(self) -> int:
+        """Bytes TMA writes into one stage (whole boxes, zero-filled parts included)."""
+        return sum(f.tile.rows * f.tile.cols * f.tile.itemsize for f in self.feeds)
+
+
+def find_tma_pipe(lw: TensorCoreLowering, instr: Instr) -> TMAPipe | None:
+    plan = lw.tc.plan
+    if not plan.wgmma or not isinstance(lw.e, TMAEmitter):
+        return None
+    body = instr.regions[0]
+    defs = lw.tc.defs
+    step_def = defs.get(instr.operands[2])
+    if step_def is None or step_def.op is not Op.CONST or not isinstance(step_def.attrs.value, int) \
+            or step_def.attrs.value <= 0:
+        return None
+    stages = lw.options.num_stages
+    if instr.attrs is not None and instr.attrs.num_stages is not None:  # tl.range(num_stages=)
+        stages = instr.attrs.num_stages
+    uses: dict[Value, int] = {}
+    for i in lw.kernel.walk():
+        for v in i.operands:
+            uses[v] = uses.get(v, 0) + 1
+    loads = dot_feeds(body, uses)
+    if not loads:  # (every DESC_LOAD left in the prepared kernel is one TMA claimed)
+        return None
+    dots = [i for i in body.instrs if i.op is Op.DOT]
+    if any(d not in plan.dots for d in dots):
+        return None
+    feeds: list[Feed] = []
+    hoisted: list[Instr] = []
+    at = 0
+    by_result = {ld.result: ld for ld in loads}
+    inside = {r for i in walk_block(body) for r in i.results} | set(body.args)
+    for dot in dots:
+        ops = operands(plan, dot)
+        for n, tile in ((0, ops.a), (1, ops.b)):
+            v = plan.b_rows.get(dot, dot.operands[1]) if n == 1 else dot.operands[0]
+            load = by_result.get(v)
+            if load is None and n == 0 and dot in plan.a_regs:
+                continue  # A repacked from a previous product's registers
+            if load is None and n == 0 and v not in inside and hoistable(plan, dot):
+                hoisted.append(dot)  # a loop-invariant A, loaded into registers before the loop
+                continue
+            if load is None or (n == 1 and ops.b_k_major and dot not in plan.b_rows):
+                return None  # B written transposed element by element: not a copy
+            feeds.append(Feed(load, dot, n, tile, at))
+            at += tile.nbytes
+    producers = {r: i for i in body.instrs for r in i.results}
+    needed: set[Instr] = set()
+    todo = [o for f in feeds for o in descriptor_operands(f.load).offsets]
+    carried = set(body.args[1:])
+    while todo:
+        v = todo.pop()
+        if v in carried:
+            return None
+        p = producers.get(v)
+        if p is None or p in needed:
+            continue
+        if p.regions or p.results[0].type.shape:  # offsets are scalars computed from the index
+            return None
+        needed.add(p)
+        todo.extend(p.operands)
+    for i in body.instrs:  # nothing else in the body may use local memory (it holds the stages)
+        if i in dots or i in loads or i in needed or _moves_nothing(lw, i, defs):
+            continue
+        if i not in plan.frag and i not in plan.absorbed:
+            return None
+    if any(v in plan.blocked for v in inside):
+        return None
+    return TMAPipe(dots, feeds, hoisted, [i for i in body.instrs if i in needed], step_def.attrs.value,
+                   max(1, stages), at)
+
+
+def _issue(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
+           slot: Handle, mbar_base: int, first: Handle) -> None:
+    """Thread 0 starts the copies of the iteration at ``iv`` into stage ``slot`` (nothing past
+    the loop's end)."""
+    e = lw.e
+    assert isinstance(e, TMAEmitter)
+    lw.env[iv_arg] = [iv]
+    for ins in pipe.slice:
+        for v, hs in zip(ins.results, lw.lower_instr(ins)):
+            lw.env[v] = hs
+    coords = [[lw.env[o][0] for o in descriptor_operands(f.load).offsets] for f in pipe.feeds]
+    maps = [map_handle(lw, f.load, (f.tile.rows, f.tile.width // f.tile.itemsize), f.tile.width)
+            for f in pipe.feeds]
+    stage = lw.e.binary(Op.MUL, slot, lw.const(pipe.stage_bytes, D.int32), D.int32)
+    mbar = lw.e.binary(Op.MUL, slot, lw.const(_MBARRIER_BYTES, D.int32), D.int32)
+    go = lw.e.binary(Op.AND, first, lw.e.binary(Op.LT, iv, ub, iv_dtype), D.int1)
+
+    def copies() -> None:
+        e.mbarrier_expect_tx(mbar_base, pipe.tx_bytes, mbar)
+        for f, (row, col), tensor_map in zip(pipe.feeds, coords, maps):
+            per_block = f.tile.width // f.tile.itemsize
+            for j in range(f.tile.cols // per_block):
+                c = col if j == 0 else lw.e.binary(Op.ADD, col, lw.const(j * per_block, D.int32), D.int32)
+                e.tma_load(f.at + j * f.tile.block_bytes, tensor_map, [c, row], mbar_base, stage, mbar)
+    lw.e.when(go, copies)
+
+
+def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos: set[int]) -> list[Any]:
+    st = lw.tc
+    plan = st.plan
+    e = lw.e
+    assert isinstance(e, TMAEmitter)
+    lb, ub, step = (lw.env[v][0] for v in instr.operands[:3])
+    (body,) = instr.regions
+    iv_arg = body.args[0]
+    iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]
+    for dot in pipe.hoisted:
+        lay = plan.values[dot.result]
+        assert isinstance(lay, MMALayout)
+        hoist_a(lw, dot, plan.dots[dot], lay)
+    S = pipe.stages  # noqa: N806
+    keep = _keep(lw, Pipe(pipe.dots, [], [], [], pipe.step, S), body)
+    ahead_by = S - 1 - keep  # stages in flight ahead of the one being read
+    mbar_base = S * pipe.stage_bytes
+    lw.reserve_local(mbar_base + S * _MBARRIER_BYTES)
+    st.async_loads.update(f.load for f in pipe.feeds)
+    if keep:
+        st.wg_keep[pipe.dots[0]] = keep
+
+    def i32(x: int) -> Handle:
+        return lw.const(x, D.int32)
+
+    def ivc(x: int) -> Handle:
+        return lw.const(x, iv_dtype)
+
+    first = lw.e.binary(Op.EQ, lw.e.thread_id(), i32(0), D.int32)
+
+    def init() -> None:
+        for s in range(S):
+            e.mbarrier_init(mbar_base + s * _MBARRIER_BYTES, 1)
+
+    def inval() -> None:
+        for s in range(S):
+            e.mbarrier_inval(mbar_base + s * _MBARRIER_BYTES)
+    e.fence_proxy_async()  # generic accesses of the arena before TMA writes it
+    lw.e.when(first, init)
+    lw.e.barrier()
+    for s in range(ahead_by):
+        iv_s = lb if s == 0 else lw.e.binary(Op.ADD, lb, ivc(s * pipe.step), iv_dtype)
+        _issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s), mbar_base, first)
+
+    carried: list[tuple[Handle, Any]] = []
+    sizes = []
+    for i, v in enumerate(instr.operands[3:]):
+        hs = mma_handles(lw, v, plan.values[instr.results[i]]) if i in pos else lw.env[v]
+        carried += [(h, v.type.dtype) for h in hs]
+        sizes.append(len(hs))
+    carried += [(i32(0), D.int32), (i32(0), D.int32)]  # the stage this iteration reads, its parity
+
+    def split(handles: list[Handle]) -> list[list[Handle]]:
+        out, at = [], 0
+        for size in sizes:
+            out.append(list(handles[at:at + size]))
+            at += size
+        return out
+
+    inner = Block(args=body.args, instrs=body.instrs,
+                  yields=[y for i, y in enumerate(body.yields) if i not in pos])
+
+    def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
+        slot, parity = regs[-2], regs[-1]
+        mbar = lw.e.binary(Op.MUL, slot, i32(_MBARRIER_BYTES), D.int32)
+        if ahead_by:
+            e.mbarrier_wait(mbar_base, parity, mbar)
+            lw.e.barrier()  # every warp is past the MMAs that read the stage refilled next
+            target = lw.e.binary(Op.ADD, slot, i32(ahead_by), D.int32)
+            wrapped = lw.e.binary(Op.GE, target, i32(S), D.int32)
+            target = lw.e.select(wrapped, lw.e.binary(Op.SUB, target, i32(S), D.int32), target, D.int32)
+            ahead = lw.e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
+            _issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, target, mbar_base, first)
+        else:  # nothing in flight ahead: copy this iteration's tiles and wait for them
+            lw.e.barrier()
+            _issue(lw, pipe, iv_arg, iv, ub, iv_dtype, slot, mbar_base, first)
+            e.mbarrier_wait(mbar_base, parity, mbar)
+        here = lw.e.binary(Op.MUL, slot, i32(pipe.stage_bytes), D.int32)
+        for f in pipe.feeds:
+            st.wg_staged.setdefault(f.dot, {})[f.operand] = lw.e.binary(Op.ADD, here, i32(f.at), D.int32)
+        lw.env[iv_arg] = [iv]
+        flat = lower_carried_body(lw, body, inner, pos, plan, split(regs[:-2]))
+        last = lw.e.binary(Op.EQ, slot, i32(S - 1), D.int32)
+        flat.append(lw.e.select(last, i32(0), lw.e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
+        flat.append(lw.e.select(last, lw.e.binary(Op.XOR, parity, i32(1), D.int32), parity, D.int32))
+        return flat
+
+    outs = lw.e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
+    parts = split(outs[:-2])
+    if keep:
+        done = iter(lw.e.wgmma_wait(0, [h for i in sorted(pos) for h in parts[i]]))
+        parts = [[next(done) for _ in hs] if i in pos else hs for i, hs in enumerate(parts)]
+    lw.e.barrier()
+    lw.e.when(first, inval)
+    lw.e.barrier()
+    results: list[Any] = []
+    for i, (res, hs) in enumerate(zip(instr.results, parts)):
+        results.append(publish(lw, res, hs) if i in pos else hs)
+    return results
+
+
+@tc_rule(Op.FOR)
+def _for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+    pos = lw.tc.plan.loops.get(instr)
+    pipe = find_tma_pipe(lw, instr) if pos else None
+    if pipe is None:
+        return _previous_for(lw, instr)
+    assert pos is not None
+    return lower_tma_pipelined(lw, instr, pipe, pos)
+
