@@ -180,7 +180,8 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         assert isinstance(lay, MMALayout)
         hoist_a(lw, dot, plan.dots[dot], lay)
     S = pipe.stages  # noqa: N806
-    keep = _keep(lw, Pipe(pipe.dots, [], [], [], pipe.step, S), body)
+    # refills go before the MMAs here, so a group kept in flight needs a spare stage (S >= 3)
+    keep = _keep(lw, Pipe(pipe.dots, [], [], [], pipe.step, S), body) if S >= 3 else 0
     ahead_by = S - 1 - keep  # stages in flight ahead of the one being read
     mbar_base = S * pipe.stage_bytes
     lw.reserve_local(mbar_base + S * _MBARRIER_BYTES)
