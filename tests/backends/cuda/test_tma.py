@@ -61,6 +61,18 @@ def _compiled(kernel, args, **kw):
     return kernel.warmup(*args, backend="cuda", num_warps=4, **kw)
 
 
+@pytest.mark.parametrize("dn,taken", [(5, False), (8, False), (16, True), (-32, True)])
+def test_load_offset_must_be_16_byte_aligned(tma_on, dn, taken):
+    """TMA faults on an innermost coordinate that is not a multiple of 16 bytes (an illegal
+    instruction on the H200): such a load stays a masked pointer load; the store still takes TMA."""
+    args = list(_copy_args(64, 80, pad=16))
+    args[-1] = dn
+    ptx = _compiled(desc_copy, args, BM=32, BN=64).asm["ptx"]
+    assert ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier" in ptx) is taken
+    assert ("ld.global" in ptx) is not taken
+    assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
+
+
 def test_copy_takes_tma(tma_on):
     c = _compiled(desc_copy, _copy_args(64, 80, pad=16), BM=32, BN=64)
     ptx = c.asm["ptx"]
@@ -338,8 +350,12 @@ def _sim_args(args):
 
 
 @pytest.mark.parametrize("dtype,m,n,bm,bn,dm,dn", [(np.float16, 50, 70, 16, 32, -3, 5),
-                                                   (np.float32, 33, 20, 8, 8, 2, -7), (np.int8, 19, 48, 8, 16, 0, 9)])
+                                                   (np.float32, 33, 20, 8, 8, 2, -7), (np.int8, 19, 48, 8, 16, 0, 9),
+                                                   (np.float16, 50, 70, 16, 32, -3, 16),
+                                                   (np.float32, 33, 20, 8, 8, 2, -16), (np.int8, 19, 48, 8, 16, 0, 16)])
 def test_single_stage_copy_simulated(tma_on, rng, dtype, m, n, bm, bn, dm, dn):
+    """Loads whose innermost offset is not a multiple of 16 bytes are masked pointer loads (TMA
+    would fault); the stores' offsets are, so they always take TMA."""
     from tma_sim import run
     rows = (rng.standard_normal((m, n + 16)) * 20).astype(dtype)  # the simulator copies arrays whole
     x = rows[:, :n]
@@ -348,7 +364,8 @@ def test_single_stage_copy_simulated(tma_on, rng, dtype, m, n, bm, bn, dm, dn):
     ir = desc_copy.warmup(*args, backend="cuda", BM=bm, BN=bn, num_warps=4).ir
     grid = (tiles.cdiv(m, bm), tiles.cdiv(n, bn))
     sims = run(ir, _sim_args(args), grid, 128)
-    assert sum(s.loads for s in sims) == sum(s.stores for s in sims) == grid[0] * grid[1]
+    tma_loads = grid[0] * grid[1] if dn % 16 == 0 else 0
+    assert sum(s.loads for s in sims) == tma_loads and sum(s.stores for s in sims) == grid[0] * grid[1]
     padded = np.zeros((m + 2 * bm + 20, n + 2 * bn + 20), dtype)
     padded[bm + 10:bm + 10 + m, bn + 10:bn + 10 + n] = x
     want = padded[bm + 10 + dm:bm + 10 + dm + m, bn + 10 + dn:bn + 10 + dn + n] * dtype(2)
@@ -489,7 +506,7 @@ def loop_of_loads(x_ptr, y_ptr, out_ptr, M, N, STEPS: tl.constexpr, BM: tl.const
     o = tl.make_tensor_descriptor(out_ptr, shape=[BM, BN], strides=[BN, 1], block_shape=[BM, BN])
     acc = tl.zeros((BM, BN), tl.float32)
     for i in range(0, STEPS):
-        acc += a.load([i * BM, tl.program_id(0)]) * b.load([tl.program_id(0), i * BN])
+        acc += a.load([i * BM, tl.program_id(0) * BN]) * b.load([tl.program_id(0), i * BN])
     o.store([0, 0], acc)
 
 

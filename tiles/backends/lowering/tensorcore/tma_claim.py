@@ -4,7 +4,8 @@
 masked pointer accesses, ``core/descriptors.py``) and appends one hidden pointer parameter,
 ``tiles_tma_maps``.  An access qualifies when its base is a pointer parameter promised 16-byte
 aligned, each size and stride is a constant or an integer parameter (the host reads it at
-launch), the innermost stride is the constant 1 and the block fits a TMA box (<= 256 per axis,
+launch), the innermost stride is the constant 1, the innermost offset is provably a multiple of
+16 bytes (axis facts; TMA faults on others) and the block fits a TMA box (<= 256 per axis,
 innermost row a multiple of 16 bytes).  Where it sits matters too:
 
 - not directly in the body of a loop that runs ``tl.dot`` (an outer persistent loop is fine):
@@ -31,6 +32,7 @@ from ....core.descriptors import descriptor_operands
 from ....core.dtypes import PointerType
 from ....core.ir import Block, Instr, Kernel, Param, TileType, Value
 from ....core.ops import DESCRIPTOR, Op
+from ..axisinfo import AxisInfo, analyze
 from ..emitter import Emitter, Handle
 from .emitter import TensorCoreEmitter
 from .plan import wgmma_fits
@@ -216,6 +218,14 @@ def disabled() -> Iterator[None]:
         _switched_off.on = before
 
 
+def _innermost_offset_aligned(instr: Instr, info: dict[Value, AxisInfo]) -> bool:
+    """Whether the access's innermost offset is provably a multiple of 16 bytes: TMA faults on
+    others (seen on the H200 as an illegal instruction), so those stay masked pointer accesses."""
+    ops = descriptor_operands(instr)
+    itemsize = ops.base.type.dtype.element.itemsize  # type: ignore[union-attr]
+    return info.get(ops.offsets[-1], AxisInfo()).div * itemsize % 16 == 0
+
+
 def claim(kernel: Kernel, emitter: Emitter, threads: int) -> Callable[[Instr], bool]:
     """The descriptor accesses of ``kernel`` (a prepare copy, ``threads`` per program) TMA takes;
     with any, the hidden maps parameter is appended to ``kernel.params``."""
@@ -227,7 +237,9 @@ def claim(kernel: Kernel, emitter: Emitter, threads: int) -> Callable[[Instr], b
     dots = [i for i in kernel.walk() if i.op is Op.DOT]
     if isinstance(emitter, TensorCoreEmitter) and all(wgmma_fits(emitter, d, threads // 32) for d in dots):
         candidates += _dot_loop_feeds(kernel)  # the plan will run every DOT as wgmma
-    taken = {id(i) for i in candidates if spec_of(i, kernel, defs) is not None}
+    info = analyze(kernel)
+    taken = {id(i) for i in candidates
+             if spec_of(i, kernel, defs) is not None and _innermost_offset_aligned(i, info)}
     if taken:
         kernel.params.append(Param(HIDDEN_PARAM, Value(TileType(PointerType(D.int8), ()), HIDDEN_PARAM), 16))
     return lambda instr: id(instr) in taken
