@@ -23,7 +23,7 @@ LAYERS: list[set[str]] = [
     {"tiles.core", "tiles.progress", "tiles.benchmark_report"},
     {"tiles.interp", "tiles.language"},
     {"tiles.backends"},
-    {"tiles.testing"},
+    {"tiles.testing", "tiles.tools"},
     {"tiles.runtime", "tiles.compiler"},
     {"tiles"},  # the package itself: the public names
     {"tiles.cli"},

@@ -22,10 +22,11 @@ from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
 from ..language import control
 from ..language.constexpr import as_constexpr
-from . import checked_launch
+from ..tools.tensor_descriptor import TensorDescriptor
+from . import checked_launch, descriptor_args
 from .binder import MISSING, can_bind, make_launch, tensor_type
 from .launch_options import JIT_HINTS, split_hints
-from .specialize import ArgSpec, MockArray, classify, launch_key, mock_dtype_argument
+from .specialize import ArgSpec, MockArray, classify, descriptor_specs, launch_key, mock_dtype_argument
 from .validate import MAX_GRID_SIZE, check_num_warps, check_positive_int, check_writable, normalize_grid, quick_grid
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
@@ -170,6 +171,9 @@ class JITFunction(KernelInterface):
         specs = []
         for name, value in bound.items():
             try:
+                if isinstance(value, TensorDescriptor):
+                    specs += descriptor_specs(name, value, name not in self.do_not_specialize)
+                    continue
                 specs.append(classify(name, value, name in self.constexprs,
                                       name not in self.do_not_specialize))
             except (TypeError, OverflowError) as e:
@@ -179,19 +183,19 @@ class JITFunction(KernelInterface):
     def trace(self, specs: Sequence[ArgSpec]) -> Kernel:
         builder = Builder()
         params: list[Param] = []
-        call_args: list[Any] = []
+        leaves: list[Any] = []
         from ..language.tensor import tensor
         for spec in specs:
             if spec.constexpr:
-                call_args.append(as_constexpr(spec.value))
+                leaves.append(as_constexpr(spec.value))
                 continue
             assert spec.type is not None
             v = Value(TileType(spec.type), spec.name)
             params.append(Param(spec.name, v, spec.divisibility))
-            call_args.append(tensor(v))
+            leaves.append(tensor(v))
         try:
             with tracing(builder):
-                self.rewritten(*call_args)
+                self.rewritten(*descriptor_args.regroup(specs, leaves))
         except CompilationError:
             raise
         except TilesError:
@@ -354,6 +358,10 @@ class JITFunction(KernelInterface):
         specs = self.specialize(named)
         compiled = self.compile_for(specs, backend, self._options(backend, num_warps, num_stages, debug, fp_fusion))
         stores = _first_writes(compiled.ir)
+        expand = descriptor_args.has_descriptor(values)
+        if expand:  # the launcher takes the descriptors' expanded parameters (runtime/descriptor_args.py)
+            values = descriptor_args.flatten(values)
+            named = {s.name: v for s, v in zip(specs, values)}
         check_writable(named, stores, self.loc, self.__name__)
         plan = [(i, s.name, isinstance(s.type, PointerType), s.name in stores)
                 for i, s in enumerate(specs) if not s.constexpr]
@@ -364,7 +372,8 @@ class JITFunction(KernelInterface):
         else:
             launcher = checked_launch.make_launcher(backend, compiled, plan,
                                                     lambda inner: _accepting_stream(inner, backend))
-        return compiled, _accepting_stream(launcher, backend)
+        launcher = _accepting_stream(launcher, backend)
+        return compiled, descriptor_args.expanding(launcher) if expand else launcher
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int = 4, num_stages: int = 3,
                debug: bool | None = None, stream: Any = None, backend: str | Backend | None = None,

@@ -10,6 +10,7 @@ import numpy as np
 from ..core import dtypes as D
 from ..core.dtypes import DType, PointerType, ScalarType
 from ..language.constexpr import constexpr as constexpr_object
+from ..tools.tensor_descriptor import TensorDescriptor, problem
 
 
 @dataclass(frozen=True)
@@ -21,10 +22,15 @@ class ArgSpec:
     value: Any = None            # the value when constexpr
     type: ScalarType | None = None
     divisibility: int = 1        # 16 when the address / integer is a multiple of 16
+    # On the base pointer of a host TensorDescriptor argument: its block shape.  The shape and
+    # stride specs follow it (``descriptor_specs``).
+    descriptor: tuple[int, ...] | None = None
 
     def key(self) -> tuple[Any, ...]:
         if self.constexpr:
             return (self.name, "c", _hashable(self.value))
+        if self.descriptor is not None:
+            return (self.name, str(self.type), self.divisibility, "desc", self.descriptor)
         return (self.name, str(self.type), self.divisibility)
 
 
@@ -150,6 +156,44 @@ def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpe
                     "(expected an array, a tensor, a number, or a constexpr)")
 
 
+def descriptor_names(name: str, rank: int) -> list[str]:
+    """The hidden parameters a descriptor argument ``name`` expands into: base, sizes, strides."""
+    return [f"{name}_base", *(f"{name}_shape{i}" for i in range(rank)),
+            *(f"{name}_stride{i}" for i in range(rank))]
+
+
+def descriptor_specs(name: str, desc: TensorDescriptor, specialize: bool) -> list[ArgSpec]:
+    """A host ``TensorDescriptor`` argument as its expanded parameters, as Triton specializes it:
+    the element type and block shape are compile-time; the base pointer is promised 16-byte
+    aligned (the descriptor's rule); sizes and strides are run-time integers (specialized as
+    int arguments are: 1, multiple of 16), except the last stride, always the constant 1."""
+    why = problem(desc)
+    if why is None and desc.padding != "zero":
+        why = f"padding={desc.padding!r} is not supported by tiles yet; use padding='zero'"
+    if why is not None:
+        raise TypeError(f"argument {name!r} (a TensorDescriptor): {why}")
+    dtype = array_dtype(desc.base)
+    if dtype is None:
+        raise TypeError(f"argument {name!r}: a TensorDescriptor's base must be an array or tensor, got "
+                        f"{type(desc.base).__name__}")
+    rank = len(desc.shape)
+    names = descriptor_names(name, rank)
+    address = address_of(desc.base)
+    base = ArgSpec(names[0], False, type=PointerType(dtype),
+                   divisibility=16 if address is not None and address % 16 == 0 else 1,
+                   descriptor=tuple(int(b) for b in desc.block_shape))
+    ints = [classify(n, int(v), False, specialize)
+            for n, v in zip(names[1:-1], (*desc.shape, *desc.strides[:-1]))]
+    return [base, *ints, ArgSpec(names[-1], True, 1)]
+
+
+def _descriptor_fact(desc: TensorDescriptor, kind: str) -> tuple[Any, ...]:
+    strides = tuple(desc.strides)
+    return ("d", _array_key(desc.base), _hashable(tuple(desc.block_shape)), desc.padding,
+            tuple(fact_of(n, kind) for n in desc.shape), tuple(fact_of(n, kind) for n in strides[:-1]),
+            strides[-1:])
+
+
 def _array_key(v: Any) -> tuple[Any, ...] | None:
     if isinstance(v, np.ndarray):
         return ("a", v.dtype.str, v.__array_interface__["data"][0] % 16 == 0, v.flags.writeable)
@@ -176,6 +220,8 @@ def fact_of(v: Any, kind: str) -> Any:
         return "f"
     if t is bool:
         return "b"
+    if isinstance(v, TensorDescriptor):
+        return _descriptor_fact(v, kind)
     ak = _array_key(v)
     if ak is None:
         return ("o", t, _hashable(v) if not hasattr(v, "dtype") else str(getattr(v, "dtype", "")))

@@ -1,0 +1,65 @@
+"""Host ``TensorDescriptor`` arguments: expanded into plain parameters for every backend.
+
+A kernel parameter given a ``tiles.tools.tensor_descriptor.TensorDescriptor`` becomes, in the
+specialization and the IR, the parameters ``<name>_base`` (a pointer), ``<name>_shape<i>`` and
+``<name>_stride<i>`` (integers; the last stride is the constant 1) — see
+``specialize.descriptor_specs``.  The trace hands the kernel what
+``tl.make_tensor_descriptor`` makes of them, so ``desc.load``/``desc.store`` become the
+DESC_LOAD/DESC_STORE ops a device-side descriptor gives (TMA on sm_90 with ``TILES_TMA=1``,
+masked accesses elsewhere), and checked mode bounds-checks the base array as any pointer.
+The launcher sees the expanded values (``flatten``); ``expanding`` wraps it for the launch paths
+that hold the kernel's own arguments.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..tools.tensor_descriptor import TensorDescriptor
+from .specialize import ArgSpec
+
+
+def has_descriptor(values: Sequence[Any]) -> bool:
+    return any(isinstance(v, TensorDescriptor) for v in values)
+
+
+def flatten(values: Sequence[Any]) -> list[Any]:
+    """The launch values with each descriptor replaced by its base, sizes and strides."""
+    out: list[Any] = []
+    for v in values:
+        if isinstance(v, TensorDescriptor):
+            out += [v.base, *v.shape, *v.strides]
+        else:
+            out.append(v)
+    return out
+
+
+def regroup(specs: Sequence[ArgSpec], leaves: Sequence[Any]) -> list[Any]:
+    """The kernel's call arguments from the traced leaves of ``specs`` (one per spec): each
+    descriptor's base, sizes and strides become one ``tl.make_tensor_descriptor``.  Call it
+    while tracing."""
+    from ..language.memory import make_tensor_descriptor
+    out: list[Any] = []
+    i = 0
+    while i < len(specs):
+        block = specs[i].descriptor
+        if block is None:
+            out.append(leaves[i])
+            i += 1
+            continue
+        rank = len(block)
+        base, rest = leaves[i], leaves[i + 1:i + 1 + 2 * rank]
+        out.append(make_tensor_descriptor(base, list(rest[:rank]), list(rest[rank:]), list(block)))
+        i += 1 + 2 * rank
+    return out
+
+
+def expanding(launcher: Callable[..., None]) -> Callable[..., None]:
+    """``launcher`` (which takes the expanded values) as a launcher of the kernel's own values."""
+    def launch(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
+        if stream is None:
+            launcher(grid, flatten(values))
+        else:
+            launcher(grid, flatten(values), stream=stream)
+    return launch
