@@ -198,11 +198,13 @@ class Autotuner(KernelInterface):
         if verbose:
             print(f"tiles autotuning {self.__name__} with config {config}")
         current = {**kwargs, **config.all_kwargs()}
+        full_nargs = {**named, **current}
         try:
+            if config.pre_hook:  # it may set what the compile depends on (a descriptor's block_shape)
+                config.pre_hook(full_nargs)
             self.fn.warmup(*args, **current)
         except Exception as e:  # any compile failure only rules this config out
             return _failed(config, f"{type(e).__name__}: {e}", verbose)
-        full_nargs = {**named, **current}
 
         def kernel_call() -> None:
             if config.pre_hook:

@@ -1,0 +1,210 @@
+"""Host-side tensor descriptors (``tiles.tools.tensor_descriptor.TensorDescriptor``) as kernel
+arguments, in the form of Triton's persistent-matmul and attention tutorials: descriptors made on
+the host for A, B and C, ``desc.load``/``desc.store`` in the kernel.
+
+Sizes are odd so blocks hang over every edge: the rows are padded with NaN, so a read outside
+the descriptor's shape that is not zero-filled poisons the result, and a write outside it that
+is not dropped shows in the padding.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+from tiles.backends import registry
+from tiles.core.errors import CompilationError, LaunchError
+from tiles.tools.tensor_descriptor import TensorDescriptor, TensorDescriptorError
+
+OPENCL, OPENCL_WHY = registry.status("opencl")
+M, N, K = 37, 45, 29
+BM, BN, BK = 16, 32, 16
+
+
+@tiles.jit
+def matmul_host_desc(a_desc, b_desc, c_desc, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_K: tl.constexpr):
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+@tiles.jit
+def matmul_device_desc(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BLOCK_M: tl.constexpr,
+                       BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_bk, 1], [BLOCK_K, BLOCK_N])
+    c_desc = tl.make_tensor_descriptor(c_ptr, [M, N], [stride_cm, 1], [BLOCK_M, BLOCK_N])
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = a_desc.load([pid_m * BLOCK_M, k * BLOCK_K])
+        b = b_desc.load([k * BLOCK_K, pid_n * BLOCK_N])
+        acc = tl.dot(a, b, acc)
+    c_desc.store([pid_m * BLOCK_M, pid_n * BLOCK_N], acc.to(c_desc.dtype))
+
+
+@tiles.jit
+def copy_host_desc(src, dst, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    off_m = tl.program_id(0) * BLOCK_M
+    off_n = tl.program_id(1) * BLOCK_N
+    dst.store([off_m, off_n], src.load([off_m, off_n]) * 2)
+
+
+def padded(rng, rows, cols, dtype, fill=np.nan):
+    """A (rows, cols) random view into rows padded to a multiple of 16 elements with ``fill``."""
+    buf = np.full((rows, -(-cols // 16) * 16 + 16), fill, dtype)
+    view = buf[:, :cols]
+    view[...] = rng.standard_normal((rows, cols))
+    return buf, view
+
+
+def aligned(shape, dtype):
+    """A zero array whose first element is 16-byte aligned (NumPy does not promise it)."""
+    raw = np.zeros(int(np.prod(shape)) * np.dtype(dtype).itemsize + 16, np.uint8)
+    skip = -raw.__array_interface__["data"][0] % 16
+    return raw[skip:skip + raw.size - 16].view(dtype).reshape(shape)
+
+
+def operands(rng):
+    _, a = padded(rng, M, K, np.float16)
+    _, b = padded(rng, K, N, np.float16)
+    c_buf, c = padded(rng, M, N, np.float32)
+    c[...] = -7
+    return a, b, c_buf, c
+
+
+def grid(m=M, n=N):
+    return (-(-m // BM), -(-n // BN))
+
+
+def run_host(a, b, c, backend, **kw):
+    descs = (TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]),
+             TensorDescriptor.from_tensor(c, [BM, BN]))
+    return matmul_host_desc[grid()](*descs, M, N, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, backend=backend, **kw)
+
+
+@pytest.mark.parametrize("backend", ["interpreter", "opencl"])
+def test_tutorial_matmul_matches_numpy(rng, backend):
+    if backend == "opencl" and not OPENCL:
+        pytest.skip(f"no OpenCL device: {OPENCL_WHY}")
+    a, b, c_buf, c = operands(rng)
+    run_host(a, b, c, backend)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    np.testing.assert_allclose(c, want, rtol=1e-3, atol=1e-3)
+    assert np.isnan(c_buf[:, N:]).all(), "a write outside the descriptor's shape was not dropped"
+
+
+def test_host_and_device_descriptors_agree(rng):
+    a, b, c_buf, c = operands(rng)
+    run_host(a, b, c, "interpreter")
+    c2_buf, c2 = padded(rng, M, N, np.float32, fill=np.nan)
+    matmul_device_desc[grid()](a, b, c2, M, N, K, a.strides[0] // 2, b.strides[0] // 2, c2.strides[0] // 4,
+                               BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, backend="interpreter")
+    np.testing.assert_array_equal(c_buf, c2_buf)
+
+
+def test_expanded_parameters_and_specialization(rng):
+    """Block shape and dtype are part of the key; sizes and strides are run-time parameters
+    (the last stride the constant 1); the base is a 16-byte-aligned pointer parameter."""
+    a, b, c_buf, c = operands(rng)
+    descs = (TensorDescriptor.from_tensor(a, [BM, BK]), TensorDescriptor.from_tensor(b, [BK, BN]),
+             TensorDescriptor.from_tensor(c, [BM, BN]))
+    text = matmul_host_desc.ir(*descs, M, N, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK)
+    header = text.splitlines()[0]
+    assert "a_desc_base: ptr<float16> (div 16)" in header and "c_desc_base: ptr<float32> (div 16)" in header
+    assert "a_desc_shape0: int32" in header and "a_desc_stride0: int32 (div 16)" in header
+    assert "a_desc_stride1" not in header
+    assert "desc_load" in text and "desc_store" in text
+    before = len(matmul_host_desc.cache)
+    args = (M, N, K)
+    matmul_host_desc[grid()](*descs, *args, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, backend="interpreter")
+    c[...] = 0
+    matmul_host_desc[grid()](*descs, *args, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, backend="interpreter")
+    assert len(matmul_host_desc.cache) <= before + 1  # the second launch reused the first's kernel
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+    wider = TensorDescriptor.from_tensor(c, [BM, 2 * BN])
+    matmul_host_desc[(grid()[0], -(-N // (2 * BN)))](descs[0], TensorDescriptor.from_tensor(b, [BK, 2 * BN]),
+                                                      wider, *args, BLOCK_M=BM, BLOCK_N=2 * BN, BLOCK_K=BK,
+                                                      backend="interpreter")
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+
+
+def test_block_shape_set_by_a_pre_hook(rng):
+    """Triton's persistent-matmul tutorial makes descriptors with a dummy block shape and sets the
+    real one in the autotuner's pre_hook."""
+    def set_block_shape(nargs):
+        nargs["a_desc"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_K"]]
+        nargs["b_desc"].block_shape = [nargs["BLOCK_K"], nargs["BLOCK_N"]]
+        nargs["c_desc"].block_shape = [nargs["BLOCK_M"], nargs["BLOCK_N"]]
+
+    configs = [tiles.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": 16}, pre_hook=set_block_shape)
+               for bm, bn in ((16, 16), (32, 16))]
+    tuned = tiles.autotune(configs, key=["M", "N", "K"])(tiles.jit(matmul_host_desc.fn))
+    a, b, c_buf, c = operands(rng)
+    dummy = [1, 1]
+    descs = [TensorDescriptor.from_tensor(t, dummy) for t in (a, b, c)]
+    tuned[lambda meta: (-(-M // meta["BLOCK_M"]), -(-N // meta["BLOCK_N"]))](*descs, M, N, K, backend="interpreter")
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
+    assert np.isnan(c_buf[:, N:]).all()
+
+
+@pytest.mark.parametrize("make,fragment", [
+    (lambda x: TensorDescriptor(x, [8, 12], [12, 1], [8, 4]), "strides[0] is 12 elements = 24 bytes, not a multiple of 16"),
+    (lambda x: TensorDescriptor(x, [8, 12], [16, 1], [8]), "has 1 entries but the tensor has rank 2"),
+    (lambda x: TensorDescriptor(x, [8, 12], [16, 1], [8, 12]), "block_shape[1] is 12; block sizes must be powers"),
+    (lambda x: TensorDescriptor(x, [8, 12], [1, 8], [8, 4]), "the last stride must be 1"),
+    (lambda x: TensorDescriptor(x, [0, 12], [16, 1], [8, 4]), "every size must be positive"),
+    (lambda x: TensorDescriptor(x.reshape(-1)[1:], [100], [1], [16]), "not a multiple of 16 bytes"),
+    (lambda x: TensorDescriptor.from_tensor(x[:, 1:], [8, 8]), "not a multiple of 16 bytes"),
+    (lambda x: TensorDescriptor.from_tensor(x, [8, 8], padding="nan"), "padding='nan' is not supported"),
+])
+def test_bad_descriptor_names_the_host_call(make, fragment):
+    x = aligned((8, 16), np.float16)
+    with pytest.raises(TensorDescriptorError) as info:
+        make(x)
+    message = str(info.value)
+    assert fragment in message
+    assert f"{__file__}:" in message  # the line that made it
+
+
+def test_bad_block_shape_at_launch_names_the_kernel(rng):
+    """A block shape set after construction (as a pre_hook does) is checked when launched."""
+    a, b, c_buf, c = operands(rng)
+    descs = [TensorDescriptor.from_tensor(t, [16, 16]) for t in (a, b, c)]
+    descs[1].block_shape = [16, 24]
+    with pytest.raises(LaunchError) as info:
+        matmul_host_desc[grid()](*descs, M, N, K, BLOCK_M=16, BLOCK_N=16, BLOCK_K=16, backend="interpreter")
+    message = str(info.value)
+    assert "test_host_descriptors.py" in message and "matmul_host_desc" in message
+    assert "'b_desc'" in message and "powers of two" in message
+
+
+def test_rank_mismatch_in_the_kernel_names_its_line(rng):
+    """A 1-D descriptor where the kernel indexes two axes."""
+    flat = rng.standard_normal(64).astype(np.float32)
+    src = TensorDescriptor.from_tensor(flat, [16])
+    dst = TensorDescriptor.from_tensor(padded(rng, 8, 16, np.float32)[1], [8, 16])
+    with pytest.raises(CompilationError) as info:
+        copy_host_desc[(1, 1)](src, dst, BLOCK_M=8, BLOCK_N=16, backend="interpreter")
+    message = str(info.value)
+    assert "test_host_descriptors.py" in message and "1D tensor descriptor needs 1 offsets" in message
+
+
+def test_base_array_is_bounds_checked(rng):
+    """A descriptor whose shape claims more than its base holds reads out of the array: the
+    interpreter (like checked mode on compiled backends) reports it instead of reading past it."""
+    x = rng.standard_normal((8, 16)).astype(np.float32)
+    out = np.zeros((16, 16), np.float32)
+    lying = TensorDescriptor(x, [16, 16], [16, 1], [16, 16])
+    with pytest.raises(Exception, match="(?i)out of bounds|outside"):
+        copy_host_desc[(1, 1)](lying, TensorDescriptor.from_tensor(out, [16, 16]), BLOCK_M=16, BLOCK_N=16,
+                               backend="interpreter")
