@@ -159,7 +159,7 @@ def test_block_shape_set_by_a_pre_hook(rng):
 
 
 @pytest.mark.parametrize("make,fragment", [
-    (lambda x: TensorDescriptor(x, [8, 12], [12, 1], [8, 4]), "strides[0] is 12 elements = 24 bytes, not a multiple of 16"),
+    (lambda x: TensorDescriptor(x, [8, 12], [12, 1], [8, 4]), "12 elements = 24 bytes, not a multiple of 16"),
     (lambda x: TensorDescriptor(x, [8, 12], [16, 1], [8]), "has 1 entries but the tensor has rank 2"),
     (lambda x: TensorDescriptor(x, [8, 12], [16, 1], [8, 12]), "block_shape[1] is 12; block sizes must be powers"),
     (lambda x: TensorDescriptor(x, [8, 12], [1, 8], [8, 4]), "the last stride must be 1"),
