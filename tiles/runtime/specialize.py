@@ -220,10 +220,10 @@ def fact_of(v: Any, kind: str) -> Any:
         return "f"
     if t is bool:
         return "b"
-    if isinstance(v, TensorDescriptor):
-        return _descriptor_fact(v, kind)
     ak = _array_key(v)
     if ak is None:
+        if isinstance(v, TensorDescriptor):
+            return _descriptor_fact(v, kind)
         return ("o", t, _hashable(v) if not hasattr(v, "dtype") else str(getattr(v, "dtype", "")))
     if kind == "n":  # the address's alignment does not specialize
         return (*ak[:2], *ak[3:]) if ak[0] == "a" else (*ak[:3], *ak[4:])
