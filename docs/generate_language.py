@@ -150,7 +150,8 @@ NOTES = {
     "join": "the two tiles stacked along a new last axis of size 2",
     "load": "the values at the pointers where `mask`, `other` elsewhere (block pointers: `boundary_check`)",
     "make_block_ptr": "a pointer to a 2-D block of a strided tensor (for `tl.load`/`tl.store`/`tl.advance`)",
-    "make_tensor_descriptor": "a descriptor of a strided tensor for block loads and stores",
+    "make_tensor_descriptor": "a descriptor of a strided tensor for block loads and stores (made on the host: "
+                              "a `tiles.tools.tensor_descriptor.TensorDescriptor` argument)",
     "max": "largest element along `axis` (all axes when None)",
     "max_constancy": "hint: runs of `values` equal elements",
     "max_contiguous": "hint: runs of `values` consecutive elements",
