@@ -310,7 +310,7 @@ class JITFunction(KernelInterface):
             self._binder_tensor = tensor_type()
             self._fast_launch = self._make_fast_launch()
             return
-        on_device = any(_device_index(v) >= 0 for v in values)
+        on_device = any(_device_index(v) >= 0 for v in descriptor_args.flatten(values))
         self._launches[fast_key] = FastLaunch(compiled, launcher, be, None if on_device else target)
 
     def _launch(self, compiled: CompiledKernel, launcher: Callable[..., None], grid: Grid,
