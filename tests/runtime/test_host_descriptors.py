@@ -361,3 +361,17 @@ def test_cuda_matmul_with_torch_tensors(monkeypatch, tma):
     want = (a.float() @ b.float()).half()
     torch.testing.assert_close(c[:m - 5, :n - 9], want[:m - 5, :n - 9], rtol=1e-2, atol=1e-2)
     assert (c[m - 5:, :] == 7).all() and (c[:, n - 9:] == 7).all()
+
+
+def test_compile_from_triton_type_strings(rng):
+    """``kernel.compile(signature=...)`` reads Triton's ``tensordesc<fp16[16, 16]>`` as the
+    expanded parameters (sizes and strides unspecialized int32)."""
+    sig = {"a_desc": f"tensordesc<fp16[{BM}, {BK}]>", "b_desc": f"tensordesc<fp16[{BK},{BN}]>",
+           "c_desc": f"tensordesc<fp32[{BM}, {BN}]>", "M": "i32", "N": "i32", "K": "i32"}
+    compiled = matmul_host_desc.compile(sig, {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK}, backend="interpreter")
+    names = [p.name for p in compiled.ir.params]
+    assert names[:4] == ["a_desc_base", "a_desc_shape0", "a_desc_shape1", "a_desc_stride0"]
+    assert compiled.ir.params[0].divisibility == 16
+    with pytest.raises(LaunchError, match="tensordesc<fp16\\[16, 12\\]>.*powers of two"):
+        matmul_host_desc.compile({**sig, "a_desc": "tensordesc<fp16[16, 12]>"},
+                                 {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK}, backend="interpreter")

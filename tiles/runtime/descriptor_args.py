@@ -13,11 +13,15 @@ that hold the kernel's own arguments.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..tools.tensor_descriptor import TensorDescriptor
-from .specialize import ArgSpec
+from ..core.dtypes import BY_NAME, PointerType
+from ..tools.tensor_descriptor import TensorDescriptor, block_shape_problem
+from .specialize import ArgSpec, descriptor_names
+
+_TYPE_STRING = re.compile(r"tensordesc<\s*(\w+)\s*\[([\d,\s]*)\]\s*>")
 
 
 def has_descriptor(values: Sequence[Any]) -> bool:
@@ -53,6 +57,26 @@ def regroup(specs: Sequence[ArgSpec], leaves: Sequence[Any]) -> list[Any]:
         out.append(make_tensor_descriptor(base, list(rest[:rank]), list(rest[rank:]), list(block)))
         i += 1 + 2 * rank
     return out
+
+
+def specs_from_type_string(name: str, text: str) -> list[ArgSpec] | None:
+    """Triton's signature type ``"tensordesc<fp16[64, 64]>"`` as the expanded specs (sizes and
+    strides as unspecialized int32 parameters); None when ``text`` is not one; ValueError when
+    it is malformed."""
+    if not text.strip().startswith("tensordesc"):
+        return None
+    match = _TYPE_STRING.fullmatch(text.strip())
+    dtype = BY_NAME.get(match.group(1)) if match else None
+    if match is None or dtype is None:
+        raise ValueError(f"parameter {name!r}: cannot read {text!r}; expected e.g. 'tensordesc<fp16[64, 64]>'")
+    block = [int(b) for b in match.group(2).split(",") if b.strip()]
+    why = block_shape_problem(block, len(block)) if block else "an empty block shape"
+    if why:
+        raise ValueError(f"parameter {name!r}: {text!r}: {why}")
+    names = descriptor_names(name, len(block))
+    int32 = BY_NAME["int32"]
+    return [ArgSpec(names[0], False, type=PointerType(dtype), divisibility=16, descriptor=tuple(block)),
+            *(ArgSpec(n, False, type=int32) for n in names[1:-1]), ArgSpec(names[-1], True, 1)]
 
 
 def expanding(launcher: Callable[..., None]) -> Callable[..., None]:

@@ -405,7 +405,8 @@ class JITFunction(KernelInterface):
         a device: ``compile(signature={"x": "*fp32", "n": "i32"}, constexprs={"BLOCK": 1024})``.
 
         Types: ``*fp32``, ``*fp16``, ``*i8``, ``i32``, ``i64``, ``fp32``... (any tiles dtype
-        name); ``:16`` after one promises that the address or value is a multiple of 16.
+        name); ``:16`` after one promises that the address or value is a multiple of 16;
+        ``tensordesc<fp16[64, 64]>`` a host ``TensorDescriptor`` of that block shape.
         """
         specs = self.specs_from_signature(signature, constexprs or {})
         be = _resolve_backend(backend)
@@ -426,7 +427,11 @@ class JITFunction(KernelInterface):
                                   and param.default is not inspect.Parameter.empty):
                 specs.append(ArgSpec(name, True, values.get(name, param.default)))
             elif name in types:
-                specs.append(_parse_type_string(name, types[name]))
+                try:
+                    expanded = descriptor_args.specs_from_type_string(name, types[name])
+                except ValueError as e:
+                    raise LaunchError(f"{self.loc}: {self.__name__}: {e}") from None
+                specs += expanded if expanded is not None else [_parse_type_string(name, types[name])]
             elif param.default is not inspect.Parameter.empty:
                 specs.append(self.specialize({name: param.default})[0])
             else:
