@@ -15,7 +15,7 @@ import pytest
 import tiles
 import tiles.language as tl
 from tiles.backends import registry
-from tiles.backends.cuda import toolchain
+from tiles.backends.cuda import CUDABackend, toolchain
 from tiles.core.errors import CompilationError, KernelRuntimeError, LaunchError
 from tiles.tools.tensor_descriptor import TensorDescriptor, TensorDescriptorError
 
@@ -375,3 +375,38 @@ def test_compile_from_triton_type_strings(rng):
     with pytest.raises(LaunchError, match="tensordesc<fp16\\[16, 12\\]>.*powers of two"):
         matmul_host_desc.compile({**sig, "a_desc": "tensordesc<fp16[16, 12]>"},
                                  {"BLOCK_M": BM, "BLOCK_N": BN, "BLOCK_K": BK}, backend="interpreter")
+
+
+class RecordingCUDA(CUDABackend):
+    """Compiles for sm_90 and records each launch's values instead of running it (no GPU)."""
+
+    name = "cuda-recording"
+
+    def __init__(self) -> None:
+        self.launches: list[tuple[str, list]] = []
+
+    def available(self):
+        return True, ""
+
+    def arch(self):
+        return "sm_90"
+
+    def make_launcher(self, compiled, plan):
+        return lambda grid, values, stream=None: self.launches.append((compiled.name, list(values)))
+
+
+def test_cuda_launch_passes_the_expanded_values(rng, cuda_sm90):
+    """Through the launch path (general, then the binder's steady-state path) the backend's
+    launcher gets base, sizes and strides in the IR's parameter order, and the PTX assembles."""
+    a, b, _, c = operands(rng)
+    backend = RecordingCUDA()
+    descs = host_descs(a, b, c)
+    for _ in range(2):
+        compiled = matmul_host_desc[grid()](*descs, M, N, K, BLOCK_M=BM, BLOCK_N=BN, BLOCK_K=BK, backend=backend)
+    assert [name for name, _ in backend.launches] == ["matmul_host_desc"] * 2
+    for _, values in backend.launches:
+        assert values[0] is a and values[1:5] == [M, K, a.strides[0] // 2, 1]
+        assert values[5] is b and values[10] is c and values[15:] == [M, N, K, BM, BN, BK]
+    assert ".entry matmul_host_desc" in compiled.asm["ptx"]
+    if toolchain.ptxas_path():
+        toolchain.ptxas_info(compiled.asm["ptx"], "sm_90")
