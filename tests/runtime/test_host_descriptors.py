@@ -410,3 +410,14 @@ def test_cuda_launch_passes_the_expanded_values(rng, cuda_sm90):
     assert ".entry matmul_host_desc" in compiled.asm["ptx"]
     if toolchain.ptxas_path():
         toolchain.ptxas_info(compiled.asm["ptx"], "sm_90")
+
+
+@tiles.jit
+def takes_constexpr_descriptor(desc: tl.constexpr, out):
+    tl.store(out, 1)
+
+
+def test_descriptor_for_a_constexpr_parameter_is_refused(rng):
+    desc = TensorDescriptor.from_tensor(padded(rng, 8, 16, np.float32)[1], [8, 16])
+    with pytest.raises(LaunchError, match="'desc' is a tl.constexpr parameter"):
+        takes_constexpr_descriptor[(1,)](desc, np.zeros(1, np.int32), backend="interpreter")

@@ -172,6 +172,9 @@ class JITFunction(KernelInterface):
         for name, value in bound.items():
             try:
                 if isinstance(value, TensorDescriptor):
+                    if name in self.constexprs:
+                        raise TypeError(f"argument {name!r} is a tl.constexpr parameter; a TensorDescriptor "
+                                        "is a run-time argument: drop the tl.constexpr annotation")
                     specs += descriptor_specs(name, value, name not in self.do_not_specialize)
                     continue
                 specs.append(classify(name, value, name in self.constexprs,
