@@ -338,6 +338,8 @@ def test_cuda_matmul_with_torch_tensors(monkeypatch, tma):
     torch = pytest.importorskip("torch")
     monkeypatch.setenv("TILES_TMA", tma)
     monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
+    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_90a")
+    kernel = tiles.jit(matmul_host_desc.fn)  # a fresh launch cache: TILES_TMA is read when compiling
     gen = torch.Generator(device="cuda").manual_seed(1234)
     m, n, k = 300, 264, 200  # not multiples of the blocks: edges zero-filled and dropped
     a = torch.randn((m, k), device="cuda", dtype=torch.float16, generator=gen)
@@ -348,15 +350,15 @@ def test_cuda_matmul_with_torch_tensors(monkeypatch, tma):
     descs = host_descs(a, b, c, bm, bn, bk)
     for _ in range(2):  # the second launch takes the steady-state path
         c.fill_(7)
-        matmul_host_desc[(-(-m // bm), -(-n // bn))](*descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
+        compiled = kernel[(-(-m // bm), -(-n // bn))](*descs, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
+        assert bool(compiled.metadata.get("tensor_maps")) is (tma == "1")
         torch.cuda.synchronize()
         torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=1e-2, atol=1e-2)
         assert torch.isnan(c_buf[:, n:]).all()
     # TensorDescriptor with a shape smaller than the tensor: only that window is written
     c.fill_(7)
     inner = TensorDescriptor(c, [m - 5, n - 9], list(c.stride()), [bm, bn])
-    matmul_host_desc[(-(-m // bm), -(-n // bn))](descs[0], descs[1], inner, m, n, k, BLOCK_M=bm, BLOCK_N=bn,
-                                                  BLOCK_K=bk)
+    kernel[(-(-m // bm), -(-n // bn))](descs[0], descs[1], inner, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
     torch.cuda.synchronize()
     want = (a.float() @ b.float()).half()
     torch.testing.assert_close(c[:m - 5, :n - 9], want[:m - 5, :n - 9], rtol=1e-2, atol=1e-2)
