@@ -199,16 +199,19 @@ class Autotuner(KernelInterface):
             print(f"tiles autotuning {self.__name__} with config {config}")
         current = {**kwargs, **config.all_kwargs()}
         full_nargs = {**named, **current}
+        hook_applied = [False]  # by the compile below; the first run then does not repeat it
         try:
             if config.pre_hook:  # it may set what the compile depends on (a descriptor's block_shape)
                 config.pre_hook(full_nargs)
+                hook_applied[0] = True
             self.fn.warmup(*args, **current)
         except Exception as e:  # any compile failure only rules this config out
             return _failed(config, f"{type(e).__name__}: {e}", verbose)
 
         def kernel_call() -> None:
-            if config.pre_hook:
+            if config.pre_hook and not hook_applied[0]:
                 config.pre_hook(full_nargs)
+            hook_applied[0] = False
             self.pre_hook(full_nargs)
             try:
                 self.fn.run(*args, grid=grid, **current)
