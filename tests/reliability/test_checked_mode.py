@@ -329,7 +329,7 @@ def _instrumented(kernel, args, constexprs):
     return instrument(_traced(kernel, args, constexprs))
 
 
-MEMORY_OPS = ("load", "store", "atomic", "atomic_cas")
+MEMORY_OPS = ("load", "store", "atomic", "atomic_cas", "desc_load", "desc_store")  # a descriptor access is one site
 
 
 def test_instrumented_corpus_passes_the_verifier():
