@@ -68,7 +68,7 @@ CI = Profile(
     random_seed=False,
     case_budget=25,
     selection="ci_cases.txt",
-    full_families=("classic", "examples"),
+    full_families=("classic", "guards", "examples"),
 )
 
 THOROUGH = Profile(

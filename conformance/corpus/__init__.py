@@ -11,6 +11,7 @@ from . import (
     control,
     dot,
     elementwise,
+    guards,
     integer,
     libdevice,
     math_fns,
@@ -20,7 +21,7 @@ from . import (
     shapes,
 )
 
-MODULES = (classic, elementwise, integer, casts, math_fns, libdevice, reductions, shapes, memory, atomics, dot,
+MODULES = (classic, guards, elementwise, integer, casts, math_fns, libdevice, reductions, shapes, memory, atomics, dot,
            control, random_)
 
 
