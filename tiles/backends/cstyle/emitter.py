@@ -294,12 +294,15 @@ class CStyleEmitter(CMemory, Emitter):
 
     def while_loop(self, carried: Carried, cond: Callable[[list[Handle]], Handle],
                    body: Callable[[list[Handle]], list[Handle]]) -> list[Handle]:
+        # ``while (go)`` with the condition evaluated before the loop and again at the end of the
+        # body, not ``for (;;) { if (!c) break; ... }``: pocl's CPU driver crashes running a kernel
+        # whose loop of that form holds a barrier (docs/conformance.md)
         names = [self._tmp(self.reg(dt), h) for h, dt in carried]
-        self._line("for (;;) {")
+        go = self._tmp("bool", cond(list(names)))
+        self._line(f"while ({go}) {{")
         self.indent += 1
-        c = cond(list(names))
-        self._line(f"if (!({c})) break;")
         self._assign(names, body(list(names)), carried)
+        self._line(f"{go} = {cond(list(names))};")
         self.indent -= 1
         self._line("}")
         return names
