@@ -19,10 +19,11 @@ from . import (
     random_,
     reductions,
     shapes,
+    sweeps,
 )
 
 MODULES = (classic, guards, elementwise, integer, casts, math_fns, libdevice, reductions, shapes, memory, atomics, dot,
-           control, random_)
+           control, random_, sweeps)
 
 
 def all_cases(profile: Profile) -> list[Case]:
