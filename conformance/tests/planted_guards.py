@@ -142,7 +142,15 @@ class FloatToIntWraps(Planted):
     replace = staticmethod(_dialect(float_to_int=lambda text: text.replace("_sat", "")))
 
 
+class IntAbsBuiltin(Planted):
+    """Integer ``abs`` as OpenCL's ``abs()``, which LLVM takes as never negative: a clamp after it is
+    folded away and ``abs(INT_MIN)`` (INT_MIN in the IR) escapes it (found by a generated program)."""
+    name = "planted-int-abs-builtin"
+    target_name = DIALECT
+    replace = staticmethod(_dialect(int_abs=lambda _: "abs({a})"))
+
+
 DEFECTS: tuple[type[Planted], ...] = (
     DivideByMinusOneUnguarded, DivideByZeroGivesDividend, ModByZeroGivesZero, ShiftGuardOffByOne,
-    NegativeShiftUnguarded, ShiftRightFillsZeros, Int1AddAsOr, NanToIntUnguarded, FloatToIntWraps,
+    NegativeShiftUnguarded, ShiftRightFillsZeros, Int1AddAsOr, NanToIntUnguarded, FloatToIntWraps, IntAbsBuiltin,
 )

@@ -51,6 +51,7 @@ CAUGHT_BY: dict[type[P.Planted], tuple[str, str]] = {
     G.Int1AddAsOr: ("guards", "int1_arithmetic"),
     G.NanToIntUnguarded: ("guards", "float_to_every_int[float32]"),
     G.FloatToIntWraps: ("guards", "float_to_every_int[float32]"),
+    G.IntAbsBuiltin: ("classic", "abs_int_min_clamped[int32]"),
 }
 # seen only on a GPU device (TILES_OPENCL_DEVICE=NVIDIA): on pocl's CPU device an expected failure, for this reason
 GPU_ONLY = {

@@ -192,7 +192,9 @@ class CStyleEmitter(CMemory, Emitter):
             return self._tmp(t, f"({t})~{a}")
         if not dtype.is_floating:
             assert op is Op.ABS
-            return self._tmp(t, f"({t}){self.d.int_abs.format(a=a)}" if dtype.is_signed else a)
+            if not dtype.is_signed:
+                return a
+            return self._tmp(t, f"({t})({self.d.int_abs.format(a=a, u=self.unsigned(dtype))})")
         return self._tmp(t, self._round(dtype, f"{self.d.math[op]}({a})"))
 
     def fma(self, a: Handle, b: Handle, c: Handle, dtype: DType) -> Handle:
