@@ -10,6 +10,9 @@ Every value is a ``Node`` that knows its dtype, its shape ((M, N), (M, 1) or
   backend's choice; it is never a divisor.
 * ``from_mul``: a float product; it never feeds an add/sub directly, so a backend
   that fuses a*b+c into an FMA is not blamed for it.
+
+Besides the output, a program's kernel writes each ``Atomic``'s buffers; an ``Input`` (and the
+output) may be laid out with other strides than row-major.
 """
 
 from __future__ import annotations
