@@ -6,7 +6,7 @@ import functools
 from dataclasses import dataclass
 from pathlib import Path
 
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck, Phase, settings
 from tiles.core import dtypes as D
 from tiles.core.dtypes import DType
 
@@ -29,9 +29,12 @@ class Profile:
         # otherwise whether it goes on to find a second one depends on a 10-second wall-clock rule.
         # Programs are drawn from the run's seed (``hypothesis.seed``), never derandomized: the same
         # seed gives the same programs, a new seed new ones.
+        # The explain phase (which parts of a shrunk failure do not matter) re-runs it hundreds of
+        # times for a comment the reproducer does not use: left out.
         return settings(max_examples=max_examples or self.generated_examples, derandomize=False,
                         deadline=None, database=None, print_blob=False, report_multiple_bugs=False,
-                        suppress_health_check=list(HealthCheck))
+                        suppress_health_check=list(HealthCheck),
+                        phases=[p for p in Phase if p is not Phase.explain])
 
     def thin(self, cases: list) -> list:
         """Every k-th case, so that at most ``case_budget`` remain (all when there is no budget),
@@ -68,7 +71,7 @@ CI = Profile(
     random_seed=False,
     case_budget=25,
     selection="ci_cases.txt",
-    full_families=("classic", "examples"),
+    full_families=("classic", "guards", "examples"),
 )
 
 THOROUGH = Profile(

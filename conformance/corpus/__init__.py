@@ -11,6 +11,7 @@ from . import (
     control,
     dot,
     elementwise,
+    guards,
     integer,
     libdevice,
     math_fns,
@@ -18,10 +19,11 @@ from . import (
     random_,
     reductions,
     shapes,
+    sweeps,
 )
 
-MODULES = (classic, elementwise, integer, casts, math_fns, libdevice, reductions, shapes, memory, atomics, dot,
-           control, random_)
+MODULES = (classic, guards, elementwise, integer, casts, math_fns, libdevice, reductions, shapes, memory, atomics, dot,
+           control, random_, sweeps)
 
 
 def all_cases(profile: Profile) -> list[Case]:

@@ -1,6 +1,7 @@
 """Cases aimed at the classic backend bugs, each built so that the bug changes the output.
 
-Float->int conversions of fractional values (truncation, not rounding), loads whose ``other``
+Float->int conversions of fractional values (truncation, not rounding), ``abs(INT_MIN)`` (a
+compiler that takes ``abs`` as non-negative folds a clamp after it away), loads whose ``other``
 reaches memory, stores whose mask cuts a vector, signed division and modulo of every sign
 combination (C truncation), comparisons and max/min over NaN and -0.0, bf16/fp16 rounding
 ties (to even), atomics hammered by every program on one address with every returned value
@@ -105,6 +106,26 @@ def _divmod_case(d: DType) -> Case:
         y = (sign_y * mag_y).astype(d.np)
         return [x, y, np.zeros(block, d.np), np.zeros(block, d.np)]
     return case(FAMILY, f"divmod_mixed_signs[{d}]", divmod_kernel, make, (1,), {2: EXACT, 3: EXACT},
+                constexprs={"BLOCK": block})
+
+
+# ---------------------------------------------------------------- abs(INT_MIN)
+
+@tiles.jit
+def abs_clamp_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    a = tl.abs(tl.load(x_ptr + offs))
+    tl.store(out_ptr + offs, tl.minimum(tl.maximum(a, -100), 100))  # abs(MIN) is MIN: gives -100
+
+
+def _abs_min_case(d: DType) -> Case:
+    block = 32
+
+    def make(rng: np.random.Generator) -> list:
+        x = rng.integers(int(d.min()), int(d.max()), block, endpoint=True).astype(d.np)
+        x[::4] = d.min()
+        return [x, np.zeros(block, d.np)]
+    return case(FAMILY, f"abs_int_min_clamped[{d}]", abs_clamp_kernel, make, (1,), {1: EXACT},
                 constexprs={"BLOCK": block})
 
 
@@ -325,15 +346,13 @@ def cases(profile: Profile) -> list[Case]:
     out += [_partial_store_case(d, n) for d in (D.int8, D.float16, D.int32, D.float32, D.int64)
             for n in (1021, 1027)]
     out += [_divmod_case(d) for d in SIGNED]
+    out += [_abs_min_case(d) for d in SIGNED]
     out += [_nan_zero_case(d) for d in (D.float16, D.bfloat16, D.float32, D.float64)]
     out += [_nan_reduce_case(d) for d in (D.float16, D.bfloat16, D.float32, D.float64)]
     out += [_ties_case(d) for d in (D.bfloat16, D.float16)]
     out += [_cast_ties_case(d) for d in (D.bfloat16, D.float16)]
     out += [_hammer_case("add", d, 512) for d in (D.int32, D.uint32, D.int64, D.float32, D.float64)]
-    if profile.name != "ci":
-        # a CAS loop puts barriers inside a data-dependent loop; pocl's compiler crashes on it
-        # (SIGSEGV while building), so ci leaves it to the thorough profile
-        out += [_hammer_case("cas", d, 64) for d in (D.int32, D.int64)]
+    out += [_hammer_case("cas", d, 64) for d in (D.int32, D.int64)]  # barriers in a data-dependent loop
     out += [_cas_once_case(d) for d in (D.int32, D.int64)]
     out.append(_collatz64_case())
     out += [_warps_case(w) for w in (1, 2, 8)]

@@ -6,11 +6,14 @@ from typing import Any
 
 import numpy as np
 from hypothesis import strategies as st
+from tiles.core import dtypes
 from tiles.core.dtypes import DType
 
 from ..values import edge_values
 from .program import Program
-from .strategies import Draw
+from .strategies import Draw, choose
+
+UNUSUAL = (0.0, 0.2, 0.6)
 
 
 def _values(d: DType, size: int, seed: int, unusual: float) -> np.ndarray:
@@ -34,23 +37,44 @@ def _values(d: DType, size: int, seed: int, unusual: float) -> np.ndarray:
     return np.where((pick >= unusual / 2) & (pick < unusual), wide, values).astype(d.np)
 
 
-def array(d: DType, size: int) -> st.SearchStrategy[np.ndarray]:
-    """Arrays drawn as (seed, share of unusual values): two choices for Hypothesis to shrink
+def array(draw: Draw, d: DType, size: int) -> np.ndarray:
+    """An array drawn as (seed, share of unusual values): two choices for Hypothesis to shrink
     instead of one per element, so shrinking a failing program stays fast."""
-    return st.builds(_values, st.just(d), st.just(size), st.integers(0, 2**32 - 1),
-                     st.sampled_from([0.0, 0.2, 0.6]))
+    return _values(d, size, draw(st.integers(0, 2**32 - 1)), choose(draw, UNUSUAL))
+
+
+def _compare_values(mem: np.ndarray, seed: int) -> np.ndarray:
+    """A compare-and-swap's expected values: ``mem``'s own value at about half the cells."""
+    rng = np.random.default_rng(seed)
+    other = _values(dtypes.from_numpy(mem.dtype), mem.size, seed, 0.2)
+    return np.where(rng.random(mem.size) < 0.5, mem, other).astype(mem.dtype)
+
+
+def _filled(d: DType, shape: tuple[int, ...]) -> np.ndarray:
+    fill = edge_values(d)[-1]
+    return np.full(shape, fill, dtype=np.float64 if d.is_floating else object).astype(d.np)
 
 
 @st.composite
 def launch_args(draw: Draw, program: Program) -> list[Any]:
-    """(inputs..., out, n_valid, trips, flag) for ``program``'s kernel signature."""
-    total = program.programs * program.m * program.n
-    arrays = [draw(array(d, total)) for _, d, *_ in program.inputs]
-    out_dtype = program.output.dtype if program.output else None
-    assert out_dtype is not None
-    fill = edge_values(out_dtype)[-1]
-    out = np.full(total, fill, dtype=np.float64 if out_dtype.is_floating else object).astype(out_dtype.np)
-    n_valid = draw(st.integers(1, total))
-    trips = draw(st.integers(0, 3))
-    flag = draw(st.integers(-1, 1))
-    return [*arrays, out, n_valid, trips, flag]
+    """The arguments of ``program``'s kernel, in ``program.params()`` order: (inputs..., each atomic's
+    memory, old values [and compare values], out, n_valid, trips, flag, runtime strides...)."""
+    m, n, p = program.m, program.n, program.programs
+    args: dict[str, Any] = {}
+    for i in program.inputs:
+        args[f"{i.name}_ptr"] = array(draw, i.dtype, p * i.span(m, n))
+        if i.stride_params():
+            args[f"{i.name}_sr"], args[f"{i.name}_sc"] = i.strides
+    for a in program.atomics:
+        mem = array(draw, a.dtype, a.cells(program))
+        args[f"{a.name}_mem_ptr"] = mem
+        # contended: a row of old values per address, compared as a multiset
+        args[f"{a.name}_old_ptr"] = _filled(a.dtype, (p * m, n) if a.contended else (p * m * n,))
+        if a.kind == "cas":
+            args[f"{a.name}_cmp_ptr"] = _compare_values(mem, draw(st.integers(0, 2**32 - 1)))
+    assert program.output is not None
+    args["out_ptr"] = _filled(program.output.dtype, (p * program.out_span(),))
+    args["n_valid"] = draw(st.integers(1, p * m * n))
+    args["trips"] = draw(st.integers(0, 3))
+    args["flag"] = draw(st.integers(-1, 1))
+    return [args[name] for name in program.params()]

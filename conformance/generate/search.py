@@ -17,7 +17,7 @@ from tiles.backends.base import Backend
 from tiles.runtime.jit import JITFunction
 
 from .. import reproducer
-from ..compare import EXACT, Rule, compare, ulp
+from ..compare import EXACT, MULTISET, Rule, compare, ulp
 from ..profiles import Profile
 from ..runner import BROKEN, FAILED, PASSED, UNSUPPORTED, Outcome, execute
 from .inputs import launch_args
@@ -68,6 +68,17 @@ def output_rule(program: Program) -> Rule:
     return rule
 
 
+def output_rules(program: Program) -> dict[int, Rule]:
+    """Argument position -> rule, for every buffer the kernel writes: the output, and each atomic's
+    memory (fixed whatever the order) and old values (per row as a multiset when contended)."""
+    names = program.params()
+    rules = {names.index("out_ptr"): output_rule(program)}
+    for a in program.atomics:
+        rules[names.index(f"{a.name}_mem_ptr")] = EXACT
+        rules[names.index(f"{a.name}_old_ptr")] = MULTISET if a.contended else EXACT
+    return rules
+
+
 def launch_of(program: Program) -> tuple[tuple[int, ...], dict[str, Any]]:
     """(grid, constexprs) a generated program runs with."""
     extra = {"num_warps": program.num_warps} if program.num_warps != 4 else {}
@@ -76,9 +87,8 @@ def launch_of(program: Program) -> tuple[tuple[int, ...], dict[str, Any]]:
 
 def write_reproducer(gen: Generated, backend: Backend, path: str | None = None) -> str:
     grid, constexprs = launch_of(gen.program)
-    out_index = len(gen.program.inputs)
     return reproducer.write(f"generated on {backend.name}", gen.program.source(), gen.args, grid,
-                            constexprs, {out_index: output_rule(gen.program)}, {}, backend, path=path)
+                            constexprs, output_rules(gen.program), {}, backend, path=path)
 
 
 def digest(program: Program) -> str:
@@ -92,13 +102,15 @@ def check(gen: Generated, backend: Backend, reference: Backend) -> tuple[str, st
     kernel = load_kernel(program)
     grid, constexprs = launch_of(program)
     status, message, ref_args, got_args = execute(kernel, grid, gen.args, constexprs, backend, reference)
-    out_index = len(program.inputs)
-    rule = output_rule(program)
     if status == PASSED:
-        mismatch = compare(ref_args[out_index], got_args[out_index], rule)
-        if mismatch is None:
+        names = program.params()
+        for index, rule in output_rules(program).items():
+            mismatch = compare(ref_args[index], got_args[index], rule)
+            if mismatch is not None:
+                status, message = FAILED, f"output '{names[index]}': {mismatch}"
+                break
+        else:
             return PASSED, ""
-        status, message = FAILED, f"output 'out_ptr': {mismatch}"
     if status in (FAILED, BROKEN):
         message = f"{message}\nkernel:\n{program.source()}"
     return status, message

@@ -3,11 +3,14 @@
 Undefined behaviour is never generated: divisors are guarded against 0 and
 MIN // -1, shift amounts are masked below the bit width, floats are clamped into
 range before a conversion to an integer type.  Signed overflow is fine (it wraps).
+Results that depend on the order of concurrent work are never compared as values:
+a contended atomic's old values are compared per address as a multiset (every lane of
+an address applies the same value) and never flow into other statements.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import ml_dtypes
@@ -17,7 +20,7 @@ from tiles.core.dtypes import DType
 
 from ..compare import OP_RULES
 from ..values import edge_values
-from .program import Node, Program, Stmt, literal, tl_name
+from .program import Atomic, Input, Node, Program, Stmt, literal, tl_name
 
 INT_DTYPES = (D.int8, D.int16, D.int32, D.int64, D.uint8, D.uint16, D.uint32, D.uint64)
 FLOAT_DTYPES = (D.float16, D.bfloat16, D.float32)
@@ -29,9 +32,18 @@ FLAVORS: dict[str, dict[str, Any]] = {
               "casts": INT_DTYPES + FLOAT_DTYPES + (D.int1, D.float8e5, D.float64)},
 }
 SHAPES = ((4, 8), (1, 16), (8, 2), (2, 2), (16, 16))
+ATOMIC_DTYPES = (D.int32, D.uint32, D.int64, D.uint64, D.float32)
+ATOMIC_KINDS = {"int": ("add", "max", "min", "and", "or", "xor", "xchg", "cas"), "float": ("add", "xchg")}
+LOOP_DTYPES = INT_DTYPES + FLOAT_DTYPES
 MATH = {"exp": "tl.exp", "log": "tl.log", "sqrt": "tl.sqrt", "sin": "tl.sin", "exp2": "tl.exp2"}
 
 Draw = Callable[[st.SearchStrategy[Any]], Any]
+
+
+def choose(draw: Draw, options: Sequence[Any]) -> Any:
+    """One of ``options`` (shrinking toward the first), drawn as an index: the integer strategy is
+    cached, a ``sampled_from`` would be built and validated anew at every draw (slow shrinking)."""
+    return options[draw(st.integers(0, len(options) - 1))]
 
 
 def _ulps_of(fn: str) -> int:
@@ -61,16 +73,19 @@ class Builder:
             return None
         if len(candidates) > 2 and self.draw(st.booleans()):
             candidates = candidates[-2:]
-        return self.draw(st.sampled_from(candidates))
+        return candidates[self.draw(st.integers(0, len(candidates) - 1))]  # a cached strategy: fast
 
-    def add(self, node: Node, lines: list[str], uses: tuple[str, ...]) -> Node:
-        self.program.stmts.append(Stmt(node, lines, uses))
-        self.pool.append(node)
+    def add(self, node: Node, lines: list[str], uses: tuple[str, ...], pooled: bool = True,
+            effect: bool = False) -> Node:
+        """Record a statement; its result joins the pool unless ``pooled`` is False."""
+        self.program.stmts.append(Stmt(node, lines, uses, effect))
+        if pooled:
+            self.pool.append(node)
         return node
 
     # ------------------------------------------------------------ statements
     def binary(self) -> Node | None:
-        op = self.draw(st.sampled_from(["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "/"]))
+        op = choose(self.draw, ["+", "-", "*", "//", "%", "&", "|", "^", "<<", ">>", "/"])
         a = self.pick(lambda n: n.exact and not n.dtype.is_bool)
         b = self.pick(lambda n: n.exact and not n.dtype.is_bool, avoid=a)
         if a is None or b is None:
@@ -115,7 +130,7 @@ class Builder:
         if b is None:
             return None
         ctype = D.computation_type(a.dtype, False, b.dtype, False)
-        fn = self.draw(st.sampled_from(["tl.maximum", "tl.minimum"]))
+        fn = choose(self.draw, ["tl.maximum", "tl.minimum"])
         nan = self.draw(st.booleans()) and ctype.is_floating
         extra = ", propagate_nan=tl.PropagateNan.ALL" if nan else ""
         name = self.fresh()
@@ -128,7 +143,7 @@ class Builder:
         b = self.pick(lambda n: n.exact, avoid=a)
         if a is None or b is None:
             return None
-        op = self.draw(st.sampled_from(["<", "<=", "==", "!=", ">", ">="]))
+        op = choose(self.draw, ["<", "<=", "==", "!=", ">", ">="])
         name = self.fresh()
         return self.add(Node(name, D.int1, _broadcast(a.shape, b.shape)), [f"{name} = {a.name} {op} {b.name}"],
                         (a.name, b.name))
@@ -148,7 +163,7 @@ class Builder:
         return self.add(node, [f"{name} = tl.where({c.name}, {a.name}, {b.name})"], (c.name, a.name, b.name))
 
     def unary(self) -> Node | None:
-        op = self.draw(st.sampled_from(["-", "~", "tl.abs", "tl.floor", "tl.ceil"]))
+        op = choose(self.draw, ["-", "~", "tl.abs", "tl.floor", "tl.ceil"])
         a = self.pick(lambda n: not n.dtype.is_bool or op == "~")
         if a is None or (op == "~" and not a.dtype.is_int):
             return None
@@ -164,7 +179,7 @@ class Builder:
         a = self.pick(lambda n: n.exact and n.dtype in FLOAT_DTYPES)
         if a is None:
             return None
-        fn = self.draw(st.sampled_from(sorted(MATH)))
+        fn = choose(self.draw, sorted(MATH))
         name = self.fresh()
         node = Node(name, a.dtype, a.shape, _ulps_of(fn), a.zero_sign_free)
         return self.add(node, [f"{name} = {MATH[fn]}({a.name})"], (a.name,))
@@ -185,7 +200,7 @@ class Builder:
         a = self.pick(lambda n: n.exact)
         if a is None:
             return None
-        dst = self.draw(st.sampled_from(FLAVORS[self.flavor]["casts"]))
+        dst = choose(self.draw, FLAVORS[self.flavor]["casts"])
         name = self.fresh()
         src = a.name
         if a.dtype.is_floating and dst.is_int and not dst.is_bool:
@@ -199,8 +214,8 @@ class Builder:
         if a is None:
             return None
         kinds = ["tl.max", "tl.min"] + (["tl.sum", "tl.xor_sum"] if a.dtype.is_int and a.exact else [])
-        fn = self.draw(st.sampled_from(kinds))
-        axis = self.draw(st.sampled_from([0, 1]))
+        fn = choose(self.draw, kinds)
+        axis = choose(self.draw, [0, 1])
         dtype = a.dtype
         if fn == "tl.sum" and dtype.bits < 32:
             dtype = D.uint32 if dtype.kind is D.Kind.UINT else D.int32
@@ -237,7 +252,7 @@ class Builder:
             return None
         other = self.pick(lambda n: n.exact and not n.dtype.is_bool)
         floating = acc.dtype.is_floating
-        op = self.draw(st.sampled_from(["+", "-", "*", "max"] + ([] if floating else ["^"])))
+        op = choose(self.draw, ["+", "-", "*", "max"] + ([] if floating else ["^"]))
         operand = "it" if other is None or self.draw(st.booleans()) else other.name
         if floating and op in ("+", "-") and (acc.from_mul or (other is not None and other.from_mul
                                                                 and operand != "it")):
@@ -270,7 +285,7 @@ class Builder:
         a = self.pick(lambda n: n.shape == "MN" and n.exact and n.dtype.is_int and not n.dtype.is_bool)
         if a is None:
             return None
-        axis = self.draw(st.sampled_from([0, 1]))
+        axis = choose(self.draw, [0, 1])
         dtype = a.dtype if a.dtype.bits >= 32 else (D.uint32 if a.dtype.kind is D.Kind.UINT else D.int32)
         name = self.fresh()
         return self.add(Node(name, dtype, "MN"),
@@ -299,16 +314,75 @@ class Builder:
         acc = self.pick(lambda n: n.exact and n.dtype.is_int and not n.dtype.is_bool)
         if acc is None:
             return None
-        op = self.draw(st.sampled_from(["+", "^", "*"]))
+        op = choose(self.draw, ["+", "^", "*"])
         name = self.fresh()
         t = tl_name(acc.dtype)
         lines = [f"{name} = {acc.name}", f"{name}_i = 0", f"while {name}_i < trips + flag:",
                  f"    {name} = ({name} {op} ({name}_i + 3)).to({t})", f"    {name}_i += 1"]
         return self.add(Node(name, acc.dtype, acc.shape), lines, (acc.name,))
 
+    def nested_loop(self) -> Node | None:
+        """A loop whose body runs an inner ``for`` (bounds from the outer variable) or ``while``,
+        both carrying values."""
+        acc = self.pick(lambda n: n.shape == "MN" and n.exact and n.dtype in LOOP_DTYPES)
+        inner = self.pick(lambda n: n.exact and n.dtype in LOOP_DTYPES, avoid=acc)
+        if acc is None or inner is None:
+            return None
+        floating = acc.dtype.is_floating
+        if floating and (acc.from_mul or inner.from_mul):
+            return None  # an add fed by a product: a backend may contract it
+        ops = ("+", "max", "min") if floating else ("+", "^", "*", "max")
+        inner_op, outer_op = choose(self.draw, ops), choose(self.draw, ops)
+        name, t = self.fresh(), tl_name(acc.dtype)
+        start = _clamped(inner.name, inner.dtype, acc.dtype) if inner.dtype.is_floating and not floating \
+            else inner.name
+        lines = [f"{name} = {acc.name}", "for it in range(trips):", f"    {name}_j = {start}.to({t})"]
+        if self.draw(st.booleans()):
+            lines += ["    for jt in range(it, trips + 1):",
+                      f"        {name}_j = ({_step(f'{name}_j', '(jt + 1)', inner_op)}).to({t})"]
+        else:
+            lines += [f"    {name}_k = 0", f"    while {name}_k < it + flag + 1:",
+                      f"        {name}_j = ({_step(f'{name}_j', f'({name}_k + 2)', inner_op)}).to({t})",
+                      f"        {name}_k += 1"]
+        lines.append(f"    {name} = ({_step(name, f'{name}_j', outer_op)}).to({t})")
+        szf = acc.zero_sign_free or inner.zero_sign_free or (floating and {inner_op, outer_op} & {"max", "min"})
+        return self.add(Node(name, acc.dtype, "MN", zero_sign_free=bool(szf)), lines, (acc.name, inner.name))
+
+    def atomic(self) -> Node | None:
+        """An atomic on a buffer of its own, one address per lane (its old values join the pool) or
+        one per row (contended: the row's lanes apply the row's first value; old values only stored)."""
+        v = self.pick(lambda n: n.exact and not n.zero_sign_free and not n.dtype.is_bool)
+        if v is None:
+            return None
+        dtype = v.dtype if v.dtype in ATOMIC_DTYPES else choose(self.draw, ATOMIC_DTYPES)
+        kind = choose(self.draw, ATOMIC_KINDS["float" if dtype.is_floating else "int"])
+        contended = self.draw(st.booleans())
+        name, t = self.fresh(), tl_name(dtype)
+        value = _clamped(v.name, v.dtype, dtype) if v.dtype.is_floating and dtype.is_int else v.name
+        lines = [f"{name}_v = tl.broadcast_to({value}, (M, N)).to({t})"]
+        where, mask = "offs", ""
+        if contended:
+            lines.append(f"{name}_v = tl.broadcast_to(tl.sum(tl.where(cols == 0, {name}_v, 0).to({t}), axis=1, "
+                         f"keep_dims=True).to({t}), (M, N))")
+            where, mask = "(pid * M + rows) + cols * 0", ", mask=valid"
+        if kind == "cas":  # no mask: every lane's address is in the buffer
+            lines.append(f"{name} = tl.atomic_cas({name}_mem_ptr + {where}, tl.load({name}_cmp_ptr + {where}), "
+                         f"{name}_v)")
+        else:
+            lines.append(f"{name} = tl.atomic_{kind}({name}_mem_ptr + {where}, {name}_v{mask})")
+        lines.append(f"tl.store({name}_old_ptr + offs, {name}{mask})")
+        self.program.atomics.append(Atomic(name, kind, dtype, contended))
+        return self.add(Node(name, dtype, "MN"), lines, (v.name,), pooled=not contended, effect=True)
+
+
+def _step(x: str, y: str, op: str) -> str:
+    if op in ("max", "min"):
+        return f"tl.{op}imum({x}, {y})"
+    return f"{x} {op} {y}"
+
 
 KINDS = ("binary", "binary", "minmax", "compare", "where", "unary", "cast", "reduce", "shuffle", "loop",
-         "branch", "dot", "math", "fma", "scan", "sort", "gather", "while_loop")
+         "branch", "dot", "math", "fma", "scan", "sort", "gather", "while_loop", "nested_loop", "atomic")
 
 
 def _broadcast(a: str, b: str) -> str:
@@ -329,29 +403,42 @@ def _clamped(name: str, src: DType, dst: DType) -> str:
 
 
 def _other_literal(d: DType, draw: Draw) -> str:
-    value = draw(st.sampled_from(edge_values(d)))
+    value = choose(draw, edge_values(d))
     if d.is_bool:
         return repr(bool(value))
     return literal(int(value) if d.is_int else float(value))
 
 
+def _layout(draw: Draw, m: int, n: int) -> tuple[tuple[int, int] | None, bool]:
+    """(strides, passed at run time): row-major (most often), column-major, or rows ``step``
+    elements apart and columns ``sc`` apart."""
+    layout = choose(draw, ["rows", "rows", "columns", "strided", "strided at run time"])
+    if layout == "rows":
+        return None, False
+    if layout == "columns":
+        return (1, m), False
+    sc = choose(draw, [2, 3])
+    return (n * sc + choose(draw, [0, 1, 5]), sc), layout == "strided at run time"
+
+
 @st.composite
 def programs(draw: Draw, flavor: str) -> Program:
-    m, n = draw(st.sampled_from(SHAPES))
+    m, n = choose(draw, SHAPES)
     dtypes = FLAVORS[flavor]["dtypes"]
     inputs = []
     for i in range(draw(st.integers(2, 3))):
-        d = draw(st.sampled_from(dtypes))
+        d = choose(draw, dtypes)
         masked = draw(st.booleans())
-        inputs.append((f"in{i}", d, masked, _other_literal(d, draw) if masked else ""))
-    program = Program(inputs, m=m, n=n, programs=draw(st.sampled_from([1, 2])),
-                      num_warps=draw(st.sampled_from([4, 1, 2, 8])))
+        strides, runtime = _layout(draw, m, n)
+        inputs.append(Input(f"in{i}", d, masked, _other_literal(d, draw) if masked else "", strides, runtime))
+    program = Program(inputs, m=m, n=n, programs=choose(draw, [1, 2]),
+                      num_warps=choose(draw, [4, 1, 2, 8]), out_strides=_layout(draw, m, n)[0])
     builder = Builder(draw, flavor, program)
-    builder.pool = [Node(name, d, "MN") for name, d, *_ in inputs]
+    builder.pool = [Node(i.name, i.dtype, "MN") for i in inputs]
     wanted = draw(st.integers(1, 8))
     for _ in range(3 * wanted):
         if len(program.stmts) >= wanted:
             break
-        getattr(builder, draw(st.sampled_from(KINDS)))()
+        getattr(builder, choose(draw, KINDS))()
     program.output = builder.pool[-1]
     return program

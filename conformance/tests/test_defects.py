@@ -58,8 +58,9 @@ def test_interpreter_passes_what_the_defects_fail():
 @pytest.mark.slow
 @pytest.mark.parametrize("defect, flavor", [(D.ModRoundsLikePython, "int"),
                                             (D.StoreIgnoresMask, "int"),
-                                            (D.MaxPropagatesNan, "float")],
-                         ids=["mod", "store-mask", "max-nan"])
+                                            (D.MaxPropagatesNan, "float"),
+                                            (D.AtomicAddLosesUpdates, "int")],
+                         ids=["mod", "store-mask", "max-nan", "atomic-add-racy"])
 def test_generated_programs_find_and_shrink_defect(defect, flavor, tmp_path, monkeypatch):
     # the search runs in a worker process, as every isolated run does: nothing an earlier test left
     # in this process (caches, Hypothesis state) can change what it finds

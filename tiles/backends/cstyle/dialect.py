@@ -37,7 +37,8 @@ class CDialect:
     math: Mapping[Op, str]  # unary float functions (EXP -> "exp", ...)
     int_max: str = "max({a}, {b})"
     int_min: str = "min({a}, {b})"
-    int_abs: str = "abs({a})"
+    # {u}: the unsigned type; abs(INT_MIN) is INT_MIN (OpenCL's abs() lets LLVM assume a result >= 0)
+    int_abs: str = "({a} < 0 ? ({u})0 - ({u}){a} : ({u}){a})"
     mul_hi: str = "mul_hi({a}, {b})"
     float_to_int: str = "convert_{t}_sat_rtz({a})"  # truncating, saturating
     double_to_float_rtz: str = "convert_float_rtz({a})"

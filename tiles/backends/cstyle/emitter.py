@@ -192,7 +192,9 @@ class CStyleEmitter(CMemory, Emitter):
             return self._tmp(t, f"({t})~{a}")
         if not dtype.is_floating:
             assert op is Op.ABS
-            return self._tmp(t, f"({t}){self.d.int_abs.format(a=a)}" if dtype.is_signed else a)
+            if not dtype.is_signed:
+                return a
+            return self._tmp(t, f"({t})({self.d.int_abs.format(a=a, u=self.unsigned(dtype))})")
         return self._tmp(t, self._round(dtype, f"{self.d.math[op]}({a})"))
 
     def fma(self, a: Handle, b: Handle, c: Handle, dtype: DType) -> Handle:
@@ -294,12 +296,15 @@ class CStyleEmitter(CMemory, Emitter):
 
     def while_loop(self, carried: Carried, cond: Callable[[list[Handle]], Handle],
                    body: Callable[[list[Handle]], list[Handle]]) -> list[Handle]:
+        # ``while (go)`` with the condition evaluated before the loop and again at the end of the
+        # body, not ``for (;;) { if (!c) break; ... }``: pocl's CPU driver crashes running a kernel
+        # whose loop of that form holds a barrier (docs/conformance.md)
         names = [self._tmp(self.reg(dt), h) for h, dt in carried]
-        self._line("for (;;) {")
+        go = self._tmp("bool", cond(list(names)))
+        self._line(f"while ({go}) {{")
         self.indent += 1
-        c = cond(list(names))
-        self._line(f"if (!({c})) break;")
         self._assign(names, body(list(names)), carried)
+        self._line(f"{go} = {cond(list(names))};")
         self.indent -= 1
         self._line("}")
         return names
