@@ -8,7 +8,8 @@ with ops whose inputs are always in range, so an emitter only writes raw operati
 * IDIV/MOD by 0 or -1: the divisor becomes 1 there, and a WHERE picks the defined answer
   (-1 / the dividend for 0; ``-a`` / 0 for -1, which also covers INT_MIN / -1).
 * SHL/SHR by an amount outside [0, bits): the amount becomes 0 there, and a WHERE picks 0
-  (or -1 for SHR of a negative signed value).
+  (or -1 for SHR of a negative signed value); a 64-bit amount is first clamped to 64 (NVPTX
+  folds the guard into its own shift, which reads only the amount's low 32 bits).
 * int1 arithmetic: the one-bit op it is (ADD/SUB -> XOR, MUL/MINIMUM -> AND, MAXIMUM -> OR,
   IDIV -> ``a | ~b``, MOD/SHL/SHR -> ``a & ~b``, NEG/ABS/FLOOR/CEIL -> a, UMULHI -> 0, FMA ->
   ``a & b | c``).  Integer MAXIMUM_NAN/MINIMUM_NAN become MAXIMUM/MINIMUM.
@@ -183,9 +184,15 @@ class _Legalizer:
         o = _Out(instr)
         unsigned = {8: uint8, 16: uint16, 32: uint32, 64: uint64}[dt.bits]
         amount = b if not dt.is_signed else o.emit(Op.CAST, b, dtype=unsigned, attrs=A.Cast(unsigned))
+        in_range = b
+        if dt.bits == 64:
+            # NVPTX folds this guard into its own shift, which clamps amounts >= 64 but reads only
+            # the amount's low 32 bits (2**32 would shift by 0): clamp to 64 first, which keeps it exact.
+            amount = o.emit(Op.MINIMUM, amount, o.const(dt.bits, unsigned))
+            in_range = amount if not dt.is_signed else o.emit(Op.CAST, amount, dtype=dt, attrs=A.Cast(dt))
         ok = o.emit(Op.LT, amount, o.const(dt.bits, unsigned), dtype=int1)
         zero = o.const(0, dt)
-        r = o.emit(instr.op, a, self._stands_for(b, o.emit(Op.WHERE, ok, b, zero, dtype=dt)))
+        r = o.emit(instr.op, a, self._stands_for(b, o.emit(Op.WHERE, ok, in_range, zero, dtype=dt)))
         self._stands_for(r, instr.result)
         fill = zero
         if instr.op is Op.SHR and dt.is_signed:
