@@ -284,7 +284,6 @@ def test_corpus_kernels_are_unchanged_by_checked_mode(name, monkeypatch):
         outputs = []
         for debug in (False, True):
             monkeypatch.setattr(case.kernel, "debug", debug)
-            monkeypatch.setattr(case.kernel, "_launches", {})  # launch plans are not keyed by debug
             args = case.args()
             try:
                 with np.errstate(all="ignore"):

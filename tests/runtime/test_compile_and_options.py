@@ -94,3 +94,17 @@ def test_do_not_specialize_keeps_one_and_multiples_of_16_generic():
     assert out[0] == 0 and out[1] == 0
     kernels.copy_unspecialized[(1,)](np.arange(32, dtype=np.float32), out, 5, BLOCK=32)
     np.testing.assert_array_equal(out[:6], [0, 1, 2, 3, 4, 0])
+
+
+def test_setting_debug_after_launches_takes_effect():
+    """Launch plans do not key on ``kernel.debug``: setting it drops them, so the next launch
+    compiles with device asserts (the steady-state launch function must not serve the old plan)."""
+    kernel = tiles.jit(kernels.positive_kernel.fn)
+    x = np.array([1.0, -1.0], dtype=np.float32)
+    for _ in range(3):  # the later launches take the steady-state path
+        kernel[(1,)](x, 2, BLOCK=2, backend="interpreter")
+    kernel.debug = True
+    with pytest.raises(tiles.KernelRuntimeError, match="x must be positive"):
+        kernel[(1,)](x, 2, BLOCK=2, backend="interpreter")
+    kernel.debug = False
+    kernel[(1,)](x, 2, BLOCK=2, backend="interpreter")

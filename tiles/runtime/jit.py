@@ -88,11 +88,11 @@ class JITFunction(KernelInterface):
                            if _is_constexpr_annotation(p.annotation)}
         names = self.arg_names
         self.do_not_specialize = {names[d] if isinstance(d, int) else d for d in do_not_specialize}
+        self._launches: dict[tuple[Any, ...], Any] = {}
         self.debug = debug
         self._rewritten: Callable[..., Any] | None = None
         self.source = ""
         self.cache: dict[tuple[Any, ...], CompiledKernel] = {}
-        self._launches: dict[tuple[Any, ...], Any] = {}
         self._defaults = {n: p.default for n, p in self.signature.parameters.items()
                           if p.default is not inspect.Parameter.empty}
         self._param_kinds = tuple("c" if n in self.constexprs else
@@ -109,6 +109,17 @@ class JITFunction(KernelInterface):
         self._binder_tensor = tensor_type()
         self._fast_launch = self._make_fast_launch() \
             if can_bind(self.signature) and not self._param_names & LAUNCH_KEYWORDS else None
+
+
+    @property
+    def debug(self) -> bool | None:
+        """``@jit(debug=)``; changing it drops the cached launch plans, which do not key on it."""
+        return self._debug
+
+    @debug.setter
+    def debug(self, value: bool | None) -> None:
+        self._debug = value
+        self._launches.clear()  # in place: the generated launch function holds this dict
 
     def _make_fast_launch(self) -> Callable[..., Any]:
         hooks = {"launches": self._launches, "registry": registry, "quick_grid": quick_grid,
