@@ -21,7 +21,7 @@ right after the first barrier, into the buffer iteration i-1 used, before the MM
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -292,8 +292,50 @@ def _keep(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
     return 1 if pos and body.args[1 + pos[0]] is acc and _uses(body, acc) == 1 else 0
 
 
-def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[int], rules: Borrowed) -> list[Any]:
+@dataclass
+class Carried:
+    """A pipelined FOR's carried values as one flat list of (handle, dtype), MMA fragments at the
+    positions ``pos``, with the loop's own counters appended by the caller."""
+
+    handles: list[tuple[Handle, Any]]
+    sizes: list[int]
+    inner: Block  # the body without the fragment yields (the walk yields those itself)
+
+    def split(self, flat: Sequence[Handle]) -> list[list[Handle]]:
+        """``flat`` (the counters dropped) back into one handle list per carried value."""
+        out, at = [], 0
+        for size in self.sizes:
+            out.append(list(flat[at:at + size]))
+            at += size
+        return out
+
+
+def carried_values(lw: TensorCoreLowering, instr: Instr, pos: set[int], mma_handles: Any) -> Carried:
+    plan = lw.tc.plan
+    (body,) = instr.regions
+    handles: list[tuple[Handle, Any]] = []
+    sizes = []
+    for i, v in enumerate(instr.operands[3:]):
+        hs = mma_handles(lw, v, plan.values[instr.results[i]]) if i in pos else lw.env[v]
+        handles += [(h, v.type.dtype) for h in hs]
+        sizes.append(len(hs))
+    inner = Block(args=body.args, instrs=body.instrs, yields=[y for i, y in enumerate(body.yields) if i not in pos])
+    return Carried(handles, sizes, inner)
+
+
+def finish_carried(lw: TensorCoreLowering, instr: Instr, pos: set[int], parts: list[list[Handle]], keep: int,
+                   before_publish: Callable[[], None]) -> list[Any]:
+    """The FOR's results from its final carried ``parts``: a kept wgmma group waited for first,
+    then ``before_publish`` (the pipeline's own drain), then the fragments published."""
     from .fragments import publish
+    if keep:
+        done = iter(lw.e.wgmma_wait(0, [h for i in sorted(pos) for h in parts[i]]))
+        parts = [[next(done) for _ in hs] if i in pos else hs for i, hs in enumerate(parts)]
+    before_publish()
+    return [publish(lw, res, hs) if i in pos else hs for i, (res, hs) in enumerate(zip(instr.results, parts))]
+
+
+def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[int], rules: Borrowed) -> list[Any]:
     from .plan import MMALayout
     st = lw.tc
     plan = st.plan
@@ -315,13 +357,8 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     if keep:
         st.wg_keep[pipe.dots[0]] = keep
 
-    carried: list[tuple[Handle, Any]] = []
-    sizes = []
-    for i, v in enumerate(instr.operands[3:]):
-        hs = rules.mma_handles(lw, v, plan.values[instr.results[i]]) if i in pos else lw.env[v]
-        carried += [(h, v.type.dtype) for h in hs]
-        sizes.append(len(hs))
-    carried.append((lw.const(0, D.int32), D.int32))  # the stage this iteration reads
+    state = carried_values(lw, instr, pos, rules.mma_handles)
+    carried = [*state.handles, (lw.const(0, D.int32), D.int32)]  # + the stage this iteration reads
 
     def i32(x: int) -> Handle:
         return lw.const(x, D.int32)
@@ -332,16 +369,6 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     for s in range(ahead_by):
         iv_s = lb if s == 0 else e.binary(Op.ADD, lb, ivc(s * pipe.step), iv_dtype)
         issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s * stage_bytes), places)
-
-    def split(handles: list[Handle]) -> list[list[Handle]]:
-        out, at = [], 0
-        for size in sizes:
-            out.append(list(handles[at:at + size]))
-            at += size
-        return out
-
-    inner = Block(args=body.args, instrs=body.instrs,
-                  yields=[y for i, y in enumerate(body.yields) if i not in pos])
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
         slot = regs[-1]
@@ -366,7 +393,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         else:
             st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
-        flat = rules.lower_carried_body(lw, body, inner, pos, plan, split(regs[:-1]))
+        flat = rules.lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-1]))
         if keep:  # the MMAs' wait completed the previous group, which read `target`
             e.barrier()  # ... in every warpgroup
             start()
@@ -375,13 +402,8 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         return flat
 
     outs = e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
-    parts = split(outs[:-1])
-    if keep:
-        done = iter(e.wgmma_wait(0, [h for i in sorted(pos) for h in parts[i]]))
-        parts = [[next(done) for _ in hs] if i in pos else hs for i, hs in enumerate(parts)]
-    e.cp_async_wait(0)
-    e.barrier()
-    results: list[Any] = []
-    for i, (res, hs) in enumerate(zip(instr.results, parts)):
-        results.append(publish(lw, res, hs) if i in pos else hs)
-    return results
+
+    def drain() -> None:
+        e.cp_async_wait(0)
+        e.barrier()
+    return finish_carried(lw, instr, pos, state.split(outs[:-1]), keep, drain)

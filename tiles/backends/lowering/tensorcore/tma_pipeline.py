@@ -29,12 +29,11 @@ from typing import Any
 from ....core import dtypes as D  # noqa: N812
 from ....core.descriptors import descriptor_operands
 from ....core.dtypes import DType
-from ....core.ir import Block, Instr, Value, walk_block
+from ....core.ir import Instr, Value, walk_block
 from ....core.ops import Op
 from ..emitter import Handle
 from .base import TC_RULES, TensorCoreLowering, tc_rule
-from .fragments import publish
-from .pipeline import Pipe, _keep, _moves_nothing, hoistable
+from .pipeline import Pipe, _keep, _moves_nothing, carried_values, finish_carried, hoistable
 from .plan import MMALayout
 from .rules import hoist_a, lower_carried_body, mma_handles
 from .smem import Swizzled
@@ -211,23 +210,8 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         iv_s = lb if s == 0 else lw.e.binary(Op.ADD, lb, ivc(s * pipe.step), iv_dtype)
         _issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s), mbar_base, first)
 
-    carried: list[tuple[Handle, Any]] = []
-    sizes = []
-    for i, v in enumerate(instr.operands[3:]):
-        hs = mma_handles(lw, v, plan.values[instr.results[i]]) if i in pos else lw.env[v]
-        carried += [(h, v.type.dtype) for h in hs]
-        sizes.append(len(hs))
-    carried += [(i32(0), D.int32), (i32(0), D.int32)]  # the stage this iteration reads, its parity
-
-    def split(handles: list[Handle]) -> list[list[Handle]]:
-        out, at = [], 0
-        for size in sizes:
-            out.append(list(handles[at:at + size]))
-            at += size
-        return out
-
-    inner = Block(args=body.args, instrs=body.instrs,
-                  yields=[y for i, y in enumerate(body.yields) if i not in pos])
+    state = carried_values(lw, instr, pos, mma_handles)
+    carried = [*state.handles, (i32(0), D.int32), (i32(0), D.int32)]  # + the stage read, its parity
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
         slot, parity = regs[-2], regs[-1]
@@ -248,24 +232,19 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         for f in pipe.feeds:
             st.wg_staged.setdefault(f.dot, {})[f.operand] = lw.e.binary(Op.ADD, here, i32(f.at), D.int32)
         lw.env[iv_arg] = [iv]
-        flat = lower_carried_body(lw, body, inner, pos, plan, split(regs[:-2]))
+        flat = lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-2]))
         last = lw.e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(lw.e.select(last, i32(0), lw.e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
         flat.append(lw.e.select(last, lw.e.binary(Op.XOR, parity, i32(1), D.int32), parity, D.int32))
         return flat
 
     outs = lw.e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
-    parts = split(outs[:-2])
-    if keep:
-        done = iter(lw.e.wgmma_wait(0, [h for i in sorted(pos) for h in parts[i]]))
-        parts = [[next(done) for _ in hs] if i in pos else hs for i, hs in enumerate(parts)]
-    lw.e.barrier()
-    lw.e.when(first, inval)
-    lw.e.barrier()
-    results: list[Any] = []
-    for i, (res, hs) in enumerate(zip(instr.results, parts)):
-        results.append(publish(lw, res, hs) if i in pos else hs)
-    return results
+
+    def drain() -> None:
+        lw.e.barrier()
+        lw.e.when(first, inval)
+        lw.e.barrier()
+    return finish_carried(lw, instr, pos, state.split(outs[:-2]), keep, drain)
 
 
 @tc_rule(Op.FOR)
