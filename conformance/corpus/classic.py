@@ -333,9 +333,12 @@ def grid_kernel(out_ptr, BLOCK: tl.constexpr):
 
 def _grid_case(grid: tuple[int, ...]) -> Case:
     total = int(np.prod(grid))
+    # slack that stays -1, so a program writing at a wrongly computed index shows as a wrong
+    # value instead of corrupting memory: with every id below max(grid), flat < 3 * max(grid) * total
+    slots = 3 * max(grid) * total
 
     def make(rng: np.random.Generator) -> list:
-        return [np.full(total * 4, -1, np.int32)]
+        return [np.full(slots * 4, -1, np.int32)]
     return case(FAMILY, f"grid{'x'.join(map(str, grid))}", grid_kernel, make, grid, {0: EXACT},
                 constexprs={"BLOCK": 4})
 

@@ -34,7 +34,12 @@ inline ushort tiles_f16_bits(float x) {
   }
   ushort h; vstore_half_rte(x, 0, (__private half*)&h); return h;
 }
-inline float tiles_f16_from_bits(ushort h) { return vload_half(0, (__private const half*)&h); }
+inline float tiles_f16_from_bits(ushort h) {
+  /* NVIDIA's vload_half quiets NaNs; build them by hand so their payload survives */
+  if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
+    return as_float(((uint)(h & 0x8000) << 16) | 0x7f800000u | ((uint)(h & 0x3ff) << 13));
+  return vload_half(0, (__private const half*)&h);
+}
 inline float tiles_round_bf16(float x) {
   uint u = as_uint(x);
   if (isnan(x)) return as_float((u | 0x400000u) & 0xffff0000u);

@@ -1,5 +1,5 @@
 """The OpenCL C dialect of the C-style emitter: its table, and what a table cannot say
-(``vload_half``/``vstore_half`` for float16 in memory, vector types, the math library)."""
+(float16 in memory as bit patterns converted with `vload_half`/`vstore_half`, vector types, the math library)."""
 
 from __future__ import annotations
 
@@ -61,28 +61,32 @@ class OpenCLEmitter(CStyleEmitter):
         t = ct.REGISTER[rt]
         return self._tmp(t, f"({t})({expr})" if rt != d else expr)
 
-    # ------------------------------------------------------------ float16 in memory, vector types
+    # ------------------------------------------------------------ float16 in memory (as ushort bits), vector types
     def _read(self, p: Handle, dt: DType) -> str:
-        return f"vload_half(0, {p})" if dt == D.float16 else super()._read(p, dt)
+        if dt == D.float16:
+            return f"tiles_f16_from_bits(*(__global const ushort*)({p}))"
+        return super()._read(p, dt)
 
     def _write(self, p: Handle, v: Handle, dt: DType) -> str:
-        return f"vstore_half_rte({v}, 0, {p});" if dt == D.float16 else super()._write(p, v, dt)
+        if dt == D.float16:
+            return f"*(__global ushort*)({p}) = tiles_f16_bits({v});"
+        return super()._write(p, v, dt)
 
     def vector_ok(self, dtype: DType, width: int) -> bool:
         return width in (2, 4)
 
     def _vector(self, dtype: DType, width: int) -> str:
-        return f"{ct.MEMORY[dtype] if dtype != D.float16 else 'float'}{width}"
+        return f"{ct.MEMORY[dtype] if dtype != D.float16 else 'ushort'}{width}"
 
     def _vread(self, p: Handle, dtype: DType, width: int) -> str:
-        if dtype == D.float16:
-            return f"vload_half{width}(0, {p})"
         return f"*((__global const {self._vector(dtype, width)}*)({p}))"
 
     def _element(self, vec: str, i: int, dtype: DType) -> str:
         part = f"{vec}.s{i}"
         if dtype == D.bfloat16:
             return f"tiles_bf16_from_bits({part})"
+        if dtype == D.float16:
+            return f"tiles_f16_from_bits({part})"
         return f"({part} != 0)" if dtype.is_bool else part
 
     def load_vector(self, p: Handle, dtype: DType, width: int, mask: Handle | None,
@@ -104,15 +108,12 @@ class OpenCLEmitter(CStyleEmitter):
 
     def store_vector(self, p: Handle, values: Sequence[Handle], dtype: DType, mask: Handle | None) -> None:
         w = len(values)
-        if dtype == D.float16:
-            stmt = f"vstore_half{w}_rte((float{w})({', '.join(values)}), 0, {p});"
+        vt = self._vector(dtype, w)
+        if dtype in (D.float16, D.bfloat16):
+            parts = [f"tiles_{'f16' if dtype == D.float16 else 'bf16'}_bits({v})" for v in values]
+        elif dtype.is_bool:
+            parts = [f"(uchar)({v})" for v in values]
         else:
-            vt = self._vector(dtype, w)
-            if dtype == D.bfloat16:
-                parts = [f"tiles_bf16_bits({v})" for v in values]
-            elif dtype.is_bool:
-                parts = [f"(uchar)({v})" for v in values]
-            else:
-                parts = list(values)
-            stmt = f"*((__global {vt}*)({p})) = ({vt})({', '.join(parts)});"
+            parts = list(values)
+        stmt = f"*((__global {vt}*)({p})) = ({vt})({', '.join(parts)});"
         self._line(stmt if mask is None else f"if ({mask}) {{ {stmt} }}")
