@@ -181,10 +181,7 @@ def test_sort(rng, dtype, descending):
     np.testing.assert_array_equal(out, np.flip(want, 1) if descending else want)
 
 
-@pytest.mark.parametrize("dtype", [
-    pytest.param(np.float16, marks=pytest.mark.known_failure_on(
-        "opencl", "sorting float16 rewrites NaN 0x7E00 as 0x7FFF (the values pass through float)")),
-    np.float32, np.float64])
+@pytest.mark.parametrize("dtype", [np.float16, np.float32, np.float64])
 def test_sort_nan_greatest_and_equal_keys_keep_their_order(dtype):
     """The reference's choice where Triton leaves the order open: NaN is greater than every
     number, equal keys (-0.0 and +0.0, NaNs) keep their order in either direction."""
