@@ -145,9 +145,11 @@ def _record_stores(monkeypatch):
     return calls
 
 
-@pytest.mark.parametrize("align", [2, 4, 16])
-def test_grouped_f16_simulated(align, monkeypatch):
+@pytest.mark.parametrize("align,family", [(2, "wgmma"), (4, "wgmma"), (16, "wgmma"), (2, "mma.sync")])
+def test_grouped_f16_simulated(align, family, monkeypatch):
     import sim_emitter
+    if family == "mma.sync":  # sm_80's fragments: rows of a warp contiguous, not interleaved
+        monkeypatch.setattr(sim_emitter.SimEmitter, "wgmma_ok", lambda self: False)
     addrs, sizes, lds, pool, places, mats = _case(align, align)
     args = [*addrs, sizes, lds, np.int32(len(addrs[0])), pool]
     base = sim_emitter.addresses(args)[-1]
