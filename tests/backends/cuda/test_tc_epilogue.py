@@ -178,3 +178,29 @@ def test_grouped_f16_simulated(align, family, monkeypatch):
             steps = np.diff(addr[32 * w:32 * w + 32][lanes])
             runs = 1 + int((steps != width * np.diff(lanes)).sum())
             assert runs <= most, (width, addr[32 * w:32 * w + 32][lanes])
+
+
+@pytest.mark.parametrize("align", [2, 4, 16])
+def test_grouped_f16_on_gpu(align):
+    """The same kernel on the GPU, through torch (the address tables hold device addresses)."""
+    from tiles.backends import registry
+    gpu, why = registry.status("cuda")
+    torch = pytest.importorskip("torch", reason="the address tables are built from torch's device pointers")
+    if not (gpu and torch.cuda.is_available()):
+        pytest.skip(f"no CUDA GPU for tiles and torch: {why}")
+    addrs, sizes, lds, pool, places, mats = _case(10 + align, align)
+    dev_pool = torch.from_numpy(pool).cuda()
+    base = dev_pool.data_ptr()
+    tables = [torch.tensor([base + 2 * place[i] for place in places], dtype=torch.int64, device="cuda")
+              for i in range(3)]
+    grouped_f16[(3,)](*tables, torch.from_numpy(sizes).cuda(), torch.from_numpy(lds).cuda(), len(places), dev_pool,
+                      backend="cuda", NUM_PROGRAMS=3, BM=BM, BN=BN, BK=BK, ALIGN=align, num_warps=WARPS,
+                      num_stages=3)
+    out = dev_pool.cpu().numpy()
+    for (m, n, _), (_, _, oc), (a, b), ldc in zip(problems(align), places, mats, lds[2::3]):
+        c = out[oc:oc + _pad(m, BM) * ldc].reshape(-1, ldc)
+        want = a[:m].astype(np.float32) @ b[:, :n].astype(np.float32)
+        assert np.abs(c[:m, :n].astype(np.float32) - want).max() <= 1e-2 * np.abs(want).max()
+        outside = np.ones(c.shape, bool)
+        outside[:m, :n] = False
+        assert (c[outside] == SENTINEL).all()
