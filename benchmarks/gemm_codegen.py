@@ -1,8 +1,10 @@
 """The tensor-core loop of ``realworld_gemm.py``'s kernels as tiles and Triton compile them for
 sm_90a, side by side, without a GPU: per form and configuration, the main loop's order of
 waits, barriers, MMAs and copies, its wgmma shapes and ``cp.async`` sizes, its PTX instruction
-count, and (with ``ptxas`` on PATH) registers and spills.  The operands are those the benchmark
-passes (``--size``-cubed, leading strides divisible by 16, unit strides specialized to 1).
+count, and (with ``ptxas`` on PATH) registers and spills; then, before the loop (prologue) and
+after it (epilogue), instruction counts and global/shared accesses by width.  The operands are
+those the benchmark passes (``--size``-cubed, leading strides divisible by 16, unit strides
+specialized to 1).
 
     python benchmarks/gemm_codegen.py [--forms fp8,grouped] [--configs 128x256x64] \\
         [--triton-python /path/to/python-with-triton]
@@ -119,6 +121,47 @@ def registers(ptx: str) -> str:
     return "ptxas refused the PTX"
 
 
+_MEMORY = re.compile(r"\b(ld|st)\.(global|shared)((?:\.v\d)?\.[bfsu]\d+)|\b(stmatrix|ldmatrix)\b|\bbar\.sync\b")
+
+
+def _instructions(text: str) -> list[str]:
+    """Instruction lines (labels, directives, braces and comments left out)."""
+    return [t for t in (raw.strip() for raw in text.splitlines())
+            if t and t not in ("{", "}") and not t.startswith(("//", ".", "$L")) and not t.endswith(":")]
+
+
+def memory_ops(text: str) -> str:
+    """Counts of global and shared accesses by width (``st.global.b16``, ``ld.shared.v4.b32``),
+    ``stmatrix``/``ldmatrix`` and barriers in a stretch of PTX."""
+    counts: dict[str, int] = {}
+    for m in _MEMORY.finditer(text):
+        key = f"{m.group(1)}.{m.group(2)}{m.group(3)}" if m.group(1) else (m.group(4) or "bar.sync")
+        counts[key] = counts.get(key, 0) + 1
+    return ", ".join(f"{n}x {k}" for k, n in sorted(counts.items())) or "none"
+
+
+def sections(ptx: str) -> dict[str, str] | None:
+    """The kernel's basic blocks outside the tensor-core loop, in two parts: the epilogue (blocks
+    that store to global memory, drain the MMAs or use ``stmatrix``) and the prologue (the rest:
+    address loads, pointer set-up, the pipeline's first copies, outer loops' heads)."""
+    from tiles.backends.cuda.ptx_loops import mma_loop
+    loop = mma_loop(ptx)
+    if not loop:
+        return None
+    out = {"prologue": "", "epilogue": ""}
+    for block in re.split(r"^(?=\$L__BB\d+_\d+:)", ptx.replace(loop, "", 1), flags=re.M):
+        ends = re.search(r"st\.global|stmatrix|wgmma\.wait_group\.sync\.aligned\s+0", block)
+        out["epilogue" if ends else "prologue"] += block
+    return out
+
+
+def section_lines(ptx: str) -> list[str]:
+    parts = sections(ptx)
+    if parts is None:
+        return []
+    return [f"{name}: {len(_instructions(text))} instrs | {memory_ops(text)}" for name, text in parts.items()]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--forms", default="", help="comma-separated substrings of the form names")
@@ -164,6 +207,8 @@ def main() -> None:
             summary = summarize(ptx)
             loop = summary.line() if summary else "no wgmma loop"
             print(f"  {who:6s} {registers(ptx)} | {loop}")
+            for line in section_lines(ptx):
+                print(f"         {line}")
 
 
 if __name__ == "__main__":

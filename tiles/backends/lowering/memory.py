@@ -13,13 +13,13 @@ from ...core.ir import Instr
 from ...core.ops import Op
 from .axisinfo import AxisInfo, vector_width
 from .emitter import Handle
+from .layout import Layout
 from .lower import Lowering, rule
 
 
-def _groups(lw: Lowering, instr: Instr, mask_index: int | None, other_index: int | None):
-    """(first slot, width) of every access: width > 1 for vectorizable chunks."""
+def access_width(lw: Lowering, instr: Instr, lay: Layout, mask_index: int | None, other_index: int | None) -> int:
+    """Elements per access of ``instr`` (a LOAD or STORE) from chunks of ``lay``: > 1 when they vectorize."""
     ptr = instr.operands[0]
-    lay = lw.layout(ptr)
     elem = ptr.type.dtype.element  # type: ignore[union-attr]
     infos = [lw.info.get(instr.operands[i]) if i is not None else None
              for i in (mask_index, other_index)]
@@ -28,6 +28,13 @@ def _groups(lw: Lowering, instr: Instr, mask_index: int | None, other_index: int
         w = vector_width(lay.vec, lw.info.get(ptr) or _NO_INFO, elem.itemsize, *infos)
         while w > 1 and not lw.e.vector_ok(elem, w):  # type: ignore[attr-defined]
             w //= 2
+    return w
+
+
+def _groups(lw: Lowering, instr: Instr, mask_index: int | None, other_index: int | None):
+    """(first slot, width) of every access: width > 1 for vectorizable chunks."""
+    lay = lw.layout(instr.operands[0])
+    w = access_width(lw, instr, lay, mask_index, other_index)
     return [(j, w) for j in range(0, lay.per_thread, w)]
 
 

@@ -7,7 +7,7 @@ fragments first and fall back to the shared ones.
 
 from __future__ import annotations
 
-from . import fragments, pipeline, rules  # noqa: F401  (register the tensor-core rules)
+from . import epilogue, fragments, pipeline, rules  # noqa: F401  (register the tensor-core rules)
 from .base import TensorCoreLowering
 from .emitter import TensorCoreEmitter
 

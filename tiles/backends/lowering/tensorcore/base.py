@@ -15,6 +15,7 @@ from ....core.ir import Instr, Kernel, Value
 from ....core.ops import Op
 from ...base import Options
 from ..emitter import Handle
+from ..layout import Layout
 from ..lower import Lowering
 from .emitter import TensorCoreEmitter
 from .plan import Plan, build_plan
@@ -43,6 +44,7 @@ class TensorCoreState:
         self.wg_keep: dict[Instr, int] = {}           # DOT -> wgmma groups left in flight
         self.wg_staged: dict[Instr, dict[int, Handle]] = {}  # DOT -> operand -> byte base in its stage
         self.defs = {r: i for i in kernel.walk() for r in i.results}
+        self.stores: dict[Instr, Layout] = {}  # STOREs written from fragments (epilogue.py) -> their layout
 
 
 class TensorCoreLowering(Lowering):
@@ -55,6 +57,8 @@ class TensorCoreLowering(Lowering):
         self.tc = TensorCoreState(kernel, emitter, threads)
         if self.tc.plan.wgmma and any(d.operands[0].type.element.itemsize == 1 for d in self.tc.plan.dots):
             self.max_vec = max(self.max_vec, 16)  # 8-bit operands: 16 bytes per chunk, per cp.async
+        from .epilogue import claim_stores  # imported here: epilogue.py registers its rule through this module
+        self.tc.stores = claim_stores(self)
 
     def lower_instr(self, instr: Instr) -> list[list[Handle]]:
         fn = TC_RULES.get(instr.op)

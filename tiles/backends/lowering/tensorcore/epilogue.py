@@ -1,0 +1,127 @@
+"""Stores of MMA-layout tiles through pointers that allow only narrow accesses.
+
+The blocked layout gives each thread ``vec`` consecutive elements, one 16-byte access when
+the axis facts promise the alignment.  When they allow only ``w < vec`` elements per access
+(a base pointer loaded from memory, an odd leading stride), a store from the blocked layout
+makes each warp instruction touch 32 accesses ``vec`` elements apart: eight times the memory
+transactions of a contiguous one for 2-byte elements.  Such a store (``claim_stores``) moves
+the fragments through local memory straight into a *store layout* of ``w``-element chunks, so
+a warp's accesses cover ``32 * w`` consecutive elements of a row (Triton's coalescing picks the
+same arrangement), and evaluates the pointer and mask at that layout's coordinates
+(``remat.value_at``) instead of taking the blocked ones.  The tile then needs no blocked copy.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ....core.ir import Instr, Value
+from ....core.ops import Op
+from ..emitter import Handle
+from ..layout import Layout
+from ..lower import RULES, Index
+from ..memory import access_width
+from .base import TensorCoreLowering, tc_rule
+from .convert import _fragment_pairs, align16, padded
+from .fragments import frag_handles
+from .plan import MMALayout, Plan, _frag_use
+from .remat import can_remat, value_at
+
+_REMAT_BUDGET = 48  # nodes of the pointer or mask expression recomputed per element
+
+
+def store_layout(lw: TensorCoreLowering, instr: Instr) -> Layout | None:
+    """The layout a STORE of a fragment value writes from, when the blocked one would split
+    its chunks into narrower accesses; None: the shared rule stores it as well as can be."""
+    ptr, v = instr.operands[0], instr.operands[1]
+    st = lw.tc
+    lay = st.plan.values.get(v)
+    if not isinstance(lay, MMALayout) or lay.batch != 1 or len(v.type.shape) != 2:
+        return None
+    blocked = lw.layout(ptr)
+    if blocked.vec <= 1:
+        return None
+    w = access_width(lw, instr, blocked, 2 if instr.attrs.masked else None, None)
+    if w >= blocked.vec:
+        return None
+    if not all(can_remat(o, st.defs, [_REMAT_BUDGET]) for i, o in enumerate(instr.operands) if i != 1):
+        return None
+    dst = Layout(v.type.shape, w, lw.threads)
+    per_row = v.type.shape[-1] // w
+    if not dst.exact or (lw.threads % per_row and per_row % lw.threads):
+        return None
+    return dst
+
+
+def claim_stores(lw: TensorCoreLowering) -> dict[Instr, Layout]:
+    """The STOREs lowered from fragments (``store_layout``), taking their values off
+    ``Plan.blocked`` when nothing else needs them blocked."""
+    plan = lw.tc.plan
+    claimed = {}
+    for instr in lw.kernel.walk():
+        if instr.op is Op.STORE:
+            dst = store_layout(lw, instr)
+            if dst is not None:
+                claimed[instr] = dst
+    for v in {s.operands[1] for s in claimed}:
+        if v in plan.blocked and not _needed_blocked(lw, plan, v, claimed):
+            plan.blocked.discard(v)
+    return claimed
+
+
+def _needed_blocked(lw: TensorCoreLowering, plan: Plan, v: Value, claimed: dict[Instr, Layout]) -> bool:
+    if v in lw.kernel.body.yields:
+        return True
+    for instr in lw.kernel.walk():
+        if any(v in region.yields for region in instr.regions):
+            return True
+        for idx, o in enumerate(instr.operands):
+            if o is v and instr not in claimed and not _frag_use(plan, instr, idx):
+                return True
+    return False
+
+
+def _slot_coords(lw: TensorCoreLowering, dst: Layout, j: int) -> tuple[Index, Index]:
+    """(row, column) of the first element of this thread's chunk in slot ``j``."""
+    per_row = dst.shape[-1] // dst.vec
+    r = j // dst.vec
+    if lw.threads % per_row == 0:  # a round covers whole rows: the thread's column is fixed
+        rows_per_round = lw.threads // per_row
+        row0 = lw.cached(("store row", per_row), lambda: lw.iop(Op.IDIV, lw.tid, per_row))
+        col = lw.cached(("store col", per_row, dst.vec), lambda: lw.iop(
+            Op.MUL, lw.iop(Op.MOD, lw.tid, per_row), dst.vec))
+        return lw.iop(Op.ADD, row0, r * rows_per_round), col
+    rounds_per_row = per_row // lw.threads  # a row takes whole rounds: the thread's row is the round's
+    col0 = lw.cached(("store col", per_row, dst.vec), lambda: lw.iop(Op.MUL, lw.tid, dst.vec))
+    return r // rounds_per_row, lw.iop(Op.ADD, col0, (r % rounds_per_row) * lw.threads * dst.vec)
+
+
+@tc_rule(Op.STORE)
+def _store(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+    dst = lw.tc.stores.get(instr)
+    if dst is None:
+        return RULES[Op.STORE](lw, instr)
+    e = lw.e
+    ptr, v = instr.operands[0], instr.operands[1]
+    mask = instr.operands[2] if instr.attrs.masked else None
+    lay = lw.tc.plan.values[v]
+    assert isinstance(lay, MMALayout)
+    dtype = v.type.element
+    hs = frag_handles(lw, v, lay)
+    ld = padded(lay.n, dtype.itemsize)
+    lw.reserve_local(align16(lay.m * ld * dtype.itemsize))
+    for k, at in _fragment_pairs(lw, lay, ld):
+        e.local_store_vector(0, lw.idx(at), hs[k:k + 2], dtype, None)
+    e.barrier()
+    defs = lw.tc.defs
+    for j in range(0, dst.per_thread, dst.vec):
+        row, col = _slot_coords(lw, dst, j)
+        vals = e.local_load_vector(0, lw.idx(lw.iop(Op.ADD, lw.iop(Op.MUL, row, ld), col)), dst.vec, dtype)
+        p = value_at(lw, defs, ptr, [row, col])
+        m: Handle | None = None if mask is None else value_at(lw, defs, mask, [row, col])
+        if dst.vec == 1:
+            e.store(p, vals[0], dtype, m)
+        else:
+            e.store_vector(p, vals, dtype, m)
+    e.barrier()
+    return []
