@@ -52,6 +52,14 @@ def desc_matmul_tma_store(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl
     c_desc.store([off_m, off_n], acc.to(tl.float16))
 
 
+@tiles.jit
+def const_width_copy(x_ptr, out_ptr, WIDTH: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """A copy through descriptors of rows 80 elements apart whose width is a constant."""
+    src = tl.make_tensor_descriptor(x_ptr, shape=[64, WIDTH], strides=[80, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[64, WIDTH], strides=[80, 1], block_shape=[BM, BN])
+    dst.store([tl.program_id(0) * BM, tl.program_id(1) * BN], src.load([tl.program_id(0) * BM, 0]))
+
+
 def _copy_args(m, n, dtype=np.float16, pad=0):
     x = np.zeros((m, n + pad), dtype)[:, :n]
     return (x, np.zeros_like(x), m, n, x.strides[0] // x.itemsize, n, 0, 0)
@@ -170,33 +178,71 @@ SPEC = MapSpec(base=0, dtype="float16", itemsize=2, shape=(Source(1), Source(2))
 
 
 def test_encode_arguments_field_by_field():
-    args = tensor_map.encode_arguments(SPEC, [None, 100, 70, 72], 0x7000_0000_1000)
+    args = tensor_map.encode_arguments(SPEC, [None, 100, 64, 72], 0x7000_0000_1000)
     assert args == tensor_map.EncodeArguments(
-        data_type=6, rank=2, address=0x7000_0000_1000, dims=(70, 100), byte_strides=(144,), box=(32, 64),
+        data_type=6, rank=2, address=0x7000_0000_1000, dims=(64, 100), byte_strides=(144,), box=(32, 64),
         element_strides=(1, 1), interleave=0, swizzle=0, l2_promotion=2, oob_fill=0)
 
 
 @pytest.mark.parametrize("swizzle,mode", [(128, 3), (64, 2), (32, 1)])
 def test_encode_arguments_swizzle(swizzle, mode):
     spec = MapSpec(0, "float16", 2, SPEC.shape, SPEC.strides, (64, swizzle // 2), swizzle)
-    args = tensor_map.encode_arguments(spec, [None, 100, 70, 72], 0x1000)
+    args = tensor_map.encode_arguments(spec, [None, 100, 64, 72], 0x1000)
     assert args is not None and args.swizzle == mode and args.box == (swizzle // 2, 64)
     too_wide = MapSpec(0, "float16", 2, SPEC.shape, SPEC.strides, (64, swizzle), swizzle)
-    assert tensor_map.encode_arguments(too_wide, [None, 100, 70, 72], 0x1000) is None
+    assert tensor_map.encode_arguments(too_wide, [None, 100, 64, 72], 0x1000) is None
 
 
 @pytest.mark.parametrize("values,address,why", [
-    ([None, 100, 70, 72], None, "host memory"),
-    ([None, 100, 70, 72], 0x1008, "base not 16-byte aligned"),
-    ([None, 100, 70, 71], 0x1000, "row stride 142 bytes"),
-    ([None, 100, 70, 0], 0x1000, "zero stride"),
-    ([None, 100, 70, -72], 0x1000, "negative stride"),
+    ([None, 100, 64, 72], None, "host memory"),
+    ([None, 100, 64, 72], 0x1008, "base not 16-byte aligned"),
+    ([None, 100, 64, 71], 0x1000, "row stride 142 bytes"),
+    ([None, 100, 64, 0], 0x1000, "zero stride"),
+    ([None, 100, 64, -72], 0x1000, "negative stride"),
     ([None, 0, 70, 72], 0x1000, "empty dimension"),
     ([None, 100, 2 ** 32 + 1, 72], 0x1000, "dimension over 2**32"),
-    ([None, 100, 70, 2 ** 40], 0x1000, "stride of 2**41 bytes"),
+    ([None, 100, 64, 2 ** 40], 0x1000, "stride of 2**41 bytes"),
 ])
 def test_encode_arguments_refuses_what_tma_cannot_describe(values, address, why):
     assert tensor_map.encode_arguments(SPEC, values, address) is None, why
+
+
+@pytest.mark.parametrize("dtype,itemsize,rows,cols,row_length,fits", [
+    ("float16", 2, 295, 255, 272, False),  # the H200's case: column 255 was written
+    ("float16", 2, 295, 256, 272, True),
+    ("float16", 2, 295, 264, 272, True),
+    ("float32", 4, 7, 9, 16, False),
+    ("float32", 4, 7, 12, 16, True),
+    ("int8", 1, 3, 40, 64, False),
+    ("int8", 1, 3, 48, 64, True),
+])
+def test_rows_must_end_on_a_16_byte_chunk(dtype, itemsize, rows, cols, row_length, fits):
+    """A TMA store writes whole 16-byte chunks of a row, so a window of a wider tensor whose rows
+    end inside a chunk would be written past its edge: its map is refused (the launch takes the
+    kernel without TMA).  Where it fits, the fields are the window's: innermost size first, the
+    tensor's row length as the byte stride."""
+    box = (8, 16 // itemsize)
+    spec = MapSpec(0, dtype, itemsize, (Source(1), Source(2)), (Source(3), Source(None, 1)), box)
+    args = tensor_map.encode_arguments(spec, [None, rows, cols, row_length], 0x7000_0000_1000)
+    if not fits:
+        assert args is None
+        return
+    assert args == tensor_map.EncodeArguments(
+        data_type=tensor_map.DATA_TYPES[dtype], rank=2, address=0x7000_0000_1000, dims=(cols, rows),
+        byte_strides=(row_length * itemsize,), box=(16 // itemsize, 8), element_strides=(1, 1))
+
+
+def test_one_dimensional_maps_end_on_a_16_byte_chunk():
+    spec = MapSpec(0, "float16", 2, (Source(1),), (Source(None, 1),), (64,))
+    assert tensor_map.encode_arguments(spec, [None, 1001], 0x1000) is None
+    assert tensor_map.encode_arguments(spec, [None, 1000], 0x1000).dims == (1000,)
+
+
+def test_a_constant_row_ending_inside_a_chunk_is_not_claimed(tma_on):
+    """Known at compile time: the access stays a masked pointer access."""
+    x = np.zeros((64, 80), np.float16)
+    assert _compiled(const_width_copy, (x, x.copy()), WIDTH=80, BM=16, BN=16).metadata.get("tensor_maps")
+    assert not _compiled(const_width_copy, (x, x.copy()), WIDTH=77, BM=16, BN=16).metadata.get("tensor_maps")
 
 
 class FakeEncoder:
@@ -215,9 +261,9 @@ class FakeEncoder:
 
 def test_encode_passes_every_argument():
     lib = FakeEncoder()
-    args = tensor_map.encode_arguments(SPEC, [None, 100, 70, 72], 0x7000_0000_1000)
+    args = tensor_map.encode_arguments(SPEC, [None, 100, 64, 72], 0x7000_0000_1000)
     assert tensor_map.encode(lib, args) == bytes(range(128))
-    assert lib.calls == [dict(dtype=6, rank=2, address=0x7000_0000_1000, dims=[70, 100], strides=[144],
+    assert lib.calls == [dict(dtype=6, rank=2, address=0x7000_0000_1000, dims=[64, 100], strides=[144],
                               box=[32, 64], estrides=[1, 1], modes=(0, 0, 2, 0))]
     assert tensor_map.encode(FakeEncoder(status=1), args) is None
 
@@ -281,14 +327,18 @@ def test_launcher_appends_the_maps_and_falls_back(monkeypatch):
     plan = [(0, "x", True, False), (1, "M", False, False), (2, "N", False, False), (3, "s", False, False)]
     launcher = tma_launch.with_tensor_maps(compiled, plan, make, lambda: fallback)
     x = DeviceArray(0x7000_0000_1000)
-    launcher((1, 1, 1), [x, 100, 70, 72])
-    launcher((1, 1, 1), [x, 100, 70, 72])  # the same tensors: no second encoding or copy
-    assert launched == [(compiled, [x, 100, 70, 72, 0xD100])] * 2
+    launcher((1, 1, 1), [x, 100, 64, 72])
+    launcher((1, 1, 1), [x, 100, 64, 72])  # the same tensors: no second encoding or copy
+    assert launched == [(compiled, [x, 100, 64, 72, 0xD100])] * 2
     assert len(drv.lib.calls) == 1 and drv.copies == [(0xD100, bytes(range(128)))]
-    launcher((1, 1, 1), [x, 100, 70, 71])  # a row of 142 bytes: the kernel without TMA
+    launcher((1, 1, 1), [x, 100, 64, 71])  # a row of 142 bytes: the kernel without TMA
     host = np.zeros(4)
-    launcher((1, 1, 1), [host, 100, 70, 72])  # host memory: the kernel without TMA
-    assert launched[2:] == [(fallback, [x, 100, 70, 71]), (fallback, [host, 100, 70, 72])]
+    launcher((1, 1, 1), [host, 100, 64, 72])  # host memory: the kernel without TMA
+    launcher((1, 1, 1), [x, 100, 63, 72])  # rows of 126 bytes end inside a 16-byte chunk: without TMA
+    launcher((1, 1, 1), [x, 100, 63, 72])  # decided once
+    assert launched[2:] == [(fallback, [x, 100, 64, 71]), (fallback, [host, 100, 64, 72]),
+                            (fallback, [x, 100, 63, 72]), (fallback, [x, 100, 63, 72])]
+    assert len(drv.lib.calls) == 1
 
 
 # ---------------------------------------------------------------- on the GPU

@@ -120,6 +120,10 @@ def spec_of(instr: Instr, kernel: Kernel, defs: dict[Value, Instr]) -> MapSpec |
         return None
     if strides[-1] != Source(None, 1):
         return None
+    inner = shape[-1]
+    assert inner is not None
+    if inner.param is None and not inner.op and inner.value * elem.itemsize % 16:
+        return None  # rows that end inside a 16-byte chunk: a TMA store writes past them (tensor_map.py)
     for s in strides[:-1]:  # a constant stride TMA can never describe: leave it to pointers
         assert s is not None
         if s.param is None and (s.value <= 0 or s.value * elem.itemsize % 16):
