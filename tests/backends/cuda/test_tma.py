@@ -5,6 +5,7 @@ kernel and its fallback; on a GPU, results against torch."""
 from __future__ import annotations
 
 import ctypes
+import re
 import shutil
 import struct
 
@@ -148,6 +149,39 @@ def test_matmul_ptx_stages_with_tma(tma_on, bk, stages, swizzle):
     assert [(s.base, s.box, s.swizzle) for s in specs] == [
         (0, (64, swizzle // 2), swizzle), (1, (bk, 64), 128), (2, (64, 64), 0)]
     toolchain.ptxas_info(ptx, "sm_90a")
+
+
+_LOOP_EVENT = re.compile(r"mbarrier\.try_wait|bar\.sync|wgmma\.mma_async|wgmma\.wait_group\.sync\.aligned \d|"
+                         r"mbarrier\.arrive\.expect_tx|cp\.async\.bulk\.tensor\.2d\.shared::cluster")
+
+
+def _events(ptx: str) -> list[str]:
+    """Waits, barriers, MMAs and TMA copies in program order, repeats merged."""
+    out: list[str] = []
+    for ev in _LOOP_EVENT.findall(ptx[ptx.index(".entry"):]):
+        if not out or out[-1] != ev:
+            out.append(ev)
+    return out
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+def test_tma_loop_is_scheduled_as_the_cp_async_one(tma_on, stages):
+    """pipeline.py's (Triton's) order: S - 1 stages started before the loop; each iteration waits
+    on its stage's mbarrier and runs its MMAs, whose group stays in flight (``wait_group 1``);
+    behind one barrier (the previous group, complete in every warpgroup, read the stage) thread 0
+    refills the stage the previous iteration read.  One stage: copy, wait, MMAs, all waited for."""
+    a, b = np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16)
+    ptx = _compiled(desc_matmul_tma_store, (a, b, np.zeros((128, 128), np.float16), 128, 128, 64),
+                    BM=64, BN=64, BK=32, num_stages=stages).asm["ptx"]
+    events = _events(ptx)
+    wait = events.index("mbarrier.try_wait")
+    copy, arm, mma = "cp.async.bulk.tensor.2d.shared::cluster", "mbarrier.arrive.expect_tx", "wgmma.mma_async"
+    assert events[:wait].count(arm) == stages - 1  # the prologue
+    if stages == 1:  # (LLVM lays the thread-0 copy block out after the MMAs)
+        assert "wgmma.wait_group.sync.aligned 1" not in events and events.count(arm) == 1
+    else:
+        assert events[wait:wait + 7] == ["mbarrier.try_wait", mma, "wgmma.wait_group.sync.aligned 1", "bar.sync",
+                                         arm, copy, "wgmma.wait_group.sync.aligned 0"]
 
 
 @tiles.jit
