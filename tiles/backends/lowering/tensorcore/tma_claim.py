@@ -65,6 +65,13 @@ class TMAEmitter:
     def mbarrier_wait(self, byte_offset: int, parity: Handle, index: Handle | None = None) -> None:
         raise NotImplementedError
 
+    def mbarrier_wait_or_give_up(self, byte_offset: int, parity: Handle, failed: Handle,
+                                 index: Handle | None = None) -> Handle:
+        raise NotImplementedError
+
+    def trap(self) -> None:
+        raise NotImplementedError
+
     def tma_load(self, dst_offset: int, tensor_map: Handle, coords: list[Handle], mbar_offset: int,
                  dst_index: Handle | None = None, mbar_index: Handle | None = None) -> None:
         raise NotImplementedError

@@ -19,8 +19,10 @@ i + S - 1 into the stage iteration i - 1 read.  When the product only feeds the 
 iteration's accumulator, its wgmma group stays in flight (``pipeline._keep``): the refill then
 goes after the MMAs and their ``wgmma.wait_group 1`` behind a barrier (the previous group,
 complete in every warpgroup, read that stage); otherwise behind a barrier before the MMAs.
-With one stage, each iteration copies its own tiles and waits for them.  After the loop the
-mbarriers are invalidated behind a barrier, so the arena is free again.  Loops this module
+With one stage, each iteration copies its own tiles and waits for them.  A wait that gives up
+(a copy that never lands) makes the next ones try once, and the kernel traps after the loop
+rather than inside it (see ``mbarrier_wait_or_give_up``).  After the loop the mbarriers are
+invalidated behind a barrier, so the arena is free again.  Loops this module
 does not take keep ``rules.py``'s FOR rule.
 """
 
@@ -213,11 +215,15 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         _issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s), mbar_base, first)
 
     state = carried_values(lw, instr, pos, mma_handles)
-    carried = [*state.handles, (i32(0), D.int32), (i32(0), D.int32)]  # + the stage read, its parity
+    # + the stage read, its parity, whether a wait gave up (trapped on after the loop)
+    carried = [*state.handles, (i32(0), D.int32), (i32(0), D.int32), (i32(0), D.int32)]
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
-        slot, parity = regs[-2], regs[-1]
+        slot, parity, failed = regs[-3:]
         mbar = lw.e.binary(Op.MUL, slot, i32(_MBARRIER_BYTES), D.int32)
+
+        def wait() -> Handle:
+            return e.mbarrier_wait_or_give_up(mbar_base, parity, failed, mbar)
 
         def refill() -> None:  # iteration i + S - 1 into the stage iteration i - 1 read
             ahead = lw.e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
@@ -225,9 +231,9 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         if not ahead_by:  # one stage: copy this iteration's tiles and wait for them
             lw.e.barrier()  # every warp is past the MMAs that read it
             _issue(lw, pipe, iv_arg, iv, ub, iv_dtype, slot, mbar_base, first)
-            e.mbarrier_wait(mbar_base, parity, mbar)
+            failed = wait()
         else:
-            e.mbarrier_wait(mbar_base, parity, mbar)
+            failed = wait()
             if not keep:
                 lw.e.barrier()  # every warp is past the MMAs (all waited for) that read that stage
                 refill()
@@ -235,22 +241,24 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         for f in pipe.feeds:
             st.wg_staged.setdefault(f.dot, {})[f.operand] = lw.e.binary(Op.ADD, here, i32(f.at), D.int32)
         lw.env[iv_arg] = [iv]
-        flat = lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-2]))
+        flat = lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-3]))
         if keep:  # the MMAs' wait completed the previous group, which read that stage ...
             lw.e.barrier()  # ... in every warpgroup
             refill()
         last = lw.e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(lw.e.select(last, i32(0), lw.e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
         flat.append(lw.e.select(last, lw.e.binary(Op.XOR, parity, i32(1), D.int32), parity, D.int32))
+        flat.append(failed)
         return flat
 
     outs = lw.e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
 
-    def drain() -> None:
+    def drain() -> None:  # (no wgmma group in flight any more)
+        lw.e.when(lw.e.binary(Op.NE, outs[-1], i32(0), D.int32), e.trap)  # a copy never landed
         lw.e.barrier()
         lw.e.when(first, inval)
         lw.e.barrier()
-    return finish_carried(lw, instr, pos, state.split(outs[:-2]), keep, drain)
+    return finish_carried(lw, instr, pos, state.split(outs[:-3]), keep, drain)
 
 
 @tc_rule(Op.FOR)
