@@ -107,11 +107,20 @@ def test_tma_ptx_assembles(tma_on, dtype, bm, bn):
     toolchain.ptxas_info(c.asm["ptx"], "sm_90a")  # raises when ptxas rejects it
 
 
-def test_off_by_default(monkeypatch):
-    monkeypatch.delenv("TILES_TMA", raising=False)
+@pytest.mark.parametrize("env,default,on", [(None, False, False), (None, True, True), ("0", True, False),
+                                            ("1", False, True), ("off", True, False)])
+def test_default_and_switch(monkeypatch, env, default, on):
+    """TILES_TMA=1/0 switches TMA on or off; unset, ``config.TMA_BY_DEFAULT`` decides."""
+    from tiles import config
+    monkeypatch.setattr(config, "TMA_BY_DEFAULT", default)
+    if env is None:
+        monkeypatch.delenv("TILES_TMA", raising=False)
+    else:
+        monkeypatch.setenv("TILES_TMA", env)
     monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
+    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_90a")
     c = _compiled(desc_copy, _copy_args(64, 64), BM=32, BN=64)
-    assert "cp.async.bulk" not in c.asm["ptx"] and "tensor_maps" not in c.metadata
+    assert ("cp.async.bulk" in c.asm["ptx"]) is on and ("tensor_maps" in c.metadata) is on
 
 
 def test_not_on_sm80(tma_on, monkeypatch):
