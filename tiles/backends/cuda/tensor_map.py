@@ -16,8 +16,10 @@ the elements up to that chunk's end, past the descriptor's edge (seen on the H20
 ``TensorDescriptor`` window of 255 fp16 columns in rows of 272: column 255 was written; Triton's
 issue 11583 reports the same on the H100).  The extent can end inside a chunk only where the
 rows are longer than the extent (a window of a wider tensor) or for 1-D tensors.  Loads are held
-to the same rule: their zero fill at such an edge has not been measured.  ``MapTable`` encodes them through
-the driver and keeps the 128-byte maps in device memory, one copy per distinct set of maps.
+to the same rule: their zero fill at such an edge has not been measured.
+
+``MapTable`` encodes the maps through the driver and keeps them (128 bytes each) in device
+memory, one copy per distinct set of maps.
 """
 
 from __future__ import annotations

@@ -22,8 +22,8 @@ complete in every warpgroup, read that stage); otherwise behind a barrier before
 With one stage, each iteration copies its own tiles and waits for them.  A wait that gives up
 (a copy that never lands) makes the next ones try once, and the kernel traps after the loop
 rather than inside it (see ``mbarrier_wait_or_give_up``).  After the loop the mbarriers are
-invalidated behind a barrier, so the arena is free again.  Loops this module
-does not take keep ``rules.py``'s FOR rule.
+invalidated behind a barrier, so the arena is free again.  Loops this module does not take
+keep ``rules.py``'s FOR rule.
 """
 
 from __future__ import annotations
@@ -222,21 +222,16 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         slot, parity, failed = regs[-3:]
         mbar = lw.e.binary(Op.MUL, slot, i32(_MBARRIER_BYTES), D.int32)
 
-        def wait() -> Handle:
-            return e.mbarrier_wait_or_give_up(mbar_base, parity, failed, mbar)
-
         def refill() -> None:  # iteration i + S - 1 into the stage iteration i - 1 read
             ahead = lw.e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
             _issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, rotated(lw, slot, ahead_by, S), mbar_base, first)
         if not ahead_by:  # one stage: copy this iteration's tiles and wait for them
             lw.e.barrier()  # every warp is past the MMAs that read it
             _issue(lw, pipe, iv_arg, iv, ub, iv_dtype, slot, mbar_base, first)
-            failed = wait()
-        else:
-            failed = wait()
-            if not keep:
-                lw.e.barrier()  # every warp is past the MMAs (all waited for) that read that stage
-                refill()
+        gave_up = e.mbarrier_wait_or_give_up(mbar_base, parity, failed, mbar)
+        if ahead_by and not keep:
+            lw.e.barrier()  # every warp is past the MMAs (all waited for) that read that stage
+            refill()
         here = lw.e.binary(Op.MUL, slot, i32(pipe.stage_bytes), D.int32)
         for f in pipe.feeds:
             st.wg_staged.setdefault(f.dot, {})[f.operand] = lw.e.binary(Op.ADD, here, i32(f.at), D.int32)
@@ -248,7 +243,7 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         last = lw.e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(lw.e.select(last, i32(0), lw.e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
         flat.append(lw.e.select(last, lw.e.binary(Op.XOR, parity, i32(1), D.int32), parity, D.int32))
-        flat.append(failed)
+        flat.append(gave_up)
         return flat
 
     outs = lw.e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
