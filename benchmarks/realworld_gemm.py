@@ -14,10 +14,14 @@ is reported, as TFLOP/s = 2*M*N*K / time.  Each result is checked against torch 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import math
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from memory_bound import load_kernels as load_shared  # noqa: E402
@@ -138,6 +142,44 @@ def grouped_matmul(a_addrs, b_addrs, c_addrs, sizes, lds, group_size, NUM_SMS: t
 CONFIGS = [(128, 128, 64, 8, 3), (128, 256, 64, 8, 3), (128, 128, 32, 4, 4), (128, 256, 64, 8, 4)]
 
 
+def best_of_configs(case: str, columns: dict[str, tuple[Any, dict[str, Any]]], launch: Callable[..., None],
+                    clear: Callable[[], Any], read: Callable[[], Any], ref: Any, flops: float,
+                    configs: Sequence[tuple[int, ...]] = CONFIGS,
+                    setting: Callable[[str], AbstractContextManager[Any]] = lambda col: contextlib.nullcontext(),
+                    ) -> dict[str, tuple[float, str]]:
+    """Each column's best TFLOP/s over ``configs`` (BLOCK_M, BLOCK_N, BLOCK_K, num_warps,
+    num_stages) and that configuration's name.  ``columns`` maps a column to its kernel module
+    and extra launch keywords; ``launch(module, config, keywords)`` runs the case once.  Each
+    configuration's result (``read()`` after ``clear()``) is checked against ``ref`` (relative
+    error under 1e-2) before it is timed (``do_bench`` median); wrong results and failures are
+    printed and skipped.  ``setting(column)`` is entered around each configuration's launches."""
+    import torch
+    from triton.testing import do_bench
+
+    best: dict[str, tuple[float, str]] = {}
+    for col, (mod, kw) in columns.items():
+        for cfg in configs:
+            name = "x".join(map(str, cfg[:3])) + f" w{cfg[3]} s{cfg[4]}"
+            try:
+                with setting(col):
+                    clear()
+                    launch(mod, cfg, kw)
+                    torch.cuda.synchronize()
+                    err = ((read().float() - ref).norm() / ref.norm()).item()
+                    if not err < 1e-2:
+                        print(f"  {case} {col} {name}: wrong result (rel {err:.2e})")
+                        continue
+                    ms = do_bench(lambda: launch(mod, cfg, kw), warmup=25, rep=100, return_mode="median")
+            except Exception as e:  # a config that fails to compile: report it, go on
+                print(f"  {case} {col} {name}: failed: {type(e).__name__}: {str(e)[:160]}")
+                continue
+            tf = flops / (ms * 1e-3) / 1e12
+            print(f"  {case:34s} {col:9s} {name:18s} {tf:7.1f} TFLOP/s", flush=True)
+            if tf > best.get(col, (0.0, ""))[0]:
+                best[col] = (tf, name)
+    return best
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", default="4096,8192")
@@ -145,7 +187,6 @@ def main() -> None:
     args = ap.parse_args()
 
     import torch
-    from triton.testing import do_bench
 
     tmp = Path(tempfile.mkdtemp())
     mods = {"tiles": load_shared("tiles", tmp, KERNELS, "realworld_gemm"),
@@ -233,27 +274,8 @@ def main() -> None:
                 clear, read = (lambda: [o.zero_() for o in g_outs]), g_result
             else:
                 clear, read = ops[2].zero_, (lambda c=ops[2]: c)
-            best: dict[str, tuple[float, str]] = {}
-            for col, mod in mods.items():
-                for cfg in CONFIGS:
-                    name = "x".join(map(str, cfg[:3])) + f" w{cfg[3]} s{cfg[4]}"
-                    try:
-                        clear()
-                        launch(mod, cfg, extra[col])
-                        torch.cuda.synchronize()
-                        err = ((read().float() - ref).norm() / ref.norm()).item()
-                        if not err < 1e-2:
-                            print(f"  {label} {col} {name}: wrong result (rel {err:.2e})")
-                            continue
-                        ms = do_bench(lambda: launch(mod, cfg, extra[col]), warmup=25, rep=100,
-                                      return_mode="median")
-                    except Exception as e:  # a config that fails to compile: report it, go on
-                        print(f"  {label} {col} {name}: failed: {type(e).__name__}: {str(e)[:160]}")
-                        continue
-                    tf = flops / (ms * 1e-3) / 1e12
-                    print(f"  {size}^3 {label:26s} {col:6s} {name:18s} {tf:7.1f} TFLOP/s", flush=True)
-                    if tf > best.get(col, (0.0, ""))[0]:
-                        best[col] = (tf, name)
+            columns = {col: (mod, extra[col]) for col, mod in mods.items()}
+            best = best_of_configs(f"{size}^3 {label}", columns, launch, clear, read, ref, flops)
             rows.append((f"{label} {size}^3", best))
 
     print(f"\n{torch.cuda.get_device_name()}  (TFLOP/s, best config of the same {len(CONFIGS)})")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from memory_bound import load_kernels  # noqa: E402
+from realworld_gemm import best_of_configs  # noqa: E402
 
 KERNELS = '''
 @jit
@@ -96,7 +97,6 @@ def main() -> None:
 
     import torch
     import triton
-    from triton.testing import do_bench
 
     import tiles
 
@@ -136,32 +136,13 @@ def main() -> None:
                                                    BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages,
                                                    **kw)
 
+        columns = {col: (mods[col], extra[col]) for col in COLUMNS}
         for label, launch in (("descriptor", one_tile_per_program), ("persistent descriptor", persistent)):
             if wanted and not any(w in label for w in wanted):
                 continue
-            best: dict[str, tuple[float, str]] = {}
-            for col in COLUMNS:
-                mod = mods[col]
-                for cfg in CONFIGS:
-                    name = "x".join(map(str, cfg[:3])) + f" w{cfg[3]} s{cfg[4]}"
-                    try:
-                        with tma(col == "tiles+tma"):  # the compile and every launch see the same setting
-                            c.zero_()
-                            launch(mod, cfg, extra[col])
-                            torch.cuda.synchronize()
-                            err = ((c.float() - ref).norm() / ref.norm()).item()
-                            if not err < 1e-2:
-                                print(f"  {label} {col} {name}: wrong result (rel {err:.2e})")
-                                continue
-                            ms = do_bench(lambda: launch(mod, cfg, extra[col]), warmup=25, rep=100,
-                                          return_mode="median")
-                    except Exception as e:  # a config that fails to compile: report it, go on
-                        print(f"  {label} {col} {name}: failed: {type(e).__name__}: {str(e)[:160]}")
-                        continue
-                    tf = flops / (ms * 1e-3) / 1e12
-                    print(f"  {size}^3 {label:22s} {col:9s} {name:18s} {tf:7.1f} TFLOP/s", flush=True)
-                    if tf > best.get(col, (0.0, ""))[0]:
-                        best[col] = (tf, name)
+            # the compile and every launch of a column see its TILES_TMA
+            best = best_of_configs(f"{size}^3 {label}", columns, launch, c.zero_, lambda: c, ref, flops, CONFIGS,
+                                   lambda col: tma(col == "tiles+tma"))
             rows.append((f"{label} {size}^3", best))
 
     print(f"\n{torch.cuda.get_device_name()}  (TFLOP/s, best config of the same {len(CONFIGS)})")

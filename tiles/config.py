@@ -15,7 +15,8 @@
 | ``TILES_PRINT_AUTOTUNING=1`` | print each configuration tried, why one failed, and the one the autotuner picks |
 | ``TILES_OPENCL_DEVICE`` | OpenCL device: index into all devices, or part of "<platform> <device>" |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
-| ``TILES_TMA=1`` | cuda, sm_90+: copy tensor-descriptor tiles with TMA where it applies (lowering/tensorcore/tma.py) |
+| ``TILES_TMA=1/0`` | cuda, sm_90+: copy tensor-descriptor tiles with TMA where it applies, or never |
+|   | (lowering/tensorcore/tma.py); unset: ``TMA_BY_DEFAULT`` |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
 """
 
@@ -56,8 +57,12 @@ def dump_stages(produced: Iterable[str] = ()) -> set[str]:
     return names
 
 
+TMA_BY_DEFAULT = False  # True once the TMA tests and benchmarks/tma_gemm.py have passed on a GPU
+
+
 def tma() -> bool:
-    return _flag("TILES_TMA")
+    value = os.environ.get("TILES_TMA", "").strip().lower()
+    return value in ("1", "true", "yes", "on") if value else TMA_BY_DEFAULT
 
 
 def check_ir() -> bool:

@@ -356,18 +356,63 @@ def test_cuda_matmul_with_torch_tensors(monkeypatch, tma):
         torch.cuda.synchronize()
         torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=1e-2, atol=1e-2)
         assert torch.isnan(c_buf[:, n:]).all()
-    if tma == "1":
-        pytest.xfail("known bug (H200, 2026-12-01): with TILES_TMA=1 a descriptor window narrower than its "
-                     "tensor is written one column past its edge by the TMA store; TMA is opt-in")
-    # TensorDescriptor with a shape smaller than the tensor: only that window is written
-    c.fill_(7)
-    inner = TensorDescriptor(c, [m - 5, n - 9], list(c.stride()), [bm, bn])
-    kernel[(-(-m // bm), -(-n // bn))](descs[0], descs[1], inner, m, n, k, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                                      backend="cuda")
-    torch.cuda.synchronize()
+    # TensorDescriptors with a shape smaller than the tensor: only the window is written.  Rows of
+    # 256 columns (512 bytes) take TMA; rows of 255 end inside a 16-byte chunk, which a TMA store
+    # would write whole (column 255 was, on the H200), so that launch takes the kernel without TMA.
+    from tiles.backends.cuda import tma_launch
+    encoded, encode = [], tma_launch.encode_arguments
+
+    def spy(spec, values, address):
+        encoded.append(encode(spec, values, address))
+        return encoded[-1]
+    monkeypatch.setattr(tma_launch, "encode_arguments", spy)
     want = (a.float() @ b.float()).half()
-    torch.testing.assert_close(c[:m - 5, :n - 9], want[:m - 5, :n - 9], rtol=1e-2, atol=1e-2)
-    assert (c[m - 5:, :] == 7).all() and (c[:, n - 9:] == 7).all()
+    for cols in (n - 8, n - 9):
+        c.fill_(7)
+        encoded.clear()
+        inner = TensorDescriptor(c, [m - 5, cols], list(c.stride()), [bm, bn])
+        kernel[(-(-m // bm), -(-n // bn))](descs[0], descs[1], inner, m, n, k, BLOCK_M=bm, BLOCK_N=bn,
+                                          BLOCK_K=bk, backend="cuda")
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c[:m - 5, :cols], want[:m - 5, :cols], rtol=1e-2, atol=1e-2)
+        assert (c[m - 5:, :] == 7).all() and (c[:, cols:] == 7).all(), f"written past a window of {cols} columns"
+        if tma == "1":  # encoded per launch (new sizes): the window's map, or its refusal
+            windows = [e for e in encoded if e is None or e.address == c.data_ptr()]
+            assert windows and all((e is None) is (cols * 2 % 16 != 0) for e in windows)
+
+
+@pytest.mark.parametrize("cols,dims", [(264, (264, 295)), (256, (256, 295)), (255, None)])
+def test_cuda_window_map_fields(cuda_sm90, monkeypatch, cols, dims):
+    """The tensor map a launch encodes for a host descriptor's window of a wider tensor (no GPU):
+    innermost size first, the tensor's row length in bytes as the stride, the block as the box,
+    the view's first element as the address; a window whose rows end inside a 16-byte chunk has
+    none (a TMA store writes whole chunks: column 255 of such a window was written on the H200)."""
+    from tiles.backends.cuda.tensor_map import EncodeArguments, encode_arguments
+    from tiles.backends.lowering.tensorcore.tma_spec import MapSpec
+    from tiles.runtime.descriptor_args import flatten
+    from tiles.runtime.specialize import descriptor_names
+    monkeypatch.setenv("TILES_TMA", "1")
+    m, n, k = 300, 264, 200
+    a, b = aligned((m, k), np.float16), aligned((k, n), np.float16)
+    c = aligned((m, n + 8), np.float16)[:, 8:8 + n]  # starts 16 bytes into its rows
+    window = TensorDescriptor(c, [m - 5, cols], [n + 8, 1], [64, 64])
+    descs = [TensorDescriptor.from_tensor(a, [64, 32]), TensorDescriptor.from_tensor(b, [32, 64]), window]
+    compiled = matmul_host_desc.warmup(*descs, m, n, k, BLOCK_M=64, BLOCK_N=64, BLOCK_K=32, backend="cuda",
+                                       num_warps=4)
+    names = [*(x for d in ("a_desc", "b_desc", "c_desc") for x in descriptor_names(d, 2)), "M", "N", "K"]
+    by_name = dict(zip(names, flatten([*descs, m, n, k])))
+    by_param = [by_name[p.name] for p in compiled.ir.params]
+    params = [p.name for p in compiled.ir.params]
+    store = [MapSpec.from_json(d) for d in compiled.metadata["tensor_maps"]
+             if params[d["base"]] == "c_desc_base"]
+    assert len(store) == 1
+    address = c.__array_interface__["data"][0]
+    args = encode_arguments(store[0], by_param, address)
+    if dims is None:
+        assert args is None
+    else:
+        assert args == EncodeArguments(data_type=6, rank=2, address=address, dims=dims, byte_strides=(2 * (n + 8),),
+                                       box=(64, 64), element_strides=(1, 1))
 
 
 def test_compile_from_triton_type_strings(rng):

@@ -1,12 +1,12 @@
 """TMA for tensor descriptors (TILES_TMA=1, sm_90+): which accesses are claimed, the PTX (checked
-by ptxas when on PATH), the host encoding of tensor maps, the launcher's choice between the TMA
-kernel and its fallback; on a GPU, results against torch."""
+by ptxas when on PATH), the simulator (tma_sim.py); on a GPU, results against torch.  The host
+side (map encoding, the launcher's choice) is test_tma_host.py."""
 
 from __future__ import annotations
 
-import ctypes
+import re
 import shutil
-import struct
+import subprocess
 
 import numpy as np
 import pytest
@@ -14,7 +14,7 @@ import pytest
 import tiles
 import tiles.language as tl
 from tiles.backends import registry
-from tiles.backends.cuda import tensor_map, toolchain
+from tiles.backends.cuda import toolchain
 from tiles.backends.lowering.tensorcore.tma_spec import MapSpec, Source
 
 GPU, WHY = registry.status("cuda")
@@ -52,6 +52,14 @@ def desc_matmul_tma_store(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl
     c_desc.store([off_m, off_n], acc.to(tl.float16))
 
 
+@tiles.jit
+def const_width_copy(x_ptr, out_ptr, WIDTH: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr):
+    """A copy through descriptors of rows 80 elements apart whose width is a constant."""
+    src = tl.make_tensor_descriptor(x_ptr, shape=[64, WIDTH], strides=[80, 1], block_shape=[BM, BN])
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[64, WIDTH], strides=[80, 1], block_shape=[BM, BN])
+    dst.store([tl.program_id(0) * BM, tl.program_id(1) * BN], src.load([tl.program_id(0) * BM, 0]))
+
+
 def _copy_args(m, n, dtype=np.float16, pad=0):
     x = np.zeros((m, n + pad), dtype)[:, :n]
     return (x, np.zeros_like(x), m, n, x.strides[0] // x.itemsize, n, 0, 0)
@@ -59,6 +67,13 @@ def _copy_args(m, n, dtype=np.float16, pad=0):
 
 def _compiled(kernel, args, **kw):
     return kernel.warmup(*args, backend="cuda", num_warps=4, **kw)
+
+
+def test_a_constant_row_ending_inside_a_chunk_is_not_claimed(tma_on):
+    """Known at compile time: the access stays a masked pointer access."""
+    x = np.zeros((64, 80), np.float16)
+    assert _compiled(const_width_copy, (x, x.copy()), WIDTH=80, BM=16, BN=16).metadata.get("tensor_maps")
+    assert not _compiled(const_width_copy, (x, x.copy()), WIDTH=77, BM=16, BN=16).metadata.get("tensor_maps")
 
 
 @pytest.mark.parametrize("dn,taken", [(5, False), (8, False), (16, True), (-32, True)])
@@ -97,11 +112,20 @@ def test_tma_ptx_assembles(tma_on, dtype, bm, bn):
     toolchain.ptxas_info(c.asm["ptx"], "sm_90a")  # raises when ptxas rejects it
 
 
-def test_off_by_default(monkeypatch):
-    monkeypatch.delenv("TILES_TMA", raising=False)
+@pytest.mark.parametrize("env,default,on", [(None, False, False), (None, True, True), ("0", True, False),
+                                            ("1", False, True), ("off", True, False)])
+def test_default_and_switch(monkeypatch, env, default, on):
+    """TILES_TMA=1/0 switches TMA on or off; unset, ``config.TMA_BY_DEFAULT`` decides."""
+    from tiles import config
+    monkeypatch.setattr(config, "TMA_BY_DEFAULT", default)
+    if env is None:
+        monkeypatch.delenv("TILES_TMA", raising=False)
+    else:
+        monkeypatch.setenv("TILES_TMA", env)
     monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
+    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_90a")
     c = _compiled(desc_copy, _copy_args(64, 64), BM=32, BN=64)
-    assert "cp.async.bulk" not in c.asm["ptx"] and "tensor_maps" not in c.metadata
+    assert ("cp.async.bulk" in c.asm["ptx"]) is on and ("tensor_maps" in c.metadata) is on
 
 
 def test_not_on_sm80(tma_on, monkeypatch):
@@ -142,6 +166,39 @@ def test_matmul_ptx_stages_with_tma(tma_on, bk, stages, swizzle):
     toolchain.ptxas_info(ptx, "sm_90a")
 
 
+_LOOP_EVENT = re.compile(r"mbarrier\.try_wait|bar\.sync|wgmma\.mma_async|wgmma\.wait_group\.sync\.aligned \d|"
+                         r"mbarrier\.arrive\.expect_tx|cp\.async\.bulk\.tensor\.2d\.shared::cluster")
+
+
+def _events(ptx: str) -> list[str]:
+    """Waits, barriers, MMAs and TMA copies in program order, repeats merged."""
+    out: list[str] = []
+    for ev in _LOOP_EVENT.findall(ptx[ptx.index(".entry"):]):
+        if not out or out[-1] != ev:
+            out.append(ev)
+    return out
+
+
+@pytest.mark.parametrize("stages", [1, 2, 3, 4])
+def test_tma_loop_is_scheduled_as_the_cp_async_one(tma_on, stages):
+    """pipeline.py's (Triton's) order: S - 1 stages started before the loop; each iteration waits
+    on its stage's mbarrier and runs its MMAs, whose group stays in flight (``wait_group 1``);
+    behind one barrier (the previous group, complete in every warpgroup, read the stage) thread 0
+    refills the stage the previous iteration read.  One stage: copy, wait, MMAs, all waited for."""
+    a, b = np.zeros((128, 64), np.float16), np.zeros((64, 128), np.float16)
+    ptx = _compiled(desc_matmul_tma_store, (a, b, np.zeros((128, 128), np.float16), 128, 128, 64),
+                    BM=64, BN=64, BK=32, num_stages=stages).asm["ptx"]
+    events = _events(ptx)
+    wait = events.index("mbarrier.try_wait")
+    copy, arm, mma = "cp.async.bulk.tensor.2d.shared::cluster", "mbarrier.arrive.expect_tx", "wgmma.mma_async"
+    assert events[:wait].count(arm) == stages - 1  # the prologue
+    if stages == 1:  # (LLVM lays the thread-0 copy block out after the MMAs)
+        assert "wgmma.wait_group.sync.aligned 1" not in events and events.count(arm) == 1
+    else:
+        assert events[wait:wait + 7] == ["mbarrier.try_wait", mma, "wgmma.wait_group.sync.aligned 1", "bar.sync",
+                                         arm, copy, "wgmma.wait_group.sync.aligned 0"]
+
+
 @tiles.jit
 def mixed_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
     """A through a descriptor, B through pointers: TMA leaves the loop alone."""
@@ -161,134 +218,6 @@ def test_loop_with_pointer_operands_is_left_alone(tma_on, monkeypatch):
     assert "cp.async.bulk" not in c.asm["ptx"] and "tensor_maps" not in c.metadata
     monkeypatch.setenv("TILES_TMA", "0")
     assert _compiled(mixed_matmul, args, BM=64, BN=64, BK=32, num_stages=3).asm["ptx"] == c.asm["ptx"]
-
-
-# ---------------------------------------------------------------- host encoding
-
-SPEC = MapSpec(base=0, dtype="float16", itemsize=2, shape=(Source(1), Source(2)),
-               strides=(Source(3), Source(None, 1)), box=(64, 32))
-
-
-def test_encode_arguments_field_by_field():
-    args = tensor_map.encode_arguments(SPEC, [None, 100, 70, 72], 0x7000_0000_1000)
-    assert args == tensor_map.EncodeArguments(
-        data_type=6, rank=2, address=0x7000_0000_1000, dims=(70, 100), byte_strides=(144,), box=(32, 64),
-        element_strides=(1, 1), interleave=0, swizzle=0, l2_promotion=2, oob_fill=0)
-
-
-@pytest.mark.parametrize("swizzle,mode", [(128, 3), (64, 2), (32, 1)])
-def test_encode_arguments_swizzle(swizzle, mode):
-    spec = MapSpec(0, "float16", 2, SPEC.shape, SPEC.strides, (64, swizzle // 2), swizzle)
-    args = tensor_map.encode_arguments(spec, [None, 100, 70, 72], 0x1000)
-    assert args is not None and args.swizzle == mode and args.box == (swizzle // 2, 64)
-    too_wide = MapSpec(0, "float16", 2, SPEC.shape, SPEC.strides, (64, swizzle), swizzle)
-    assert tensor_map.encode_arguments(too_wide, [None, 100, 70, 72], 0x1000) is None
-
-
-@pytest.mark.parametrize("values,address,why", [
-    ([None, 100, 70, 72], None, "host memory"),
-    ([None, 100, 70, 72], 0x1008, "base not 16-byte aligned"),
-    ([None, 100, 70, 71], 0x1000, "row stride 142 bytes"),
-    ([None, 100, 70, 0], 0x1000, "zero stride"),
-    ([None, 100, 70, -72], 0x1000, "negative stride"),
-    ([None, 0, 70, 72], 0x1000, "empty dimension"),
-    ([None, 100, 2 ** 32 + 1, 72], 0x1000, "dimension over 2**32"),
-    ([None, 100, 70, 2 ** 40], 0x1000, "stride of 2**41 bytes"),
-])
-def test_encode_arguments_refuses_what_tma_cannot_describe(values, address, why):
-    assert tensor_map.encode_arguments(SPEC, values, address) is None, why
-
-
-class FakeEncoder:
-    """Records cuTensorMapEncodeTiled's arguments and writes a recognisable map."""
-
-    def __init__(self, status=0):
-        self.status, self.calls = status, []
-
-    def cuTensorMapEncodeTiled(self, out, dtype, rank, address, dims, strides, box, estrides, *modes):  # noqa: N802
-        assert out.value % 64 == 0, "CUtensorMap must be 64-byte aligned"
-        self.calls.append(dict(dtype=dtype, rank=rank, address=address.value, dims=list(dims),
-                               strides=list(strides), box=list(box), estrides=list(estrides), modes=modes))
-        ctypes.memmove(out.value, bytes(range(128)), 128)
-        return self.status
-
-
-def test_encode_passes_every_argument():
-    lib = FakeEncoder()
-    args = tensor_map.encode_arguments(SPEC, [None, 100, 70, 72], 0x7000_0000_1000)
-    assert tensor_map.encode(lib, args) == bytes(range(128))
-    assert lib.calls == [dict(dtype=6, rank=2, address=0x7000_0000_1000, dims=[70, 100], strides=[144],
-                              box=[32, 64], estrides=[1, 1], modes=(0, 0, 2, 0))]
-    assert tensor_map.encode(FakeEncoder(status=1), args) is None
-
-
-def test_spec_json_round_trip():
-    rows = Source(op="mul", bits=32, args=(Source(1), Source(op="add", bits=32, args=(Source(2), Source(None, 3)))))
-    spec = MapSpec(0, "bfloat16", 2, (rows, Source(None, 64)), (Source(None, 64), Source(None, 1)), (64, 64), 128)
-    assert MapSpec.from_json(SPEC.to_json()) == SPEC and MapSpec.from_json(spec.to_json()) == spec
-
-
-def test_computed_sizes_wrap_as_the_kernel_computes_them():
-    rows = Source(op="mul", bits=32, args=(Source(0), Source(op="sub", bits=32, args=(Source(1), Source(None, 2)))))
-    assert rows.of([7, 12]) == 70
-    assert rows.of([2 ** 20, 2 ** 12 + 2]) == 0  # 2**32 wraps to 0 in int32
-    assert Source(op="mul", bits=32, args=(Source(0), Source(0))).of([50000]) == 50000 ** 2 - 2 ** 32
-
-
-# ---------------------------------------------------------------- the launcher's choice
-
-class FakeDriver:
-    def __init__(self):
-        self.lib, self.allocs, self.copies = FakeEncoder(), [], []
-        self.lib.cuStreamSynchronize = lambda stream: 0
-
-    def alloc(self, n):
-        self.allocs.append(n)
-        return 0xD000 + 0x100 * len(self.allocs)
-
-    def copy_to_device(self, address, host, n, stream):
-        self.copies.append((address, ctypes.string_at(host, n)))
-
-    def check(self, status, what):
-        assert status == 0, what
-
-    def pop(self):
-        raise AssertionError("nothing was pushed")
-
-
-class DeviceArray:
-    def __init__(self, address):
-        self.address = address
-
-
-def test_launcher_appends_the_maps_and_falls_back(monkeypatch):
-    from tiles.backends.base import CompiledKernel
-    from tiles.backends.cuda import tma_launch
-    drv = FakeDriver()
-    monkeypatch.setattr(tma_launch.runtime, "driver", lambda: drv)
-    monkeypatch.setattr(tma_launch.runtime, "device_address",
-                        lambda a: (a.value.address, 0, 7) if isinstance(a.value, DeviceArray) else None)
-    monkeypatch.setattr(tma_launch.runtime, "make_current", lambda context: False)
-    monkeypatch.setattr(tma_launch.runtime, "stream_handle", lambda stream, device: 0)
-    monkeypatch.setattr(tma_launch, "_TABLE", tensor_map.MapTable())
-    compiled = CompiledKernel("k", None, None)  # type: ignore[arg-type]
-    compiled.extra["tensor_maps"] = [SPEC.to_json()]
-    launched = []
-
-    def make(kernel, plan):
-        return lambda grid, values, stream=None: launched.append((kernel, [values[i] for i, *_ in plan]))
-    fallback = CompiledKernel("k-without-tma", None, None)  # type: ignore[arg-type]
-    plan = [(0, "x", True, False), (1, "M", False, False), (2, "N", False, False), (3, "s", False, False)]
-    launcher = tma_launch.with_tensor_maps(compiled, plan, make, lambda: fallback)
-    x = DeviceArray(0x7000_0000_1000)
-    launcher((1, 1, 1), [x, 100, 70, 72])
-    launcher((1, 1, 1), [x, 100, 70, 72])  # the same tensors: no second encoding or copy
-    assert launched == [(compiled, [x, 100, 70, 72, 0xD100])] * 2
-    assert len(drv.lib.calls) == 1 and drv.copies == [(0xD100, bytes(range(128)))]
-    launcher((1, 1, 1), [x, 100, 70, 71])  # a row of 142 bytes: the kernel without TMA
-    host = np.zeros(4)
-    launcher((1, 1, 1), [host, 100, 70, 72])  # host memory: the kernel without TMA
-    assert launched[2:] == [(fallback, [x, 100, 70, 71]), (fallback, [host, 100, 70, 72])]
 
 
 # ---------------------------------------------------------------- on the GPU
@@ -450,6 +379,22 @@ def persistent_desc_matmul(a_ptr, b_ptr, c_ptr, M, N, K, PROGRAMS: tl.constexpr,
         c_desc.store([pm * BM, pn * BN], acc.to(tl.float16))
 
 
+@needs_ptxas
+@pytest.mark.parametrize("stages", [2, 3, 4])
+def test_persistent_loop_has_no_trap_inside(tma_on, tmp_path, stages):
+    """A wait that gives up traps after the loop, not inside it: a trap there makes ptxas wait for
+    the wgmma group kept in flight before every mbarrier wait (its warning C7517, seen on the
+    persistent form of benchmarks/tma_gemm.py)."""
+    a, b, c = np.zeros((256, 128), np.float16), np.zeros((256, 128), np.float16), np.zeros((256, 256), np.float16)
+    ptx = persistent_desc_matmul.warmup(a, b, c, 256, 256, 128, PROGRAMS=4, BM=128, BN=128, BK=64, num_warps=8,
+                                        num_stages=stages, backend="cuda").asm["ptx"]
+    (tmp_path / "k.ptx").write_text(ptx)
+    done = subprocess.run([shutil.which("ptxas") or "ptxas", "-arch=sm_90a", str(tmp_path / "k.ptx"), "-o",
+                           str(tmp_path / "k.cubin")], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "C7517" not in done.stderr and "wgmma.wait_group.sync.aligned 1" in ptx and "trap;" in ptx
+
+
 @pytest.mark.parametrize("stages", [2, 3])
 def test_persistent_matmul_simulated(tma_on, rng, stages):
     from tma_sim import run
@@ -528,68 +473,6 @@ def _window(x, r0, c0, size=16):
     part = x[r0:r0 + size, c0:c0 + size]
     out[:part.shape[0], :part.shape[1]] = part
     return out
-
-
-# ---------------------------------------------------------------- the real launchers over a fake libcuda
-
-
-@pytest.fixture
-def fake_lib(monkeypatch):
-    from fake_libcuda import FakeLibCUDA
-
-    from tiles.backends.cuda import runtime, tma_launch
-    from tiles.backends.cuda.driver import Driver
-
-    class WithTMA(FakeLibCUDA):
-        encodes: list = []
-
-        def cuTensorMapEncodeTiled(self, out, dtype, rank, address, dims, strides, box, *rest):  # noqa: N802
-            self.encodes.append((dtype, rank, address.value, list(dims[:rank]), list(strides[:rank - 1]),
-                                 list(box[:rank])))
-            ctypes.memmove(out.value, bytes([len(self.encodes)]) * 128, 128)
-            return 0
-
-        def cuStreamSynchronize(self, stream):  # noqa: N802
-            return 0
-
-    fake = WithTMA(devices=1)
-    fake.encodes = []
-    runtime.use_driver(Driver(fake))
-    monkeypatch.setattr(tma_launch, "_TABLE", tensor_map.MapTable())
-    yield fake
-    runtime.use_driver(None)
-
-
-@pytest.mark.parametrize("keyed", [False, True])
-def test_launchers_pass_the_maps_and_fall_back(tma_on, fake_lib, keyed):
-    from fake_libcuda import FakeTensor
-
-    from tiles.backends.cuda import CUDABackend
-    from tiles.core.dtypes import PointerType
-    m, n = 64, 40
-    x = np.zeros((m, 48), np.float16)
-    values = [x, np.zeros_like(x), m, n, 48, 48, 0, 0]
-    compiled = desc_copy.warmup(*values, backend="cuda", BM=32, BN=8, num_warps=4)
-    assert len(compiled.metadata["tensor_maps"]) == 2
-    names = desc_copy.arg_names
-    plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out_ptr")
-            for p in compiled.ir.params]
-    tensors = [FakeTensor(fake_lib, x.tobytes()), FakeTensor(fake_lib, x.tobytes())]
-    on_device = [*tensors, *values[2:]]
-    backend = CUDABackend()
-    launcher = (backend.make_keyed_launcher(compiled, plan, on_device) if keyed
-                else backend.make_launcher(compiled, plan))
-    launcher((2, 5, 1), on_device)
-    launcher((2, 5, 1), on_device)
-    *params, maps, gx, gy, gz = struct.unpack("@QQ6iQ3i", fake_lib.launches[0].arguments)
-    assert params == [tensors[0].address, tensors[1].address, m, n, 48, 48, 0, 0] and (gx, gy, gz) == (2, 5, 1)
-    assert fake_lib.read(maps, 256) == bytes([1]) * 128 + bytes([2]) * 128
-    assert fake_lib.launches[1].arguments == fake_lib.launches[0].arguments  # encoded once
-    assert fake_lib.encodes == [(6, 2, tensors[0].address, [n, m], [96], [8, 32]),
-                                (6, 2, tensors[1].address, [n, m], [96], [8, 32])]
-    launcher((2, 5, 1), [*tensors, m, n, 47, 48, 0, 0])  # a 94-byte row: the kernel without TMA
-    assert len(fake_lib.launches[2].arguments) == struct.calcsize("@QQ6i3i")
-    assert len(fake_lib.modules_loaded) == 2
 
 
 @tiles.jit

@@ -129,9 +129,10 @@ def _desc_case(m, n, k):
     return a, b, np.zeros((m, n), np.float32)
 
 
-def test_descriptor_loads_are_pipelined():
-    """Descriptor tiles become 16-byte cp.async copies: the loop index's divisibility and the
-    unit stride keep their runs contiguous (lowering/axisinfo.py)."""
+def test_descriptor_loads_are_pipelined(monkeypatch):
+    """Without TMA, descriptor tiles become 16-byte cp.async copies: the loop index's divisibility
+    and the unit stride keep their runs contiguous (lowering/axisinfo.py)."""
+    monkeypatch.setenv("TILES_TMA", "0")
     a, b, c = _desc_case(130, 96, 256)
     ir = desc_matmul.warmup(a, b, c, 130, 96, 256, backend="cuda", BM=64, BN=64, BK=32, num_warps=4,
                             num_stages=3).ir
@@ -144,8 +145,10 @@ def test_descriptor_loads_are_pipelined():
 
 
 @needs_gpu
+@pytest.mark.parametrize("tma", ["0", "1"])
 @pytest.mark.parametrize("m,n,k", [(130, 96, 256), (256, 256, 512), (100, 72, 200)])
-def test_descriptor_matmul_gpu(m, n, k):
+def test_descriptor_matmul_gpu(monkeypatch, m, n, k, tma):
+    monkeypatch.setenv("TILES_TMA", tma)
     a, b, c = _desc_case(m, n, k)
     desc_matmul[(tiles.cdiv(m, 64), tiles.cdiv(n, 64))](a, b, c, m, n, k, BM=64, BN=64, BK=32, num_warps=4,
                                                         num_stages=3, backend="cuda")

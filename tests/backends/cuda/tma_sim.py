@@ -94,6 +94,14 @@ class TMASimEmitter(SimEmitter, TMAEmitter):
         p = {int(x) for x in parity.v}
         assert len(p) == 1 and bar.phase % 2 != p.pop(), f"this wait would never return: {bar}"
 
+    def mbarrier_wait_or_give_up(self, byte_offset: int, parity: H, failed: H, index: H | None = None) -> H:
+        assert not failed.v.any(), "an earlier wait gave up"
+        self.mbarrier_wait(byte_offset, parity, index)  # (no clock here: a phase that never completes fails)
+        return failed
+
+    def trap(self) -> None:
+        assert not self._mask(None).any(), "trap"
+
     def _box(self, spec: MapSpec, coords: list[int]) -> tuple[np.ndarray, np.ndarray]:
         """Byte addresses in global memory of the box's elements (row-major, outermost first)
         and whether each lies inside the tensor."""

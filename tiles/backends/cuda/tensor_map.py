@@ -6,9 +6,20 @@ from (a parameter or a constant), the element type and the box (the descriptor's
 ``block_shape``).  At launch, ``encode_arguments`` turns a spec and the launch's values into
 the arguments of ``cuTensorMapEncodeTiled`` (innermost dimension first, strides in bytes), or
 None when TMA cannot describe that tensor (a base not on the device or not 16-byte aligned, a
-size outside [1, 2**32], a stride that is not a positive multiple of 16 bytes below 2**40):
-the launch then takes the kernel compiled without TMA.  ``MapTable`` encodes them through
-the driver and keeps the 128-byte maps in device memory, one copy per distinct set of maps.
+size outside [1, 2**32], a stride that is not a positive multiple of 16 bytes below 2**40, an
+innermost size that is not a whole number of 16-byte chunks): the launch then takes the kernel
+compiled without TMA.
+
+The last rule is not the driver's (it encodes such a map) but the hardware's: a TMA store
+writes whole 16-byte chunks of a row, so where a row's extent ends inside a chunk it also writes
+the elements up to that chunk's end, past the descriptor's edge (seen on the H200 with a
+``TensorDescriptor`` window of 255 fp16 columns in rows of 272: column 255 was written; Triton's
+issue 11583 reports the same on the H100).  The extent can end inside a chunk only where the
+rows are longer than the extent (a window of a wider tensor) or for 1-D tensors.  Loads are held
+to the same rule: their zero fill at such an edge has not been measured.
+
+``MapTable`` encodes the maps through the driver and keeps them (128 bytes each) in device
+memory, one copy per distinct set of maps.
 """
 
 from __future__ import annotations
@@ -57,7 +68,7 @@ def encode_arguments(spec: MapSpec, values: Sequence[Any], address: int | None) 
         return None
     dims = [s.of(values) for s in spec.shape]
     strides = [s.of(values) for s in spec.strides]
-    if strides[-1] != 1 or not all(1 <= d <= 2 ** 32 for d in dims):
+    if strides[-1] != 1 or not all(1 <= d <= 2 ** 32 for d in dims) or dims[-1] * spec.itemsize % 16:
         return None
     byte_strides = [s * spec.itemsize for s in strides[:-1]]
     if not all(0 < b < 2 ** 40 and b % 16 == 0 for b in byte_strides):

@@ -58,10 +58,9 @@ def with_tensor_maps(compiled: CompiledKernel, plan: Plan, make: Callable[[Compi
                     for s, p in zip(specs, places))
         address = known.get(key)
         if address is None:
-            address = _encode_all(specs, by_param, places, stream)
-            if address is None:
-                return plain(grid, values, stream)
-            known[key] = address
+            address = known[key] = _encode_all(specs, by_param, places, stream) or 0
+        if not address:
+            return plain(grid, values, stream)
         with_maps(grid, [*values, address], stream)
     return launcher
 

@@ -60,6 +60,22 @@ class PTXTensorMemoryOps(LLVMBuilder, TMAEmitter):
         self._emit(f'call void asm sideeffect "{text}", "r,r,~{{memory}}"({self._smem(byte_offset, index)}, '
                    f'{parity})')
 
+    def mbarrier_wait_or_give_up(self, byte_offset: int, parity: Any, failed: Any, index: Any = None) -> Reg:
+        """``mbarrier_wait`` that gives up instead of trapping: the i32 ``failed`` (nonzero: an
+        earlier wait gave up, so try once) or-ed with whether this one gave up.  A loop whose
+        wgmma group stays in flight waits this way and traps after it: a trap inside the loop
+        makes ptxas wait for the group before every mbarrier wait (its warning C7517)."""
+        text = ("{ .reg .pred done, more; .reg .u32 tries; setp.ne.u32 more, $3, 0; "
+                f"selp.u32 tries, {WAIT_TRIES - 1}, 0, more; "
+                "wait_phase: mbarrier.try_wait.parity.shared::cta.b64 done, [$1], $2; @done bra wait_done; "
+                f"add.u32 tries, tries, 1; setp.lt.u32 more, tries, {WAIT_TRIES}; @more bra wait_phase; "
+                "wait_done: selp.u32 $0, 0, 1, done; or.b32 $0, $0, $3; }")
+        return self._val("i32", f'call i32 asm sideeffect "{text}", "=r,r,r,r,~{{memory}}"('
+                                f'{self._smem(byte_offset, index)}, {parity}, {failed})')
+
+    def trap(self) -> None:
+        self._emit('call void asm sideeffect "trap;", "~{memory}"()')
+
     def tma_load(self, dst_offset: int, tensor_map: Any, coords: Sequence[Any], mbar_offset: int,
                  dst_index: Any = None, mbar_index: Any = None) -> None:
         """Copy the box at ``coords`` (innermost first) into shared memory at ``dst_offset``

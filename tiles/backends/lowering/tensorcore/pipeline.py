@@ -292,6 +292,13 @@ def _keep(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
     return 1 if pos and body.args[1 + pos[0]] is acc and _uses(body, acc) == 1 else 0
 
 
+def rotated(lw: TensorCoreLowering, slot: Handle, by: int, stages: int) -> Handle:
+    """Stage ``(slot + by) % stages`` (``0 <= by < stages``): the one iteration ``i + by`` uses."""
+    e, to = lw.e, lw.e.binary(Op.ADD, slot, lw.const(by, D.int32), D.int32)
+    wrapped = e.binary(Op.GE, to, lw.const(stages, D.int32), D.int32)
+    return e.select(wrapped, e.binary(Op.SUB, to, lw.const(stages, D.int32), D.int32), to, D.int32)
+
+
 @dataclass
 class Carried:
     """A pipelined FOR's carried values as one flat list of (handle, dtype), MMA fragments at the
@@ -376,9 +383,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         if plan.wgmma:
             e.fence_async_shared()
         e.barrier()
-        target = e.binary(Op.ADD, slot, i32(ahead_by), D.int32)
-        wrapped = e.binary(Op.GE, target, i32(S), D.int32)
-        target = e.select(wrapped, e.binary(Op.SUB, target, i32(S), D.int32), target, D.int32)
+        target = rotated(lw, slot, ahead_by, S)
         ahead = e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
 
         def start() -> None:

@@ -16,7 +16,8 @@ innermost row a multiple of 16 bytes).  Where it sits matters too:
   from registers, as attention's, is fine): staged by ``tma_pipeline.py``.  When that loop
   cannot be pipelined after all, the single-stage rule still serves them.
 
-Off unless ``TILES_TMA=1`` (``config.tma``) until measured on a GPU.
+``TILES_TMA=1``/``0`` turns it on or off; unset, ``config.TMA_BY_DEFAULT`` decides (off until the
+TMA tests and ``benchmarks/tma_gemm.py`` have passed on a GPU with this code).
 """
 
 from __future__ import annotations
@@ -63,6 +64,13 @@ class TMAEmitter:
         raise NotImplementedError
 
     def mbarrier_wait(self, byte_offset: int, parity: Handle, index: Handle | None = None) -> None:
+        raise NotImplementedError
+
+    def mbarrier_wait_or_give_up(self, byte_offset: int, parity: Handle, failed: Handle,
+                                 index: Handle | None = None) -> Handle:
+        raise NotImplementedError
+
+    def trap(self) -> None:
         raise NotImplementedError
 
     def tma_load(self, dst_offset: int, tensor_map: Handle, coords: list[Handle], mbar_offset: int,
@@ -120,6 +128,10 @@ def spec_of(instr: Instr, kernel: Kernel, defs: dict[Value, Instr]) -> MapSpec |
         return None
     if strides[-1] != Source(None, 1):
         return None
+    inner = shape[-1]
+    assert inner is not None
+    if inner.param is None and not inner.op and inner.value * elem.itemsize % 16:
+        return None  # rows that end inside a 16-byte chunk: a TMA store writes past them (tensor_map.py)
     for s in strides[:-1]:  # a constant stride TMA can never describe: leave it to pointers
         assert s is not None
         if s.param is None and (s.value <= 0 or s.value * elem.itemsize % 16):

@@ -12,13 +12,18 @@ pattern and ``Swizzled.address`` are the same XOR of address bits 4-6 with bits 
 announcing the stage's bytes on its mbarrier (``expect_tx``); elements outside the tensor
 arrive as zeros, which is DESC_LOAD's meaning.
 
-Before the loop every mbarrier is initialized and stages 0..A-1 are started (A = stages - 1,
-one less when a wgmma group stays in flight across iterations, as in ``pipeline.py``).
-Iteration i waits on stage ``i % S``'s mbarrier for phase parity ``(i // S) % 2`` (the slot
-and the parity are carried), synchronizes once (every warp is then past the MMAs that read
-the stage about to be refilled), has thread 0 start iteration i + A into that stage, and runs
-the MMAs on its own stage.  After the loop the mbarriers are invalidated behind a barrier, so
-the arena is free again.  Loops this module does not take keep ``rules.py``'s FOR rule.
+The schedule is ``pipeline.py``'s (Triton's): before the loop every mbarrier is initialized
+and stages 0..S-2 are started; iteration i waits on stage ``i % S``'s mbarrier for phase
+parity ``(i // S) % 2`` (the slot and the parity are carried), and thread 0 starts iteration
+i + S - 1 into the stage iteration i - 1 read.  When the product only feeds the next
+iteration's accumulator, its wgmma group stays in flight (``pipeline._keep``): the refill then
+goes after the MMAs and their ``wgmma.wait_group 1`` behind a barrier (the previous group,
+complete in every warpgroup, read that stage); otherwise behind a barrier before the MMAs.
+With one stage, each iteration copies its own tiles and waits for them.  A wait that gives up
+(a copy that never lands) makes the next ones try once, and the kernel traps after the loop
+rather than inside it (see ``mbarrier_wait_or_give_up``).  After the loop the mbarriers are
+invalidated behind a barrier, so the arena is free again.  Loops this module does not take
+keep ``rules.py``'s FOR rule.
 """
 
 from __future__ import annotations
@@ -33,7 +38,7 @@ from ....core.ir import Instr, Value, walk_block
 from ....core.ops import Op
 from ..emitter import Handle
 from .base import TC_RULES, TensorCoreLowering, tc_rule
-from .pipeline import Pipe, _keep, _moves_nothing, carried_values, finish_carried, hoistable
+from .pipeline import Pipe, _keep, _moves_nothing, carried_values, finish_carried, hoistable, rotated
 from .plan import MMALayout
 from .rules import hoist_a, lower_carried_body, mma_handles
 from .smem import Swizzled
@@ -179,9 +184,8 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         assert isinstance(lay, MMALayout)
         hoist_a(lw, dot, plan.dots[dot], lay)
     S = pipe.stages  # noqa: N806
-    # refills go before the MMAs here, so a group kept in flight needs a spare stage (S >= 3)
-    keep = _keep(lw, Pipe(pipe.dots, [], [], [], pipe.step, S), body) if S >= 3 else 0
-    ahead_by = S - 1 - keep  # stages in flight ahead of the one being read
+    keep = _keep(lw, Pipe(pipe.dots, [], [], [], pipe.step, S), body) if S >= 2 else 0
+    ahead_by = S - 1  # stages in flight ahead of the one being read
     mbar_base = S * pipe.stage_bytes
     lw.reserve_local(mbar_base + S * _MBARRIER_BYTES)
     st.async_loads.update(f.load for f in pipe.feeds)
@@ -211,40 +215,45 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         _issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s), mbar_base, first)
 
     state = carried_values(lw, instr, pos, mma_handles)
-    carried = [*state.handles, (i32(0), D.int32), (i32(0), D.int32)]  # + the stage read, its parity
+    # + the stage read, its parity, whether a wait gave up (trapped on after the loop)
+    carried = [*state.handles, (i32(0), D.int32), (i32(0), D.int32), (i32(0), D.int32)]
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
-        slot, parity = regs[-2], regs[-1]
+        slot, parity, failed = regs[-3:]
         mbar = lw.e.binary(Op.MUL, slot, i32(_MBARRIER_BYTES), D.int32)
-        if ahead_by:
-            e.mbarrier_wait(mbar_base, parity, mbar)
-            lw.e.barrier()  # every warp is past the MMAs that read the stage refilled next
-            target = lw.e.binary(Op.ADD, slot, i32(ahead_by), D.int32)
-            wrapped = lw.e.binary(Op.GE, target, i32(S), D.int32)
-            target = lw.e.select(wrapped, lw.e.binary(Op.SUB, target, i32(S), D.int32), target, D.int32)
+
+        def refill() -> None:  # iteration i + S - 1 into the stage iteration i - 1 read
             ahead = lw.e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
-            _issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, target, mbar_base, first)
-        else:  # nothing in flight ahead: copy this iteration's tiles and wait for them
-            lw.e.barrier()
+            _issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, rotated(lw, slot, ahead_by, S), mbar_base, first)
+        if not ahead_by:  # one stage: copy this iteration's tiles and wait for them
+            lw.e.barrier()  # every warp is past the MMAs that read it
             _issue(lw, pipe, iv_arg, iv, ub, iv_dtype, slot, mbar_base, first)
-            e.mbarrier_wait(mbar_base, parity, mbar)
+        gave_up = e.mbarrier_wait_or_give_up(mbar_base, parity, failed, mbar)
+        if ahead_by and not keep:
+            lw.e.barrier()  # every warp is past the MMAs (all waited for) that read that stage
+            refill()
         here = lw.e.binary(Op.MUL, slot, i32(pipe.stage_bytes), D.int32)
         for f in pipe.feeds:
             st.wg_staged.setdefault(f.dot, {})[f.operand] = lw.e.binary(Op.ADD, here, i32(f.at), D.int32)
         lw.env[iv_arg] = [iv]
-        flat = lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-2]))
+        flat = lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-3]))
+        if keep:  # the MMAs' wait completed the previous group, which read that stage ...
+            lw.e.barrier()  # ... in every warpgroup
+            refill()
         last = lw.e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(lw.e.select(last, i32(0), lw.e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
         flat.append(lw.e.select(last, lw.e.binary(Op.XOR, parity, i32(1), D.int32), parity, D.int32))
+        flat.append(gave_up)
         return flat
 
     outs = lw.e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
 
-    def drain() -> None:
+    def drain() -> None:  # (no wgmma group in flight any more)
+        lw.e.when(lw.e.binary(Op.NE, outs[-1], i32(0), D.int32), e.trap)  # a copy never landed
         lw.e.barrier()
         lw.e.when(first, inval)
         lw.e.barrier()
-    return finish_carried(lw, instr, pos, state.split(outs[:-2]), keep, drain)
+    return finish_carried(lw, instr, pos, state.split(outs[:-3]), keep, drain)
 
 
 @tc_rule(Op.FOR)
