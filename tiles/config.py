@@ -15,7 +15,7 @@
 | ``TILES_PRINT_AUTOTUNING=1`` | print each configuration tried, why one failed, and the one the autotuner picks |
 | ``TILES_OPENCL_DEVICE`` | OpenCL device: index into all devices, or part of "<platform> <device>" |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
-| ``TILES_TMA=1/0`` | cuda, sm_90+: copy tensor-descriptor tiles with TMA where it applies, or never |
+| ``TILES_TMA=1/0`` | cuda, sm_90+: copy tensor-descriptor tiles with TMA where it applies (the default), or never |
 |   | (lowering/tensorcore/tma.py); unset: ``TMA_BY_DEFAULT`` |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
 """
@@ -57,7 +57,7 @@ def dump_stages(produced: Iterable[str] = ()) -> set[str]:
     return names
 
 
-TMA_BY_DEFAULT = False  # True once the TMA tests and benchmarks/tma_gemm.py have passed on a GPU
+TMA_BY_DEFAULT = True  # the TMA tests and benchmarks/tma_gemm.py passed on the H200 (benchmarks/RESULTS.md)
 
 
 def tma() -> bool:

@@ -5,7 +5,7 @@ specialization and the IR, the parameters ``<name>_base`` (a pointer), ``<name>_
 ``<name>_stride<i>`` (integers; the last stride is the constant 1) — see
 ``specialize.descriptor_specs``.  The trace hands the kernel what
 ``tl.make_tensor_descriptor`` makes of them, so ``desc.load``/``desc.store`` become the
-DESC_LOAD/DESC_STORE ops a device-side descriptor gives (TMA on sm_90 with ``TILES_TMA=1``,
+DESC_LOAD/DESC_STORE ops a device-side descriptor gives (TMA on sm_90 unless ``TILES_TMA=0``,
 masked accesses elsewhere), and checked mode bounds-checks the base array as any pointer.
 The launcher sees the expanded values (``flatten``); ``expanding`` wraps it for the launch paths
 that hold the kernel's own arguments.

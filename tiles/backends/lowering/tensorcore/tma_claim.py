@@ -16,8 +16,7 @@ innermost row a multiple of 16 bytes).  Where it sits matters too:
   from registers, as attention's, is fine): staged by ``tma_pipeline.py``.  When that loop
   cannot be pipelined after all, the single-stage rule still serves them.
 
-``TILES_TMA=1``/``0`` turns it on or off; unset, ``config.TMA_BY_DEFAULT`` decides (off until the
-TMA tests and ``benchmarks/tma_gemm.py`` have passed on a GPU with this code).
+``TILES_TMA=1``/``0`` turns it on or off; unset, ``config.TMA_BY_DEFAULT`` decides (on).
 """
 
 from __future__ import annotations
