@@ -372,9 +372,10 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
         slot = regs[-1]
+        # no fence.proxy.async before wgmma reads the stage: its only writers are cp.async copies,
+        # complete once waited for, as in CUTLASS's sm90 cp.async mainloops and Triton 3.6 (a
+        # MEMBAR.ALL.CTA per iteration otherwise)
         e.cp_async_wait(ahead_by - 1)
-        if plan.wgmma:
-            e.fence_async_shared()
         e.barrier()
         target = e.binary(Op.ADD, slot, i32(ahead_by), D.int32)
         wrapped = e.binary(Op.GE, target, i32(S), D.int32)
