@@ -116,3 +116,31 @@ def test_128x128_on_8_warps_leaves_room_for_two_programs_per_sm(trans_b):
     ptx = tutorial_ptx(128, 128, 64, 8, 3, wrap=False, kmask=False, trans_b=trans_b)
     info = toolchain.ptxas_info(ptx, "sm_90a")
     assert info["registers"] <= 128 and info.get("spill_stores", 0) == 0
+
+
+@pytest.mark.parametrize("bm,bn,stages", [(128, 256, 3), (128, 128, 4)])
+def test_k_masks_are_the_copies_own_predicates(bm, bn, stages):
+    """A K-masked chunk is copied with the mask as cp.async's ignore-src predicate: one compare per
+    chunk in the loop, nothing selected.  As a src-size of 16 or 0 (Triton's spelling) every
+    masked chunk took a compare, two selects and a test of the selected size again in SASS (132
+    instructions per 128x256 step against 96 without masks)."""
+    loop = main_loop(tutorial_ptx(bm, bn, 64, 8, stages))
+    copies = re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16(, %p\d+)?;", loop)
+    assert copies and all(copies), "every copy in the loop should carry its mask as a predicate"
+    sizes = re.compile(r"selp\.b32\s+%r\d+, 16, 0")
+    assert not sizes.search(loop), "a mask selected a copy size"
+    unmasked = main_loop(tutorial_ptx(bm, bn, 64, 8, stages, wrap=False, kmask=False))
+    setp = len(re.findall(r"\bsetp\.", loop)) - len(re.findall(r"\bsetp\.", unmasked))
+    assert setp <= len(copies), "at most one compare per masked chunk"
+
+
+def test_wgmma_descriptors_come_from_a_warp_uniform_index():
+    """Each warpgroup's descriptors are built from lane 0's warp index (``shfl.sync.idx``, once at
+    the kernel's entry), which ptxas knows is the same on every lane: the descriptors stay in
+    uniform registers instead of being moved there (R2UR) before every wgmma, as Triton's."""
+    ptx = tutorial_ptx(128, 256, 64, 8, 3)
+    shuffles = [m.start() for m in re.finditer(r"shfl\.sync\.idx\.b32", ptx)]
+    assert len(shuffles) == 1
+    first_label = re.search(r"^\$L__BB\d+_\d+:", ptx, re.M)
+    assert first_label is None or shuffles[0] < first_label.start(), "the shuffle should run once, before any loop"
+    assert "%tid" not in main_loop(ptx)
