@@ -366,15 +366,17 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     def ivc(x: int) -> Handle:
         return lw.const(x, iv_dtype)
 
+    if plan.wgmma:  # what generic accesses touched the arena before the loop (an epilogue), once
+        e.fence_async_shared()
     for s in range(ahead_by):
         iv_s = lb if s == 0 else e.binary(Op.ADD, lb, ivc(s * pipe.step), iv_dtype)
         issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s * stage_bytes), places)
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
         slot = regs[-1]
-        # no fence.proxy.async before wgmma reads the stage: its only writers are cp.async copies,
-        # complete once waited for, as in CUTLASS's sm90 cp.async mainloops and Triton 3.6 (a
-        # MEMBAR.ALL.CTA per iteration otherwise)
+        # no fence.proxy.async before wgmma reads the stage: in the loop its only writers are
+        # cp.async copies, complete once waited for, as in CUTLASS's sm90 cp.async mainloops and
+        # Triton 3.6 (a MEMBAR.ALL.CTA per iteration otherwise)
         e.cp_async_wait(ahead_by - 1)
         e.barrier()
         target = e.binary(Op.ADD, slot, i32(ahead_by), D.int32)
