@@ -51,11 +51,17 @@ def test_copies_run_stages_minus_one_ahead_with_a_group_in_flight(bm, bn, stages
     """Triton's schedule: the copies go after this iteration's MMAs and the wait that completes
     the previous group, behind a second barrier, into the stage that group read.  So num_stages=S
     keeps S-1 stages of copies in flight (wait_group S-2) and one MMA group; with the copies
-    first, the same S gave one stage less (128x128 s3: one stage ahead, against Triton's two)."""
-    loop = main_loop(tutorial_ptx(bm, bn, 64, 8, stages))
+    first, the same S gave one stage less (128x128 s3: one stage ahead, against Triton's two).
+    No ``fence.proxy.async`` between the wait and the MMAs: in the loop the stage's only writers
+    are the cp.async copies (Triton 3.6 and CUTLASS's cp.async mainloops have none either; the
+    fence cost a MEMBAR.ALL.CTA per iteration); one before the loop covers earlier generic
+    accesses of the arena (a persistent kernel's previous epilogue)."""
+    ptx = tutorial_ptx(bm, bn, 64, 8, stages)
+    loop = main_loop(ptx)
     assert loop_events(loop) == [
-        f"cp.async.wait_group {stages - 2}", "fence.proxy.async", "bar.sync", "wgmma.mma_async", "wgmma.commit_group",
+        f"cp.async.wait_group {stages - 2}", "bar.sync", "wgmma.mma_async", "wgmma.commit_group",
         "wgmma.wait_group.sync.aligned 1", "bar.sync", "cp.async", "cp.async.commit_group"]
+    assert "fence.proxy.async" in ptx.split(loop)[0], "one fence before the loop, for what came before it"
 
 
 @pytest.mark.parametrize("dtype", ["fp8e4nv", "fp8e5"])
@@ -113,3 +119,31 @@ def test_128x128_on_8_warps_leaves_room_for_two_programs_per_sm(trans_b):
     ptx = tutorial_ptx(128, 128, 64, 8, 3, wrap=False, kmask=False, trans_b=trans_b)
     info = toolchain.ptxas_info(ptx, "sm_90a")
     assert info["registers"] <= 128 and info.get("spill_stores", 0) == 0
+
+
+@pytest.mark.parametrize("bm,bn,stages", [(128, 256, 3), (128, 128, 4)])
+def test_k_masks_are_the_copies_own_predicates(bm, bn, stages):
+    """A K-masked chunk is copied with the mask as cp.async's ignore-src predicate: one compare per
+    chunk in the loop, nothing selected.  As a src-size of 16 or 0 (Triton's spelling) every
+    masked chunk took a compare, two selects and a test of the selected size again in SASS (132
+    instructions per 128x256 step against 96 without masks)."""
+    loop = main_loop(tutorial_ptx(bm, bn, 64, 8, stages))
+    copies = re.findall(r"cp\.async\.cg\.shared\.global \[%r\d+\], \[%rd\d+\], 16(, %p\d+)?;", loop)
+    assert copies and all(copies), "every copy in the loop should carry its mask as a predicate"
+    sizes = re.compile(r"selp\.b32\s+%r\d+, 16, 0")
+    assert not sizes.search(loop), "a mask selected a copy size"
+    unmasked = main_loop(tutorial_ptx(bm, bn, 64, 8, stages, wrap=False, kmask=False))
+    setp = len(re.findall(r"\bsetp\.", loop)) - len(re.findall(r"\bsetp\.", unmasked))
+    assert setp <= len(copies), "at most one compare per masked chunk"
+
+
+def test_wgmma_descriptors_come_from_a_warp_uniform_index():
+    """Each warpgroup's descriptors are built from lane 0's warp index (``shfl.sync.idx``, once at
+    the kernel's entry), which ptxas knows is the same on every lane: the descriptors stay in
+    uniform registers instead of being moved there (R2UR) before every wgmma, as Triton's."""
+    ptx = tutorial_ptx(128, 256, 64, 8, 3)
+    shuffles = [m.start() for m in re.finditer(r"shfl\.sync\.idx\.b32", ptx)]
+    assert len(shuffles) == 1
+    first_label = re.search(r"^\$L__BB\d+_\d+:", ptx, re.M)
+    assert first_label is None or shuffles[0] < first_label.start(), "the shuffle should run once, before any loop"
+    assert "%tid" not in main_loop(ptx)

@@ -2,6 +2,8 @@
 wrapped with ``%``, K masks, grouped program order) takes the wgmma + cp.async path: PTX for
 sm_90a, the numpy simulator everywhere, numerics on a GPU."""
 
+import re
+
 import numpy as np
 import pytest
 from test_tensorcore import GPU, _rel, needs_gpu
@@ -110,6 +112,89 @@ def test_tutorial_form_simulated(wrap, kmask, m, n, k):
     assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
 
 
+
+@tiles.jit
+def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                      stride_cm, stride_cn, PROGRAMS: tl.constexpr, BLOCK_M: tl.constexpr,
+                      BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr, WRAP: tl.constexpr):
+    # each program walks output tiles PROGRAMS apart, in grouped order, K masked
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    for tile_id in range(tl.program_id(0), num_pid_m * num_pid_n, PROGRAMS):
+        first_pid_m = (tile_id // num_pid_in_group) * GROUP_M
+        group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+        pid_m = first_pid_m + (tile_id % group_size_m)
+        pid_n = (tile_id % num_pid_in_group) // group_size_m
+        offs_am = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_bn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        if WRAP:
+            offs_am = offs_am % M
+            offs_bn = offs_bn % N
+        offs_k = tl.arange(0, BLOCK_K)
+        a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+        b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for ki in range(tl.cdiv(K, BLOCK_K)):
+            a = tl.load(a_ptrs, mask=offs_k[None, :] < K - ki * BLOCK_K, other=0.0)
+            b = tl.load(b_ptrs, mask=offs_k[:, None] < K - ki * BLOCK_K, other=0.0)
+            acc = tl.dot(a, b, acc)
+            a_ptrs += BLOCK_K * stride_ak
+            b_ptrs += BLOCK_K * stride_bk
+        offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+        offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+        c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+        tl.store(c_ptrs, acc.to(tl.float16), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
+
+
+def test_persistent_form_pipelines_like_the_tutorial():
+    """The inner loop of a persistent matmul (an outer loop over tiles) is the tutorial's: stages
+    of predicated cp.async copies S-1 ahead, one m64n256 group kept in flight, nothing selected."""
+    from tiles.backends.cuda.ptx_loops import loop_events, mma_loop
+    *_, args = _args(512, 512, 512)
+    ir = persistent_matmul.warmup(*args, backend="cuda", PROGRAMS=132, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64,
+                                  GROUP_M=8, WRAP=False, num_warps=8, num_stages=3).ir
+    ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(8, 3)), "sm_90a")
+    loop = mma_loop(ptx)
+    assert loop_events(loop) == ["cp.async.wait_group 1", "bar.sync", "wgmma.mma_async", "wgmma.commit_group",
+                                 "wgmma.wait_group.sync.aligned 1", "bar.sync", "cp.async", "cp.async.commit_group"]
+    assert not re.search(r"selp\.b32\s+%r\d+, 16, 0", loop), "a mask selected a copy size"
+    assert "ld.global" not in ptx
+    if toolchain.ptxas_path():
+        assert toolchain.ptxas_info(ptx, "sm_90a").get("spill_stores", 0) == 0
+
+
+@pytest.mark.parametrize("wrap", [False, True])
+def test_persistent_form_simulated(wrap):
+    """Odd sizes: 4 x 3 tiles of 64 x 64 over 5 programs (two or three tiles each), K = 200 ends in
+    a partly masked step; each tile restarts the stages and its accumulator."""
+    from sim_emitter import run
+    m, n, k = 200, 136, 200
+    a, b, c, args = _args(m, n, k)
+    if not wrap:  # edge tiles read past the last row/column: pad the operands
+        a = np.pad(a, ((0, -m % 64), (0, 0)))
+        b = np.pad(b, ((0, 0), (0, -n % 64)))
+        args = (a, b, c, m, n, k, k, 1, b.shape[1], 1, n, 1)
+    programs, bm, bn, bk, warps, stages = 5, 64, 64, 32, 4, 3
+    ir = persistent_matmul.warmup(*args, backend="cuda", PROGRAMS=programs, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                  GROUP_M=2, WRAP=wrap, num_warps=warps, num_stages=stages).ir
+    by_name = dict(zip(persistent_matmul.arg_names, args))
+    run(ir, [by_name[p.name] if isinstance(by_name[p.name], np.ndarray) else np.int32(by_name[p.name])
+             for p in ir.params], (programs,), warps * 32, num_stages=stages)
+    assert _rel(c, a[:m].astype(np.float32) @ b[:, :n].astype(np.float32)) < 2e-3
+
+
+@needs_gpu
+@pytest.mark.parametrize("stages", [3, 4])
+@pytest.mark.parametrize("m,n,k", [(1024, 1024, 1024), (300, 520, 712)])
+def test_persistent_form_on_gpu(stages, m, n, k):
+    """The benchmark's configuration (128x256x64 on 8 warps), wraps and K masks, fewer programs than
+    tiles: the stages and the kept MMA group restart at every tile."""
+    assert GPU
+    a, b, c, args = _args(m, n, k)
+    persistent_matmul[(3,)](*args, PROGRAMS=3, BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8, WRAP=True,
+                            num_warps=8, num_stages=stages, backend="cuda")
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
 
 @pytest.mark.parametrize("stages", [pytest.param(2, marks=pytest.mark.slow), 3,
                                     pytest.param(4, marks=pytest.mark.slow)])

@@ -16,8 +16,31 @@ _KIND = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "int8": "s8", 
 
 
 class PTXWarpgroupOps(LLVMBuilder):
+    _warp_index: Reg | None = None
+
     def wgmma_ok(self) -> bool:
         return self.t.arch == "sm_90a"
+
+    def warp_index(self) -> Reg:
+        # lane 0's tid.x / 32 by shfl.sync.idx, which ptxas knows is warp-uniform (descriptors
+        # built from it then stay in uniform registers, as Triton's); emitted once, first thing
+        # in the entry block so that it dominates every use; masked to the warp count so that
+        # LLVM knows it is small and non-negative
+        if self._warp_index is None:
+            n = self.counter = self.counter + 4
+            tid, warp, lane0, out = (f"%warp{n - i}" for i in range(4))
+            lines = [f"{tid} = call i32 @{self.t.thread_id}()", f"{warp} = lshr i32 {tid}, 5",
+                     f"{lane0} = call i32 @llvm.nvvm.shfl.sync.idx.i32(i32 -1, i32 {warp}, i32 0, i32 31)"]
+            self._declare(self.t.thread_id, "i32", [])
+            self._declare("llvm.nvvm.shfl.sync.idx.i32", "i32", ["i32"] * 4)
+            warps = self.threads // 32
+            if warps & (warps - 1) == 0:
+                lines.append(f"{out} = and i32 {lane0}, {warps - 1}")
+            else:
+                out = lane0
+            self.blocks[self.order[0]][0:0] = ["  " + line for line in lines]
+            self._warp_index = Reg(out, "i32")
+        return self._warp_index
 
     def shared_address(self, byte_offset: int) -> Reg:
         p = self._local_ptr(byte_offset, Reg("0", "i32"), D.int8)

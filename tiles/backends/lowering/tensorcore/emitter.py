@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ....core.dtypes import DType, uint16, uint32
+from ....core.dtypes import DType, int32, uint16, uint32
 from ....core.ops import Op
 from ..emitter import Emitter, Handle
 
@@ -63,6 +63,12 @@ class TensorCoreEmitter(Emitter):
     def wgmma_ok(self) -> bool:
         """Whether the target has warpgroup MMAs (PTX ``wgmma``, sm_90a) and the calls below."""
         return False
+
+    def warp_index(self) -> Handle:
+        """This thread's warp (thread id // warp size, int32) in a form the assembler knows is the
+        same on every lane, so that what is computed from it (matrix descriptors) can stay in
+        uniform registers."""
+        return self.binary(Op.IDIV, self.thread_id(), self.constant(32, int32), int32)
 
     def shared_address(self, byte_offset: int) -> Handle:
         """The 32-bit shared-memory address of local memory at ``byte_offset`` (int32 handle)."""

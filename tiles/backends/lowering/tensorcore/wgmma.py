@@ -24,9 +24,9 @@ from ....core.dtypes import DType
 from ....core.ir import Instr
 from ....core.ops import Op
 from ..emitter import Handle
+from ..lower import Index
 from .base import TensorCoreLowering
-from .convert import Lanes
-from .plan import MMALayout, Plan
+from .plan import WARP, MMALayout, Plan
 from .smem import Swizzled, descriptor, swizzle_width
 
 MAX_N = 256  # widest wgmma
@@ -68,6 +68,18 @@ def _smem_base(lw: TensorCoreLowering) -> Handle:
     return lw.cached(("wgmma-smem-base",), lambda: lw.e.shared_address(0))
 
 
+def _warp_coordinates(lw: TensorCoreLowering, lay: MMALayout) -> tuple[Index, Index]:
+    """This warp's (warp_m, warp_n) in ``lay`` (as ``Lanes``), computed from a warp index the
+    assembler knows is warp-uniform: the descriptors built from them then live in uniform
+    registers instead of being moved there before every ``wgmma``."""
+    iop = lw.iop
+    warp: Index = lw.e.warp_index()
+    nw = lay.warps_m * lay.warps_n
+    if lw.threads // WARP > nw:
+        warp = iop(Op.MOD, warp, nw)
+    return iop(Op.MOD, warp, lay.warps_m), iop(Op.IDIV, warp, lay.warps_m)
+
+
 def wgmma_dot(lw: TensorCoreLowering, dot: Instr, lay: MMALayout, c: list[Handle], plan: Plan,
               afr: list[list[list[Handle]]] | None, staged: dict[int, Handle] | None, keep: int) -> list[Handle]:
     """d = a @ b + c; ``staged``: byte bases of operands a pipelined stage already holds
@@ -92,13 +104,13 @@ def wgmma_dot(lw: TensorCoreLowering, dot: Instr, lay: MMALayout, c: list[Handle
         assert 1 in staged and (afr is not None or 0 in staged)
         a_base = e.binary(Op.ADD, smem, staged[0], D.int32) if 0 in staged else smem
         b_base = e.binary(Op.ADD, smem, staged[1], D.int32)
-    lanes = Lanes(lw, lay)
+    warp_m, warp_n = _warp_coordinates(lw, lay)
     n_warp = lay.reps_n * 8
-    wg_rows = iop(Op.MUL, iop(Op.IDIV, lanes.warp_m, 4), 64 * ops.a.width)
+    wg_rows = iop(Op.MUL, iop(Op.IDIV, warp_m, 4), 64 * ops.a.width)
     if ops.b_k_major:
-        wg_cols = iop(Op.MUL, lanes.warp_n, n_warp * ops.b.width)
+        wg_cols = iop(Op.MUL, warp_n, n_warp * ops.b.width)
     else:
-        wg_cols = iop(Op.MUL, lanes.warp_n, n_warp * adt.itemsize // ops.b.width * ops.b.block_bytes)
+        wg_cols = iop(Op.MUL, warp_n, n_warp * adt.itemsize // ops.b.width * ops.b.block_bytes)
     a_desc = None if afr is not None else descriptor(lw, e.binary(Op.ADD, a_base, lw.idx(wg_rows), D.int32),
                                                      ops.a.fields())
     b_desc = descriptor(lw, e.binary(Op.ADD, b_base, lw.idx(wg_cols), D.int32), ops.b.fields())
