@@ -18,7 +18,7 @@ from . import memory, reductions, relayout, sorting  # noqa: F401  (register the
 from .emitter import Emitter
 from .lower import Lowering
 from .prepare import prepare
-from .tensorcore import TensorCoreEmitter, TensorCoreLowering, tma, tma_claim
+from .tensorcore import TensorCoreEmitter, TensorCoreLowering, epilogue, tma, tma_claim
 from .tensorcore.tma_pipeline import lower_tma_pipelined  # noqa: F401  (registers the TMA FOR rule last)
 
 
@@ -55,7 +55,15 @@ def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = L
                    maps)
 
 
+def _tensor_core_walker(kernel: Kernel, emitter: TensorCoreEmitter, threads: int,
+                        options: Options) -> TensorCoreLowering:
+    lowering = TensorCoreLowering(kernel, emitter, threads, options)
+    lowering.tc.stores = epilogue.claim_stores(lowering)  # reads the plan the constructor made
+    return lowering
+
+
 def lower_with_tensor_cores(kernel: Kernel, emitter: TensorCoreEmitter, options: Options) -> Lowered:
-    """``lower`` with the tensor-core rules (``TC_RULES``) going first, and TMA copying the
-    descriptor tiles it can (``tensorcore/tma.py``)."""
-    return lower(kernel, emitter, options, walker=TensorCoreLowering, claim=tma_claim.claim)
+    """``lower`` with the tensor-core rules (``TC_RULES``) going first, stores of MMA tiles
+    through narrow pointers written from a coalescing layout (``tensorcore/epilogue.py``), and
+    TMA copying the descriptor tiles it can (``tensorcore/tma.py``)."""
+    return lower(kernel, emitter, options, walker=_tensor_core_walker, claim=tma_claim.claim)

@@ -57,8 +57,6 @@ class TensorCoreLowering(Lowering):
         self.tc = TensorCoreState(kernel, emitter, threads)
         if self.tc.plan.wgmma and any(d.operands[0].type.element.itemsize == 1 for d in self.tc.plan.dots):
             self.max_vec = max(self.max_vec, 16)  # 8-bit operands: 16 bytes per chunk, per cp.async
-        from .epilogue import claim_stores  # imported here: epilogue.py registers its rule through this module
-        self.tc.stores = claim_stores(self)
 
     def lower_instr(self, instr: Instr) -> list[list[Handle]]:
         fn = TC_RULES.get(instr.op)
