@@ -156,7 +156,8 @@ def test_persistent_form_pipelines_like_the_tutorial():
                                   GROUP_M=8, WRAP=False, num_warps=8, num_stages=3).ir
     ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(8, 3)), "sm_90a")
     loop = mma_loop(ptx)
-    assert loop_events(loop) == ["cp.async.wait_group 1", "bar.sync", "wgmma.mma_async", "wgmma.commit_group",
+    assert loop_events(loop) == ["cp.async.wait_group 1", "fence.proxy.async", "bar.sync", "wgmma.mma_async",
+                                 "wgmma.commit_group",
                                  "wgmma.wait_group.sync.aligned 1", "bar.sync", "cp.async", "cp.async.commit_group"]
     assert not re.search(r"selp\.b32\s+%r\d+, 16, 0", loop), "a mask selected a copy size"
     assert "ld.global" not in ptx

@@ -37,7 +37,7 @@ def test_pipelined_ptx_uses_wgmma(bm, bn, bk, warps, stages):
     ptx = _ptx(_pipelined_ir(256, 256, 256, bm, bn, bk, warps, stages), warps, stages)
     assert "wgmma.mma_async.sync.aligned.m64n" in ptx and "mma.sync" not in ptx and "ldmatrix" not in ptx
     assert "cp.async.cg.shared.global" in ptx
-    assert "fence.proxy.async" not in mma_loop(ptx), "only cp.async writes the stages: no proxy fence per step"
+    assert "fence.proxy.async" in mma_loop(ptx), "cp.async (generic proxy) -> wgmma (async proxy) needs the fence"
     # the last group of MMAs stays in flight across iterations (two stages are enough: the copies
     # go after the wait, into the stage the completed group read)
     assert "wgmma.wait_group.sync.aligned 1;" in ptx
