@@ -187,15 +187,22 @@ def _index_tiles(block_shape: tuple[int, ...], offsets: list[Any], shape: list[A
     total: tensor | None = None
     mask: tensor | None = None
     for d in range(ndim):
-        idx = S.add(arange(0, block_shape[d]), S.cast(offsets[d], D.int32)
-                    if isinstance(offsets[d], tensor) else offsets[d])
         view = tuple(block_shape[d] if i == d else 1 for i in range(ndim))
-        idx = S.reshape(idx, view)
-        term = S.mul(S.cast(idx, D.int64), strides[d])
+        # (arange + offset) * stride in int64 as Triton computes it (no int32 wrap), spelled
+        # arange * stride + offset * stride: the tile term is loop-invariant and a loop-carried
+        # offset costs one scalar product per step, not a 64-bit product per element
+        term = S.mul(S.reshape(S.cast(arange(0, block_shape[d]), D.int64), view), strides[d])
+        if isinstance(offsets[d], tensor):
+            term = S.add(term, S.mul(S.cast(offsets[d], D.int64), strides[d]))
+        elif S.unwrap(offsets[d]) != 0:
+            term = S.add(term, S.mul(S.unwrap(offsets[d]), strides[d]))
         total = term if total is None else S.add(total, term)
-        if d in checks:
-            ok = S.bitwise("and", S.compare("ge", idx, 0), S.compare("lt", idx, shape[d]))
-            mask = ok if mask is None else S.bitwise("and", mask, ok)
+        if d not in checks:
+            continue
+        idx = S.reshape(S.add(arange(0, block_shape[d]), S.cast(offsets[d], D.int32)
+                              if isinstance(offsets[d], tensor) else offsets[d]), view)
+        ok = S.bitwise("and", S.compare("ge", idx, 0), S.compare("lt", idx, shape[d]))
+        mask = ok if mask is None else S.bitwise("and", mask, ok)
     assert total is not None
     total = S.broadcast_to(total, block_shape)
     if mask is not None:
