@@ -33,6 +33,7 @@ from ..emitter import Handle
 from ..lower import RULES, Index
 from ..memory import _groups
 from .base import TensorCoreLowering, tc_rule
+from .inflight import kept_last
 from .remat import can_remat, moves_data
 from .wgmma import operands
 
@@ -358,11 +359,14 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     stage_bytes, places, offsets = _layout(lw, pipe, rules.geometry)
     S = pipe.stages  # noqa: N806
     keep = _keep(lw, pipe, body)
+    kept, late = pipe.dots[0], kept_last(lw, pipe.dots, body)
+    if late is not None:  # several products: the last one waited for by the next iteration's first
+        keep, kept = 1, late[0]
     ahead_by = S - 1  # stages in flight ahead of the one being read
     lw.reserve_local(S * stage_bytes)
     st.async_loads.update(pipe.loads)
     if keep:
-        st.wg_keep[pipe.dots[0]] = keep
+        st.wg_keep[kept] = keep
 
     state = carried_values(lw, instr, pos, rules.mma_handles)
     carried = [*state.handles, (lw.const(0, D.int32), D.int32)]  # + the stage this iteration reads
@@ -401,6 +405,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         else:
             st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
+        st.wg_inflight = [late[1]] if late is not None else []
         flat = rules.lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-1]))
         if keep:  # the MMAs' wait completed the previous group, which read `target`
             e.barrier()  # ... in every warpgroup
