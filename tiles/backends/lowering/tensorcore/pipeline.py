@@ -35,6 +35,7 @@ from ..memory import _groups
 from .base import TensorCoreLowering, tc_rule
 from .inflight import kept_last
 from .remat import can_remat, moves_data
+from .resident import resident_bytes, write_resident
 from .wgmma import operands
 
 _SAFE = frozenset({*BINARY_ARITH, *COMPARISON, Op.CONST, Op.ARANGE, Op.ADDPTR, Op.HINT, Op.CAST,
@@ -352,12 +353,16 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     (body,) = instr.regions
     iv_arg = body.args[0]
     iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]
-    for dot in pipe.hoisted:
+    for dot in pipe.hoisted if not plan.wgmma else []:
         lay = plan.values[dot.result]
         assert isinstance(lay, MMALayout)
         rules.hoist_a(lw, dot, plan.dots[dot], lay)
     stage_bytes, places, offsets = _layout(lw, pipe, rules.geometry)
     S = pipe.stages  # noqa: N806
+    resident: dict[Instr, int] = {}
+    if plan.wgmma and pipe.hoisted:  # loop-invariant A: in local memory after the stages
+        lw.reserve_local(S * stage_bytes + resident_bytes(lw, pipe.hoisted))
+        resident = write_resident(lw, pipe.hoisted, S * stage_bytes)
     keep = _keep(lw, pipe, body)
     kept, late = pipe.dots[0], kept_last(lw, pipe.dots, body)
     if late is not None:  # several products: the last one waited for by the next iteration's first
@@ -402,6 +407,8 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         if plan.wgmma:
             for (dot, operand), at in offsets.items():
                 st.wg_staged.setdefault(dot, {})[operand] = e.binary(Op.ADD, here, i32(at), D.int32)
+            for dot, at in resident.items():
+                st.wg_staged.setdefault(dot, {})[0] = i32(at)
         else:
             st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
