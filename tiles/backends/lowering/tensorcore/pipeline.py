@@ -5,8 +5,9 @@ A ``FOR`` qualifies when its body's tensor-core DOTs read 16-bit operands that a
 a load when the DOT absorbed it), and the loads' pointers and masks are computed in
 the body from the induction variable and loop-invariant values with ops that move no
 data between threads.  With ``mma.sync`` that is one DOT fed by two loads; with
-``wgmma`` any number of DOTs whose A is a load or already in registers (repacked from
-a previous product, or loop-invariant and hoisted), as long as nothing else in the
+``wgmma`` any number of DOTs whose A is a load, repacked in registers from a previous
+product, or loop-invariant (with wgmma written once to local memory after the stages,
+``resident.py``; with mma.sync hoisted into registers), as long as nothing else in the
 body needs local memory (row reductions and elementwise ops on fragments don't).
 Then the loads never reach registers: each thread copies its 16-byte chunks with
 ``cp.async`` into one of ``num_stages`` rotating local-memory buffers.  Before the
@@ -15,7 +16,8 @@ once.  When a wgmma product only feeds the next iteration's accumulator, its gro
 in flight into the next iteration (``wgmma.wait_group 1``); the copies of iteration i+S-1
 then go after this iteration's MMAs and that wait, and a second barrier, into the buffer
 the previous group (now complete in every warpgroup) read: S-1 stages ahead with one MMA
-group in flight, as Triton schedules it.  Otherwise the copies of iteration i+S-1 start
+group in flight, as Triton schedules it.  With several products, the last one may stay in
+flight the same way (``inflight.py``).  Otherwise the copies of iteration i+S-1 start
 right after the first barrier, into the buffer iteration i-1 used, before the MMAs.
 """
 
@@ -55,7 +57,7 @@ class Feed:
 class Pipe:
     dots: list[Instr]
     feeds: list[Feed]
-    hoisted: list[Instr]  # DOTs whose loop-invariant A is loaded into registers first
+    hoisted: list[Instr]  # DOTs whose A is loop-invariant (registers, or local memory with wgmma)
     slice: list[Instr]
     step: int
     stages: int
