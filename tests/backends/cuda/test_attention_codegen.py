@@ -62,7 +62,7 @@ def test_pv_product_stays_in_flight_across_steps(causal):
 @needs_ptxas
 def test_d64_fits_two_programs_per_sm():
     """d=64, 128x64 on 8 warps (the best configuration of both compilers): two programs per SM need
-    128 registers or fewer (125 with ptxas 12.8; Triton's 123)."""
+    128 registers or fewer (122 with ptxas 12.8 and 13.0; Triton's 123)."""
     info = toolchain.ptxas_info(attention_ptx(64, 128, 64, 8, 3), "sm_90a")
     assert info["registers"] <= 128 and info.get("spill_stores", 0) == 0
 
