@@ -67,8 +67,12 @@ def test_d64_fits_two_programs_per_sm():
     assert info["registers"] <= 128 and info.get("spill_stores", 0) == 0
 
 
-@pytest.mark.parametrize("causal", [False, True])
-@pytest.mark.parametrize("bm,bn,stages", [(64, 32, 2), (64, 64, 3)])
+@pytest.mark.parametrize("causal,bm,bn,stages", [
+    (True, 64, 32, 2),
+    pytest.param(False, 64, 32, 2, marks=pytest.mark.slow),
+    pytest.param(True, 64, 64, 3, marks=pytest.mark.slow),
+    pytest.param(False, 64, 64, 3, marks=pytest.mark.slow),
+])
 def test_attention_simulated_over_many_steps(causal, bm, bn, stages):
     """Eight steps and more per program (two stages: every refill overwrites the stage the in-flight
     P@V of the step before reads), against NumPy; the simulator refuses a read of wgmma results
