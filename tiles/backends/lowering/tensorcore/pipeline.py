@@ -5,9 +5,8 @@ A ``FOR`` qualifies when its body's tensor-core DOTs read 16-bit operands that a
 a load when the DOT absorbed it), and the loads' pointers and masks are computed in
 the body from the induction variable and loop-invariant values with ops that move no
 data between threads.  With ``mma.sync`` that is one DOT fed by two loads; with
-``wgmma`` any number of DOTs whose A is a load, repacked in registers from a previous
-product, or loop-invariant (with wgmma written once to local memory after the stages,
-``resident.py``; with mma.sync hoisted into registers), as long as nothing else in the
+``wgmma`` any number of DOTs whose A is a load or already in registers (repacked from
+a previous product, or loop-invariant and hoisted), as long as nothing else in the
 body needs local memory (row reductions and elementwise ops on fragments don't).
 Then the loads never reach registers: each thread copies its 16-byte chunks with
 ``cp.async`` into one of ``num_stages`` rotating local-memory buffers.  Before the
@@ -16,8 +15,7 @@ once.  When a wgmma product only feeds the next iteration's accumulator, its gro
 in flight into the next iteration (``wgmma.wait_group 1``); the copies of iteration i+S-1
 then go after this iteration's MMAs and that wait, and a second barrier, into the buffer
 the previous group (now complete in every warpgroup) read: S-1 stages ahead with one MMA
-group in flight, as Triton schedules it.  With several products, the last one may stay in
-flight the same way (``inflight.py``).  Otherwise the copies of iteration i+S-1 start
+group in flight, as Triton schedules it.  Otherwise the copies of iteration i+S-1 start
 right after the first barrier, into the buffer iteration i-1 used, before the MMAs.
 """
 
@@ -35,9 +33,7 @@ from ..emitter import Handle
 from ..lower import RULES, Index
 from ..memory import _groups
 from .base import TensorCoreLowering, tc_rule
-from .inflight import kept_last
 from .remat import can_remat, moves_data
-from .resident import resident_bytes, write_resident
 from .wgmma import operands
 
 _SAFE = frozenset({*BINARY_ARITH, *COMPARISON, Op.CONST, Op.ARANGE, Op.ADDPTR, Op.HINT, Op.CAST,
@@ -57,7 +53,7 @@ class Feed:
 class Pipe:
     dots: list[Instr]
     feeds: list[Feed]
-    hoisted: list[Instr]  # DOTs whose A is loop-invariant (registers, or local memory with wgmma)
+    hoisted: list[Instr]  # DOTs whose loop-invariant A is loaded into registers first
     slice: list[Instr]
     step: int
     stages: int
@@ -355,25 +351,18 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     (body,) = instr.regions
     iv_arg = body.args[0]
     iv_dtype: DType = instr.operands[0].type.element  # type: ignore[assignment]
-    for dot in pipe.hoisted if not plan.wgmma else []:
+    for dot in pipe.hoisted:
         lay = plan.values[dot.result]
         assert isinstance(lay, MMALayout)
         rules.hoist_a(lw, dot, plan.dots[dot], lay)
     stage_bytes, places, offsets = _layout(lw, pipe, rules.geometry)
     S = pipe.stages  # noqa: N806
-    resident: dict[Instr, int] = {}
-    if plan.wgmma and pipe.hoisted:  # loop-invariant A: in local memory after the stages
-        lw.reserve_local(S * stage_bytes + resident_bytes(lw, pipe.hoisted))
-        resident = write_resident(lw, pipe.hoisted, S * stage_bytes)
     keep = _keep(lw, pipe, body)
-    kept, late = pipe.dots[0], kept_last(lw, pipe.dots, body)
-    if late is not None:  # several products: the last one waited for by the next iteration's first
-        keep, kept = 1, late[0]
     ahead_by = S - 1  # stages in flight ahead of the one being read
     lw.reserve_local(S * stage_bytes)
     st.async_loads.update(pipe.loads)
     if keep:
-        st.wg_keep[kept] = keep
+        st.wg_keep[pipe.dots[0]] = keep
 
     state = carried_values(lw, instr, pos, rules.mma_handles)
     carried = [*state.handles, (lw.const(0, D.int32), D.int32)]  # + the stage this iteration reads
@@ -409,12 +398,9 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         if plan.wgmma:
             for (dot, operand), at in offsets.items():
                 st.wg_staged.setdefault(dot, {})[operand] = e.binary(Op.ADD, here, i32(at), D.int32)
-            for dot, at in resident.items():
-                st.wg_staged.setdefault(dot, {})[0] = i32(at)
         else:
             st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
-        st.wg_inflight = [late[1]] if late is not None else []
         flat = rules.lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-1]))
         if keep:  # the MMAs' wait completed the previous group, which read `target`
             e.barrier()  # ... in every warpgroup

@@ -6,10 +6,8 @@ Every warpgroup (4 warps) owns 64-row blocks of the output in the interleaved MM
 of the block starting at ``mi * 16 * warps_m + 64 * (w // 4)``.  A is stored M x K
 (K-major), B either K x N (N-major, read transposed; 16-bit types only) or N x K rows
 (K-major): x's rows when the DOT absorbed ``trans(x)``, else B written transposed (tf32 and
-8-bit operands, which wgmma reads K-major only); see ``smem.py``.  An A operand already in
-registers (repacked from a previous product, or hoisted outside pipelined loops) is passed
-as registers; a loop-invariant A of a pipelined loop is read from local memory
-(``resident.py``).
+8-bit operands, which wgmma reads K-major only); see ``smem.py``.  A operand already in
+registers (hoisted or repacked from a previous product) is passed as registers.
 
 Outside pipelined loops the DOT stages its operands, fences them for the async proxy,
 synchronizes, issues all MMAs as one group and waits for it; inside a pipelined loop
@@ -27,7 +25,6 @@ from ....core.ir import Instr
 from ....core.ops import Op
 from ..emitter import Handle
 from ..lower import Index
-from . import inflight
 from .base import TensorCoreLowering
 from .plan import WARP, MMALayout, Plan
 from .smem import Swizzled, descriptor, swizzle_width
@@ -139,7 +136,7 @@ def wgmma_dot(lw: TensorCoreLowering, dot: Instr, lay: MMALayout, c: list[Handle
                 for i, h in zip(slots, out):
                     d[i] = h
     e.wgmma_commit()
-    d = inflight.wait(lw, keep, d)
+    d = e.wgmma_wait(keep, d)
     if staged is None:
         e.barrier()
     return d
