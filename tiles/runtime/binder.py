@@ -39,6 +39,9 @@ OPTIONS = ("warmup", "num_warps", "num_stages", "debug", "stream", "backend")
 # ``kind == "n"``: 18.  Only ints in int32 range take these codes; others get fact_of's tuples.
 INT_ONE, INT_DIV16, INT_OTHER, INT_ANY = 0, 16, 17, 18
 _PREFIX = "_tiles_"
+# what a direct launch returns when it did not launch and the launcher should (0: launched;
+# anything else: a failure status for ``FastLaunch.failed``)
+DECLINED = -1
 
 
 class _NoTensor:
@@ -61,18 +64,29 @@ def can_bind(signature: inspect.Signature) -> bool:
     return True
 
 
-def _fact_lines(name: str, slot: str, kind: str) -> list[str]:
+def _fact_lines(name: str, slot: str, kind: str, address: str | None = None) -> list[str]:
+    """Code that sets ``slot`` to the argument's fact and, given ``address``, that name to what a
+    direct launch takes for it: a tensor's ``data_ptr()`` (read once, for the fact too), else the value."""
     if kind == "c":
         return [f"    {slot} = {name}"]
-    tensor = (f"({name}.dtype, not {name}.data_ptr() & 15, {name}.get_device())" if kind == "s"
+    pointer = f"{name}.data_ptr()" if address is None else address
+    tensor = (f"({name}.dtype, not {pointer} & 15, {name}.get_device())" if kind == "s"
               else f"({name}.dtype, {name}.get_device())")
     integer = (f"{INT_ONE} if {name} == 1 else {INT_DIV16} if not {name} & 15 else {INT_OTHER}"
                if kind == "s" else str(INT_ANY))
+    same = "" if address is None else f"; {address} = {name}"
+    read = "" if address is None else f"{address} = {name}.data_ptr(); "
     return [f"    {_PREFIX}t = type({name})",
-            f"    if {_PREFIX}t is {_PREFIX}tensor: {slot} = {tensor}",
-            f"    elif {_PREFIX}t is {_PREFIX}int and -0x80000000 <= {name} <= 0x7fffffff: {slot} = {integer}",
-            f"    elif {_PREFIX}t is {_PREFIX}float: {slot} = 'f'",
-            f"    else: {slot} = {_PREFIX}fact({name}, {kind!r})"]
+            f"    if {_PREFIX}t is {_PREFIX}tensor: {read}{slot} = {tensor}",
+            f"    elif {_PREFIX}t is {_PREFIX}int and -0x80000000 <= {name} <= 0x7fffffff: {slot} = {integer}{same}",
+            f"    elif {_PREFIX}t is {_PREFIX}float: {slot} = 'f'{same}",
+            f"    else: {slot} = {_PREFIX}fact({name}, {kind!r})" +
+            ("" if address is None else f"; {address} = {_PREFIX}address({name})")]
+
+
+def _address_of(value: Any) -> Any:
+    """What a direct launch takes for a value the binder's inline cases do not cover."""
+    return value.data_ptr() if isinstance(value, tensor_type()) else value
 
 
 def make_binder(signature: inspect.Signature, kinds: tuple[str, ...]) -> Binder:
@@ -119,6 +133,7 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
     names = list(signature.parameters)
     namespace: dict[str, Any] = {f"{_PREFIX}tensor": tensor_type(), f"{_PREFIX}int": int,
                                  f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of, f"{_PREFIX}M": MISSING,
+                                 f"{_PREFIX}address": _address_of,
                                  **{f"{_PREFIX}{k}": v for k, v in hooks.items()}}
     params, required = [], []
     for pname, param in signature.parameters.items():
@@ -131,7 +146,8 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
     options = ", ".join(f"{o}={'False' if o == 'warmup' else 'None'}" for o in OPTIONS)
     values = "(" + "".join(n + ", " for n in names) + ")"
     slots = "".join(f"{_PREFIX}k{i}, " for i in range(len(names)))
-    g, launch_grid, key, entry = (f"{_PREFIX}{n}" for n in ("grid", "launch_grid", "key", "entry"))
+    g, launch_grid, key, entry, direct, status = (f"{_PREFIX}{n}" for n in (
+        "grid", "launch_grid", "key", "entry", "direct", "status"))
     slow = f"{_PREFIX}slow({g}, {values}, {_PREFIX}extra, {_PREFIX}hints, {', '.join(OPTIONS)}, {{key}})"
     missing = "".join(f" or {n} is {_PREFIX}M" for n in required)
     function = name if name.isidentifier() and not keyword.iskeyword(name) else "kernel"
@@ -140,8 +156,10 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         f"    if warmup or {_PREFIX}extra or {_PREFIX}hints{missing}:",
         f"        return {slow.format(key='None')}",
     ]
-    for pname, slot, kind in zip(names, slots.split(", "), kinds):
-        lines += _fact_lines(pname, slot, kind)
+    addresses = [f"{_PREFIX}a{i}" if kind != "c" else pname for i, (pname, kind) in enumerate(zip(names, kinds))]
+    for pname, slot, kind, address in zip(names, slots.split(", "), kinds, addresses):
+        lines += _fact_lines(pname, slot, kind, address if kind != "c" else None)
+    direct_args = "".join(", " + a for a in addresses)
     lines += [
         f"    {_PREFIX}options = None if num_warps is None and num_stages is None else "
         "(num_warps, num_stages, type(num_warps), type(num_stages))",
@@ -154,13 +172,26 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         f"    if {entry} is None or ({entry}.target is not None and "
         f"{entry}.backend.target_key() != {entry}.target):",
         f"        return {slow.format(key=key)}",
+        f"    {direct} = {entry}.direct",
         f"    if type({g}) is tuple and len({g}) == 1 and type({g}[0]) is int and 0 < {g}[0] <= {_PREFIX}max_grid:",
+        f"        if {direct} is not None:",
+        f"            {status} = {direct}(stream, {g}[0], 1, 1{direct_args})",
+        f"            if not {status}:",
+        f"                return {entry}.compiled",
+        f"            if {status} != {DECLINED}:",
+        f"                {entry}.failed({status}, ({g}[0], 1, 1))",
         f"        {launch_grid} = ({g}[0], 1, 1)",
         "    else:",
         f"        {launch_grid} = {_PREFIX}quick_grid({g})",
         f"        if {launch_grid} is None:  # a function of the arguments, or not a valid grid",
         f"            return {_PREFIX}launch({entry}.compiled, {entry}.launcher, {g}, {values}, num_warps, "
         "num_stages, stream)",
+        f"        if {direct} is not None:",
+        f"            {status} = {direct}(stream, {launch_grid}[0], {launch_grid}[1], {launch_grid}[2]{direct_args})",
+        f"            if not {status}:",
+        f"                return {entry}.compiled",
+        f"            if {status} != {DECLINED}:",
+        f"                {entry}.failed({status}, {launch_grid})",
         "    if stream is None:",
         f"        {entry}.launcher({launch_grid}, {values})",
         "    else:",

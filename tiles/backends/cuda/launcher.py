@@ -31,6 +31,11 @@ from . import runtime, trampoline
 Launcher = Callable[..., None]
 Plan = Sequence[tuple[int, str, bool, bool]]
 
+# STAND-IN LIBCUDA ONLY (benchmarks/cuda_launch_path_stub.py --torch, tests): when set, torch CPU
+# tensors (device -1) count as tensors on this CUDA device, so real torch tensors can drive the
+# keyed launch over a driver with no GPU.  Never set with a real libcuda.
+stub_cpu_device: int | None = None
+
 
 def general(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan) -> Launcher:
     """A launcher for any arguments; torch CUDA tensors and scalars skip ``LaunchArg`` objects."""
@@ -77,8 +82,13 @@ def _torch_device(values: Sequence[Any], pointers: Sequence[int]) -> int | None:
     devices = set()
     for i in pointers:
         v = values[i]
-        if not isinstance(v, tensor) or getattr(v, "is_cuda", False) is not True:
+        if not isinstance(v, tensor):
             return None
+        if getattr(v, "is_cuda", False) is not True:
+            if stub_cpu_device is None or v.get_device() != -1:
+                return None
+            devices.add(stub_cpu_device)  # the stand-in's stub mode (see stub_cpu_device)
+            continue
         devices.add(v.get_device())
     return devices.pop() if len(devices) == 1 else None
 
@@ -122,7 +132,9 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     }
     if native is not None:
         namespace.update(_pack=record.pack, _native=native, _FALLBACK=trampoline.FALLBACK)
-        source = _NATIVE_SOURCE.format(arguments=arguments)
+        direct_arguments = ", ".join(f"_bf16(v{i})" if i in bfloat16 else f"v{i}" for i, *_ in plan)
+        source = _NATIVE_SOURCE.format(arguments=arguments) + _DIRECT_SOURCE.format(
+            params="".join(f", v{i}" for i in range(len(example))), arguments=direct_arguments)
     else:
         namespace.update(
             _pack=loaded.arguments.pack, _current=drv.context_reader(), _context=context,
@@ -133,6 +145,10 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
                                        size=cu.CU_LAUNCH_PARAM_BUFFER_SIZE, end=cu.CU_LAUNCH_PARAM_END)
     exec(source, namespace)  # noqa: S102 - built from the plan's indices only
     launcher: Launcher = namespace["launcher"]
+    launcher.device = device  # type: ignore[attr-defined]  # the arguments fix the device (jit's FastLaunch)
+    if native is not None:  # the jit's binder calls it with the tensors' addresses (runtime/binder.py)
+        launcher.direct = namespace["direct"]  # type: ignore[attr-defined]
+        launcher.failed = namespace["_failed"]  # type: ignore[attr-defined]
     return launcher
 
 
@@ -156,6 +172,25 @@ def launcher(grid, values, stream=None):
         if status == _FALLBACK:
             return _general(grid, values, stream)  # makes the kernel's context current
         _failed(status, grid)
+"""
+
+# the same from the binder: ``direct(stream, *grid, *values)`` with each tensor given as its
+# address; returns 0 (launched), FALLBACK (the caller takes the launcher) or a failure status
+_DIRECT_SOURCE = """
+def direct(stream, g0, g1, g2{params}):
+    if _runtime._driver is not _driver:
+        return _FALLBACK
+    if stream is None:
+        handle = _raw_stream(_device)
+    elif type(stream) is int:
+        handle = stream
+    else:
+        return _FALLBACK
+    try:
+        record = _pack(handle, {arguments}, g0, g1, g2)
+    except _pack_errors:
+        return _FALLBACK
+    return _native(record)
 """
 
 # without the trampoline: cuCtxGetCurrent (PyDLL) and cuLaunchKernel (CDLL) through ctypes
