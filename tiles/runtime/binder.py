@@ -86,7 +86,8 @@ def _fact_lines(name: str, slot: str, kind: str, address: str | None = None) -> 
 
 def _address_of(value: Any) -> Any:
     """What a direct launch takes for a value the binder's inline cases do not cover."""
-    return value.data_ptr() if isinstance(value, tensor_type()) else value
+    data_ptr = value.data_ptr if isinstance(value, tensor_type()) else None
+    return value if data_ptr is None else data_ptr()
 
 
 def make_binder(signature: inspect.Signature, kinds: tuple[str, ...]) -> Binder:
@@ -94,7 +95,8 @@ def make_binder(signature: inspect.Signature, kinds: tuple[str, ...]) -> Binder:
     ``s`` specialized, ``n`` do_not_specialize.  Call ``can_bind`` first."""
     names = list(signature.parameters)
     namespace: dict[str, Any] = {f"{_PREFIX}tensor": tensor_type(), f"{_PREFIX}int": int,
-                                 f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of}
+                                 f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of,
+                                 f"{_PREFIX}address": _address_of}
     params = []
     for name, param in signature.parameters.items():
         if param.default is inspect.Parameter.empty:
@@ -104,8 +106,8 @@ def make_binder(signature: inspect.Signature, kinds: tuple[str, ...]) -> Binder:
             params.append(f"{name}={_PREFIX}default_{name}")
     lines = [f"def bind({', '.join(params)}):"]
     slots = [f"{_PREFIX}k{i}" for i in range(len(names))]
-    for name, slot, kind in zip(names, slots, kinds):
-        lines += _fact_lines(name, slot, kind)
+    for i, (name, slot, kind) in enumerate(zip(names, slots, kinds)):  # the launch function's fact code
+        lines += _fact_lines(name, slot, kind, f"{_PREFIX}a{i}" if kind != "c" else None)
     lines.append(f"    return ({''.join(s + ', ' for s in slots)}), ({''.join(n + ', ' for n in names)})")
     exec("\n".join(lines), namespace)  # noqa: S102 - the text is built from the kernel's parameter names
     binder: Binder = namespace["bind"]

@@ -25,8 +25,8 @@ from typing import Any
 
 from ...core.errors import LaunchError
 from ..base import CompiledKernel, LaunchArg
+from . import direct_launch, runtime, trampoline
 from . import driver as cu
-from . import runtime, trampoline
 
 Launcher = Callable[..., None]
 Plan = Sequence[tuple[int, str, bool, bool]]
@@ -147,7 +147,14 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     launcher: Launcher = namespace["launcher"]
     launcher.device = device  # type: ignore[attr-defined]  # the arguments fix the device (jit's FastLaunch)
     if native is not None:  # the jit's binder calls it with the tensors' addresses (runtime/binder.py)
-        launcher.direct = namespace["direct"]  # type: ignore[attr-defined]
+        codes: list[str | None] = [None] * len(example)
+        for position, (i, *_) in enumerate(plan):
+            codes[i] = loaded.codes[position]
+        fully_native = None if bfloat16 else direct_launch.make(
+            drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"), context, function,
+            compiled.threads, loaded.shared_bytes, codes, runtime.driver_generation, namespace["_raw_stream"],
+            device)
+        launcher.direct = fully_native or namespace["direct"]  # type: ignore[attr-defined]
         launcher.failed = namespace["_failed"]  # type: ignore[attr-defined]
     return launcher
 
