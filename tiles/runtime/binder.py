@@ -86,8 +86,8 @@ def _fact_lines(name: str, slot: str, kind: str, address: str | None = None) -> 
 
 def _address_of(value: Any) -> Any:
     """What a direct launch takes for a value the binder's inline cases do not cover."""
-    data_ptr = value.data_ptr if isinstance(value, tensor_type()) else None
-    return value if data_ptr is None else data_ptr()
+    tensor: Any = value
+    return tensor.data_ptr() if isinstance(value, tensor_type()) else value
 
 
 def make_binder(signature: inspect.Signature, kinds: tuple[str, ...]) -> Binder:
