@@ -75,12 +75,13 @@ def test_every_kind_arrives_as_struct_packs_it(rng, count):
     native = Native(codes)
     for _ in range(6):
         values = [("skipped", None) if c is None else _edge(c, rng) for c in codes]
-        grid = tuple(int(g) for g in rng.integers(1, 2**31, 3))
+        grid = tuple(int(g) for g in rng.integers(1, 2**31, int(rng.integers(1, 4))))
+        full = grid + (1,) * (3 - len(grid))
         stream = None if rng.random() < 0.5 else int(rng.integers(0, 2**63))
-        assert native.direct(stream, *grid, *values) == 0
+        assert native.direct(stream, grid, *values) == 0
         call = native.recorder.calls[-1]
-        assert call.arguments == native.expected(values, grid)
-        assert (call.function, call.grid, call.block, call.stream) == (FUNCTION, grid, (128, 1, 1),
+        assert call.arguments == native.expected(values, full)
+        assert (call.function, call.grid, call.block, call.stream) == (FUNCTION, full, (128, 1, 1),
                                                                        0x5000 if stream is None else stream)
         assert call.extra == (1, 2, 0) and call.params == 0
 
@@ -93,30 +94,30 @@ def test_what_struct_refuses_steps_aside_without_launching(code, value):
     native = Native(["Q", code, "f"])
     with pytest.raises((struct.error, OverflowError, TypeError)):
         native.expected([16, value, 1.0], (1, 1, 1))
-    assert native.direct(None, 1, 1, 1, 16, value, 1.0) == trampoline.FALLBACK  # and no error left set
+    assert native.direct(None, (1,), 16, value, 1.0) == trampoline.FALLBACK  # and no error left set
     assert native.recorder.calls == []
-    assert native.direct(None, 1, 1, 1, 16, 3 if code in "iIQq" else 3.0, 1.0) == 0
+    assert native.direct(None, (1,), 16, 3 if code in "iIQq" else 3.0, 1.0) == 0
 
 
 @needs_native
 def test_count_driver_generation_context_and_status():
     native = Native(["Q", "i"])
-    assert native.direct(None, 1, 1, 1, 16) == trampoline.BAD_RECORD
-    assert native.direct(None, 1, 1, 1, 16, 3, 4) == trampoline.BAD_RECORD
+    assert native.direct(None, (1,), 16) == trampoline.BAD_RECORD
+    assert native.direct(None, (1,), 16, 3, 4) == trampoline.BAD_RECORD
     native.generation.value += 1  # runtime.use_driver swapped the driver
-    assert native.direct(None, 1, 1, 1, 16, 3) == trampoline.FALLBACK
+    assert native.direct(None, (1,), 16, 3) == trampoline.FALLBACK
     native.generation.value -= 1
     native.recorder.set_current(CONTEXT + 1)
-    assert native.direct(None, 1, 1, 1, 16, 3) == trampoline.FALLBACK
+    assert native.direct(None, (1,), 16, 3) == trampoline.FALLBACK
     native.recorder.set_current(CONTEXT)
     native.recorder.query_status = 201
-    assert native.direct(None, 1, 1, 1, 16, 3) == trampoline.FALLBACK
+    assert native.direct(None, (1,), 16, 3) == trampoline.FALLBACK
     native.recorder.query_status = 0
     assert native.recorder.calls == []
     native.recorder.launch_status = 700
-    assert native.direct(None, 1, 1, 1, 16, 3) == 700
-    for grid in ((0, 1, 1), (1, 2**31, 1), (1, 1, -1)):
-        assert native.direct(None, *grid, 16, 3) == trampoline.FALLBACK
+    assert native.direct(None, (1,), 16, 3) == 700
+    for grid in ((0, 1, 1), (1, 2**31, 1), (1, 1, -1), (), (1, 1, 1, 1), [1], 1, (1.0,), (True,), (2**64,)):
+        assert native.direct(None, grid, 16, 3) == trampoline.FALLBACK
     assert len(native.recorder.calls) == 1
 
 
@@ -129,11 +130,11 @@ def test_stream_rules():
         return 0xABC
 
     native = Native(["Q"], device=3, stream=current)
-    assert native.direct(None, 1, 1, 1, 16) == 0
+    assert native.direct(None, (1,), 16) == 0
     assert (asked, native.recorder.calls[-1].stream) == ([3], 0xABC)
-    assert native.direct(0x77, 1, 1, 1, 16) == 0 and native.recorder.calls[-1].stream == 0x77
+    assert native.direct(0x77, (1, 1), 16) == 0 and native.recorder.calls[-1].stream == 0x77
     for other in (True, types.SimpleNamespace(cuda_stream=5), -1, 2**64):
-        assert native.direct(other, 1, 1, 1, 16) == trampoline.FALLBACK
+        assert native.direct(other, (1, 1, 1), 16) == trampoline.FALLBACK
     assert len(native.recorder.calls) == 2 and asked == [3]
 
     def broken(device):
@@ -141,7 +142,7 @@ def test_stream_rules():
 
     failing = Native(["Q"], stream=broken)
     with pytest.raises(RuntimeError, match="not initialized"):
-        failing.direct(None, 1, 1, 1, 16)
+        failing.direct(None, (1,), 16)
     assert failing.recorder.calls == []
 
 
@@ -224,13 +225,16 @@ def _no_general_path(monkeypatch):
 
 
 @needs_native
-def test_keyed_launches_go_direct_with_the_general_paths_bytes(fake, rng, monkeypatch):
+@pytest.mark.parametrize("native", [True, False], ids=["native", "python"])
+def test_keyed_launches_go_direct_with_the_general_paths_bytes(fake, rng, monkeypatch, native):
+    """The native direct launch, and the Python one kept where it cannot be built."""
+    monkeypatch.setattr(direct_launch, "enabled", native)
     fmt = "@QQiqf3i"
     x, out = Tensor(int(rng.integers(1, 2**40)) * 16), Tensor(int(rng.integers(1, 2**40)) * 16)
     for _ in range(2):  # the first launch compiles and makes the context current
         direct_mix[(3,)](x, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
     entry = _entry(direct_mix)
-    assert type(entry.direct).__name__ == "builtin_function_or_method"
+    assert type(entry.direct).__name__ == ("builtin_function_or_method" if native else "function")
     names = direct_mix.arg_names
     plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out")
             for p in entry.compiled.ir.params]
@@ -277,7 +281,7 @@ def test_a_swapped_driver_is_noticed(fake, stub):
     entry = _entry(direct_mix)
     replacement = Driver(stub)
     runtime.use_driver(replacement)
-    assert entry.direct(None, 1, 1, 1, 0x1000, 0x2000, 10, 2**40, 1.0, 128) == trampoline.FALLBACK
+    assert entry.direct(None, (1,), 0x1000, 0x2000, 10, 2**40, 1.0, 128) == trampoline.FALLBACK
     direct_mix[(4,)](x, out, 10, 2**40, 1.0, BLOCK=128, backend="cuda")  # through the new driver's general path
     assert _last(fake.lib, "@QQiqf3i")[2] == (4, 1, 1)
 

@@ -1,4 +1,4 @@
-"""A native launch from the arguments themselves: ``direct(stream, gx, gy, gz, *values) -> status``.
+"""A native launch from the arguments themselves: ``direct(stream, grid, *values) -> status``.
 
 ``trampoline.py`` takes a record that Python packed with ``struct.pack``; this one takes the
 launch's Python objects (``METH_FASTCALL``: no tuple is built) and converts them in native code,
@@ -21,7 +21,8 @@ The native function
 2. converts each value into a zeroed argument buffer as ``struct.pack`` would (the same C-API
    conversions in native mode: an fp32 is the C cast of the double; a value ``struct`` would
    refuse, such as an int out of range or a str, gives ``FALLBACK`` so the launcher's path
-   reports it), then the grid as three i32;
+   reports it); the grid, a ``tuple`` of one to three ``int`` in 1 .. 2**31 - 1 (else
+   ``FALLBACK``: the caller's own grid handling decides), as three i32 at the buffer's end;
 3. takes the stream: ``None`` asks the current-stream function (torch's raw current stream: the
    capturing one under CUDA graph capture; an exception from it propagates), an ``int`` is the
    handle, anything else gives ``FALLBACK``;
@@ -45,10 +46,10 @@ from . import trampoline
 # struct code -> the native conversion (1 u64, 2 i64, 3 i32, 4 u32, 5 f32, 6 f64)
 KINDS = {"Q": 1, "q": 2, "i": 3, "I": 4, "f": 5, "d": 6}
 SKIP = 0
-HEADER = struct.Struct("@QQQQIIQQQQQQQQ")
+HEADER = struct.Struct("@QQQQIIQQQQQQQQQ")
 _OFFSETS = {"$LAUNCH": 8, "$CONTEXT": 16, "$FUNCTION": 24, "$BLOCK": 32, "$SHARED": 36, "$ARGS_SIZE": 40,
             "$GENERATION_AT": 48, "$GENERATION": 56, "$STREAM_FN": 64, "$DEVICE": 72, "$NONE": 80,
-            "$INT_TYPE": 88, "$NARGS": 96, "$TABLE": 104}
+            "$INT_TYPE": 88, "$NARGS": 96, "$TUPLE_TYPE": 104, "$TABLE": 112}
 METH_FASTCALL = 0x0080
 MAX_ARGS_SIZE = 32764  # cuLaunchKernel's parameter limit on recent drivers
 
@@ -108,8 +109,9 @@ prepare:
   %args_size_at = getelementptr i8, ptr %constants, i64 $ARGS_SIZE
   %args_size = load i64, ptr %args_size_at
   %buffer = alloca i8, i64 %args_size, align 16
+  %grid_slots = alloca [3 x i32]
   call void @llvm.memset.p0.i64(ptr align 16 %buffer, i8 0, i64 %args_size, i1 false)
-  %count = sub i64 %nargs, 4
+  %count = sub i64 %nargs, 2
   br label %loop
 loop:
   %i = phi i64 [ 0, %prepare ], [ %next, %stored ]
@@ -124,7 +126,7 @@ convert:
   %offset32 = load i32, ptr %offset_at
   %offset = zext i32 %offset32 to i64
   %to = getelementptr i8, ptr %buffer, i64 %offset
-  %arg_index = add i64 %i, 4
+  %arg_index = add i64 %i, 2
   %object_at = getelementptr ptr, ptr %args, i64 %arg_index
   %object = load ptr, ptr %object_at
   switch i32 %kind, label %stored [ i32 1, label %as_u64
@@ -216,35 +218,69 @@ stored:
   %next = add i64 %i, 1
   br label %loop
 grid:
-  %grid_x_object_at = getelementptr ptr, ptr %args, i64 1
-  %grid_x_object = load ptr, ptr %grid_x_object_at
-  %grid_x_wide = call i64 @PyLong_AsLongLong(ptr %grid_x_object)
-  %grid_y_object_at = getelementptr ptr, ptr %args, i64 2
-  %grid_y_object = load ptr, ptr %grid_y_object_at
-  %grid_y_wide = call i64 @PyLong_AsLongLong(ptr %grid_y_object)
-  %grid_z_object_at = getelementptr ptr, ptr %args, i64 3
-  %grid_z_object = load ptr, ptr %grid_z_object_at
-  %grid_z_wide = call i64 @PyLong_AsLongLong(ptr %grid_z_object)
-  %grid_error = call ptr @PyErr_Occurred()
-  %grid_failed = icmp ne ptr %grid_error, null
-  br i1 %grid_failed, label %failed_conversion, label %grid_range
-grid_range:
-  %grid_x_low = icmp sgt i64 %grid_x_wide, 0
-  %grid_x_high = icmp sle i64 %grid_x_wide, 2147483647
-  %grid_y_low = icmp sgt i64 %grid_y_wide, 0
-  %grid_y_high = icmp sle i64 %grid_y_wide, 2147483647
-  %grid_z_low = icmp sgt i64 %grid_z_wide, 0
-  %grid_z_high = icmp sle i64 %grid_z_wide, 2147483647
-  %grid_ok_x = and i1 %grid_x_low, %grid_x_high
-  %grid_ok_y = and i1 %grid_y_low, %grid_y_high
-  %grid_ok_z = and i1 %grid_z_low, %grid_z_high
-  %grid_ok_xy = and i1 %grid_ok_x, %grid_ok_y
-  %grid_ok = and i1 %grid_ok_xy, %grid_ok_z
-  br i1 %grid_ok, label %grid_store, label %fallback
+  %grid_object_at = getelementptr ptr, ptr %args, i64 1
+  %grid_object = load ptr, ptr %grid_object_at
+  %grid_type_at = getelementptr i8, ptr %grid_object, i64 8
+  %grid_type = load ptr, ptr %grid_type_at
+  %tuple_type_at = getelementptr i8, ptr %constants, i64 $TUPLE_TYPE
+  %tuple_type = load ptr, ptr %tuple_type_at
+  %is_tuple = icmp eq ptr %grid_type, %tuple_type
+  br i1 %is_tuple, label %grid_size, label %fallback
+grid_size:
+  %grid_length_at = getelementptr i8, ptr %grid_object, i64 16
+  %grid_length = load i64, ptr %grid_length_at
+  %grid_some = icmp sge i64 %grid_length, 1
+  %grid_few = icmp sle i64 %grid_length, 3
+  %grid_length_ok = and i1 %grid_some, %grid_few
+  br i1 %grid_length_ok, label %grid_axes, label %fallback
+grid_axes:
+  %grid_items = getelementptr i8, ptr %grid_object, i64 24
+  %int_type_for_grid_at = getelementptr i8, ptr %constants, i64 $INT_TYPE
+  %int_type_for_grid = load ptr, ptr %int_type_for_grid_at
+  br label %axis
+axis:
+  %axis_index = phi i64 [ 0, %grid_axes ], [ %next_axis, %axis_stored ]
+  %axes_left = icmp ult i64 %axis_index, 3
+  br i1 %axes_left, label %axis_value, label %grid_done
+axis_value:
+  %axis_slot = getelementptr i32, ptr %grid_slots, i64 %axis_index
+  %axis_given = icmp ult i64 %axis_index, %grid_length
+  br i1 %axis_given, label %axis_read, label %axis_one
+axis_one:
+  store i32 1, ptr %axis_slot
+  br label %axis_stored
+axis_read:
+  %axis_object_at = getelementptr ptr, ptr %grid_items, i64 %axis_index
+  %axis_object = load ptr, ptr %axis_object_at
+  %axis_type_at = getelementptr i8, ptr %axis_object, i64 8
+  %axis_type = load ptr, ptr %axis_type_at
+  %axis_is_int = icmp eq ptr %axis_type, %int_type_for_grid
+  br i1 %axis_is_int, label %axis_convert, label %fallback
+axis_convert:
+  %axis_wide = call i64 @PyLong_AsLongLong(ptr %axis_object)
+  %axis_low = icmp sgt i64 %axis_wide, 0
+  %axis_high = icmp sle i64 %axis_wide, 2147483647
+  %axis_ok = and i1 %axis_low, %axis_high
+  br i1 %axis_ok, label %axis_store, label %axis_bad
+axis_bad:
+  %axis_error = call ptr @PyErr_Occurred()
+  %axis_failed = icmp ne ptr %axis_error, null
+  br i1 %axis_failed, label %failed_conversion, label %fallback
+axis_store:
+  %axis_narrow = trunc i64 %axis_wide to i32
+  store i32 %axis_narrow, ptr %axis_slot
+  br label %axis_stored
+axis_stored:
+  %next_axis = add i64 %axis_index, 1
+  br label %axis
+grid_done:
+  %grid_x = load i32, ptr %grid_slots
+  %grid_y_slot = getelementptr i32, ptr %grid_slots, i64 1
+  %grid_y = load i32, ptr %grid_y_slot
+  %grid_z_slot = getelementptr i32, ptr %grid_slots, i64 2
+  %grid_z = load i32, ptr %grid_z_slot
+  br label %grid_store
 grid_store:
-  %grid_x = trunc i64 %grid_x_wide to i32
-  %grid_y = trunc i64 %grid_y_wide to i32
-  %grid_z = trunc i64 %grid_z_wide to i32
   %grid_x_offset = sub i64 %args_size, 12
   %grid_x_at = getelementptr i8, ptr %buffer, i64 %grid_x_offset
   store i32 %grid_x, ptr %grid_x_at, align 1
@@ -412,7 +448,7 @@ def layout(codes: Sequence[str | None]) -> list[tuple[int, int]] | None:
 def make(get_current: int, launch_kernel: int, context: int, function: int, block: int, shared: int,
          codes: Sequence[str | None], generation: ctypes.c_uint64, current_stream: Callable[[int], int],
          device: int) -> Direct | None:
-    """``direct(stream, gx, gy, gz, *values) -> status`` for one kernel in one context (see the
+    """``direct(stream, grid, *values) -> status`` for one kernel in one context (see the
     module docstring); ``codes``: the ``struct`` code of each kernel parameter, None where it is
     not a run-time argument; the argument struct is ``@`` + the codes + ``iii``."""
     native = _compiled() if enabled else None
@@ -425,6 +461,6 @@ def make(get_current: int, launch_kernel: int, context: int, function: int, bloc
     device_object = int(device)
     header = HEADER.pack(get_current, launch_kernel, context, function, block, shared, args_size,
                          ctypes.addressof(generation), generation.value, id(current_stream), id(device_object),
-                         id(None), id(int), 4 + len(table))
+                         id(None), id(int), 2 + len(table), id(tuple))
     constants = header + b"".join(struct.pack("@II", kind, offset) for kind, offset in table)
     return native.bind(constants, (current_stream, device_object, generation))

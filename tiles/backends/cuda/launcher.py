@@ -128,7 +128,7 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
         "_runtime": runtime, "_driver": drv, "_general": fallback, "_bf16": runtime.bfloat16_bits,
         "_pack_errors": (struct.error, OverflowError, TypeError, ValueError),
         "_raw_stream": _raw_stream_query(), "_stream_handle": runtime.stream_handle, "_device": device,
-        "_failed": _failure(drv, loaded, compiled.threads),
+        "_failed": _failure(drv, loaded, compiled.threads), "_grid3": _grid3,
     }
     if native is not None:
         namespace.update(_pack=record.pack, _native=native, _FALLBACK=trampoline.FALLBACK)
@@ -181,11 +181,12 @@ def launcher(grid, values, stream=None):
         _failed(status, grid)
 """
 
-# the same from the binder: ``direct(stream, *grid, *values)`` with each tensor given as its
+# the same from the binder: ``direct(stream, grid, *values)`` with each tensor given as its
 # address; returns 0 (launched), FALLBACK (the caller takes the launcher) or a failure status
 _DIRECT_SOURCE = """
-def direct(stream, g0, g1, g2{params}):
-    if _runtime._driver is not _driver:
+def direct(stream, grid{params}):
+    launch_grid = _grid3(grid)
+    if launch_grid is None or _runtime._driver is not _driver:
         return _FALLBACK
     if stream is None:
         handle = _raw_stream(_device)
@@ -194,7 +195,7 @@ def direct(stream, g0, g1, g2{params}):
     else:
         return _FALLBACK
     try:
-        record = _pack(handle, {arguments}, g0, g1, g2)
+        record = _pack(handle, {arguments}, *launch_grid)
     except _pack_errors:
         return _FALLBACK
     return _native(record)
@@ -214,6 +215,16 @@ def launcher(grid, values, stream=None):
     if status:
         _failed(status, grid)
 """
+
+
+def _grid3(grid: Any) -> tuple[int, ...] | None:
+    """A tuple of one to three ints in 1 .. 2**31 - 1 as three sizes; None for anything else."""
+    if type(grid) is not tuple or not 1 <= len(grid) <= 3:
+        return None
+    for size in grid:
+        if type(size) is not int or not 0 < size < 2**31:
+            return None
+    return grid + (1,) * (3 - len(grid))
 
 
 def _failure(drv: cu.Driver, loaded: runtime.LoadedKernel, block: int
