@@ -79,7 +79,7 @@ def _fact_lines(name: str, slot: str, kind: str, address: str) -> list[str]:
     launch takes for it: a tensor's ``data_ptr()`` (read once, for the fact too), else the value."""
     if kind == "c":
         return [f"    {slot} = {name}"]
-    dtype = (f"{name}.dtype if not {address} & 15 else ({name}.dtype, {UNALIGNED})" if kind == "s"
+    dtype = (f"{name}.dtype if not {address} & 15 else ({name}.dtype, {UNALIGNED!r})" if kind == "s"
              else f"{name}.dtype")
     integer = (f"{INT_ONE} if {name} == 1 else {INT_DIV16} if not {name} & 15 else {INT_OTHER}"
                if kind == "s" else str(INT_ANY))

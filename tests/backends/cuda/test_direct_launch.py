@@ -336,3 +336,14 @@ def test_real_torch_facts_mean_equal_specializations():
             if fa == fb:
                 assert sa == sb, f"{va!r} and {vb!r} share the fact {fa!r} but specialize as {sa} and {sb}"
         assert len(set(facts)) > 3
+
+
+@needs_native
+def test_an_unaligned_tensor_has_its_own_key(fake):
+    aligned, unaligned, out = Tensor(0x1000), Tensor(0x1004), Tensor(0x2000)
+    for _ in range(2):
+        direct_mix[(1,)](aligned, out, 10, 2**40, 1.0, BLOCK=128, backend="cuda")
+        direct_mix[(1,)](unaligned, out, 10, 2**40, 1.0, BLOCK=128, backend="cuda")
+    entries = [e for e in direct_mix._launches.values() if getattr(e, "direct", None) is not None]
+    assert len(entries) == 2 and entries[0].compiled is not entries[1].compiled
+    assert struct.unpack("@QQiqf3i", _last(fake.lib, "@QQiqf3i")[0])[0] == 0x1004
