@@ -185,7 +185,9 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         f"    {key} = ({_PREFIX}registry.default() if backend is None else backend, {_PREFIX}options, debug, "
         f"{slots})",
         "    try:",
-        f"        {entry} = {_PREFIX}launches.get({key})",
+        f"        {entry} = {_PREFIX}launches[{key}]",
+        "    except KeyError:",
+        f"        {entry} = None",
         "    except TypeError:  # an unhashable constexpr",
         f"        {entry} = {key} = None",
         f"    if {entry} is None or ({entry}.target is not None and "
