@@ -14,6 +14,11 @@ context is the kernel's (else the general path runs, which makes it current) and
 ``cuLaunchKernel``.  No allocation on the device, no host synchronization, no copy.  Where the
 trampoline cannot be built (no JIT, a stand-in driver written in Python), the same launch takes
 two ctypes calls: ``cuCtxGetCurrent`` and ``cuLaunchKernel``.
+
+A keyed launcher carries attributes for the jit's binder (``runtime/binder.py``): ``device`` (the
+arguments fix it), and with the trampoline ``direct`` (``direct(stream, grid, *values)`` with each
+tensor given as its address: ``direct_launch``'s native builtin, or a Python form where that cannot
+be built) and ``failed`` (raises for a failed status).
 """
 
 from __future__ import annotations
