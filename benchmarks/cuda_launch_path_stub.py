@@ -3,7 +3,8 @@
 Builds ``tests/backends/cuda/libcuda_stub.c`` (every driver call succeeds at once) with ``cc``, points
 the CUDA runtime at it, and times back-to-back launches through the whole jit path
 (``kernel[grid](...)``: binding, specialization key, stream and context choice, argument packing,
-``cuLaunchKernel`` through the native trampoline; one row with it switched off, through ctypes).
+``cuLaunchKernel`` through the native direct launch, ``tiles/backends/cuda/direct_launch.py``;
+one row with the native launches switched off, through ctypes).
 The arguments are stand-ins for torch CUDA tensors, served by a minimal fake ``torch`` module
 (this machine may have no torch; the fake answers what the launch path asks: ``torch.Tensor``,
 ``torch.cuda.is_initialized()``, the current raw stream).  NumPy arrays take the
