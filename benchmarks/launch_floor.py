@@ -87,10 +87,10 @@ def main() -> None:
         sys.exit(f"no trampoline: {trampoline.unavailable_reason()}")
     crossing = trampoline.make(drv.native_address("cuCtxGetCurrent"), ctypes.cast(noop, ctypes.c_void_p).value,
                                context, function, 128, 0, record.size)
-    from tiles.backends.cuda import direct_launch
+    from tiles.backends.cuda import direct_launch, launcher
     direct = direct_launch.make(drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"), context,
                                 drv.get_function(module, "empty_grid"), 128, 0, ["Q", "Q", "Q", "I"],
-                                runtime.driver_generation, torch._C._cuda_getCurrentRawStream,
+                                runtime.driver_generation, launcher._raw_stream_query(),
                                 torch.cuda.current_device())
     if direct is None:
         sys.exit(f"no direct launch: {direct_launch.unavailable_reason()}")
