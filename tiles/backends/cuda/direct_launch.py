@@ -401,6 +401,16 @@ class _Native:
         return function
 
 
+def _check_object_layout() -> None:
+    """The native code reads an object's type at offset 8 and a tuple's length and items at 16
+    and 24 (CPython's layout with the GIL); refuse any interpreter where that is not so."""
+    grid = (12345678, 2)
+    word = ctypes.c_void_p.from_address
+    if (word(id(grid) + 8).value != id(tuple) or word(id(grid[0]) + 8).value != id(int)
+            or ctypes.c_ssize_t.from_address(id(grid) + 16).value != 2 or word(id(grid) + 24).value != id(grid[0])):
+        raise RuntimeError("this interpreter's object layout is not the one the direct launch reads")
+
+
 enabled = True  # False: launchers built from now on keep the Python direct form (for comparisons)
 _lock = threading.Lock()
 _native: _Native | None = None
@@ -415,6 +425,7 @@ def _compiled() -> _Native | None:
                 try:
                     if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
                         raise RuntimeError("the direct launch needs 64-bit CPython")
+                    _check_object_layout()
                     _native = _Native()
                 except Exception as e:  # no JIT for this host: launchers keep the Python form
                     _native_error = e
