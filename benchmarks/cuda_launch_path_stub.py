@@ -3,14 +3,22 @@
 Builds ``tests/backends/cuda/libcuda_stub.c`` (every driver call succeeds at once) with ``cc``, points
 the CUDA runtime at it, and times back-to-back launches through the whole jit path
 (``kernel[grid](...)``: binding, specialization key, stream and context choice, argument packing,
-``cuLaunchKernel`` through the native trampoline; one row with it switched off, through ctypes).
+``cuLaunchKernel`` through the native direct launch, ``tiles/backends/cuda/direct_launch.py``;
+one row with the native launches switched off, through ctypes).
 The arguments are stand-ins for torch CUDA tensors, served by a minimal fake ``torch`` module
 (this machine may have no torch; the fake answers what the launch path asks: ``torch.Tensor``,
 ``torch.cuda.is_initialized()``, the current raw stream).  NumPy arrays take the
 staging path (copies are no-ops here).  On a GPU, ``benchmarks/launch_overhead.py`` measures the
 real thing against Triton.
 
-    python benchmarks/cuda_launch_path_stub.py [--profile]
+``--torch`` uses REAL torch CPU tensors instead (torch's own ``dtype``/``data_ptr()``/``get_device()``
+cost what they cost): a clearly marked stub mode, ``backends/cuda/launcher.stub_cpu_device = 0``,
+makes the launch path take CPU tensors (device -1) as tensors on the stand-in's device 0, and
+torch's current-stream query (absent from CPU builds) is stood in for by a C builtin of one
+argument that returns 0.  torch must be importable; on the session's VM:
+``PYTHONPATH=/tmp/tritonvenv/lib/python3.11/site-packages python benchmarks/cuda_launch_path_stub.py --torch``.
+
+    python benchmarks/cuda_launch_path_stub.py [--torch] [--profile] [-n N]
 """
 
 from __future__ import annotations
@@ -65,6 +73,17 @@ def install_fake_torch() -> types.ModuleType:
     return torch
 
 
+def use_real_torch() -> types.ModuleType:
+    """Real torch, its CPU tensors taken as device-0 tensors by the launch path (stub mode only)."""
+    import torch
+
+    from tiles.backends.cuda import launcher
+    launcher.stub_cpu_device = 0  # STUB MODE: CPU tensors stand for tensors on the stand-in's device 0
+    if not hasattr(torch._C, "_cuda_getCurrentRawStream"):  # a CPU build: a C builtin of one argument
+        torch._C._cuda_getCurrentRawStream = abs  # abs(0) == 0: the default stream of device 0
+    return torch
+
+
 def per_launch_us(fn, n: int = 20000, repeats: int = 7) -> float:
     fn()
     samples = []
@@ -80,8 +99,9 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--profile", action="store_true", help="cProfile the 8-argument launch")
     parser.add_argument("-n", type=int, default=20000)
+    parser.add_argument("--torch", action="store_true", help="real torch CPU tensors (stub mode, see above)")
     opts = parser.parse_args()
-    torch = install_fake_torch()
+    torch = use_real_torch() if opts.torch else install_fake_torch()
     import tiles
     import tiles.language as tl
     from tiles.backends.cuda import runtime
@@ -107,7 +127,10 @@ def main() -> None:
     subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
     runtime.use_driver(Driver(load_library(str(library))))
     f32 = torch.float32
-    x, y, out = (FakeTensor(0x10000 * (i + 1), f32) for i in range(3))
+    if opts.torch:
+        x, y, out = (torch.empty(1024) for _ in range(3))
+    else:
+        x, y, out = (FakeTensor(0x10000 * (i + 1), f32) for i in range(3))
     arrays = [np.ones(1024, np.float32), np.ones(1024, np.float32), np.empty(1024, np.float32)]
 
     def add() -> None:

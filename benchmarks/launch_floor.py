@@ -11,6 +11,9 @@ idle GPU, and time including a synchronize), for calls that involve no launch pa
   builtin call with a packed record; it checks the current context and releases the GIL around
   ``cuLaunchKernel``), with the record prebuilt, and with the ``struct.pack`` a tiles launch does;
   and the trampoline over the no-op above in place of ``cuLaunchKernel``: its crossing alone;
+- the native direct launch a cached tiles launch makes (``tiles/backends/cuda/direct_launch.py``:
+  one builtin call with the Python arguments, converted in native code, torch's current stream
+  asked from native code);
 - one small torch op (``out.copy_(x)``), for scale.
 
     python benchmarks/launch_floor.py [-n 2000] [--repeats 7]
@@ -84,6 +87,13 @@ def main() -> None:
         sys.exit(f"no trampoline: {trampoline.unavailable_reason()}")
     crossing = trampoline.make(drv.native_address("cuCtxGetCurrent"), ctypes.cast(noop, ctypes.c_void_p).value,
                                context, function, 128, 0, record.size)
+    from tiles.backends.cuda import direct_launch, launcher
+    direct = direct_launch.make(drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"), context,
+                                drv.get_function(module, "empty_grid"), 128, 0, ["Q", "Q", "Q", "I"],
+                                runtime.driver_generation, launcher._raw_stream_query(),
+                                torch.cuda.current_device())
+    if direct is None:
+        sys.exit(f"no direct launch: {direct_launch.unavailable_reason()}")
     packed = record.pack(stream, x.data_ptr(), x.data_ptr(), out.data_ptr(), 1024, 1, 1, 1)
     pack = record.pack
     a, b, c = x.data_ptr(), x.data_ptr(), out.data_ptr()
@@ -96,6 +106,7 @@ def main() -> None:
         "tiles trampoline over a no-op in place of cuLaunchKernel": lambda: crossing(packed),
         "tiles trampoline, prebuilt record": lambda: native(packed),
         "tiles trampoline, struct.pack of the record + call": lambda: native(pack(stream, a, b, c, 1024, 1, 1, 1)),
+        "tiles direct launch, Python arguments + current stream": lambda: direct(None, (1,), a, b, c, 1024),
         "torch out.copy_(x), 1024 floats": lambda: out.copy_(x),
     }
     for name, fn in rows.items():

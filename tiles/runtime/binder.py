@@ -1,15 +1,24 @@
 """Per-kernel generated code for the steady-state launch: binding and the specialization key.
 
-``make_launch_factory`` writes (once per kernel) ``factory(grid)``, which ``kernel[grid]`` calls:
-it returns a function with the kernel's own parameters plus the launch options (``warmup``,
-``num_warps``, ``num_stages``, ``debug``, ``stream``, ``backend``) as keywords, so Python itself
-binds positional and keyword arguments and fills defaults, with no ``functools.partial`` and no
-second binding.  For every run-time parameter it computes a small *fact* inline for the common
-types: a torch tensor gives (dtype, address % 16 == 0, device index), an int in int32 range a code
-for "is 1" / "multiple of 16" / "other", a float ``"f"``; any other value gets
-``specialize.fact_of``.  Constexpr parameters contribute their value.  Equal facts imply equal
-specializations (``specialize.classify``), so the facts, with the backend and the options, key
-the jit's launch cache; a hit calls the cached launcher at once.
+``make_launch`` writes, once per kernel, a *launch function* with the kernel's own parameters
+plus the launch options (``warmup``, ``num_warps``, ``num_stages``, ``debug``, ``stream``,
+``backend``) as keywords; ``kernel[grid]`` binds the grid to it as a method binds ``self``, so
+Python itself binds positional and keyword arguments and fills defaults, with no
+``functools.partial`` and no second binding.  For every run-time parameter it computes a small
+*fact* inline for the common types: a torch tensor gives its dtype (``(dtype, "u")`` when its
+``data_ptr()`` is not 16-aligned) and its device index, an int in int32 range a code for "is 1" /
+"multiple of 16" / "other", a float ``"f"``; any other value gets ``specialize.fact_of``.
+Constexpr parameters contribute their value.  Equal facts imply equal specializations
+(``specialize.classify``), so the facts, with the backend and the options, key the jit's launch
+cache; the key is one flat tuple (each run-time parameter has two slots: the fact and a tensor's
+device, None for other values; a constexpr one).
+
+A hit whose ``FastLaunch`` has a *direct* form (the CUDA launcher for torch tensors:
+``backends/cuda/direct_launch.py``) calls ``direct(stream, grid, *values)`` with each tensor given
+as the ``data_ptr()`` read for its fact: 0 means launched, ``DECLINED`` that the launcher's own path
+should run (another thread's context, an unusual grid or stream, a value the native conversion
+refuses), anything else a failure for ``FastLaunch.failed`` to report.  Otherwise the launcher is
+called with the grid and the values.
 
 Anything else goes to the jit's general path, which reports errors with the kernel's file:line:
 a missing argument (parameters without a default get a sentinel default), extra positional
@@ -17,8 +26,8 @@ arguments or unknown keywords (collected), ``warmup=True``, an unhashable conste
 (An argument given both by position and by keyword is Python's own TypeError, which names the
 kernel and the argument.)
 
-``make_binder`` writes the facts alone (``bind(*args, **kwargs) -> (facts, values)``): the same
-fact code, for tests of the facts' meaning.
+``make_binder`` writes the facts alone (``bind(*args, **kwargs) -> (facts, values)``, one tuple of
+slots per parameter): the same fact code, for tests of the facts' meaning.
 """
 
 from __future__ import annotations
@@ -38,7 +47,11 @@ OPTIONS = ("warmup", "num_warps", "num_stages", "debug", "stream", "backend")
 # int facts: ``kind == "s"``: 0 for the value 1, 16 for a multiple of 16, 17 otherwise;
 # ``kind == "n"``: 18.  Only ints in int32 range take these codes; others get fact_of's tuples.
 INT_ONE, INT_DIV16, INT_OTHER, INT_ANY = 0, 16, 17, 18
+UNALIGNED = "u"  # a tensor's fact is its dtype, or (dtype, "u") when its address is not 16-aligned
 _PREFIX = "_tiles_"
+# what a direct launch returns when it did not launch and the launcher should (0: launched;
+# anything else: a failure status for ``FastLaunch.failed``)
+DECLINED = -1
 
 
 class _NoTensor:
@@ -61,18 +74,35 @@ def can_bind(signature: inspect.Signature) -> bool:
     return True
 
 
-def _fact_lines(name: str, slot: str, kind: str) -> list[str]:
+def _fact_lines(name: str, slot: str, kind: str, address: str) -> list[str]:
+    """Code that sets the argument's fact slots (``_slots``) and ``address`` to what a direct
+    launch takes for it: a tensor's ``data_ptr()`` (read once, for the fact too), else the value."""
     if kind == "c":
         return [f"    {slot} = {name}"]
-    tensor = (f"({name}.dtype, not {name}.data_ptr() & 15, {name}.get_device())" if kind == "s"
-              else f"({name}.dtype, {name}.get_device())")
+    dtype = (f"{name}.dtype if not {address} & 15 else ({name}.dtype, {UNALIGNED!r})" if kind == "s"
+             else f"{name}.dtype")
     integer = (f"{INT_ONE} if {name} == 1 else {INT_DIV16} if not {name} & 15 else {INT_OTHER}"
                if kind == "s" else str(INT_ANY))
+    other = f"; {slot}d = None; {address} = {name}"
     return [f"    {_PREFIX}t = type({name})",
-            f"    if {_PREFIX}t is {_PREFIX}tensor: {slot} = {tensor}",
-            f"    elif {_PREFIX}t is {_PREFIX}int and -0x80000000 <= {name} <= 0x7fffffff: {slot} = {integer}",
-            f"    elif {_PREFIX}t is {_PREFIX}float: {slot} = 'f'",
-            f"    else: {slot} = {_PREFIX}fact({name}, {kind!r})"]
+            f"    if {_PREFIX}t is {_PREFIX}tensor: {address} = {name}.data_ptr(); {slot} = {dtype}; "
+            f"{slot}d = {name}.get_device()",
+            f"    elif {_PREFIX}t is {_PREFIX}int and -0x80000000 <= {name} <= 0x7fffffff: {slot} = {integer}{other}",
+            f"    elif {_PREFIX}t is {_PREFIX}float: {slot} = 'f'{other}",
+            f"    else: {slot} = {_PREFIX}fact({name}, {kind!r}); {slot}d = None; "
+            f"{address} = {_PREFIX}address({name})"]
+
+
+def _slots(slot: str, kind: str) -> list[str]:
+    """The key's slots for one parameter: a constexpr's value; else the fact and a tensor's device
+    (None for other values).  Every parameter has a fixed number of slots, so keys are flat."""
+    return [slot] if kind == "c" else [slot, slot + "d"]
+
+
+def _address_of(value: Any) -> Any:
+    """What a direct launch takes for a value the binder's inline cases do not cover."""
+    tensor: Any = value
+    return tensor.data_ptr() if isinstance(value, tensor_type()) else value
 
 
 def make_binder(signature: inspect.Signature, kinds: tuple[str, ...]) -> Binder:
@@ -80,7 +110,8 @@ def make_binder(signature: inspect.Signature, kinds: tuple[str, ...]) -> Binder:
     ``s`` specialized, ``n`` do_not_specialize.  Call ``can_bind`` first."""
     names = list(signature.parameters)
     namespace: dict[str, Any] = {f"{_PREFIX}tensor": tensor_type(), f"{_PREFIX}int": int,
-                                 f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of}
+                                 f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of,
+                                 f"{_PREFIX}address": _address_of}
     params = []
     for name, param in signature.parameters.items():
         if param.default is inspect.Parameter.empty:
@@ -90,9 +121,10 @@ def make_binder(signature: inspect.Signature, kinds: tuple[str, ...]) -> Binder:
             params.append(f"{name}={_PREFIX}default_{name}")
     lines = [f"def bind({', '.join(params)}):"]
     slots = [f"{_PREFIX}k{i}" for i in range(len(names))]
-    for name, slot, kind in zip(names, slots, kinds):
-        lines += _fact_lines(name, slot, kind)
-    lines.append(f"    return ({''.join(s + ', ' for s in slots)}), ({''.join(n + ', ' for n in names)})")
+    for i, (name, slot, kind) in enumerate(zip(names, slots, kinds)):  # the launch function's fact code
+        lines += _fact_lines(name, slot, kind, f"{_PREFIX}a{i}")
+    facts = "".join(f"({', '.join(_slots(slot, kind))}), " for slot, kind in zip(slots, kinds))
+    lines.append(f"    return ({facts}), ({''.join(n + ', ' for n in names)})")
     exec("\n".join(lines), namespace)  # noqa: S102 - the text is built from the kernel's parameter names
     binder: Binder = namespace["bind"]
     return binder
@@ -119,6 +151,7 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
     names = list(signature.parameters)
     namespace: dict[str, Any] = {f"{_PREFIX}tensor": tensor_type(), f"{_PREFIX}int": int,
                                  f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of, f"{_PREFIX}M": MISSING,
+                                 f"{_PREFIX}address": _address_of,
                                  **{f"{_PREFIX}{k}": v for k, v in hooks.items()}}
     params, required = [], []
     for pname, param in signature.parameters.items():
@@ -130,8 +163,10 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         params.append(f"{pname}={_PREFIX}default_{pname}, ")
     options = ", ".join(f"{o}={'False' if o == 'warmup' else 'None'}" for o in OPTIONS)
     values = "(" + "".join(n + ", " for n in names) + ")"
-    slots = "".join(f"{_PREFIX}k{i}, " for i in range(len(names)))
-    g, launch_grid, key, entry = (f"{_PREFIX}{n}" for n in ("grid", "launch_grid", "key", "entry"))
+    slot_names = [f"{_PREFIX}k{i}" for i in range(len(names))]
+    slots = "".join(f"{s}, " for slot, kind in zip(slot_names, kinds) for s in _slots(slot, kind))
+    g, launch_grid, key, entry, direct, status = (f"{_PREFIX}{n}" for n in (
+        "grid", "launch_grid", "key", "entry", "direct", "status"))
     slow = f"{_PREFIX}slow({g}, {values}, {_PREFIX}extra, {_PREFIX}hints, {', '.join(OPTIONS)}, {{key}})"
     missing = "".join(f" or {n} is {_PREFIX}M" for n in required)
     function = name if name.isidentifier() and not keyword.iskeyword(name) else "kernel"
@@ -140,20 +175,31 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         f"    if warmup or {_PREFIX}extra or {_PREFIX}hints{missing}:",
         f"        return {slow.format(key='None')}",
     ]
-    for pname, slot, kind in zip(names, slots.split(", "), kinds):
-        lines += _fact_lines(pname, slot, kind)
+    addresses = [f"{_PREFIX}a{i}" if kind != "c" else pname for i, (pname, kind) in enumerate(zip(names, kinds))]
+    for pname, slot, kind, address in zip(names, slot_names, kinds, addresses):
+        lines += _fact_lines(pname, slot, kind, address)
+    direct_args = "".join(", " + a for a in addresses)
     lines += [
         f"    {_PREFIX}options = None if num_warps is None and num_stages is None else "
         "(num_warps, num_stages, type(num_warps), type(num_stages))",
         f"    {key} = ({_PREFIX}registry.default() if backend is None else backend, {_PREFIX}options, debug, "
         f"{slots})",
         "    try:",
-        f"        {entry} = {_PREFIX}launches.get({key})",
+        f"        {entry} = {_PREFIX}launches[{key}]",
+        "    except KeyError:",
+        f"        {entry} = None",
         "    except TypeError:  # an unhashable constexpr",
         f"        {entry} = {key} = None",
         f"    if {entry} is None or ({entry}.target is not None and "
         f"{entry}.backend.target_key() != {entry}.target):",
         f"        return {slow.format(key=key)}",
+        f"    {direct} = {entry}.direct",
+        f"    if {direct} is not None:",
+        f"        {status} = {direct}(stream, {g}{direct_args})",
+        f"        if not {status}:",
+        f"            return {entry}.compiled",
+        f"        if {status} != {DECLINED}:",
+        f"            {entry}.failed({status}, {g})",
         f"    if type({g}) is tuple and len({g}) == 1 and type({g}[0]) is int and 0 < {g}[0] <= {_PREFIX}max_grid:",
         f"        {launch_grid} = ({g}[0], 1, 1)",
         "    else:",

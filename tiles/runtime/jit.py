@@ -54,11 +54,17 @@ class FastLaunch:
     """A launch plan found by the binder's key: ``target`` is None when an argument on a device
     fixes it, else the ``backend.target_key()`` it was built for (checked on each launch)."""
 
-    __slots__ = ("compiled", "launcher", "backend", "target")
+    __slots__ = ("compiled", "launcher", "backend", "target", "direct", "failed")
 
     def __init__(self, compiled: CompiledKernel, launcher: Callable[..., None], backend: Backend,
                  target: Any) -> None:
         self.compiled, self.launcher, self.backend, self.target = compiled, launcher, backend, target
+        # the launcher's direct form, where it has one (runtime/binder.py: ``direct(stream, *grid,
+        # *arguments with tensors as their addresses) -> status``) and what reports a failed status
+        self.direct: Callable[..., int] | None = getattr(launcher, "direct", None)
+        self.failed: Callable[[int, tuple[int, int, int]], None] | None = getattr(launcher, "failed", None)
+        if self.failed is None:
+            self.direct = None
 
 
 def _device_index(value: Any) -> int:
@@ -324,7 +330,8 @@ class JITFunction(KernelInterface):
             self._binder_tensor = tensor_type()
             self._fast_launch = self._make_fast_launch()
             return
-        on_device = any(_device_index(v) >= 0 for v in descriptor_args.flatten(values))
+        on_device = getattr(launcher, "device", None) is not None or \
+            any(_device_index(v) >= 0 for v in descriptor_args.flatten(values))
         self._launches[fast_key] = FastLaunch(compiled, launcher, be, None if on_device else target)
 
     def _launch(self, compiled: CompiledKernel, launcher: Callable[..., None], grid: Grid,

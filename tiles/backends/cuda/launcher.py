@@ -14,6 +14,11 @@ context is the kernel's (else the general path runs, which makes it current) and
 ``cuLaunchKernel``.  No allocation on the device, no host synchronization, no copy.  Where the
 trampoline cannot be built (no JIT, a stand-in driver written in Python), the same launch takes
 two ctypes calls: ``cuCtxGetCurrent`` and ``cuLaunchKernel``.
+
+A keyed launcher carries attributes for the jit's binder (``runtime/binder.py``): ``device`` (the
+arguments fix it), and with the trampoline ``direct`` (``direct(stream, grid, *values)`` with each
+tensor given as its address: ``direct_launch``'s native builtin, or a Python form where that cannot
+be built) and ``failed`` (raises for a failed status).
 """
 
 from __future__ import annotations
@@ -25,11 +30,16 @@ from typing import Any
 
 from ...core.errors import LaunchError
 from ..base import CompiledKernel, LaunchArg
+from . import direct_launch, runtime, trampoline
 from . import driver as cu
-from . import runtime, trampoline
 
 Launcher = Callable[..., None]
 Plan = Sequence[tuple[int, str, bool, bool]]
+
+# STAND-IN LIBCUDA ONLY (benchmarks/cuda_launch_path_stub.py --torch, tests): when set, torch CPU
+# tensors (device -1) count as tensors on this CUDA device, so real torch tensors can drive the
+# keyed launch over a driver with no GPU.  Never set with a real libcuda.
+stub_cpu_device: int | None = None
 
 
 def general(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan) -> Launcher:
@@ -77,8 +87,13 @@ def _torch_device(values: Sequence[Any], pointers: Sequence[int]) -> int | None:
     devices = set()
     for i in pointers:
         v = values[i]
-        if not isinstance(v, tensor) or getattr(v, "is_cuda", False) is not True:
+        if not isinstance(v, tensor):
             return None
+        if getattr(v, "is_cuda", False) is not True:
+            if stub_cpu_device is None or v.get_device() != -1:
+                return None
+            devices.add(stub_cpu_device)  # the stand-in's stub mode (see stub_cpu_device)
+            continue
         devices.add(v.get_device())
     return devices.pop() if len(devices) == 1 else None
 
@@ -118,11 +133,13 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
         "_runtime": runtime, "_driver": drv, "_general": fallback, "_bf16": runtime.bfloat16_bits,
         "_pack_errors": (struct.error, OverflowError, TypeError, ValueError),
         "_raw_stream": _raw_stream_query(), "_stream_handle": runtime.stream_handle, "_device": device,
-        "_failed": _failure(drv, loaded, compiled.threads),
+        "_failed": _failure(drv, loaded, compiled.threads), "_grid3": _grid3,
     }
     if native is not None:
         namespace.update(_pack=record.pack, _native=native, _FALLBACK=trampoline.FALLBACK)
-        source = _NATIVE_SOURCE.format(arguments=arguments)
+        direct_arguments = ", ".join(f"_bf16(v{i})" if i in bfloat16 else f"v{i}" for i, *_ in plan)
+        source = _NATIVE_SOURCE.format(arguments=arguments) + _DIRECT_SOURCE.format(
+            params="".join(f", v{i}" for i in range(len(example))), arguments=direct_arguments)
     else:
         namespace.update(
             _pack=loaded.arguments.pack, _current=drv.context_reader(), _context=context,
@@ -133,6 +150,17 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
                                        size=cu.CU_LAUNCH_PARAM_BUFFER_SIZE, end=cu.CU_LAUNCH_PARAM_END)
     exec(source, namespace)  # noqa: S102 - built from the plan's indices only
     launcher: Launcher = namespace["launcher"]
+    launcher.device = device  # type: ignore[attr-defined]  # the arguments fix the device (jit's FastLaunch)
+    if native is not None:  # the jit's binder calls it with the tensors' addresses (runtime/binder.py)
+        codes: list[str | None] = [None] * len(example)
+        for position, (i, *_) in enumerate(plan):
+            codes[i] = loaded.codes[position]
+        fully_native = None if bfloat16 else direct_launch.make(
+            drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"), context, function,
+            compiled.threads, loaded.shared_bytes, codes, runtime.driver_generation, namespace["_raw_stream"],
+            device)
+        launcher.direct = fully_native or namespace["direct"]  # type: ignore[attr-defined]
+        launcher.failed = namespace["_failed"]  # type: ignore[attr-defined]
     return launcher
 
 
@@ -158,6 +186,26 @@ def launcher(grid, values, stream=None):
         _failed(status, grid)
 """
 
+# the same from the binder: ``direct(stream, grid, *values)`` with each tensor given as its
+# address; returns 0 (launched), FALLBACK (the caller takes the launcher) or a failure status
+_DIRECT_SOURCE = """
+def direct(stream, grid{params}):
+    launch_grid = _grid3(grid)
+    if launch_grid is None or _runtime._driver is not _driver:
+        return _FALLBACK
+    if stream is None:
+        handle = _raw_stream(_device)
+    elif type(stream) is int:
+        handle = stream
+    else:
+        return _FALLBACK
+    try:
+        record = _pack(handle, {arguments}, *launch_grid)
+    except _pack_errors:
+        return _FALLBACK
+    return _native(record)
+"""
+
 # without the trampoline: cuCtxGetCurrent (PyDLL) and cuLaunchKernel (CDLL) through ctypes
 _CTYPES_SOURCE = """
 def launcher(grid, values, stream=None):
@@ -172,6 +220,16 @@ def launcher(grid, values, stream=None):
     if status:
         _failed(status, grid)
 """
+
+
+def _grid3(grid: Any) -> tuple[int, ...] | None:
+    """A tuple of one to three ints in 1 .. 2**31 - 1 as three sizes; None for anything else."""
+    if type(grid) is not tuple or not 1 <= len(grid) <= 3:
+        return None
+    for size in grid:
+        if type(size) is not int or not 0 < size < 2**31:
+            return None
+    return grid + (1,) * (3 - len(grid))
 
 
 def _failure(drv: cu.Driver, loaded: runtime.LoadedKernel, block: int

@@ -17,6 +17,7 @@ event, so Ctrl-C is not held up by a long kernel.
 
 from __future__ import annotations
 
+import ctypes
 import struct
 import sys
 import threading
@@ -44,6 +45,8 @@ _contexts: dict[int, int] = {}
 
 
 _driver: Driver | None = None
+# bumped by use_driver: native launchers built on an earlier driver read it and step aside
+driver_generation = ctypes.c_uint64(0)
 
 
 _driver_error: Exception | None = None
@@ -73,6 +76,7 @@ def use_driver(drv: Driver | None) -> None:
     """Replace the driver (tests run the launch path over a fake libcuda); None: the real one."""
     global _driver, _driver_error
     _driver, _driver_error = drv, None
+    driver_generation.value += 1
     _contexts.clear()
     _archs.clear()
     _abandoned.clear()

@@ -136,7 +136,9 @@ _PYTHON_SYMBOLS = ("PyBytes_AsString", "PyBytes_Size", "PyLong_FromLong", "PyEva
                    "PyEval_RestoreThread")
 
 
-class _MethodDef(ctypes.Structure):
+class MethodDef(ctypes.Structure):
+    """CPython's PyMethodDef."""
+
     _fields_ = [("name", ctypes.c_char_p), ("function", ctypes.c_void_p), ("flags", ctypes.c_int),
                 ("doc", ctypes.c_char_p)]
 
@@ -159,7 +161,7 @@ class _Native:
         address = self.engine.get_function_address("tiles_launch")
         if not address:
             raise RuntimeError("llvmlite did not produce tiles_launch")
-        self.method = _MethodDef(b"tiles_launch", address, METH_O,
+        self.method = MethodDef(b"tiles_launch", address, METH_O,
                                  b"launch a kernel from a packed record (tiles.backends.cuda.trampoline)")
         self.new_function = api.PyCFunction_NewEx
         self.new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]

@@ -1,0 +1,477 @@
+"""A native launch from the arguments themselves: ``direct(stream, grid, *values) -> status``.
+
+``trampoline.py`` takes a record that Python packed with ``struct.pack``; this one takes the
+launch's Python objects (``METH_FASTCALL``: no tuple is built) and converts them in native code,
+so the binder (``runtime/binder.py``) calls it straight after its key lookup, with each torch
+tensor given as its ``data_ptr()`` (read once, for the key too), every kernel parameter in
+order.  Its ``self`` is a ``bytes`` of constants::
+
+    header: cuCtxGetCurrent, cuLaunchKernel, context, CUfunction, block, shared bytes,
+            argument buffer size, address and expected value of the driver generation word,
+            the current-stream function (a Python callable of the device), the device (a Python
+            int), Python's None and int type, the number of Python arguments
+    then one (kind, offset) pair of u32 per kernel parameter: where in the argument buffer
+            the value goes and how it is converted (``KINDS``; 0: not a run-time argument)
+
+The native function
+
+1. checks the argument count (``trampoline.BAD_RECORD`` if it is not the constants'), that the
+   process's driver is still the one the constants name (``runtime.driver_generation``) and that
+   the thread's current context is the kernel's (else ``trampoline.FALLBACK``);
+2. converts each value into a zeroed argument buffer as ``struct.pack`` would (the same C-API
+   conversions in native mode: an fp32 is the C cast of the double; a value ``struct`` would
+   refuse, such as an int out of range or a str, gives ``FALLBACK`` so the launcher's path
+   reports it); the grid, a ``tuple`` of one to three ``int`` in 1 .. 2**31 - 1 (else
+   ``FALLBACK``: the caller's own grid handling decides), as three i32 at the buffer's end;
+3. takes the stream: ``None`` asks the current-stream function (torch's raw current stream: the
+   capturing one under CUDA graph capture; an exception from it propagates), an ``int`` is the
+   handle, anything else gives ``FALLBACK``;
+4. releases the GIL around ``cuLaunchKernel`` and returns its status.
+
+``make`` returns None where this cannot work (no JIT, a parameter kind it does not convert);
+the launcher then keeps its Python direct form.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from . import trampoline
+
+# struct code -> the native conversion (1 u64, 2 i64, 3 i32, 4 u32, 5 f32, 6 f64)
+KINDS = {"Q": 1, "q": 2, "i": 3, "I": 4, "f": 5, "d": 6}
+SKIP = 0
+HEADER = struct.Struct("@QQQQIIQQQQQQQQQ")
+_OFFSETS = {"$LAUNCH": 8, "$CONTEXT": 16, "$FUNCTION": 24, "$BLOCK": 32, "$SHARED": 36, "$ARGS_SIZE": 40,
+            "$GENERATION_AT": 48, "$GENERATION": 56, "$STREAM_FN": 64, "$DEVICE": 72, "$NONE": 80,
+            "$INT_TYPE": 88, "$NARGS": 96, "$TUPLE_TYPE": 104, "$TABLE": 112}
+METH_FASTCALL = 0x0080
+MAX_ARGS_SIZE = 32764  # cuLaunchKernel's parameter limit on recent drivers
+
+Direct = Callable[..., int]
+
+_IR = """
+declare ptr @PyBytes_AsString(ptr)
+declare ptr @PyLong_FromLong(i64)
+declare i64 @PyLong_AsLongLong(ptr)
+declare i64 @PyLong_AsUnsignedLongLong(ptr)
+declare double @PyFloat_AsDouble(ptr)
+declare ptr @PyErr_Occurred()
+declare void @PyErr_Clear()
+declare ptr @PyObject_CallOneArg(ptr, ptr)
+declare void @Py_DecRef(ptr)
+declare ptr @PyEval_SaveThread()
+declare void @PyEval_RestoreThread(ptr)
+declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+
+define ptr @tiles_direct_launch(ptr %self, ptr %args, i64 %nargs) {
+entry:
+  %constants = call ptr @PyBytes_AsString(ptr %self)
+  %nargs_at = getelementptr i8, ptr %constants, i64 $NARGS
+  %expected_nargs = load i64, ptr %nargs_at
+  %nargs_ok = icmp eq i64 %nargs, %expected_nargs
+  br i1 %nargs_ok, label %check_generation, label %bad_count
+bad_count:
+  %bad = call ptr @PyLong_FromLong(i64 -2)
+  ret ptr %bad
+check_generation:
+  %generation_at_at = getelementptr i8, ptr %constants, i64 $GENERATION_AT
+  %generation_at = load ptr, ptr %generation_at_at
+  %generation = load volatile i64, ptr %generation_at
+  %expected_generation_at = getelementptr i8, ptr %constants, i64 $GENERATION
+  %expected_generation = load i64, ptr %expected_generation_at
+  %same_driver = icmp eq i64 %generation, %expected_generation
+  br i1 %same_driver, label %check_context, label %fallback
+check_context:
+  %slot = alloca i64
+  store i64 0, ptr %slot
+  %get_current = load ptr, ptr %constants
+  %query = call i32 %get_current(ptr %slot)
+  %current = load i64, ptr %slot
+  %context_at = getelementptr i8, ptr %constants, i64 $CONTEXT
+  %context = load i64, ptr %context_at
+  %same = icmp eq i64 %current, %context
+  %answered = icmp eq i32 %query, 0
+  %usable = and i1 %same, %answered
+  br i1 %usable, label %prepare, label %fallback
+fallback:
+  %other = call ptr @PyLong_FromLong(i64 -1)
+  ret ptr %other
+failed_conversion:
+  call void @PyErr_Clear()
+  br label %fallback
+prepare:
+  %args_size_at = getelementptr i8, ptr %constants, i64 $ARGS_SIZE
+  %args_size = load i64, ptr %args_size_at
+  %buffer = alloca i8, i64 %args_size, align 16
+  %grid_slots = alloca [3 x i32]
+  call void @llvm.memset.p0.i64(ptr align 16 %buffer, i8 0, i64 %args_size, i1 false)
+  %count = sub i64 %nargs, 2
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %prepare ], [ %next, %stored ]
+  %more = icmp ult i64 %i, %count
+  br i1 %more, label %convert, label %grid
+convert:
+  %table_index = shl i64 %i, 3
+  %table_offset = add i64 %table_index, $TABLE
+  %kind_at = getelementptr i8, ptr %constants, i64 %table_offset
+  %kind = load i32, ptr %kind_at
+  %offset_at = getelementptr i8, ptr %kind_at, i64 4
+  %offset32 = load i32, ptr %offset_at
+  %offset = zext i32 %offset32 to i64
+  %to = getelementptr i8, ptr %buffer, i64 %offset
+  %arg_index = add i64 %i, 2
+  %object_at = getelementptr ptr, ptr %args, i64 %arg_index
+  %object = load ptr, ptr %object_at
+  switch i32 %kind, label %stored [ i32 1, label %as_u64
+                                    i32 2, label %as_i64
+                                    i32 3, label %as_i32
+                                    i32 4, label %as_u32
+                                    i32 5, label %as_f32
+                                    i32 6, label %as_f64 ]
+as_u64:
+  %u64 = call i64 @PyLong_AsUnsignedLongLong(ptr %object)
+  %u64_maybe_error = icmp eq i64 %u64, -1
+  br i1 %u64_maybe_error, label %u64_check, label %u64_store
+u64_check:
+  %u64_error = call ptr @PyErr_Occurred()
+  %u64_failed = icmp ne ptr %u64_error, null
+  br i1 %u64_failed, label %failed_conversion, label %u64_store
+u64_store:
+  store i64 %u64, ptr %to, align 1
+  br label %stored
+as_i64:
+  %i64 = call i64 @PyLong_AsLongLong(ptr %object)
+  %i64_maybe_error = icmp eq i64 %i64, -1
+  br i1 %i64_maybe_error, label %i64_check, label %i64_store
+i64_check:
+  %i64_error = call ptr @PyErr_Occurred()
+  %i64_failed = icmp ne ptr %i64_error, null
+  br i1 %i64_failed, label %failed_conversion, label %i64_store
+i64_store:
+  store i64 %i64, ptr %to, align 1
+  br label %stored
+as_i32:
+  %s32 = call i64 @PyLong_AsLongLong(ptr %object)
+  %s32_maybe_error = icmp eq i64 %s32, -1
+  br i1 %s32_maybe_error, label %s32_check, label %s32_range
+s32_check:
+  %s32_error = call ptr @PyErr_Occurred()
+  %s32_failed = icmp ne ptr %s32_error, null
+  br i1 %s32_failed, label %failed_conversion, label %s32_range
+s32_range:
+  %s32_low = icmp sge i64 %s32, -2147483648
+  %s32_high = icmp sle i64 %s32, 2147483647
+  %s32_fits = and i1 %s32_low, %s32_high
+  br i1 %s32_fits, label %s32_store, label %fallback
+s32_store:
+  %s32_narrow = trunc i64 %s32 to i32
+  store i32 %s32_narrow, ptr %to, align 1
+  br label %stored
+as_u32:
+  %u32 = call i64 @PyLong_AsLongLong(ptr %object)
+  %u32_maybe_error = icmp eq i64 %u32, -1
+  br i1 %u32_maybe_error, label %u32_check, label %u32_range
+u32_check:
+  %u32_error = call ptr @PyErr_Occurred()
+  %u32_failed = icmp ne ptr %u32_error, null
+  br i1 %u32_failed, label %failed_conversion, label %u32_range
+u32_range:
+  %u32_fits = icmp ule i64 %u32, 4294967295
+  br i1 %u32_fits, label %u32_store, label %fallback
+u32_store:
+  %u32_narrow = trunc i64 %u32 to i32
+  store i32 %u32_narrow, ptr %to, align 1
+  br label %stored
+as_f32:
+  %f32_wide = call double @PyFloat_AsDouble(ptr %object)
+  %f32_maybe_error = fcmp oeq double %f32_wide, -1.0
+  br i1 %f32_maybe_error, label %f32_check, label %f32_narrow
+f32_check:
+  %f32_error = call ptr @PyErr_Occurred()
+  %f32_failed = icmp ne ptr %f32_error, null
+  br i1 %f32_failed, label %failed_conversion, label %f32_narrow
+f32_narrow:
+  %f32 = fptrunc double %f32_wide to float
+  br label %f32_store
+f32_store:
+  store float %f32, ptr %to, align 1
+  br label %stored
+as_f64:
+  %f64 = call double @PyFloat_AsDouble(ptr %object)
+  %f64_maybe_error = fcmp oeq double %f64, -1.0
+  br i1 %f64_maybe_error, label %f64_check, label %f64_store
+f64_check:
+  %f64_error = call ptr @PyErr_Occurred()
+  %f64_failed = icmp ne ptr %f64_error, null
+  br i1 %f64_failed, label %failed_conversion, label %f64_store
+f64_store:
+  store double %f64, ptr %to, align 1
+  br label %stored
+stored:
+  %next = add i64 %i, 1
+  br label %loop
+grid:
+  %grid_object_at = getelementptr ptr, ptr %args, i64 1
+  %grid_object = load ptr, ptr %grid_object_at
+  %grid_type_at = getelementptr i8, ptr %grid_object, i64 8
+  %grid_type = load ptr, ptr %grid_type_at
+  %tuple_type_at = getelementptr i8, ptr %constants, i64 $TUPLE_TYPE
+  %tuple_type = load ptr, ptr %tuple_type_at
+  %is_tuple = icmp eq ptr %grid_type, %tuple_type
+  br i1 %is_tuple, label %grid_size, label %fallback
+grid_size:
+  %grid_length_at = getelementptr i8, ptr %grid_object, i64 16
+  %grid_length = load i64, ptr %grid_length_at
+  %grid_some = icmp sge i64 %grid_length, 1
+  %grid_few = icmp sle i64 %grid_length, 3
+  %grid_length_ok = and i1 %grid_some, %grid_few
+  br i1 %grid_length_ok, label %grid_axes, label %fallback
+grid_axes:
+  %grid_items = getelementptr i8, ptr %grid_object, i64 24
+  %int_type_for_grid_at = getelementptr i8, ptr %constants, i64 $INT_TYPE
+  %int_type_for_grid = load ptr, ptr %int_type_for_grid_at
+  br label %axis
+axis:
+  %axis_index = phi i64 [ 0, %grid_axes ], [ %next_axis, %axis_stored ]
+  %axes_left = icmp ult i64 %axis_index, 3
+  br i1 %axes_left, label %axis_value, label %grid_done
+axis_value:
+  %axis_slot = getelementptr i32, ptr %grid_slots, i64 %axis_index
+  %axis_given = icmp ult i64 %axis_index, %grid_length
+  br i1 %axis_given, label %axis_read, label %axis_one
+axis_one:
+  store i32 1, ptr %axis_slot
+  br label %axis_stored
+axis_read:
+  %axis_object_at = getelementptr ptr, ptr %grid_items, i64 %axis_index
+  %axis_object = load ptr, ptr %axis_object_at
+  %axis_type_at = getelementptr i8, ptr %axis_object, i64 8
+  %axis_type = load ptr, ptr %axis_type_at
+  %axis_is_int = icmp eq ptr %axis_type, %int_type_for_grid
+  br i1 %axis_is_int, label %axis_convert, label %fallback
+axis_convert:
+  %axis_wide = call i64 @PyLong_AsLongLong(ptr %axis_object)
+  %axis_low = icmp sgt i64 %axis_wide, 0
+  %axis_high = icmp sle i64 %axis_wide, 2147483647
+  %axis_ok = and i1 %axis_low, %axis_high
+  br i1 %axis_ok, label %axis_store, label %axis_bad
+axis_bad:
+  %axis_error = call ptr @PyErr_Occurred()
+  %axis_failed = icmp ne ptr %axis_error, null
+  br i1 %axis_failed, label %failed_conversion, label %fallback
+axis_store:
+  %axis_narrow = trunc i64 %axis_wide to i32
+  store i32 %axis_narrow, ptr %axis_slot
+  br label %axis_stored
+axis_stored:
+  %next_axis = add i64 %axis_index, 1
+  br label %axis
+grid_done:
+  %grid_x = load i32, ptr %grid_slots
+  %grid_y_slot = getelementptr i32, ptr %grid_slots, i64 1
+  %grid_y = load i32, ptr %grid_y_slot
+  %grid_z_slot = getelementptr i32, ptr %grid_slots, i64 2
+  %grid_z = load i32, ptr %grid_z_slot
+  br label %grid_store
+grid_store:
+  %grid_x_offset = sub i64 %args_size, 12
+  %grid_x_at = getelementptr i8, ptr %buffer, i64 %grid_x_offset
+  store i32 %grid_x, ptr %grid_x_at, align 1
+  %grid_y_at = getelementptr i8, ptr %grid_x_at, i64 4
+  store i32 %grid_y, ptr %grid_y_at, align 1
+  %grid_z_at = getelementptr i8, ptr %grid_x_at, i64 8
+  store i32 %grid_z, ptr %grid_z_at, align 1
+  %stream_object = load ptr, ptr %args
+  %none_at = getelementptr i8, ptr %constants, i64 $NONE
+  %none = load ptr, ptr %none_at
+  %no_stream = icmp eq ptr %stream_object, %none
+  br i1 %no_stream, label %current_stream, label %given_stream
+current_stream:
+  %stream_fn_at = getelementptr i8, ptr %constants, i64 $STREAM_FN
+  %stream_fn = load ptr, ptr %stream_fn_at
+  %device_at = getelementptr i8, ptr %constants, i64 $DEVICE
+  %device = load ptr, ptr %device_at
+  %answer = call ptr @PyObject_CallOneArg(ptr %stream_fn, ptr %device)
+  %no_answer = icmp eq ptr %answer, null
+  br i1 %no_answer, label %raise, label %read_answer
+raise:
+  ret ptr null
+read_answer:
+  %current_handle = call i64 @PyLong_AsUnsignedLongLong(ptr %answer)
+  call void @Py_DecRef(ptr %answer)
+  %answer_error = call ptr @PyErr_Occurred()
+  %answer_failed = icmp ne ptr %answer_error, null
+  br i1 %answer_failed, label %raise, label %launch
+given_stream:
+  %type_at = getelementptr i8, ptr %stream_object, i64 8
+  %type = load ptr, ptr %type_at
+  %int_type_at = getelementptr i8, ptr %constants, i64 $INT_TYPE
+  %int_type = load ptr, ptr %int_type_at
+  %is_int = icmp eq ptr %type, %int_type
+  br i1 %is_int, label %read_given, label %fallback
+read_given:
+  %given_handle = call i64 @PyLong_AsUnsignedLongLong(ptr %stream_object)
+  %given_maybe_error = icmp eq i64 %given_handle, -1
+  br i1 %given_maybe_error, label %given_check, label %launch
+given_check:
+  %given_error = call ptr @PyErr_Occurred()
+  %given_failed = icmp ne ptr %given_error, null
+  br i1 %given_failed, label %failed_conversion, label %launch
+launch:
+  %handle = phi i64 [ %current_handle, %read_answer ], [ %given_handle, %read_given ],
+                    [ %given_handle, %given_check ]
+  %stream = inttoptr i64 %handle to ptr
+  %launch_at = getelementptr i8, ptr %constants, i64 $LAUNCH
+  %launch_kernel = load ptr, ptr %launch_at
+  %function_at = getelementptr i8, ptr %constants, i64 $FUNCTION
+  %function = load ptr, ptr %function_at
+  %block_at = getelementptr i8, ptr %constants, i64 $BLOCK
+  %block = load i32, ptr %block_at
+  %shared_at = getelementptr i8, ptr %constants, i64 $SHARED
+  %shared = load i32, ptr %shared_at
+  %size_slot = alloca i64
+  store i64 %args_size, ptr %size_slot
+  %extra = alloca [5 x ptr]
+  store ptr inttoptr (i64 1 to ptr), ptr %extra
+  %extra_1 = getelementptr ptr, ptr %extra, i64 1
+  store ptr %buffer, ptr %extra_1
+  %extra_2 = getelementptr ptr, ptr %extra, i64 2
+  store ptr inttoptr (i64 2 to ptr), ptr %extra_2
+  %extra_3 = getelementptr ptr, ptr %extra, i64 3
+  store ptr %size_slot, ptr %extra_3
+  %extra_4 = getelementptr ptr, ptr %extra, i64 4
+  store ptr null, ptr %extra_4
+  %thread = call ptr @PyEval_SaveThread()
+  %status = call i32 %launch_kernel(ptr %function, i32 %grid_x, i32 %grid_y, i32 %grid_z, i32 %block,
+                                    i32 1, i32 1, i32 %shared, ptr %stream, ptr null, ptr %extra)
+  call void @PyEval_RestoreThread(ptr %thread)
+  %wide = sext i32 %status to i64
+  %result = call ptr @PyLong_FromLong(i64 %wide)
+  ret ptr %result
+}
+
+"""
+
+_PYTHON_SYMBOLS = ("PyBytes_AsString", "PyLong_FromLong", "PyLong_AsLongLong", "PyLong_AsUnsignedLongLong",
+                   "PyFloat_AsDouble", "PyErr_Occurred", "PyErr_Clear", "PyObject_CallOneArg", "Py_DecRef",
+                   "PyEval_SaveThread", "PyEval_RestoreThread")
+
+
+def _ir() -> str:
+    text = _IR
+    for name, offset in sorted(_OFFSETS.items(), key=lambda item: -len(item[0])):
+        text = text.replace(name, str(offset))
+    return text
+
+
+class _Native:
+    """The compiled function and its method definition, kept alive."""
+
+    def __init__(self) -> None:
+        import llvmlite.binding as llvm
+        llvm.initialize_native_target()
+        llvm.initialize_native_asmprinter()
+        api = ctypes.pythonapi
+        for name in _PYTHON_SYMBOLS:
+            llvm.add_symbol(name, ctypes.cast(getattr(api, name), ctypes.c_void_p).value)
+        module = llvm.parse_assembly(_ir())
+        module.verify()
+        machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
+        self.engine = llvm.create_mcjit_compiler(module, machine)
+        self.engine.finalize_object()
+        address = self.engine.get_function_address("tiles_direct_launch")
+        if not address:
+            raise RuntimeError("llvmlite did not produce tiles_direct_launch")
+        self.method = trampoline.MethodDef(b"tiles_direct_launch", address, METH_FASTCALL,
+                                           b"launch a kernel from its arguments (tiles.backends.cuda.direct_launch)")
+        self.new_function = api.PyCFunction_NewEx
+        self.new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
+        self.new_function.restype = ctypes.py_object
+
+    def bind(self, constants: bytes, keep: tuple[Any, ...]) -> Direct:
+        # the module slot holds this object and ``keep`` (the objects the constants point to)
+        function: Direct = self.new_function(ctypes.addressof(self.method), constants, (self, *keep))
+        return function
+
+
+def _check_object_layout() -> None:
+    """The native code reads an object's type at offset 8 and a tuple's length and items at 16
+    and 24 (CPython's layout with the GIL); refuse any interpreter where that is not so."""
+    grid = (12345678, 2)
+    word = ctypes.c_void_p.from_address
+    if (word(id(grid) + 8).value != id(tuple) or word(id(grid[0]) + 8).value != id(int)
+            or ctypes.c_ssize_t.from_address(id(grid) + 16).value != 2 or word(id(grid) + 24).value != id(grid[0])):
+        raise RuntimeError("this interpreter's object layout is not the one the direct launch reads")
+
+
+enabled = True  # False: launchers built from now on keep the Python direct form (for comparisons)
+_lock = threading.Lock()
+_native: _Native | None = None
+_native_error: Exception | None = None
+
+
+def _compiled() -> _Native | None:
+    global _native, _native_error
+    if _native is None and _native_error is None:
+        with _lock:
+            if _native is None and _native_error is None:
+                try:
+                    if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+                        raise RuntimeError("the direct launch needs 64-bit CPython")
+                    _check_object_layout()
+                    _native = _Native()
+                except Exception as e:  # no JIT for this host: launchers keep the Python form
+                    _native_error = e
+    return _native
+
+
+def unavailable_reason() -> str | None:
+    """Why ``make`` returns None for every kernel (None when it does not)."""
+    _compiled()
+    return None if _native_error is None else f"{type(_native_error).__name__}: {_native_error}"
+
+
+def layout(codes: Sequence[str | None]) -> list[tuple[int, int]] | None:
+    """(kind, offset) per kernel parameter for an argument struct of ``codes`` (None: a parameter
+    that is not a run-time argument) followed by the grid's three i32; None when a code has no
+    native conversion."""
+    table, fmt = [], "@"
+    for code in codes:
+        if code is None:
+            table.append((SKIP, 0))
+            continue
+        kind = KINDS.get(code)
+        if kind is None:
+            return None
+        offset = struct.calcsize(fmt + code) - struct.calcsize("@" + code)
+        table.append((kind, offset))
+        fmt += code
+    return table
+
+
+def make(get_current: int, launch_kernel: int, context: int, function: int, block: int, shared: int,
+         codes: Sequence[str | None], generation: ctypes.c_uint64, current_stream: Callable[[int], int],
+         device: int) -> Direct | None:
+    """``direct(stream, grid, *values) -> status`` for one kernel in one context (see the
+    module docstring); ``codes``: the ``struct`` code of each kernel parameter, None where it is
+    not a run-time argument; the argument struct is ``@`` + the codes + ``iii``."""
+    native = _compiled() if enabled else None
+    table = layout(codes)
+    if native is None or table is None or not (get_current and launch_kernel):
+        return None
+    args_size = struct.calcsize("@" + "".join(c for c in codes if c) + "iii")
+    if args_size > MAX_ARGS_SIZE:
+        return None
+    device_object = int(device)
+    header = HEADER.pack(get_current, launch_kernel, context, function, block, shared, args_size,
+                         ctypes.addressof(generation), generation.value, id(current_stream), id(device_object),
+                         id(None), id(int), 2 + len(table), id(tuple))
+    constants = header + b"".join(struct.pack("@II", kind, offset) for kind, offset in table)
+    return native.bind(constants, (current_stream, device_object, generation))
