@@ -36,10 +36,7 @@ from __future__ import annotations
 
 import ctypes
 import struct
-import sys
-import threading
 from collections.abc import Callable, Sequence
-from typing import Any
 
 from . import trampoline
 
@@ -371,36 +368,6 @@ def _ir() -> str:
     return text
 
 
-class _Native:
-    """The compiled function and its method definition, kept alive."""
-
-    def __init__(self) -> None:
-        import llvmlite.binding as llvm
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        api = ctypes.pythonapi
-        for name in _PYTHON_SYMBOLS:
-            llvm.add_symbol(name, ctypes.cast(getattr(api, name), ctypes.c_void_p).value)
-        module = llvm.parse_assembly(_ir())
-        module.verify()
-        machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
-        self.engine = llvm.create_mcjit_compiler(module, machine)
-        self.engine.finalize_object()
-        address = self.engine.get_function_address("tiles_direct_launch")
-        if not address:
-            raise RuntimeError("llvmlite did not produce tiles_direct_launch")
-        self.method = trampoline.MethodDef(b"tiles_direct_launch", address, METH_FASTCALL,
-                                           b"launch a kernel from its arguments (tiles.backends.cuda.direct_launch)")
-        self.new_function = api.PyCFunction_NewEx
-        self.new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
-        self.new_function.restype = ctypes.py_object
-
-    def bind(self, constants: bytes, keep: tuple[Any, ...]) -> Direct:
-        # the module slot holds this object and ``keep`` (the objects the constants point to)
-        function: Direct = self.new_function(ctypes.addressof(self.method), constants, (self, *keep))
-        return function
-
-
 def _check_object_layout() -> None:
     """The native code reads an object's type at offset 8 and a tuple's length and items at 16
     and 24 (CPython's layout with the GIL); refuse any interpreter where that is not so."""
@@ -412,30 +379,14 @@ def _check_object_layout() -> None:
 
 
 enabled = True  # False: launchers built from now on keep the Python direct form (for comparisons)
-_lock = threading.Lock()
-_native: _Native | None = None
-_native_error: Exception | None = None
-
-
-def _compiled() -> _Native | None:
-    global _native, _native_error
-    if _native is None and _native_error is None:
-        with _lock:
-            if _native is None and _native_error is None:
-                try:
-                    if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
-                        raise RuntimeError("the direct launch needs 64-bit CPython")
-                    _check_object_layout()
-                    _native = _Native()
-                except Exception as e:  # no JIT for this host: launchers keep the Python form
-                    _native_error = e
-    return _native
+_builtin = trampoline.LazyBuiltin(lambda: trampoline.NativeBuiltin(
+    _ir(), _PYTHON_SYMBOLS, "tiles_direct_launch", METH_FASTCALL,
+    b"launch a kernel from its arguments (tiles.backends.cuda.direct_launch)"), _check_object_layout)
 
 
 def unavailable_reason() -> str | None:
     """Why ``make`` returns None for every kernel (None when it does not)."""
-    _compiled()
-    return None if _native_error is None else f"{type(_native_error).__name__}: {_native_error}"
+    return _builtin.unavailable_reason()
 
 
 def layout(codes: Sequence[str | None]) -> list[tuple[int, int]] | None:
@@ -462,7 +413,7 @@ def make(get_current: int, launch_kernel: int, context: int, function: int, bloc
     """``direct(stream, grid, *values) -> status`` for one kernel in one context (see the
     module docstring); ``codes``: the ``struct`` code of each kernel parameter, None where it is
     not a run-time argument; the argument struct is ``@`` + the codes + ``iii``."""
-    native = _compiled() if enabled else None
+    native = _builtin.get() if enabled else None
     table = layout(codes)
     if native is None or table is None or not (get_current and launch_kernel):
         return None

@@ -33,7 +33,8 @@ import ctypes
 import struct
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 FALLBACK = -1  # the thread's current context is not the kernel's (or cannot be read)
 BAD_RECORD = -2  # the record's size is not the one the constants name
@@ -143,62 +144,75 @@ class MethodDef(ctypes.Structure):
                 ("doc", ctypes.c_char_p)]
 
 
-class _Native:
-    """The compiled function, its method definition and ``PyCFunction_NewEx``, kept alive."""
+class NativeBuiltin:
+    """One LLVM IR function ``name(self, args)`` calling the CPython API ``symbols``, compiled by
+    llvmlite's MCJIT and wrapped as Python builtins (``PyCFunction_NewEx`` with ``flags``)."""
 
-    def __init__(self) -> None:
+    def __init__(self, ir: str, symbols: Sequence[str], name: str, flags: int, doc: bytes) -> None:
         import llvmlite.binding as llvm
         llvm.initialize_native_target()
         llvm.initialize_native_asmprinter()
         api = ctypes.pythonapi
-        for name in _PYTHON_SYMBOLS:
-            llvm.add_symbol(name, ctypes.cast(getattr(api, name), ctypes.c_void_p).value)
-        module = llvm.parse_assembly(_ir())
+        for symbol in symbols:
+            llvm.add_symbol(symbol, ctypes.cast(getattr(api, symbol), ctypes.c_void_p).value)
+        module = llvm.parse_assembly(ir)
         module.verify()
         machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
         self.engine = llvm.create_mcjit_compiler(module, machine)
         self.engine.finalize_object()
-        address = self.engine.get_function_address("tiles_launch")
+        address = self.engine.get_function_address(name)
         if not address:
-            raise RuntimeError("llvmlite did not produce tiles_launch")
-        self.method = MethodDef(b"tiles_launch", address, METH_O,
-                                 b"launch a kernel from a packed record (tiles.backends.cuda.trampoline)")
+            raise RuntimeError(f"llvmlite did not produce {name}")
+        self.method = MethodDef(name.encode(), address, flags, doc)
         self.new_function = api.PyCFunction_NewEx
         self.new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
         self.new_function.restype = ctypes.py_object
 
-    def bind(self, constants: bytes) -> Trampoline:
-        # the builtin's module slot holds a reference to this object: the machine code and the
-        # method definition it points to live as long as any trampoline does
-        function: Trampoline = self.new_function(ctypes.addressof(self.method), constants, self)
+    def bind(self, constants: bytes, keep: tuple[Any, ...] = ()) -> Callable[..., int]:
+        """A builtin whose ``self`` is ``constants``; its module slot holds this object (the
+        machine code and the method definition) and ``keep`` (what the constants point to)."""
+        function: Callable[..., int] = self.new_function(ctypes.addressof(self.method), constants,
+                                                         (self, *keep))
         return function
 
 
+class LazyBuiltin:
+    """A ``NativeBuiltin`` built on first use, once per process; None (and the reason) where
+    it cannot be built (not 64-bit CPython, no JIT for this host, ``check`` refusing)."""
+
+    def __init__(self, build: Callable[[], NativeBuiltin], check: Callable[[], None] = lambda: None) -> None:
+        self._build, self._check = build, check
+        self._lock = threading.Lock()
+        self._native: NativeBuiltin | None = None
+        self._error: Exception | None = None
+
+    def get(self) -> NativeBuiltin | None:
+        if self._native is None and self._error is None:
+            with self._lock:
+                if self._native is None and self._error is None:
+                    try:
+                        if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
+                            raise RuntimeError("native launches need 64-bit CPython")
+                        self._check()
+                        self._native = self._build()
+                    except Exception as e:  # callers fall back to their Python forms
+                        self._error = e
+        return self._native
+
+    def unavailable_reason(self) -> str | None:
+        self.get()
+        return None if self._error is None else f"{type(self._error).__name__}: {self._error}"
+
+
 enabled = True  # False: launchers built from now on call the driver through ctypes (for comparisons)
-_lock = threading.Lock()
-_native: _Native | None = None
-_native_error: Exception | None = None
-
-
-def _compiled() -> _Native | None:
-    """The process's compiled trampoline, built on first use; None when it cannot be built."""
-    global _native, _native_error
-    if _native is None and _native_error is None:
-        with _lock:
-            if _native is None and _native_error is None:
-                try:
-                    if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
-                        raise RuntimeError("the trampoline needs 64-bit CPython")
-                    _native = _Native()
-                except Exception as e:  # no JIT for this host: launchers use ctypes
-                    _native_error = e
-    return _native
+_builtin = LazyBuiltin(lambda: NativeBuiltin(
+    _ir(), _PYTHON_SYMBOLS, "tiles_launch", METH_O,
+    b"launch a kernel from a packed record (tiles.backends.cuda.trampoline)"))
 
 
 def unavailable_reason() -> str | None:
     """Why ``make`` returns None (None when it does not)."""
-    _compiled()
-    return None if _native_error is None else f"{type(_native_error).__name__}: {_native_error}"
+    return _builtin.unavailable_reason()
 
 
 def record_format(argument_codes: str) -> str:
@@ -211,7 +225,7 @@ def make(get_current: int, launch_kernel: int, context: int, function: int, bloc
     """The trampoline of one kernel in one context: ``trampoline(record) -> status`` (see the
     module docstring); ``get_current``/``launch_kernel`` are native addresses of libcuda's
     ``cuCtxGetCurrent``/``cuLaunchKernel`` (or stand-ins with their signatures)."""
-    native = _compiled()
+    native = _builtin.get()
     if native is None or not (get_current and launch_kernel):
         return None
     constants = CONSTANTS.pack(get_current, launch_kernel, context, function, block, shared,
