@@ -128,90 +128,11 @@ convert:
   %object = load ptr, ptr %object_at
   switch i32 %kind, label %stored [ i32 1, label %as_u64
                                     i32 2, label %as_i64
-                                    i32 3, label %as_i32
+                                    i32 3, label %as_s32
                                     i32 4, label %as_u32
                                     i32 5, label %as_f32
                                     i32 6, label %as_f64 ]
-as_u64:
-  %u64 = call i64 @PyLong_AsUnsignedLongLong(ptr %object)
-  %u64_maybe_error = icmp eq i64 %u64, -1
-  br i1 %u64_maybe_error, label %u64_check, label %u64_store
-u64_check:
-  %u64_error = call ptr @PyErr_Occurred()
-  %u64_failed = icmp ne ptr %u64_error, null
-  br i1 %u64_failed, label %failed_conversion, label %u64_store
-u64_store:
-  store i64 %u64, ptr %to, align 1
-  br label %stored
-as_i64:
-  %i64 = call i64 @PyLong_AsLongLong(ptr %object)
-  %i64_maybe_error = icmp eq i64 %i64, -1
-  br i1 %i64_maybe_error, label %i64_check, label %i64_store
-i64_check:
-  %i64_error = call ptr @PyErr_Occurred()
-  %i64_failed = icmp ne ptr %i64_error, null
-  br i1 %i64_failed, label %failed_conversion, label %i64_store
-i64_store:
-  store i64 %i64, ptr %to, align 1
-  br label %stored
-as_i32:
-  %s32 = call i64 @PyLong_AsLongLong(ptr %object)
-  %s32_maybe_error = icmp eq i64 %s32, -1
-  br i1 %s32_maybe_error, label %s32_check, label %s32_range
-s32_check:
-  %s32_error = call ptr @PyErr_Occurred()
-  %s32_failed = icmp ne ptr %s32_error, null
-  br i1 %s32_failed, label %failed_conversion, label %s32_range
-s32_range:
-  %s32_low = icmp sge i64 %s32, -2147483648
-  %s32_high = icmp sle i64 %s32, 2147483647
-  %s32_fits = and i1 %s32_low, %s32_high
-  br i1 %s32_fits, label %s32_store, label %fallback
-s32_store:
-  %s32_narrow = trunc i64 %s32 to i32
-  store i32 %s32_narrow, ptr %to, align 1
-  br label %stored
-as_u32:
-  %u32 = call i64 @PyLong_AsLongLong(ptr %object)
-  %u32_maybe_error = icmp eq i64 %u32, -1
-  br i1 %u32_maybe_error, label %u32_check, label %u32_range
-u32_check:
-  %u32_error = call ptr @PyErr_Occurred()
-  %u32_failed = icmp ne ptr %u32_error, null
-  br i1 %u32_failed, label %failed_conversion, label %u32_range
-u32_range:
-  %u32_fits = icmp ule i64 %u32, 4294967295
-  br i1 %u32_fits, label %u32_store, label %fallback
-u32_store:
-  %u32_narrow = trunc i64 %u32 to i32
-  store i32 %u32_narrow, ptr %to, align 1
-  br label %stored
-as_f32:
-  %f32_wide = call double @PyFloat_AsDouble(ptr %object)
-  %f32_maybe_error = fcmp oeq double %f32_wide, -1.0
-  br i1 %f32_maybe_error, label %f32_check, label %f32_narrow
-f32_check:
-  %f32_error = call ptr @PyErr_Occurred()
-  %f32_failed = icmp ne ptr %f32_error, null
-  br i1 %f32_failed, label %failed_conversion, label %f32_narrow
-f32_narrow:
-  %f32 = fptrunc double %f32_wide to float
-  br label %f32_store
-f32_store:
-  store float %f32, ptr %to, align 1
-  br label %stored
-as_f64:
-  %f64 = call double @PyFloat_AsDouble(ptr %object)
-  %f64_maybe_error = fcmp oeq double %f64, -1.0
-  br i1 %f64_maybe_error, label %f64_check, label %f64_store
-f64_check:
-  %f64_error = call ptr @PyErr_Occurred()
-  %f64_failed = icmp ne ptr %f64_error, null
-  br i1 %f64_failed, label %failed_conversion, label %f64_store
-f64_store:
-  store double %f64, ptr %to, align 1
-  br label %stored
-stored:
+$CONVERSIONSstored:
   %next = add i64 %i, 1
   br label %loop
 grid:
@@ -356,13 +277,59 @@ launch:
 
 """
 
+# kind's block name, CPython converter, its result type, range tests ({v}: the value; a failing one
+# falls back to the launcher's path), the narrowing to the stored type (None: stored as converted)
+_CONVERSIONS = (
+    ("u64", "PyLong_AsUnsignedLongLong", "i64", (), None),
+    ("i64", "PyLong_AsLongLong", "i64", (), None),
+    ("s32", "PyLong_AsLongLong", "i64", ("icmp sge i64 {v}, -2147483648", "icmp sle i64 {v}, 2147483647"),
+     ("trunc", "i32")),
+    ("u32", "PyLong_AsLongLong", "i64", ("icmp ule i64 {v}, 4294967295",), ("trunc", "i32")),
+    ("f32", "PyFloat_AsDouble", "double", (), ("fptrunc", "float")),
+    ("f64", "PyFloat_AsDouble", "double", (), None),
+)
+
+
+def _conversion(name: str, converter: str, wide: str, tests: Sequence[str],
+                narrowing: tuple[str, str] | None) -> str:
+    """The IR blocks converting ``%object`` (kind ``name``) and storing it at ``%to``."""
+    v = f"%{name}"
+    sentinel = f"icmp eq i64 {v}, -1" if wide == "i64" else f"fcmp oeq double {v}, -1.0"
+    after_check = f"{name}_range" if tests else f"{name}_store"
+    lines = [f"as_{name}:", f"  {v} = call {wide} @{converter}(ptr %object)",
+             f"  {v}_maybe_error = {sentinel}",
+             f"  br i1 {v}_maybe_error, label %{name}_check, label %{after_check}",
+             f"{name}_check:", f"  {v}_error = call ptr @PyErr_Occurred()",
+             f"  {v}_failed = icmp ne ptr {v}_error, null",
+             f"  br i1 {v}_failed, label %failed_conversion, label %{after_check}"]
+    if tests:
+        lines.append(f"{name}_range:")
+        fits = ""
+        for i, test in enumerate(tests):
+            lines.append(f"  {v}_test{i} = {test.format(v=v)}")
+            if fits:
+                lines.append(f"  {v}_fits{i} = and i1 {fits}, {v}_test{i}")
+                fits = f"{v}_fits{i}"
+            else:
+                fits = f"{v}_test{i}"
+        lines.append(f"  br i1 {fits}, label %{name}_store, label %fallback")
+    lines.append(f"{name}_store:")
+    stored_type, value = wide, v
+    if narrowing is not None:
+        op, stored_type = narrowing
+        value = f"{v}_narrow"
+        lines.append(f"  {value} = {op} {wide} {v} to {stored_type}")
+    lines += [f"  store {stored_type} {value}, ptr %to, align 1", "  br label %stored"]
+    return "\n".join(lines) + "\n"
+
+
 _PYTHON_SYMBOLS = ("PyBytes_AsString", "PyLong_FromLong", "PyLong_AsLongLong", "PyLong_AsUnsignedLongLong",
                    "PyFloat_AsDouble", "PyErr_Occurred", "PyErr_Clear", "PyObject_CallOneArg", "Py_DecRef",
                    "PyEval_SaveThread", "PyEval_RestoreThread")
 
 
 def _ir() -> str:
-    text = _IR
+    text = _IR.replace("$CONVERSIONS", "".join(_conversion(*c) for c in _CONVERSIONS))
     for name, offset in sorted(_OFFSETS.items(), key=lambda item: -len(item[0])):
         text = text.replace(name, str(offset))
     return text
