@@ -102,25 +102,10 @@ def main() -> None:
     parser.add_argument("--torch", action="store_true", help="real torch CPU tensors (stub mode, see above)")
     opts = parser.parse_args()
     torch = use_real_torch() if opts.torch else install_fake_torch()
-    import tiles
-    import tiles.language as tl
+    from launch_kernels_cpu import add_kernel, eight_args  # imports tiles after the torch stand-in
+
     from tiles.backends.cuda import runtime
     from tiles.backends.cuda.driver import Driver, load_library
-
-    @tiles.jit
-    def add_kernel(x, y, out, n, BLOCK: tl.constexpr):
-        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        mask = offs < n
-        tl.store(out + offs, tl.load(x + offs, mask=mask) + tl.load(y + offs, mask=mask), mask=mask)
-
-    @tiles.jit
-    def eight_args(x, w, out, stride, n, eps, BLOCK: tl.constexpr, RELU: tl.constexpr):
-        offs = tl.arange(0, BLOCK)
-        mask = offs < n
-        v = tl.load(x + tl.program_id(0) * stride + offs, mask=mask) * tl.load(w + offs, mask=mask) + eps
-        if RELU:
-            v = tl.maximum(v, 0.0)
-        tl.store(out + tl.program_id(0) * stride + offs, v, mask=mask)
 
     library = Path(tempfile.mkdtemp()) / "libcuda_stub.so"
     source = ROOT.parent / "tests" / "backends" / "cuda" / "libcuda_stub.c"
