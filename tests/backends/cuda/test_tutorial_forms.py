@@ -83,6 +83,55 @@ def test_tutorial_form_pipelines_on_wgmma(wrap, kmask):
         assert toolchain.ptxas_info(ptx, "sm_90a").get("spill_stores", 0) == 0
 
 
+@pytest.mark.parametrize("wrap,kmask", FORMS)
+def test_copies_advance_a_running_offset(wrap, kmask):
+    """Pointer tiles advanced by ``+= BLOCK_K * stride`` become a 64-bit byte offset carried by the
+    loop (an inline add per feed) instead of ``base + k * stride`` recomputed per copy, which
+    ptxas assembles as one IMAD.WIDE per copy (8 % slower on the H200, running.py)."""
+    from tiles.backends.cuda.ptx_loops import mma_loop
+    *_, args = _args(256, 256, 256)
+    ir = tutorial_matmul.warmup(*args, backend="cuda", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
+                                WRAP=wrap, KMASK=kmask, num_warps=8, num_stages=3).ir
+    loop = mma_loop(toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(8, 3)), "sm_90a"))
+    assert loop.count("cp.async.cg.shared.global") == 12
+    assert "mul.wide" not in loop, "a copy address is recomputed from the trip count"
+    assert len(re.findall(r"add\.s64\s+%rd\d+, %rd\d+, %rd\d+;\s*\n\s*// end inline asm", loop)) == 2
+
+
+@tiles.jit
+def wrapped_k_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                     BLOCK_K: tl.constexpr):
+    """K offsets wrapped with ``%`` every step: the addresses are not affine in the iteration."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        offs_k = (k * BLOCK_K + 2 * BLOCK_K + tl.arange(0, BLOCK_K)) % K
+        a = tl.load(a_ptr + offs_m[:, None] * K + offs_k[None, :])
+        b = tl.load(b_ptr + offs_k[:, None] * N + offs_n[None, :])
+        acc = tl.dot(a, b, acc)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(tl.float16))
+
+
+def test_wrapped_offsets_keep_per_iteration_addresses():
+    """A rotated K walk (``% K``) still pipelines, computing each copy's address every iteration
+    (no running offset), and sums the same products: simulated against numpy."""
+    from sim_emitter import run
+
+    from tiles.backends.cuda.ptx_loops import mma_loop
+    m, n, k, bm, bn, bk, warps, stages = 64, 64, 128, 64, 64, 32, 4, 3
+    a, b, c, _ = _args(m, n, k)
+    ir = wrapped_k_matmul.warmup(a, b, c, m, n, k, backend="cuda", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                                 num_warps=warps, num_stages=stages).ir
+    loop = mma_loop(toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a"))
+    assert "cp.async.cg.shared.global" in loop
+    assert not re.search(r"add\.s64\s+%rd\d+, %rd\d+, %rd\d+;\s*\n\s*// end inline asm", loop)
+    by_name = dict(zip(wrapped_k_matmul.arg_names, (a, b, c, m, n, k)))
+    run(ir, [by_name[p.name] if isinstance(by_name[p.name], np.ndarray) else np.int32(by_name[p.name])
+             for p in ir.params], (1, 1), warps * 32, num_stages=stages)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
+
+
 def test_wide_tile_issues_the_widest_wgmma():
     """A 128x256 tile on two warpgroups: each takes 64 rows and all 256 columns, so every k-step
     is one m64n256k16 per warpgroup (A read from shared memory once), as on Triton."""

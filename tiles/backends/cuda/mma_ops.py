@@ -81,6 +81,11 @@ class PTXMMAOps(LLVMBuilder):
                    f'"r,l,b,~{{memory}}"({q}, {p}, {skip})')
         return True
 
+    def running_add(self, a: Any, b: Any) -> Reg:
+        # through inline PTX so that LLVM's loop strength reduction cannot turn the running
+        # offset back into ``base + trip * stride``, which ptxas assembles as IMAD.WIDE per copy
+        return self._val("i64", f'call i64 asm "add.s64 $0, $1, $2;", "=l,l,l"({a}, {b})')
+
     def cp_async_commit(self) -> None:
         self._emit('call void asm sideeffect "cp.async.commit_group;", "~{memory}"()')
 

@@ -99,6 +99,10 @@ def _closed_form(emit: _Emit, loop: Instr, body: Block, init: Value, inc: Value,
         cache["count"] = count
     count = cache["count"]
     idx_dtype = inc.type.dtype
+    if isinstance(init.type.dtype, D.PointerType) and idx_dtype.itemsize < 8:
+        # each ``addptr`` step sign-extends its offset, so n steps add n * inc in 64 bits
+        idx_dtype = D.int64
+        inc = emit(Op.CAST, [inc], TileType(idx_dtype, inc.type.shape), A.Cast(idx_dtype))
     if count.type.dtype != idx_dtype:
         count = emit(Op.CAST, [count], TileType(idx_dtype), A.Cast(idx_dtype))
     if inc.type.shape:

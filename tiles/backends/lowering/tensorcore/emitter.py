@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ....core.dtypes import DType, int32, uint16, uint32
+from ....core.dtypes import DType, int32, int64, uint16, uint32
 from ....core.ops import Op
 from ..emitter import Emitter, Handle
 
@@ -49,6 +49,11 @@ class TensorCoreEmitter(Emitter):
         local memory at ``byte_offset + byte_index``; where ``mask`` is false, write zeros and
         read nothing.  False: the target has no asynchronous copies (nothing was emitted)."""
         return False
+
+    def running_add(self, a: Handle, b: Handle) -> Handle:
+        """``a + b`` (int64) kept as an addition by the optimizer: a loop-carried address offset
+        that must not be folded back into a product of the trip count (``running.py``)."""
+        return self.binary(Op.ADD, a, b, int64)
 
     def cp_async_commit(self) -> None:
         """Close the group of asynchronous copies this thread started since the last commit."""

@@ -34,10 +34,12 @@ from ..lower import RULES, Index
 from ..memory import _groups
 from .base import TensorCoreLowering, tc_rule
 from .remat import can_remat, moves_data
+from .running import running_feeds
 from .wgmma import operands
 
 _SAFE = frozenset({*BINARY_ARITH, *COMPARISON, Op.CONST, Op.ARANGE, Op.ADDPTR, Op.HINT, Op.CAST,
                    Op.WHERE, Op.NOT, Op.NEG})
+_BYTES = D.PointerType(D.int8)
 HOIST_LIMIT = 16  # A fragments (per thread, 4 registers each) a hoisted operand may take
 
 
@@ -193,23 +195,35 @@ class Place:
     shift: Callable[[int], int | None]
 
 
+def _evaluate(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, iv: Handle) -> None:
+    """Lower the pointer-and-mask slice of ``pipe`` at induction value ``iv`` into ``lw.env``."""
+    lw.env[iv_arg] = [iv]
+    for ins in pipe.slice:
+        for v, hs in zip(ins.results, lw.lower_instr(ins)):
+            lw.env[v] = hs
+
+
+Running = dict[int, tuple[list[Handle], Handle]]  # feed -> (its pointers at the first copied iteration, bytes since)
+
+
 def issue(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
-          slot_base: Handle, places: list[Place]) -> None:
+          slot_base: Handle, places: list[Place], running: Running | None = None) -> None:
     """Start the copies of the iteration at induction value ``iv`` into the stage at
     ``slot_base`` (bytes); one commit group per call, empty when ``iv`` is past the end.
     A thread's chunk in a later round of the layout lies a whole number of rows below its chunk
     in round 0: when the place's shift for those rows is constant, the copy addresses the
     round-0 destination plus that constant (one address register per chunk position, not per
-    chunk, as Triton's)."""
+    chunk, as Triton's).  ``running`` feeds address their copies from a base and a byte offset
+    (``running.py``)."""
     e = lw.e
     valid = e.binary(Op.LT, iv, ub, iv_dtype)
-    lw.env[iv_arg] = [iv]
-    for ins in pipe.slice:
-        for v, hs in zip(ins.results, lw.lower_instr(ins)):
-            lw.env[v] = hs
-    for feed, place in zip(pipe.feeds, places):
+    _evaluate(lw, pipe, iv_arg, iv)
+    for n, (feed, place) in enumerate(zip(pipe.feeds, places)):
         load, w = feed.load, feed.width
         ptrs = lw.env[load.operands[0]]
+        if running and n in running:
+            bases, offset = running[n]
+            ptrs = [e.ptr_offset(p, offset, _BYTES, D.int64) for p in bases]
         masks = lw.env[load.operands[1]] if load.attrs.masked else None
         lay = lw.layout(load.result)
         cols = lay.shape[-1]
@@ -365,7 +379,10 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         st.wg_keep[pipe.dots[0]] = keep
 
     state = carried_values(lw, instr, pos, rules.mma_handles)
-    carried = [*state.handles, (lw.const(0, D.int32), D.int32)]  # + the stage this iteration reads
+    runs = running_feeds([f.load for f in pipe.feeds], instr, st.defs)
+    n_state = len(state.handles)
+    # + the stage this iteration reads, + a byte offset per running feed
+    carried = [*state.handles, (lw.const(0, D.int32), D.int32), *((lw.const(0, D.int64), D.int64) for _ in runs)]
 
     def i32(x: int) -> Handle:
         return lw.const(x, D.int32)
@@ -376,9 +393,13 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     for s in range(ahead_by):
         iv_s = lb if s == 0 else e.binary(Op.ADD, lb, ivc(s * pipe.step), iv_dtype)
         issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s * stage_bytes), places)
+    bases, strides = _running_starts(lw, pipe, iv_arg, e.binary(Op.ADD, lb, ivc(ahead_by * pipe.step), iv_dtype),
+                                     ivc(pipe.step), iv_dtype, runs)
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
-        slot = regs[-1]
+        slot = regs[n_state]
+        advanced = regs[n_state + 1:]
+        running = {n: (bases[k], advanced[k]) for k, n in enumerate(runs)}
         e.cp_async_wait(ahead_by - 1)
         if plan.wgmma:
             # PTX: cp.async writes through the generic proxy, wgmma reads through the async one,
@@ -391,7 +412,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
 
         def start() -> None:
             issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, target, i32(stage_bytes), D.int32),
-                  places)
+                  places, running)
         if not keep:
             start()
         here = e.binary(Op.MUL, slot, i32(stage_bytes), D.int32)
@@ -407,11 +428,30 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
             start()
         last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(e.select(last, i32(0), e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
-        return flat
+        return [*flat, *(e.running_add(off, stride) for off, stride in zip(advanced, strides))]
 
     outs = e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
 
     def drain() -> None:
         e.cp_async_wait(0)
         e.barrier()
-    return finish_carried(lw, instr, pos, state.split(outs[:-1]), keep, drain)
+    return finish_carried(lw, instr, pos, state.split(outs[:n_state]), keep, drain)
+
+
+def _running_starts(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, first: Handle, step: Handle,
+                    iv_dtype: DType, runs: list[int]) -> tuple[list[list[Handle]], list[Handle]]:
+    """Per running feed, its pointers at induction value ``first`` (the first iteration the loop
+    copies) and the bytes they advance per iteration (the same for every element)."""
+    if not runs:
+        return [], []
+    e = lw.e
+    _evaluate(lw, pipe, iv_arg, first)
+    bases = [list(lw.env[pipe.feeds[n].load.operands[0]]) for n in runs]
+    _evaluate(lw, pipe, iv_arg, e.binary(Op.ADD, first, step, iv_dtype))
+    strides = []
+    for n, base in zip(runs, bases):
+        ptr = pipe.feeds[n].load.operands[0].type.dtype
+        assert isinstance(ptr, D.PointerType)
+        after = lw.env[pipe.feeds[n].load.operands[0]][0]
+        strides.append(e.binary(Op.SUB, e.ptr_to_int(after, ptr), e.ptr_to_int(base[0], ptr), D.int64))
+    return bases, strides
