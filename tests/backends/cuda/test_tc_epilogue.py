@@ -123,6 +123,8 @@ def test_store_widths_ptx(align, store, count):
     assert stores.count(store) == count and len(stores) == count, stores
     if align < 16:  # from fragments through local memory once: no blocked copy of the tile besides
         assert sum("ld.shared" in line for line in ptx.splitlines()) == count
+    # the fragments reach local memory by stmatrix (staging.py): four 8x8 matrices per instruction
+    assert ptx.count("stmatrix.sync.aligned.m8n8.x4.shared.b16") == BM * BN // THREADS // 8
 
 
 def _record_stores(monkeypatch):
