@@ -168,6 +168,11 @@ CASES = [  # (BM, BN, BK, warps, M, N, K, out): masked edges in M and N, a K tai
     (64, 32, 32, 4, 64, 32, 32, "float16"),   # rows of 64 bytes: two rows per 128-byte line
     (64, 16, 32, 4, 60, 16, 32, "float16"),   # rows of 32 bytes: four rows per line
     (64, 64, 32, 4, 64, 64, 32, "float32"),
+    (64, 256, 32, 4, 64, 256, 32, "float16"),  # 4 rows per round of the blocked read: keys change by round
+]
+MMA_SYNC_ONLY = [  # tiles wgmma does not take (M not a multiple of 64)
+    (16, 16, 32, 4, 16, 16, 32, "float16"),   # warps split N: one fragment column each, stmatrix.x2
+    (64, 16, 32, 4, 64, 16, 32, "float32"),   # 64-byte fp32 rows: padded rows
 ]
 
 
@@ -220,12 +225,15 @@ def test_staged_epilogue_simulated(case, monkeypatch):
         assert not [r for r in log if r[0].startswith("local_store")]
 
 
-@pytest.mark.parametrize("case", [CASES[1], CASES[4]], ids=["bf16", "fp32"])
+@pytest.mark.parametrize("case", [CASES[1], CASES[4], *MMA_SYNC_ONLY], ids=["bf16", "fp32", "16x16", "fp32-n16"])
 def test_staged_epilogue_mma_sync_simulated(case, monkeypatch):
     """sm_90 with wgmma switched off: the mma.sync fragments (rows of a warp contiguous) go the same way."""
-    log, _ = _run(case, monkeypatch, family="mma.sync")
+    log, calls = _run(case, monkeypatch, family="mma.sync")
     got, need = count_wavefronts(log, 32 * case[3])
-    assert got == need
+    if SwizzledRows.fits(case[0], case[1], 2 if case[-1] != "float32" else 4):
+        assert got == need
+    else:
+        assert calls["stmatrix"] == 0
 
 
 @pytest.mark.parametrize("case,why", [
