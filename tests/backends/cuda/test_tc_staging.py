@@ -284,15 +284,22 @@ def test_ptx_counts(bm, bn, bk, warps, out, monkeypatch):
         assert not any(k.startswith("st.shared") for k in n_new)
 
 
-def test_ptx_without_stmatrix_sm80():
-    """sm_80 has no stmatrix: the same swizzled tile, written as 4-byte pairs (mma.sync)."""
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+def test_ptx_mma_sync(arch):
+    """mma.sync (no wgmma without sm_90a): sm_90 writes the swizzled tile with stmatrix, sm_80 (which
+    has none) as 4-byte pairs."""
     if toolchain.ptxas_path() is None:
         pytest.skip("ptxas not on PATH: the PTX is checked by assembling it")
-    ptx = _ptx(128, 128, 32, 4, "float16", arch="sm_80")
-    toolchain.ptxas_info(ptx, "sm_80")
+    ptx = _ptx(128, 128, 32, 4, "float16", arch=arch)
+    toolchain.ptxas_info(ptx, arch)
     n = _shared_ops(ptx)
-    assert "stmatrix" not in ptx
-    assert n["st.shared.v2.b16"] + n["st.shared.b32"] == 128 * 128 // 128 // 2
+    assert "mma.sync" in ptx and "wgmma" not in ptx
+    assert n["ld.shared.v4.b32"] == 16
+    if arch == "sm_80":
+        assert "stmatrix" not in ptx
+        assert n["st.shared.v2.b16"] + n["st.shared.b32"] == 128 * 128 // 128 // 2
+    else:
+        assert n["stmatrix.sync.aligned.m8n8.x4.shared.b16"] == 16 and not any(k.startswith("st.") for k in n)
 
 
 # -------------------------------------------------------------------- GPU
