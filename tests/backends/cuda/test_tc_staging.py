@@ -249,6 +249,35 @@ def test_switched_off_keeps_padded_pairs(case, why, monkeypatch):
     assert got > need, why
 
 
+@tiles.jit
+def bmm_f16(a, b, c, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr):
+    bs = tl.arange(0, B)[:, None, None]
+    rows = tl.arange(0, M)[None, :, None]
+    cols = tl.arange(0, N)[None, None, :]
+    x = tl.load(a + bs * M * K + rows * K + tl.arange(0, K)[None, None, :])
+    y = tl.load(b + bs * K * N + tl.arange(0, K)[None, :, None] * N + cols)
+    tl.store(c + bs * M * N + rows * N + cols, tl.dot(x, y).to(tl.float16))
+
+
+def test_batched_dot_simulated(monkeypatch):
+    """A 3-D dot (mma.sync, batch folded into the staged tile's rows) leaves its fragments the same way."""
+    import sim_emitter
+
+    from tiles.backends.lowering.tensorcore import fragments
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((2, 32, 32)).astype(np.float16)
+    b = rng.standard_normal((2, 32, 32)).astype(np.float16)
+    c = np.full((2, 32, 32), np.nan, np.float16)
+    ir = bmm_f16.warmup(a, b, c, 2, 32, 32, 32, backend="cuda", num_warps=4).ir
+    log = record_local(monkeypatch, [(fragments, "to_blocked")])
+    sim_emitter.run(ir, [a, b, c], (1,), 128)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.abs(c.astype(np.float64) - want).max() <= 1e-2 * np.abs(want).max()
+    assert any(what == "stmatrix" for what, *_ in log)
+    got, need = count_wavefronts(log, 128)
+    assert got == need
+
+
 # -------------------------------------------------------------------- PTX
 
 def _ptx(bm, bn, bk, warps, out, arch="sm_90a"):
