@@ -337,11 +337,12 @@ class SimEmitter(TensorCoreEmitter):
     def stmatrix_ok(self) -> bool:
         return True
 
-    def stmatrix(self, byte_offset: int, byte_index: H, regs: Sequence[Any]) -> None:
+    def stmatrix(self, byte_offset: int, byte_index: H, regs: Sequence[Any], trans: bool = False) -> None:
         # PTX ISA, stmatrix .m8n8 .b16: matrix i is stored from register i of every lane; lanes
-        # 8i..8i+7 give the addresses of its rows 0..7 (16 bytes each, 16-byte aligned; lanes past
-        # 8 * count give none); lane l's register holds row l // 4, columns 2 * (l % 4) (low 16
-        # bits) and 2 * (l % 4) + 1 (high 16 bits): the mma accumulator layout, packed in pairs
+        # 8i..8i+7 give the addresses of its rows 0..7 as stored (16 bytes each, 16-byte aligned;
+        # lanes past 8 * count give none); lane l's register holds row l // 4, columns 2 * (l % 4)
+        # (low 16 bits) and 2 * (l % 4) + 1 (high 16 bits): the mma accumulator layout, packed in
+        # pairs; .trans stores each matrix column-major (stored row r is the matrix's column r)
         assert len(regs) in (1, 2, 4), len(regs)
         assert not self.active or self._mask(None).all(), "stmatrix under a condition: all lanes execute it"
         for w in range(self.threads // WARP):
@@ -351,6 +352,8 @@ class SimEmitter(TensorCoreEmitter):
                 for lane in range(WARP):
                     g, q = lane // 4, lane % 4
                     mat[g, 2 * q], mat[g, 2 * q + 1] = words[lane] & 0xFFFF, words[lane] >> 16
+                if trans:
+                    mat = np.ascontiguousarray(mat.T)
                 for r in range(8):
                     at = byte_offset + int(byte_index.v[w * WARP + 8 * i + r])
                     assert at % 16 == 0 and 0 <= at <= len(self.smem) - 16, at

@@ -16,9 +16,9 @@ class PTXStoreMatrixOps(LLVMBuilder):
         sm = sm_version(self.t.arch)
         return sm is not None and sm >= 90
 
-    def stmatrix(self, byte_offset: int, byte_index: Any, regs: Sequence[Any]) -> None:
+    def stmatrix(self, byte_offset: int, byte_index: Any, regs: Sequence[Any], trans: bool = False) -> None:
         assert len(regs) in (1, 2, 4), len(regs)
         q = self._local_ptr(byte_offset, byte_index, D.int8)
-        name = f"llvm.nvvm.stmatrix.sync.aligned.m8n8.x{len(regs)}.b16"
+        name = f"llvm.nvvm.stmatrix.sync.aligned.m8n8.x{len(regs)}{'.trans' if trans else ''}.b16"
         self._declare(name, "void", [q.ty, *("i32" for _ in regs)])
         self._emit(f"call void @{name}({', '.join(str(a) for a in (q, *regs))})")

@@ -5,16 +5,23 @@ the axis facts promise the alignment.  When they allow only ``w < vec`` elements
 (a base pointer loaded from memory, an odd leading stride), a store from the blocked layout
 makes each warp instruction touch 32 accesses ``vec`` elements apart: eight times the memory
 transactions of a contiguous one for 2-byte elements.  Such a store (``claim_stores``) moves
-the fragments through local memory (``staging.py``) straight into a *store layout* of ``w``-element chunks, so
-a warp's accesses cover ``32 * w`` consecutive elements of a row (Triton's coalescing picks the
+the fragments through local memory (``staging.py``) straight into a *store layout* of
+``w``-element chunks, so a warp's accesses cover ``32 * w`` consecutive elements of a row (Triton's coalescing picks the
 same arrangement), and evaluates the pointer and mask at that layout's coordinates
 (``remat.value_at``) instead of taking the blocked ones.  The tile then needs no blocked copy.
+
+One element per access (``w == 1``) of a 16-bit tile, with ``stmatrix``: the tile is staged
+transposed (``stmatrix.trans`` into an ``n x m`` ``SwizzledRows``), and each thread takes *column
+strips* of 8 rows, one 16-byte load each, then stores their 8 elements one by one; consecutive
+lanes hold consecutive columns, so each store instruction still covers 32 consecutive elements of a
+row (as Triton does it): 8 times fewer local loads than one per element.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .... import config
 from ....core.ir import Instr, Value
 from ....core.ops import Op
 from ..emitter import Handle
@@ -25,7 +32,7 @@ from .base import TensorCoreLowering, tc_rule
 from .fragments import frag_handles
 from .plan import MMALayout, Plan, _frag_use
 from .remat import can_remat, value_at
-from .staging import Place, staging
+from .staging import Place, SwizzledRows, staging
 
 _REMAT_BUDGET = 48  # nodes of the pointer or mask expression recomputed per element
 
@@ -96,6 +103,58 @@ def _slot_place(lw: TensorCoreLowering, dst: Layout, j: int) -> Place:
     return Place(0, col0, r // rounds_per_row, (r % rounds_per_row) * lw.threads * dst.vec)
 
 
+STRIP = 8  # rows of a column strip: 16 bytes of 16-bit elements
+
+
+def _strips(lw: TensorCoreLowering, lay: MMALayout, dst: Layout) -> list[tuple[Place, Place]] | None:
+    """This thread's column strips, each as (its first element in the tile, the same element in the
+    transposed staging), when ``dst`` stores one element per access and the strips split evenly
+    over the threads; None otherwise."""
+    m, n, threads = lay.m, lay.n, lw.threads
+    if dst.vec != 1 or m % STRIP or (m // STRIP * n) % threads or (threads % n and n % threads):
+        return None
+    iop = lw.iop
+    out = []
+    for r in range(m // STRIP * n // threads):
+        if threads % n == 0:  # a round covers whole rows of strips: the thread's column is fixed
+            col = lw.cached(("strip col", n), lambda: iop(Op.MOD, lw.tid, n))
+            row = lw.cached(("strip row", n), lambda: iop(Op.MUL, iop(Op.IDIV, lw.tid, n), STRIP))
+            drow = r * (threads // n) * STRIP
+            out.append((Place(row, col, drow), Place(col, row, 0, drow)))
+        else:  # a row of strips takes whole rounds
+            per_row = n // threads
+            drow, dcol = (r // per_row) * STRIP, (r % per_row) * threads
+            out.append((Place(0, lw.tid, drow, dcol), Place(lw.tid, 0, dcol, drow)))
+    return out
+
+
+def _store_strips(lw: TensorCoreLowering, instr: Instr, hs: list[Handle], lay: MMALayout,
+                  strips: list[tuple[Place, Place]]) -> None:
+    e, iop = lw.e, lw.iop
+    ptr, v = instr.operands[0], instr.operands[1]
+    mask = instr.operands[2] if instr.attrs.masked else None
+    dtype = v.type.element
+    st = SwizzledRows(lay.n, lay.m, dtype.itemsize)
+    lw.reserve_local(st.nbytes)
+    st.write_transposed(lw, hs, lay, dtype)
+    e.barrier()
+    defs = lw.tc.defs
+    for (place, _), at in zip(strips, st.indices(lw, [staged for _, staged in strips])):
+        vals = e.local_load_vector(0, lw.idx(at), STRIP, dtype)
+        first, col = place.at(lw)
+        for i, val in enumerate(vals):
+            row = iop(Op.ADD, first, i)
+            p = value_at(lw, defs, ptr, [row, col])
+            m: Handle | None = None if mask is None else value_at(lw, defs, mask, [row, col])
+            e.store(p, val, dtype, m)
+    e.barrier()
+
+
+def _strips_fit(lw: TensorCoreLowering, lay: MMALayout, dtype: Any) -> bool:
+    st = SwizzledRows(lay.n, lay.m, dtype.itemsize)
+    return config.stmatrix() and SwizzledRows.fits(lay.n, lay.m, dtype.itemsize) and st.transposable(lw, lay, dtype)
+
+
 @tc_rule(Op.STORE)
 def _store(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     dst = lw.tc.stores.get(instr)
@@ -108,6 +167,10 @@ def _store(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     assert isinstance(lay, MMALayout)
     dtype = v.type.element
     hs = frag_handles(lw, v, lay)
+    strips = _strips(lw, lay, dst) if _strips_fit(lw, lay, dtype) else None
+    if strips is not None:
+        _store_strips(lw, instr, hs, lay, strips)
+        return []
     st = staging(lay, dtype)
     lw.reserve_local(st.nbytes)
     st.write(lw, hs, lay, dtype)

@@ -185,15 +185,33 @@ class SwizzledRows:
         for at, k in zip(self.indices(lw, places), slots):
             e.local_store_vector(0, lw.idx(at), handles[k:k + 2], dtype, None)
 
+    def write_transposed(self, lw: TensorCoreLowering, handles: Sequence[Handle], lay: MMALayout,
+                         dtype: DType) -> None:
+        """The fragments of an ``m x n`` tile into this ``n x m`` one, element (r, c) at (c, r), with
+        ``stmatrix.trans`` (16-bit elements, an emitter that has it: ``transposable``)."""
+        assert self.transposable(lw, lay, dtype)
+        self._write_matrices(lw, Lanes(lw, lay), handles, lay, dtype, transposed=True)
+
+    def transposable(self, lw: TensorCoreLowering, lay: MMALayout, dtype: DType) -> bool:
+        return (self.itemsize == dtype.itemsize == 2 and lay.batch == 1 and (self.rows, self.cols) == (lay.n, lay.m)
+                and lw.e.stmatrix_ok())
+
     def _write_matrices(self, lw: TensorCoreLowering, lanes: Lanes, handles: Sequence[Handle], lay: MMALayout,
-                        dtype: DType) -> None:
+                        dtype: DType, transposed: bool = False) -> None:
         """A fragment rep (16 rows x 8 columns) is two 8x8 matrices: rows 0-7 (c0 c1 packed) and
         8-15 (c2 c3).  One ``stmatrix.x4`` writes reps ``ni`` and ``ni + 1``: lane ``l`` gives the
         address of row ``l % 16`` of the pair's rows, in rep ``ni + l // 16`` (an odd last rep:
-        ``.x2``, lanes 0-15)."""
+        ``.x2``, lanes 0-15); ``transposed``: of column ``l % 8`` of matrix ``l // 8``, stored as a
+        row of the transposed tile (``.trans``)."""
         iop, e = lw.iop, lw.e
-        row = iop(Op.ADD, iop(Op.MUL, lanes.warp_m, lay.warp_rows), iop(Op.MOD, lanes.lane, 16))
-        col = iop(Op.ADD, iop(Op.MUL, lanes.warp_n, lay.reps_n * 8), iop(Op.MUL, iop(Op.IDIV, lanes.lane, 16), 8))
+        lane = lanes.lane
+        first_row = iop(Op.MUL, lanes.warp_m, lay.warp_rows)
+        first_col = iop(Op.ADD, iop(Op.MUL, lanes.warp_n, lay.reps_n * 8), iop(Op.MUL, iop(Op.IDIV, lane, 16), 8))
+        if transposed:
+            row = iop(Op.ADD, first_col, iop(Op.MOD, lane, 8))
+            col = iop(Op.ADD, first_row, iop(Op.MUL, iop(Op.MOD, iop(Op.IDIV, lane, 8), 2), 8))
+        else:
+            row, col = iop(Op.ADD, first_row, iop(Op.MOD, lane, 16)), first_col
         places, groups = [], []
         for b in range(lay.batch):
             for mi in range(lay.reps_m):
@@ -203,10 +221,11 @@ class SwizzledRows:
                         at = lay.slot(b, mi, n, 0)
                         regs += [e.pack_pair(handles[at], handles[at + 1], dtype),
                                  e.pack_pair(handles[at + 2], handles[at + 3], dtype)]
-                    places.append(Place(row, col, b * lay.m + mi * lay.rep_rows, ni * 8))
+                    drow, dcol = b * lay.m + mi * lay.rep_rows, ni * 8
+                    places.append(Place(row, col, dcol, drow) if transposed else Place(row, col, drow, dcol))
                     groups.append(regs)
         for at, regs in zip(self.indices(lw, places), groups):
-            e.stmatrix(0, lw.idx(iop(Op.MUL, at, self.itemsize)), regs)
+            e.stmatrix(0, lw.idx(iop(Op.MUL, at, self.itemsize)), regs, transposed)
 
 
 Staging = PaddedRows | SwizzledRows
