@@ -5,19 +5,20 @@ A conversion out of the MMA layout (``to_blocked`` here; the narrow-store epilog
 layout.  ``staging`` picks the arrangement:
 
 * ``SwizzledRows`` (the default): the tile row-major with no padding, each row cut into 16-byte
-  *units*; unit ``c`` of row ``r`` is stored at unit ``c ^ key(r)`` of the same row.  The key
-  takes 8 distinct values over any 8 rows starting at a multiple of 8 and repeats with period
-  8 rows.  With 16-bit elements the fragments are written with ``stmatrix`` (sm_90: four 8x8
-  matrices per warp instruction, 16 bytes per row; a warp's accumulator pair registers are the
-  matrices' fragments once packed), where the emitter has it, else as 4-byte pairs; with 32-bit
-  elements as 8-byte pairs.  Rows of ``C`` units with ``C`` a multiple of 8 XOR the low 3 bits
-  of the unit with ``key(r) = r % 8`` (16-bit) or ``2 * (r % 4) + (r // 4) % 2`` (32-bit);
-  narrower rows (16-bit only, ``C`` of 1, 2 or 4: ``8 // C`` rows per 128 bytes) use
-  ``key(r) = (r // (8 // C)) % C``.  So the 8 rows of an ``stmatrix`` matrix (one unit column)
-  fall in 8 different 16-byte bank groups, so do the four rows times two units a half-warp of
-  8-byte pairs writes, and any 128 aligned bytes of the unswizzled tile stay 128 aligned bytes:
-  a read of consecutive 16-byte chunks (the blocked layout's, ``ld.shared.v4``) is conflict
-  free too (tests/backends/cuda/test_tc_staging.py counts the wavefronts of every access).
+  *units*; unit ``c`` of row ``r`` is stored at unit ``c ^ key(r)`` of the same row, the key
+  repeating every 8 rows.  With 16-bit elements the fragments are written with ``stmatrix``
+  (sm_90: four 8x8 matrices per warp instruction, 16 bytes per row; a warp's accumulator pair
+  registers are the matrices' fragments once packed), where the emitter has it, else as 4-byte
+  pairs; with 32-bit elements as 8-byte pairs.  Rows of ``C`` units with ``C`` a multiple of 8
+  XOR the low 3 bits of the unit with ``key(r) = r % 8`` (16-bit) or ``2 * (r % 4) + (r // 4) % 2``
+  (32-bit); narrower rows (16-bit only, ``C`` of 1, 2 or 4: ``8 // C`` rows per 128 bytes) use
+  ``key(r) = (r // (8 // C)) % C``.  So the 8 rows of an ``stmatrix`` matrix (one unit of 8 rows
+  starting at a multiple of 8) fall in 8 different 16-byte bank groups, so do the four rows times
+  two units a half-warp of 8-byte pairs writes, and any 128 aligned bytes of the unswizzled tile
+  stay 128 aligned bytes: a read of consecutive 16-byte chunks (the blocked layout's,
+  ``ld.shared.v4``) is conflict free too (tests/backends/cuda/test_tc_staging.py counts the
+  wavefronts of every access).  ``write_transposed`` stores an ``m x n`` tile into an ``n x m``
+  one with ``stmatrix.trans`` (the epilogue's column strips).
 * ``PaddedRows``: rows padded to an odd number of 16-byte units (``convert.padded``), the
   fragments written as pairs; for the element types and row widths above that do not qualify,
   and for every tile when ``TILES_STMATRIX=0`` (``config.stmatrix``: the A/B switch).
