@@ -6,9 +6,10 @@ the axis facts promise the alignment.  When they allow only ``w < vec`` elements
 makes each warp instruction touch 32 accesses ``vec`` elements apart: eight times the memory
 transactions of a contiguous one for 2-byte elements.  Such a store (``claim_stores``) moves
 the fragments through local memory (``staging.py``) straight into a *store layout* of
-``w``-element chunks, so a warp's accesses cover ``32 * w`` consecutive elements of a row (Triton's coalescing picks the
-same arrangement), and evaluates the pointer and mask at that layout's coordinates
-(``remat.value_at``) instead of taking the blocked ones.  The tile then needs no blocked copy.
+``w``-element chunks, so a warp's accesses cover ``32 * w`` consecutive elements of a row
+(Triton's coalescing picks the same arrangement), and evaluates the pointer and mask at that
+layout's coordinates (``remat.value_at``) instead of taking the blocked ones.  The tile then
+needs no blocked copy.
 
 One element per access (``w == 1``) of a 16-bit tile, with ``stmatrix``: the tile is staged
 transposed (``stmatrix.trans`` into an ``n x m`` ``SwizzledRows``), and each thread takes *column
@@ -22,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from .... import config
+from ....core.dtypes import DType
 from ....core.ir import Instr, Value
 from ....core.ops import Op
 from ..emitter import Handle
@@ -150,9 +152,10 @@ def _store_strips(lw: TensorCoreLowering, instr: Instr, hs: list[Handle], lay: M
     e.barrier()
 
 
-def _strips_fit(lw: TensorCoreLowering, lay: MMALayout, dtype: Any) -> bool:
-    st = SwizzledRows(lay.n, lay.m, dtype.itemsize)
-    return config.stmatrix() and SwizzledRows.fits(lay.n, lay.m, dtype.itemsize) and st.transposable(lw, lay, dtype)
+def _strips_fit(lw: TensorCoreLowering, lay: MMALayout, dtype: DType) -> bool:
+    """The tile can be staged transposed: ``stmatrix.trans`` on 16-bit elements, rows of ``m``."""
+    return (config.stmatrix() and SwizzledRows.fits(lay.n, lay.m, dtype.itemsize)
+            and SwizzledRows(lay.n, lay.m, dtype.itemsize).transposable(lw, lay, dtype))
 
 
 @tc_rule(Op.STORE)
