@@ -281,6 +281,16 @@ def test_batched_dot_simulated(monkeypatch):
     assert got == need
 
 
+def test_switch_is_part_of_the_compile_cache_key(monkeypatch):
+    """A/B runs in separate processes must not share compiled kernels across TILES_STMATRIX."""
+    from tiles.backends import registry
+    cuda = registry.get("cuda")
+    monkeypatch.delenv("TILES_STMATRIX", raising=False)
+    on = cuda.toolchain_version()
+    monkeypatch.setenv("TILES_STMATRIX", "0")
+    assert cuda.toolchain_version() != on
+
+
 # -------------------------------------------------------------------- PTX
 
 def _ptx(bm, bn, bk, warps, out, arch="sm_90a"):
