@@ -18,8 +18,8 @@
 | ``TILES_TMA=1/0`` | cuda, sm_90+: copy tensor-descriptor tiles with TMA where it applies (the default), or never |
 |   | (lowering/tensorcore/tma.py); unset: ``TMA_BY_DEFAULT`` |
 | ``TILES_STMATRIX=1/0`` | tensor cores: MMA tiles leave the fragment layout through swizzled local memory, |
-|   | written with ``stmatrix`` (16-bit, sm_90) or 8-byte pairs (the default), or, with 0, through |
-|   | padded rows written as pairs (the earlier path, for A/B; lowering/tensorcore/staging.py) |
+|   | written with ``stmatrix`` (16-bit, sm_90; else pairs) (the default), or, with 0, through padded |
+|   | rows written as pairs, no column strips (the earlier path, for A/B; tensorcore/staging.py, epilogue.py) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
 """
 
