@@ -121,7 +121,8 @@ def registers(ptx: str) -> str:
     return "ptxas refused the PTX"
 
 
-_MEMORY = re.compile(r"\b(ld|st)\.(global|shared)((?:\.v\d)?\.[bfsu]\d+)|\b(stmatrix|ldmatrix)\b|\bbar\.sync\b")
+_MEMORY = re.compile(r"\b(ld|st)\.(global|shared)((?:\.v\d)?\.[bfsu]\d+)"
+                     r"|\b((?:st|ld)matrix)(?:\.sync\.aligned\.m8n8(\.x\d)(\.trans)?)?|\bbar\.sync\b")
 
 
 def _instructions(text: str) -> list[str]:
@@ -132,10 +133,14 @@ def _instructions(text: str) -> list[str]:
 
 def memory_ops(text: str) -> str:
     """Counts of global and shared accesses by width (``st.global.b16``, ``ld.shared.v4.b32``),
-    ``stmatrix``/``ldmatrix`` and barriers in a stretch of PTX."""
+    ``stmatrix``/``ldmatrix`` by count and transposition (``stmatrix.x4.trans``) and barriers in a
+    stretch of PTX."""
     counts: dict[str, int] = {}
     for m in _MEMORY.finditer(text):
-        key = f"{m.group(1)}.{m.group(2)}{m.group(3)}" if m.group(1) else (m.group(4) or "bar.sync")
+        if m.group(1):
+            key = f"{m.group(1)}.{m.group(2)}{m.group(3)}"
+        else:
+            key = "".join(g for g in m.group(4, 5, 6) if g) if m.group(4) else "bar.sync"
         counts[key] = counts.get(key, 0) + 1
     return ", ".join(f"{n}x {k}" for k, n in sorted(counts.items())) or "none"
 

@@ -2,7 +2,8 @@
 without a GPU: ``gemm_codegen.py``'s PTX (same forms, configurations and operands) assembled by
 ``ptxas`` for sm_90a and disassembled by ``nvdisasm``; per kernel, the registers and the
 instructions of the loop that issues warpgroup MMAs (``HGMMA``/``IGMMA``/``QGMMA``; label up to
-its backward branch), counted by opcode.
+its backward branch), counted by opcode, and the shared-memory stores and loads outside it (the
+epilogue's conversion out of the MMA layout) by opcode and width.
 
     python benchmarks/gemm_sass.py --triton-python /path/to/python-with-triton \\
         [--forms wrap,persistent] [--configs 128x256x64] [--bin DIR] [--tiles-ptxas PATH]
@@ -79,13 +80,28 @@ def opcode(line: str) -> str:
     return text.split()[0].split(".")[0].rstrip(";")
 
 
+def shared_outside_loop(sass: str, loop: list[str]) -> str:
+    """The kernel's shared-memory stores and loads outside the main loop (the epilogue's conversion
+    out of the MMA layout: ``STSM``/``STS``, ``LDS``/``LDSM``), by opcode and width."""
+    inside = set(loop)
+    ops = Counter()
+    for line in sass.splitlines():
+        if line in inside or not re.search(r"/\*[0-9a-f]{4}\*/", line):
+            continue
+        text = re.sub(r"^\s*/\*[0-9a-f]+\*/\s*(@!?U?P\w+\s+)?", "", line)
+        name = text.split()[0].rstrip(";") if text.split() else ""
+        if re.fullmatch(r"(STS|LDS|STSM|LDSM)(\.[\w.]+)?", name):
+            ops[name] += 1
+    return ", ".join(f"{k} {n}" for k, n in sorted(ops.items())) or "none"
+
+
 def summary(regs: str, sass: str) -> str:
     loop = mma_loop(sass)
     if not loop:
         return f"{regs} | no warpgroup-MMA loop"
     ops = Counter("GMMA" if opcode(b).endswith("GMMA") else opcode(b) for b in loop)
     key = ", ".join(f"{k} {ops[k]}" for k in KEY if ops[k])
-    return f"{regs} | loop {len(loop)} SASS: {key}"
+    return f"{regs} | loop {len(loop)} SASS: {key} | outside the loop, shared: {shared_outside_loop(sass, loop)}"
 
 
 def main() -> None:

@@ -17,6 +17,9 @@
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
 | ``TILES_TMA=1/0`` | cuda, sm_90+: copy tensor-descriptor tiles with TMA where it applies (the default), or never |
 |   | (lowering/tensorcore/tma.py); unset: ``TMA_BY_DEFAULT`` |
+| ``TILES_STMATRIX=1/0`` | tensor cores: MMA tiles leave the fragment layout through swizzled local memory, |
+|   | written with ``stmatrix`` (16-bit, sm_90; else pairs) (the default), or, with 0, through padded |
+|   | rows written as pairs, no column strips (the earlier path, for A/B; tensorcore/staging.py, epilogue.py) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
 """
 
@@ -63,6 +66,11 @@ TMA_BY_DEFAULT = True  # the TMA tests and benchmarks/tma_gemm.py passed on the 
 def tma() -> bool:
     value = os.environ.get("TILES_TMA", "").strip().lower()
     return value in ("1", "true", "yes", "on") if value else TMA_BY_DEFAULT
+
+
+def stmatrix() -> bool:
+    """Whether MMA tiles go to local memory swizzled, with ``stmatrix`` (TILES_STMATRIX, default on)."""
+    return os.environ.get("TILES_STMATRIX", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def check_ir() -> bool:

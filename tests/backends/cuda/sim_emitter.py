@@ -1,7 +1,7 @@
 """A numpy SIMT simulator of the lowering's emitter contract, tensor-core calls included.
 
 Every handle holds one value per thread of the program (a numpy array); warp-wide
-calls (``ldmatrix``, ``mma``, ``shuffle_xor``) act on each group of 32 threads as
+calls (``ldmatrix``, ``stmatrix``, ``mma``, ``shuffle_xor``) act on each group of 32 threads as
 PTX specifies.  Threads run in lock step, so barriers are no-ops.  It lets the
 tensor-core lowering (fragment layouts, MMA operand repacking, row reductions) be
 checked numerically without a GPU: ``run(kernel_ir, args, grid, threads)``.
@@ -333,6 +333,32 @@ class SimEmitter(TensorCoreEmitter):
                     g, q = lane // 4, lane % 4
                     regs[i][w * WARP + lane] = int(mat[g, 2 * q]) | (int(mat[g, 2 * q + 1]) << 16)
         return [H(r.view(np.int32)) for r in regs]
+
+    def stmatrix_ok(self) -> bool:
+        return True
+
+    def stmatrix(self, byte_offset: int, byte_index: H, regs: Sequence[Any], trans: bool = False) -> None:
+        # PTX ISA, stmatrix .m8n8 .b16: matrix i is stored from register i of every lane; lanes
+        # 8i..8i+7 give the addresses of its rows 0..7 as stored (16 bytes each, 16-byte aligned;
+        # lanes past 8 * count give none); lane l's register holds row l // 4, columns 2 * (l % 4)
+        # (low 16 bits) and 2 * (l % 4) + 1 (high 16 bits): the mma accumulator layout, packed in
+        # pairs; .trans stores each matrix column-major (stored row r is the matrix's column r)
+        assert len(regs) in (1, 2, 4), len(regs)
+        assert not self.active or self._mask(None).all(), "stmatrix under a condition: all lanes execute it"
+        for w in range(self.threads // WARP):
+            for i, reg in enumerate(regs):
+                words = reg.v[w * WARP:(w + 1) * WARP].astype(np.uint32)  # int32 handles: same bits
+                mat = np.zeros((8, 8), np.uint16)
+                for lane in range(WARP):
+                    g, q = lane // 4, lane % 4
+                    mat[g, 2 * q], mat[g, 2 * q + 1] = words[lane] & 0xFFFF, words[lane] >> 16
+                if trans:
+                    mat = np.ascontiguousarray(mat.T)
+                for r in range(8):
+                    at = byte_offset + int(byte_index.v[w * WARP + 8 * i + r])
+                    assert at % 16 == 0 and 0 <= at <= len(self.smem) - 16, at
+                    self._settled(np.arange(at, at + 16), "stmatrix")
+                    self.smem[at:at + 16] = mat[r].view(np.uint8)
 
     def cp_async(self, byte_offset: int, byte_index: H, p: H, nbytes: int, mask: H | None) -> bool:
         ok = self._mask(mask)

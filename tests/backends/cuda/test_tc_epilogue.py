@@ -121,8 +121,15 @@ def test_store_widths_ptx(align, store, count):
     assert "wgmma.mma_async" in ptx and "cp.async.cg" in ptx
     stores = re.findall(r"\bst\.global(?:\.v\d)?\.b\d+", ptx)
     assert stores.count(store) == count and len(stores) == count, stores
-    if align < 16:  # from fragments through local memory once: no blocked copy of the tile besides
-        assert sum("ld.shared" in line for line in ptx.splitlines()) == count
+    loads = [line for line in ptx.splitlines() if "ld.shared" in line]
+    # the fragments reach local memory by stmatrix (staging.py): four 8x8 matrices per instruction;
+    # transposed for one element per store, so that each thread reads a column of 8 rows at once
+    trans = ".trans" if align == 2 else ""
+    assert ptx.count(f"stmatrix.sync.aligned.m8n8.x4{trans}.shared.b16") == BM * BN // THREADS // 8
+    if align == 2:  # column strips: one 16-byte load per 8 stores
+        assert len(loads) == count // 8 and all("ld.shared.v4.b32" in line for line in loads)
+    elif align < 16:  # from fragments through local memory once: no blocked copy of the tile besides
+        assert len(loads) == count
 
 
 def _record_stores(monkeypatch):

@@ -113,7 +113,8 @@ class CUDABackend(Backend):
 
     def toolchain_version(self) -> str:
         from ... import config
-        return toolchain.toolchain_version() + (" tma" if config.tma() else "")
+        return (toolchain.toolchain_version() + (" tma" if config.tma() else "")
+                + ("" if config.stmatrix() else " no-stmatrix"))
 
     def stages(self, options: Options) -> dict[str, Stage]:
         arch = self.arch()

@@ -1,4 +1,5 @@
-"""Moving tiles between the blocked layout, local memory and the MMA layout.
+"""Moving tiles between the blocked layout, local memory and the MMA layout (the way out of
+the MMA layout, through a swizzled tile, is ``staging.py``).
 
 Local-memory arrays here are row-major with a *padded* row stride: rows are a
 multiple of 16 bytes and the stride, in 16-byte units, is odd, so the eight
@@ -78,26 +79,6 @@ def stage(lw: Lowering, handles: Sequence[Handle], lay: Layout, dtype: DType, by
 
 def _fragment_index(lw: Lowering, lanes: Lanes, b: int, mi: int, ni: int, half: int, ld: int) -> Index:
     return lw.iop(Op.ADD, lw.iop(Op.MUL, lanes.row(mi, half, b), ld), lanes.col(ni))
-
-
-def to_blocked(lw: Lowering, handles: list[Handle], lay: MMALayout, dtype: DType) -> list[Handle]:
-    """MMA layout -> blocked layout through local memory."""
-    e = lw.e
-    ld = padded(lay.n, dtype.itemsize)
-    lw.reserve_local(align16(lay.batch * lay.m * ld * dtype.itemsize))
-    for k, at in _fragment_pairs(lw, lay, ld):
-        e.local_store_vector(0, lw.idx(at), handles[k:k + 2], dtype, None)
-    e.barrier()
-    shape = (lay.m, lay.n) if lay.batch == 1 else (lay.batch, lay.m, lay.n)
-    dst = lw.layout(shape)
-    piece = max(1, min(dst.vec, 16 // dtype.itemsize))
-    out: list[Handle] = []
-    for j in range(0, dst.per_thread, piece):
-        flat = lw.flat_index(dst, j)
-        at = lw.iop(Op.ADD, lw.iop(Op.MUL, lw.iop(Op.IDIV, flat, lay.n), ld), lw.iop(Op.MOD, flat, lay.n))
-        out.extend(e.local_load_vector(0, lw.idx(at), piece, dtype))
-    e.barrier()
-    return out
 
 
 def _fragment_pairs(lw: Lowering, lay: MMALayout, ld: int) -> Iterator[tuple[int, Index]]:

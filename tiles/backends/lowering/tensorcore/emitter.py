@@ -43,6 +43,19 @@ class TensorCoreEmitter(Emitter):
         returns ``count`` 32-bit registers (``trans``: each matrix transposed)."""
         raise NotImplementedError
 
+    def stmatrix_ok(self) -> bool:
+        """Whether the target has ``stmatrix`` below (PTX ``stmatrix``, sm_90)."""
+        return False
+
+    def stmatrix(self, byte_offset: int, byte_index: Handle, regs: Sequence[Handle], trans: bool = False) -> None:
+        """Warp-wide store of ``len(regs)`` (1, 2 or 4) 8x8 matrices of 16-bit elements to local
+        memory: lane l gives the address (``byte_offset + byte_index``, 16-byte aligned) of row
+        l % 8 of matrix l // 8 as stored (lanes from ``8 * len(regs)`` on give none); register i of
+        lane l holds columns 2 * (l % 4) (low half) and 2 * (l % 4) + 1 of row l // 4 of matrix i
+        (``pack_pair``); ``trans``: each matrix is stored transposed (its columns as the rows).  All
+        32 lanes of the warp execute it."""
+        raise NotImplementedError
+
     def cp_async(self, byte_offset: int, byte_index: Handle, p: Handle, nbytes: int,
                  mask: Handle | None) -> bool:
         """Start an asynchronous copy of ``nbytes`` (4, 8 or 16, aligned) from global ``p`` to

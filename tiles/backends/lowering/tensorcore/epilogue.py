@@ -5,27 +5,36 @@ the axis facts promise the alignment.  When they allow only ``w < vec`` elements
 (a base pointer loaded from memory, an odd leading stride), a store from the blocked layout
 makes each warp instruction touch 32 accesses ``vec`` elements apart: eight times the memory
 transactions of a contiguous one for 2-byte elements.  Such a store (``claim_stores``) moves
-the fragments through local memory straight into a *store layout* of ``w``-element chunks, so
-a warp's accesses cover ``32 * w`` consecutive elements of a row (Triton's coalescing picks the
-same arrangement), and evaluates the pointer and mask at that layout's coordinates
-(``remat.value_at``) instead of taking the blocked ones.  The tile then needs no blocked copy.
+the fragments through local memory (``staging.py``) straight into a *store layout* of
+``w``-element chunks, so a warp's accesses cover ``32 * w`` consecutive elements of a row
+(Triton's coalescing picks the same arrangement), and evaluates the pointer and mask at that
+layout's coordinates (``remat.value_at``) instead of taking the blocked ones.  The tile then
+needs no blocked copy.
+
+One element per access (``w == 1``) of a 16-bit tile, with ``stmatrix``: the tile is staged
+transposed (``stmatrix.trans`` into an ``n x m`` ``SwizzledRows``), and each thread takes *column
+strips* of 8 rows, one 16-byte load each, then stores their 8 elements one by one; consecutive
+lanes hold consecutive columns, so each store instruction still covers 32 consecutive elements of a
+row (as Triton does it): 8 times fewer local loads than one per element.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from .... import config
+from ....core.dtypes import DType
 from ....core.ir import Instr, Value
 from ....core.ops import Op
 from ..emitter import Handle
 from ..layout import Layout
-from ..lower import RULES, Index
+from ..lower import RULES
 from ..memory import access_width
 from .base import TensorCoreLowering, tc_rule
-from .convert import _fragment_pairs, align16, padded
 from .fragments import frag_handles
 from .plan import MMALayout, Plan, _frag_use
 from .remat import can_remat, value_at
+from .staging import Place, SwizzledRows, staging
 
 _REMAT_BUDGET = 48  # nodes of the pointer or mask expression recomputed per element
 
@@ -81,8 +90,8 @@ def _needed_blocked(lw: TensorCoreLowering, plan: Plan, v: Value, claimed: dict[
     return False
 
 
-def _slot_coords(lw: TensorCoreLowering, dst: Layout, j: int) -> tuple[Index, Index]:
-    """(row, column) of the first element of this thread's chunk in slot ``j``."""
+def _slot_place(lw: TensorCoreLowering, dst: Layout, j: int) -> Place:
+    """Where the first element of this thread's chunk in slot ``j`` is."""
     per_row = dst.shape[-1] // dst.vec
     r = j // dst.vec
     if lw.threads % per_row == 0:  # a round covers whole rows: the thread's column is fixed
@@ -90,10 +99,63 @@ def _slot_coords(lw: TensorCoreLowering, dst: Layout, j: int) -> tuple[Index, In
         row0 = lw.cached(("store row", per_row), lambda: lw.iop(Op.IDIV, lw.tid, per_row))
         col = lw.cached(("store col", per_row, dst.vec), lambda: lw.iop(
             Op.MUL, lw.iop(Op.MOD, lw.tid, per_row), dst.vec))
-        return lw.iop(Op.ADD, row0, r * rows_per_round), col
+        return Place(row0, col, r * rows_per_round)
     rounds_per_row = per_row // lw.threads  # a row takes whole rounds: the thread's row is the round's
     col0 = lw.cached(("store col", per_row, dst.vec), lambda: lw.iop(Op.MUL, lw.tid, dst.vec))
-    return r // rounds_per_row, lw.iop(Op.ADD, col0, (r % rounds_per_row) * lw.threads * dst.vec)
+    return Place(0, col0, r // rounds_per_row, (r % rounds_per_row) * lw.threads * dst.vec)
+
+
+STRIP = 8  # rows of a column strip: 16 bytes of 16-bit elements
+
+
+def _strips(lw: TensorCoreLowering, lay: MMALayout, dst: Layout) -> list[tuple[Place, Place]] | None:
+    """This thread's column strips, each as (its first element in the tile, the same element in the
+    transposed staging), when ``dst`` stores one element per access and the strips split evenly
+    over the threads; None otherwise."""
+    m, n, threads = lay.m, lay.n, lw.threads
+    if dst.vec != 1 or m % STRIP or (m // STRIP * n) % threads or (threads % n and n % threads):
+        return None
+    iop = lw.iop
+    out = []
+    for r in range(m // STRIP * n // threads):
+        if threads % n == 0:  # a round covers whole rows of strips: the thread's column is fixed
+            col = lw.cached(("strip col", n), lambda: iop(Op.MOD, lw.tid, n))
+            row = lw.cached(("strip row", n), lambda: iop(Op.MUL, iop(Op.IDIV, lw.tid, n), STRIP))
+            drow = r * (threads // n) * STRIP
+            out.append((Place(row, col, drow), Place(col, row, 0, drow)))
+        else:  # a row of strips takes whole rounds
+            per_row = n // threads
+            drow, dcol = (r // per_row) * STRIP, (r % per_row) * threads
+            out.append((Place(0, lw.tid, drow, dcol), Place(lw.tid, 0, dcol, drow)))
+    return out
+
+
+def _store_strips(lw: TensorCoreLowering, instr: Instr, hs: list[Handle], lay: MMALayout,
+                  strips: list[tuple[Place, Place]]) -> None:
+    e, iop = lw.e, lw.iop
+    ptr, v = instr.operands[0], instr.operands[1]
+    mask = instr.operands[2] if instr.attrs.masked else None
+    dtype = v.type.element
+    st = SwizzledRows(lay.n, lay.m, dtype.itemsize)
+    lw.reserve_local(st.nbytes)
+    st.write_transposed(lw, hs, lay, dtype)
+    e.barrier()
+    defs = lw.tc.defs
+    for (place, _), at in zip(strips, st.indices(lw, [staged for _, staged in strips])):
+        vals = e.local_load_vector(0, lw.idx(at), STRIP, dtype)
+        first, col = place.at(lw)
+        for i, val in enumerate(vals):
+            row = iop(Op.ADD, first, i)
+            p = value_at(lw, defs, ptr, [row, col])
+            m: Handle | None = None if mask is None else value_at(lw, defs, mask, [row, col])
+            e.store(p, val, dtype, m)
+    e.barrier()
+
+
+def _strips_fit(lw: TensorCoreLowering, lay: MMALayout, dtype: DType) -> bool:
+    """The tile can be staged transposed: ``stmatrix.trans`` on 16-bit elements, rows of ``m``."""
+    return (config.stmatrix() and SwizzledRows.fits(lay.n, lay.m, dtype.itemsize)
+            and SwizzledRows(lay.n, lay.m, dtype.itemsize).transposable(lw, lay, dtype))
 
 
 @tc_rule(Op.STORE)
@@ -108,15 +170,19 @@ def _store(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     assert isinstance(lay, MMALayout)
     dtype = v.type.element
     hs = frag_handles(lw, v, lay)
-    ld = padded(lay.n, dtype.itemsize)
-    lw.reserve_local(align16(lay.m * ld * dtype.itemsize))
-    for k, at in _fragment_pairs(lw, lay, ld):
-        e.local_store_vector(0, lw.idx(at), hs[k:k + 2], dtype, None)
+    strips = _strips(lw, lay, dst) if _strips_fit(lw, lay, dtype) else None
+    if strips is not None:
+        _store_strips(lw, instr, hs, lay, strips)
+        return []
+    st = staging(lay, dtype)
+    lw.reserve_local(st.nbytes)
+    st.write(lw, hs, lay, dtype)
     e.barrier()
     defs = lw.tc.defs
-    for j in range(0, dst.per_thread, dst.vec):
-        row, col = _slot_coords(lw, dst, j)
-        vals = e.local_load_vector(0, lw.idx(lw.iop(Op.ADD, lw.iop(Op.MUL, row, ld), col)), dst.vec, dtype)
+    places = [_slot_place(lw, dst, j) for j in range(0, dst.per_thread, dst.vec)]
+    for place, at in zip(places, st.indices(lw, places)):
+        row, col = place.at(lw)
+        vals = e.local_load_vector(0, lw.idx(at), dst.vec, dtype)
         p = value_at(lw, defs, ptr, [row, col])
         m: Handle | None = None if mask is None else value_at(lw, defs, mask, [row, col])
         if dst.vec == 1:

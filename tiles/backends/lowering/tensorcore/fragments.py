@@ -4,7 +4,8 @@ Elementwise ops zip the fragment slots (splat operands repeat their handle); a r
 reduction combines each lane's slots of a row, then the four lanes of a quad
 (``shuffle_xor`` 1 and 2); ``x[:, None]`` is free and its broadcast to an MMA tile
 repeats each row's handle.  Conversions: MMA <-> blocked through local memory
-(``convert.py``); row vectors <-> blocked through a local array of ``m`` elements.
+(``staging.py`` out of fragments, ``convert.py`` into them); row vectors <-> blocked
+through a local array of ``m`` elements.
 """
 
 from __future__ import annotations
@@ -20,9 +21,10 @@ from .. import reductions, relayout  # noqa: F401  (their rules are registered f
 from ..emitter import Handle
 from ..lower import RULES
 from .base import TensorCoreLowering, tc_rule
-from .convert import Lanes, from_blocked, to_blocked
+from .convert import Lanes, from_blocked
 from .plan import _EW, _ROW_REDUCE, Frag, MMALayout, RowLayout
 from .remat import can_remat, remat_broadcast, value_at
+from .staging import to_blocked
 
 
 def row_to_blocked(lw: TensorCoreLowering, handles: list[Handle], lay: RowLayout, dtype: ScalarType,
