@@ -37,7 +37,7 @@ def main() -> None:
     import torch
 
     tmp = Path(tempfile.mkdtemp())
-    modules = {"tiles": load_kernels("tiles", tmp, KERNELS, "forms"), "triton": load_kernels("triton", tmp, KERNELS, "forms")}
+    modules = {col: load_kernels(col, tmp, KERNELS, "forms") for col in ("tiles", "triton")}
     extra = {"tiles": {"backend": "cuda"}, "triton": {}}
     m = n = k = args.size
     torch.manual_seed(0)
