@@ -1,0 +1,567 @@
+"""A kernel's native inline cache: ``kernel[grid](...)`` checked and launched in one builtin.
+
+The jit's launch function (``runtime/binder.py``) binds the arguments in Python, computes each
+one's fact, builds the launch key and looks it up; that costs more than the driver call.  Once
+a key has launched directly, the jit installs a *hot* builtin for it (``runtime/hot_path.py``):
+``METH_FASTCALL | METH_KEYWORDS``, bound to the grid by ``kernel[grid]`` as the launch function
+is, with a ``bytes`` of constants recording the facts of that one key.  It
+
+1. binds the call: positional arguments in order, keywords by comparing the call's keyword
+   names with the interned parameter and option names (an unknown keyword, a parameter given
+   twice or missing, too many positional arguments: declined), defaults from the constants;
+2. checks the options: ``warmup`` absent or False, ``num_warps``/``num_stages``/``debug``
+   absent or None; ``backend`` is the one the key was made with (identity, or an equal
+   ``str``), or absent/None while the registry is as it was (``registry.default_state``: its
+   generation word, bumped by ``set_backend``, and the objects behind ``TILES_INTERPRET`` and
+   ``TILES_BACKEND`` in the dict behind ``os.environ``, compared by identity);
+3. checks each parameter against its fact, in native code with the C API: a tensor's exact type,
+   its ``dtype`` (identity), ``get_device()`` and ``data_ptr()``'s alignment (16, not 16, or
+   any); an int's exact type and class (is 1 / multiple of 16 / other within int32, multiple of
+   16 / other within int64 outside int32, or any of a range for ``do_not_specialize``); a
+   float's type; None; a constexpr's identity, or equality for an ``int``/``float``/``str`` of
+   the same type;
+4. hands ``(stream, grid, *values)``, tensors as their addresses, to the kernel's direct launch
+   (``direct_launch.py``'s function, compiled into the same module): 0 returns the compiled
+   kernel, a failure status goes to the launcher's ``failed`` (which raises).
+
+Anything declined — any check above, or the direct launch's own (driver generation, the thread's
+current context, grid, stream) — calls the launch function with the very same arguments
+(``PyObject_Vectorcall``), which does all of it in Python as before, so a decline has no other
+effect.  Constants layout (u64 words): see ``_HEADER``; then the names (parameters, then the
+options), then one record per parameter (``_RECORD``).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import struct
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..launch_facts import CONSTANT, MISSING_DEFAULT, TENSOR, Expected
+from . import direct_launch, trampoline
+
+OPTIONS = ("warmup", "num_warps", "num_stages", "debug", "stream", "backend")  # runtime/binder.OPTIONS
+METH_FASTCALL_KEYWORDS = 0x0080 | 0x0002
+
+_HEADER_FIELDS = ("DIRECT", "FALLBACK", "COMPILED", "FAILED", "NPARAMS", "NNAMES", "NONE", "FALSE", "INT_TYPE",
+                  "FLOAT_TYPE", "STR_TYPE", "DTYPE_NAME", "DATA_PTR_NAME", "GET_DEVICE_NAME", "BACKEND_MODE",
+                  "BACKEND", "GENERATION_AT", "GENERATION", "ENVIRON", "ENV_KEY0", "ENV_VALUE0", "ENV_KEY1",
+                  "ENV_VALUE1")
+_HEADER = struct.Struct("@" + "Q" * len(_HEADER_FIELDS))
+_RECORD = struct.Struct("@QQQqQQ")  # kind, type, object, expect, default (0: required), alignment
+_OFFSETS = {f"${name}": 8 * i for i, name in enumerate(_HEADER_FIELDS)}
+_OFFSETS["$NAMES"] = _HEADER.size
+
+_IR = """
+declare ptr @PyObject_GetAttr(ptr, ptr)
+declare ptr @PyObject_VectorcallMethod(ptr, ptr, i64, ptr)
+declare ptr @PyObject_Vectorcall(ptr, ptr, i64, ptr)
+declare i64 @PyLong_AsLongLongAndOverflow(ptr, ptr)
+declare ptr @PyDict_GetItemWithError(ptr, ptr)
+declare i32 @PyObject_RichCompareBool(ptr, ptr, i32)
+declare void @Py_IncRef(ptr)
+declare ptr @PyObject_CallFunctionObjArgs(ptr, ...)
+
+define ptr @tiles_hot_launch(ptr %self, ptr %args, i64 %nargs, ptr %kwnames) {
+entry:
+  %c = call ptr @PyBytes_AsString(ptr %self)
+  %nparams_at = getelementptr i8, ptr %c, i64 $NPARAMS
+  %nparams = load i64, ptr %nparams_at
+  %nnames_at = getelementptr i8, ptr %c, i64 $NNAMES
+  %nnames = load i64, ptr %nnames_at
+  %none_at = getelementptr i8, ptr %c, i64 $NONE
+  %none = load ptr, ptr %none_at
+  %slots = alloca ptr, i64 %nnames, align 8
+  %slots_size = shl i64 %nnames, 3
+  call void @llvm.memset.p0.i64(ptr align 8 %slots, i8 0, i64 %slots_size, i1 false)
+  %nvalues = add i64 %nparams, 2
+  %values = alloca ptr, i64 %nvalues, align 8
+  %temps = alloca ptr, i64 %nvalues, align 8
+  %temps_size = shl i64 %nvalues, 3
+  call void @llvm.memset.p0.i64(ptr align 8 %temps, i8 0, i64 %temps_size, i1 false)
+  %receiver = alloca ptr, align 8
+  %overflow = alloca i32, align 4
+  %names = getelementptr i8, ptr %c, i64 $NAMES
+  %records_offset = shl i64 %nnames, 3
+  %records = getelementptr i8, ptr %names, i64 %records_offset
+  %npos = sub i64 %nargs, 1
+  %has_grid = icmp sge i64 %nargs, 1
+  %few = icmp sle i64 %npos, %nparams
+  %shape_ok = and i1 %has_grid, %few
+  br i1 %shape_ok, label %positional, label %fallback
+
+positional:
+  %pi = phi i64 [ 0, %entry ], [ %pi_next, %positional_store ]
+  %pmore = icmp slt i64 %pi, %npos
+  br i1 %pmore, label %positional_store, label %keywords
+positional_store:
+  %parg_index = add i64 %pi, 1
+  %parg_at = getelementptr ptr, ptr %args, i64 %parg_index
+  %parg = load ptr, ptr %parg_at
+  %pslot = getelementptr ptr, ptr %slots, i64 %pi
+  store ptr %parg, ptr %pslot
+  %pi_next = add i64 %pi, 1
+  br label %positional
+
+keywords:
+  %no_keywords = icmp eq ptr %kwnames, null
+  br i1 %no_keywords, label %options, label %keywords_count
+keywords_count:
+  %nkw_at = getelementptr i8, ptr %kwnames, i64 16
+  %nkw = load i64, ptr %nkw_at
+  br label %keyword
+keyword:
+  %k = phi i64 [ 0, %keywords_count ], [ %k_next, %keyword_stored ]
+  %kmore = icmp slt i64 %k, %nkw
+  br i1 %kmore, label %keyword_name, label %options
+keyword_name:
+  %kname_offset = shl i64 %k, 3
+  %kname_index = add i64 %kname_offset, 24
+  %kname_at = getelementptr i8, ptr %kwnames, i64 %kname_index
+  %kname = load ptr, ptr %kname_at
+  %kvalue_index = add i64 %nargs, %k
+  %kvalue_at = getelementptr ptr, ptr %args, i64 %kvalue_index
+  %kvalue = load ptr, ptr %kvalue_at
+  br label %match
+match:
+  %j = phi i64 [ 0, %keyword_name ], [ %j_next, %match_next ]
+  %jmore = icmp slt i64 %j, %nnames
+  br i1 %jmore, label %match_test, label %fallback
+match_test:
+  %jname_at = getelementptr ptr, ptr %names, i64 %j
+  %jname = load ptr, ptr %jname_at
+  %matched = icmp eq ptr %jname, %kname
+  br i1 %matched, label %keyword_slot, label %match_next
+match_next:
+  %j_next = add i64 %j, 1
+  br label %match
+keyword_slot:
+  %kslot = getelementptr ptr, ptr %slots, i64 %j
+  %kold = load ptr, ptr %kslot
+  %ktaken = icmp ne ptr %kold, null
+  br i1 %ktaken, label %fallback, label %keyword_store
+keyword_store:
+  store ptr %kvalue, ptr %kslot
+  br label %keyword_stored
+keyword_stored:
+  %k_next = add i64 %k, 1
+  br label %keyword
+
+options:
+  %option_slots = getelementptr ptr, ptr %slots, i64 %nparams
+  %warmup = load ptr, ptr %option_slots
+  %false_at = getelementptr i8, ptr %c, i64 $FALSE
+  %false = load ptr, ptr %false_at
+  %warmup_absent = icmp eq ptr %warmup, null
+  %warmup_false = icmp eq ptr %warmup, %false
+  %warmup_ok = or i1 %warmup_absent, %warmup_false
+  %warps_at = getelementptr ptr, ptr %option_slots, i64 1
+  %warps = load ptr, ptr %warps_at
+  %warps_absent = icmp eq ptr %warps, null
+  %warps_none = icmp eq ptr %warps, %none
+  %warps_ok = or i1 %warps_absent, %warps_none
+  %stages_at = getelementptr ptr, ptr %option_slots, i64 2
+  %stages = load ptr, ptr %stages_at
+  %stages_absent = icmp eq ptr %stages, null
+  %stages_none = icmp eq ptr %stages, %none
+  %stages_ok = or i1 %stages_absent, %stages_none
+  %debug_at = getelementptr ptr, ptr %option_slots, i64 3
+  %debug = load ptr, ptr %debug_at
+  %debug_absent = icmp eq ptr %debug, null
+  %debug_none = icmp eq ptr %debug, %none
+  %debug_ok = or i1 %debug_absent, %debug_none
+  %options_ok1 = and i1 %warmup_ok, %warps_ok
+  %options_ok2 = and i1 %options_ok1, %stages_ok
+  %options_ok = and i1 %options_ok2, %debug_ok
+  %stream_at = getelementptr ptr, ptr %option_slots, i64 4
+  %stream_given = load ptr, ptr %stream_at
+  %stream_absent = icmp eq ptr %stream_given, null
+  %stream = select i1 %stream_absent, ptr %none, ptr %stream_given
+  %backend_at = getelementptr ptr, ptr %option_slots, i64 5
+  %backend_given = load ptr, ptr %backend_at
+  %backend_absent = icmp eq ptr %backend_given, null
+  %backend = select i1 %backend_absent, ptr %none, ptr %backend_given
+  br i1 %options_ok, label %backend_check, label %fallback
+
+backend_check:
+  %mode_at = getelementptr i8, ptr %c, i64 $BACKEND_MODE
+  %mode = load i64, ptr %mode_at
+  %expected_backend_at = getelementptr i8, ptr %c, i64 $BACKEND
+  %expected_backend = load ptr, ptr %expected_backend_at
+  %by_registry = icmp eq i64 %mode, 0
+  br i1 %by_registry, label %registry_check, label %given_backend
+given_backend:
+  %same_backend = icmp eq ptr %backend, %expected_backend
+  br i1 %same_backend, label %params, label %given_backend_str
+given_backend_str:
+  %str_type_at = getelementptr i8, ptr %c, i64 $STR_TYPE
+  %str_type = load ptr, ptr %str_type_at
+  %backend_type_at = getelementptr i8, ptr %backend, i64 8
+  %backend_type = load ptr, ptr %backend_type_at
+  %expected_type_at = getelementptr i8, ptr %expected_backend, i64 8
+  %expected_type = load ptr, ptr %expected_type_at
+  %backend_str = icmp eq ptr %backend_type, %str_type
+  %expected_str = icmp eq ptr %expected_type, %str_type
+  %both_str = and i1 %backend_str, %expected_str
+  br i1 %both_str, label %given_backend_equal, label %fallback
+given_backend_equal:
+  %backend_equal = call i32 @PyObject_RichCompareBool(ptr %backend, ptr %expected_backend, i32 2)
+  %backend_equal_ok = icmp eq i32 %backend_equal, 1
+  br i1 %backend_equal_ok, label %params, label %fallback
+registry_check:
+  %backend_is_none = icmp eq ptr %backend, %none
+  %generation_at_at = getelementptr i8, ptr %c, i64 $GENERATION_AT
+  %generation_at = load ptr, ptr %generation_at_at
+  %generation = load volatile i64, ptr %generation_at
+  %expected_generation_at = getelementptr i8, ptr %c, i64 $GENERATION
+  %expected_generation = load i64, ptr %expected_generation_at
+  %same_generation = icmp eq i64 %generation, %expected_generation
+  %registry_ok = and i1 %backend_is_none, %same_generation
+  br i1 %registry_ok, label %environ_check, label %fallback
+environ_check:
+  %environ_at = getelementptr i8, ptr %c, i64 $ENVIRON
+  %environ = load ptr, ptr %environ_at
+  %no_environ = icmp eq ptr %environ, null
+  br i1 %no_environ, label %params, label %environ_first
+environ_first:
+  %key0_at = getelementptr i8, ptr %c, i64 $ENV_KEY0
+  %key0 = load ptr, ptr %key0_at
+  %value0 = call ptr @PyDict_GetItemWithError(ptr %environ, ptr %key0)
+  %expected0_at = getelementptr i8, ptr %c, i64 $ENV_VALUE0
+  %expected0 = load ptr, ptr %expected0_at
+  %same0 = icmp eq ptr %value0, %expected0
+  br i1 %same0, label %environ_second, label %clear_fallback
+environ_second:
+  %key1_at = getelementptr i8, ptr %c, i64 $ENV_KEY1
+  %key1 = load ptr, ptr %key1_at
+  %value1 = call ptr @PyDict_GetItemWithError(ptr %environ, ptr %key1)
+  %expected1_at = getelementptr i8, ptr %c, i64 $ENV_VALUE1
+  %expected1 = load ptr, ptr %expected1_at
+  %same1 = icmp eq ptr %value1, %expected1
+  br i1 %same1, label %params, label %clear_fallback
+
+params:
+  %i = phi i64 [ 0, %given_backend ], [ 0, %given_backend_equal ], [ 0, %environ_check ],
+               [ 0, %environ_second ], [ %i_next, %param_done ]
+  %imore = icmp slt i64 %i, %nparams
+  br i1 %imore, label %param, label %launch
+param:
+  %record_offset = mul i64 %i, 48
+  %record = getelementptr i8, ptr %records, i64 %record_offset
+  %kind = load i64, ptr %record
+  %rtype_at = getelementptr i8, ptr %record, i64 8
+  %rtype = load ptr, ptr %rtype_at
+  %robject_at = getelementptr i8, ptr %record, i64 16
+  %robject = load ptr, ptr %robject_at
+  %rexpect_at = getelementptr i8, ptr %record, i64 24
+  %rexpect = load i64, ptr %rexpect_at
+  %rdefault_at = getelementptr i8, ptr %record, i64 32
+  %rdefault = load ptr, ptr %rdefault_at
+  %ralign_at = getelementptr i8, ptr %record, i64 40
+  %ralign = load i64, ptr %ralign_at
+  %given_at = getelementptr ptr, ptr %slots, i64 %i
+  %given = load ptr, ptr %given_at
+  %absent = icmp eq ptr %given, null
+  %object = select i1 %absent, ptr %rdefault, ptr %given
+  %value_index = add i64 %i, 2
+  %value_at = getelementptr ptr, ptr %values, i64 %value_index
+  store ptr %object, ptr %value_at
+  %missing = icmp eq ptr %object, null
+  br i1 %missing, label %decline, label %param_kind
+param_kind:
+  %otype_at = getelementptr i8, ptr %object, i64 8
+  %otype = load ptr, ptr %otype_at
+  switch i64 %kind, label %decline [ i64 1, label %tensor
+                                     i64 2, label %integer
+                                     i64 3, label %float
+                                     i64 4, label %none_value
+                                     i64 5, label %constant ]
+param_done:
+  %i_next = add i64 %i, 1
+  br label %params
+
+tensor:
+  %tensor_type_ok = icmp eq ptr %otype, %rtype
+  br i1 %tensor_type_ok, label %tensor_dtype, label %decline
+tensor_dtype:
+  %dtype_name_at = getelementptr i8, ptr %c, i64 $DTYPE_NAME
+  %dtype_name = load ptr, ptr %dtype_name_at
+  %dtype = call ptr @PyObject_GetAttr(ptr %object, ptr %dtype_name)
+  %dtype_same = icmp eq ptr %dtype, %robject
+  call void @Py_DecRef(ptr %dtype)
+  br i1 %dtype_same, label %tensor_device, label %clear_decline
+tensor_device:
+  store ptr %object, ptr %receiver
+  %get_device_name_at = getelementptr i8, ptr %c, i64 $GET_DEVICE_NAME
+  %get_device_name = load ptr, ptr %get_device_name_at
+  %device_object = call ptr @PyObject_VectorcallMethod(ptr %get_device_name, ptr %receiver, i64 1, ptr null)
+  %device_missing = icmp eq ptr %device_object, null
+  br i1 %device_missing, label %clear_decline, label %tensor_device_value
+tensor_device_value:
+  %device = call i64 @PyLong_AsLongLong(ptr %device_object)
+  call void @Py_DecRef(ptr %device_object)
+  %device_same = icmp eq i64 %device, %rexpect
+  %device_error_maybe = icmp eq i64 %device, -1
+  br i1 %device_same, label %tensor_device_checked, label %clear_decline
+tensor_device_checked:
+  br i1 %device_error_maybe, label %tensor_device_error, label %tensor_address
+tensor_device_error:
+  %device_error = call ptr @PyErr_Occurred()
+  %device_failed = icmp ne ptr %device_error, null
+  br i1 %device_failed, label %clear_decline, label %tensor_address
+tensor_address:
+  %data_ptr_name_at = getelementptr i8, ptr %c, i64 $DATA_PTR_NAME
+  %data_ptr_name = load ptr, ptr %data_ptr_name_at
+  %address_object = call ptr @PyObject_VectorcallMethod(ptr %data_ptr_name, ptr %receiver, i64 1, ptr null)
+  %address_missing = icmp eq ptr %address_object, null
+  br i1 %address_missing, label %clear_decline, label %tensor_address_value
+tensor_address_value:
+  %temp_at = getelementptr ptr, ptr %temps, i64 %value_index
+  store ptr %address_object, ptr %temp_at
+  store ptr %address_object, ptr %value_at
+  %address = call i64 @PyLong_AsUnsignedLongLong(ptr %address_object)
+  %address_error = call ptr @PyErr_Occurred()
+  %address_failed = icmp ne ptr %address_error, null
+  br i1 %address_failed, label %clear_decline, label %tensor_alignment
+tensor_alignment:
+  %low_bits = and i64 %address, 15
+  %aligned = icmp eq i64 %low_bits, 0
+  %unaligned = icmp ne i64 %low_bits, 0
+  %any_alignment = icmp eq i64 %ralign, 0
+  %want_aligned = icmp eq i64 %ralign, 1
+  %want_unaligned = icmp eq i64 %ralign, 2
+  %aligned_ok = and i1 %want_aligned, %aligned
+  %unaligned_ok = and i1 %want_unaligned, %unaligned
+  %alignment_ok1 = or i1 %any_alignment, %aligned_ok
+  %alignment_ok = or i1 %alignment_ok1, %unaligned_ok
+  br i1 %alignment_ok, label %param_done, label %decline
+
+integer:
+  %int_type_at = getelementptr i8, ptr %c, i64 $INT_TYPE
+  %int_type = load ptr, ptr %int_type_at
+  %is_int = icmp eq ptr %otype, %int_type
+  br i1 %is_int, label %integer_value, label %decline
+integer_value:
+  store i32 0, ptr %overflow
+  %v = call i64 @PyLong_AsLongLongAndOverflow(ptr %object, ptr %overflow)
+  %overflowed = load i32, ptr %overflow
+  %fits64 = icmp eq i32 %overflowed, 0
+  br i1 %fits64, label %integer_class, label %clear_decline
+integer_class:
+  %above = icmp sge i64 %v, -2147483648
+  %below = icmp sle i64 %v, 2147483647
+  %in32 = and i1 %above, %below
+  %out32 = xor i1 %in32, true
+  %is_one = icmp eq i64 %v, 1
+  %v_low = and i64 %v, 15
+  %div16 = icmp eq i64 %v_low, 0
+  %not_div16 = xor i1 %div16, true
+  %not_one = xor i1 %is_one, true
+  %c1 = and i1 %in32, %div16
+  %c2a = and i1 %in32, %not_one
+  %c2 = and i1 %c2a, %not_div16
+  %c4 = and i1 %out32, %div16
+  %c5 = and i1 %out32, %not_div16
+  %b0 = zext i1 %is_one to i64
+  %b1 = zext i1 %c1 to i64
+  %b2 = zext i1 %c2 to i64
+  %b3 = zext i1 %in32 to i64
+  %b4 = zext i1 %c4 to i64
+  %b5 = zext i1 %c5 to i64
+  %b6 = zext i1 %out32 to i64
+  %s1 = shl i64 %b1, 1
+  %s2 = shl i64 %b2, 2
+  %s3 = shl i64 %b3, 3
+  %s4 = shl i64 %b4, 4
+  %s5 = shl i64 %b5, 5
+  %s6 = shl i64 %b6, 6
+  %m1 = or i64 %b0, %s1
+  %m2 = or i64 %m1, %s2
+  %m3 = or i64 %m2, %s3
+  %m4 = or i64 %m3, %s4
+  %m5 = or i64 %m4, %s5
+  %classes = or i64 %m5, %s6
+  %class_bit = lshr i64 %classes, %rexpect
+  %class_one = and i64 %class_bit, 1
+  %class_ok = icmp eq i64 %class_one, 1
+  br i1 %class_ok, label %param_done, label %decline
+
+float:
+  %float_type_at = getelementptr i8, ptr %c, i64 $FLOAT_TYPE
+  %float_type = load ptr, ptr %float_type_at
+  %is_float = icmp eq ptr %otype, %float_type
+  br i1 %is_float, label %param_done, label %decline
+
+none_value:
+  %is_none = icmp eq ptr %object, %none
+  br i1 %is_none, label %param_done, label %decline
+
+constant:
+  %same_constant = icmp eq ptr %object, %robject
+  br i1 %same_constant, label %param_done, label %constant_type
+constant_type:
+  %ctype_at = getelementptr i8, ptr %robject, i64 8
+  %ctype = load ptr, ptr %ctype_at
+  %same_ctype = icmp eq ptr %otype, %ctype
+  %cint_at = getelementptr i8, ptr %c, i64 $INT_TYPE
+  %cint = load ptr, ptr %cint_at
+  %cfloat_at = getelementptr i8, ptr %c, i64 $FLOAT_TYPE
+  %cfloat = load ptr, ptr %cfloat_at
+  %cstr_at = getelementptr i8, ptr %c, i64 $STR_TYPE
+  %cstr = load ptr, ptr %cstr_at
+  %is_cint = icmp eq ptr %ctype, %cint
+  %is_cfloat = icmp eq ptr %ctype, %cfloat
+  %is_cstr = icmp eq ptr %ctype, %cstr
+  %plain1 = or i1 %is_cint, %is_cfloat
+  %plain = or i1 %plain1, %is_cstr
+  %comparable = and i1 %same_ctype, %plain
+  br i1 %comparable, label %constant_equal, label %decline
+constant_equal:
+  %equal = call i32 @PyObject_RichCompareBool(ptr %object, ptr %robject, i32 2)
+  %is_equal = icmp eq i32 %equal, 1
+  br i1 %is_equal, label %param_done, label %clear_decline
+
+launch:
+  store ptr %stream, ptr %values
+  %grid_at = getelementptr ptr, ptr %values, i64 1
+  %grid = load ptr, ptr %args
+  store ptr %grid, ptr %grid_at
+  %direct_at = getelementptr i8, ptr %c, i64 $DIRECT
+  %direct = load ptr, ptr %direct_at
+  %answer = call ptr @tiles_direct_launch(ptr %direct, ptr %values, i64 %nvalues)
+  %no_answer = icmp eq ptr %answer, null
+  br i1 %no_answer, label %raise, label %read_status
+read_status:
+  %status = call i64 @PyLong_AsLongLong(ptr %answer)
+  %launched = icmp eq i64 %status, 0
+  br i1 %launched, label %done, label %not_launched
+not_launched:
+  %declined = icmp eq i64 %status, -1
+  br i1 %declined, label %declined_by_direct, label %failed
+declined_by_direct:
+  call void @Py_DecRef(ptr %answer)
+  br label %decline
+failed:
+  call void @release(ptr %temps, i64 %nvalues)
+  %failed_fn_at = getelementptr i8, ptr %c, i64 $FAILED
+  %failed_fn = load ptr, ptr %failed_fn_at
+  %reported = call ptr (ptr, ...) @PyObject_CallFunctionObjArgs(ptr %failed_fn, ptr %answer, ptr %grid, ptr null)
+  call void @Py_DecRef(ptr %answer)
+  %report_raised = icmp eq ptr %reported, null
+  br i1 %report_raised, label %return_null, label %report_returned
+report_returned:
+  call void @Py_DecRef(ptr %reported)
+  br label %return_compiled
+done:
+  call void @Py_DecRef(ptr %answer)
+  call void @release(ptr %temps, i64 %nvalues)
+  br label %return_compiled
+return_compiled:
+  %compiled_at = getelementptr i8, ptr %c, i64 $COMPILED
+  %compiled = load ptr, ptr %compiled_at
+  call void @Py_IncRef(ptr %compiled)
+  ret ptr %compiled
+raise:
+  call void @release(ptr %temps, i64 %nvalues)
+  br label %return_null
+return_null:
+  ret ptr null
+
+clear_decline:
+  call void @PyErr_Clear()
+  br label %decline
+decline:
+  call void @release(ptr %temps, i64 %nvalues)
+  br label %fallback
+clear_fallback:
+  call void @PyErr_Clear()
+  br label %fallback
+fallback:
+  %fallback_fn_at = getelementptr i8, ptr %c, i64 $FALLBACK
+  %fallback_fn = load ptr, ptr %fallback_fn_at
+  %result = call ptr @PyObject_Vectorcall(ptr %fallback_fn, ptr %args, i64 %nargs, ptr %kwnames)
+  ret ptr %result
+}
+
+define internal void @release(ptr %temps, i64 %count) {
+entry:
+  br label %loop
+loop:
+  %i = phi i64 [ 0, %entry ], [ %next, %body ]
+  %more = icmp slt i64 %i, %count
+  br i1 %more, label %body, label %done
+body:
+  %at = getelementptr ptr, ptr %temps, i64 %i
+  %object = load ptr, ptr %at
+  call void @Py_DecRef(ptr %object)
+  store ptr null, ptr %at
+  %next = add i64 %i, 1
+  br label %loop
+done:
+  ret void
+}
+"""
+
+_PYTHON_SYMBOLS = ("PyObject_GetAttr", "PyObject_VectorcallMethod", "PyObject_Vectorcall",
+                   "PyLong_AsLongLongAndOverflow", "PyDict_GetItemWithError", "PyObject_RichCompareBool",
+                   "Py_IncRef", "PyObject_CallFunctionObjArgs")
+
+
+def _ir() -> str:
+    text = _IR
+    for name, offset in sorted(_OFFSETS.items(), key=lambda item: -len(item[0])):
+        text = text.replace(name, str(offset))
+    return direct_launch.ir() + text
+
+
+enabled = True  # False: no hot builtins from now on (every launch takes the launch function)
+_builtin = trampoline.LazyBuiltin(lambda: trampoline.NativeBuiltin(
+    _ir(), (*direct_launch.PYTHON_SYMBOLS, *_PYTHON_SYMBOLS), "tiles_hot_launch", METH_FASTCALL_KEYWORDS,
+    b"check one launch key's facts and launch (tiles.backends.cuda.hot_launch)"),
+    direct_launch.check_object_layout)
+
+
+def unavailable_reason() -> str | None:
+    """Why ``make`` returns None for every kernel (None when it does not)."""
+    return _builtin.unavailable_reason()
+
+
+RegistryState = tuple[Any, Any, tuple[Any, Any], tuple[Any, Any]]  # backends/registry.default_state()
+
+
+def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any,
+         failed: Callable[[int, Any], None], names: Sequence[str], defaults: Sequence[Any],
+         expected: Sequence[Expected], backend: Any, registry: RegistryState | None) -> Callable[..., Any] | None:
+    """The hot builtin of one launch key (see the module docstring).  ``direct``: the key's native
+    direct launch; ``fallback``: the launch function; ``defaults``: per parameter its default,
+    ``MISSING_DEFAULT`` where it has none; ``backend``: the ``backend=`` the key was made with,
+    or None with ``registry`` (``registry.default_state()`` when the key's backend was found).
+    None where no builtin can be made."""
+    native = _builtin.get() if enabled else None
+    constants_of_direct = getattr(direct, "__self__", None)
+    if native is None or type(constants_of_direct) is not bytes or (backend is None) != (registry is not None):
+        return None
+    interned = [sys.intern(n) for n in (*names, *OPTIONS)]
+    keep: list[Any] = [direct, fallback, compiled, failed, interned, list(defaults), list(expected), backend]
+    dtype, data_ptr, get_device = sys.intern("dtype"), sys.intern("data_ptr"), sys.intern("get_device")
+    keep += [dtype, data_ptr, get_device]
+    if registry is None:
+        state = (1, id(backend), 0, 0, 0, 0, 0, 0, 0)
+    else:
+        keep.append(registry)
+        generation, environ, keys, values = registry
+        state = (0, 0, ctypes.addressof(generation), generation.value, 0 if environ is None else id(environ),
+                 id(keys[0]), 0 if values[0] is None else id(values[0]), id(keys[1]),
+                 0 if values[1] is None else id(values[1]))
+    header = _HEADER.pack(id(constants_of_direct), id(fallback), id(compiled), id(failed), len(names),
+                          len(interned), id(None), id(False), id(int), id(float), id(str), id(dtype), id(data_ptr),
+                          id(get_device), *state)
+    table = b"".join(struct.pack("@Q", id(n)) for n in interned)
+    records = b"".join(_RECORD.pack(e.kind, id(e.type) if e.type is not None else 0,
+                                    id(e.obj) if e.kind in (TENSOR, CONSTANT) else 0, e.expect,
+                                    0 if d is MISSING_DEFAULT else id(d), e.alignment)
+                       for e, d in zip(expected, defaults))
+    return native.bind(header + table + records, tuple(keep))
+

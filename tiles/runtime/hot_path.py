@@ -1,0 +1,106 @@
+"""The jit's native inline cache: one launch key served without the Python launch function.
+
+After a launch key has launched through its direct form (``runtime/binder.py``), the launch
+function asks ``install`` for the key's *hot* launch: a backend builtin (the CUDA keyed
+launcher's ``make_hot``, ``backends/cuda/hot_launch.py``) that binds the call, checks every
+argument against the key's facts (``backends/launch_facts.py``) and the backend choice, and
+launches; on any mismatch it calls the launch function with the same arguments.  ``kernel[grid]``
+then binds the grid to the hot builtin instead of the launch function (``JITFunction._fast_launch``).
+One key at a time per kernel (monomorphic): a launch with other facts installs its own key's hot
+launch when it has launched directly.  Each ``FastLaunch`` keeps the hot launches built for it
+(one for ``backend=`` given, one for the default backend), so switching back costs no build.
+
+Served only: ``warmup``, ``num_warps``, ``num_stages``, ``debug`` left out or at their defaults,
+``stream`` None or an int, no unknown keywords; the entry's plan fixed by its arguments'
+device (``FastLaunch.target`` None); for the default backend, a registry whose state can be
+watched (``registry.default_state``).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ..backends import launch_facts as lf
+from ..backends import registry
+from .binder import INT_ANY, INT_DIV16, INT_ONE, INT_OTHER, MISSING, UNALIGNED
+
+_INT_CLASSES = {INT_ONE: lf.I32_ONE, INT_DIV16: lf.I32_DIV16, INT_OTHER: lf.I32_OTHER, INT_ANY: lf.I32_ANY}
+_NONE_FACT = ("o", type(None), None)  # specialize.fact_of(None, kind)
+NOT_BUILT = False  # FastLaunch.hot / hot_default when no hot launch can be built for the entry
+
+
+def expectations(key: tuple[Any, ...], kinds: Sequence[str], tensor: type) -> list[lf.Expected] | None:
+    """Each parameter's ``Expected`` from a binder key ``(backend, options, debug, *slots)`` of a
+    kernel with parameter ``kinds``; None when a fact has no native check (an int beyond int64,
+    a tensor subclass, an array that is not a torch tensor, ...)."""
+    slots = iter(key[3:])
+    found = []
+    for kind in kinds:
+        if kind == "c":
+            found.append(lf.Expected(lf.CONSTANT, obj=next(slots)))
+            continue
+        fact, device = next(slots), next(slots)
+        if device is not None:  # the binder's inline torch tensor case
+            unaligned = type(fact) is tuple and len(fact) == 2 and fact[1] == UNALIGNED
+            alignment = lf.ANY_ALIGNMENT if kind != "s" else lf.UNALIGNED if unaligned else lf.ALIGNED
+            found.append(lf.Expected(lf.TENSOR, tensor, fact[0] if unaligned else fact, device, alignment))
+        elif type(fact) is int and fact in _INT_CLASSES:
+            found.append(lf.Expected(lf.INT, expect=_INT_CLASSES[fact]))
+        elif type(fact) is str and fact == "f":
+            found.append(lf.Expected(lf.FLOAT))
+        elif type(fact) is tuple and fact[:2] == ("i", 64):  # specialize.fact_of of an int64
+            expect = lf.I64_ANY if kind == "n" else lf.I64_DIV16 if fact[3] else lf.I64_OTHER
+            found.append(lf.Expected(lf.INT, expect=expect))
+        elif type(fact) is tuple and fact == _NONE_FACT:
+            found.append(lf.Expected(lf.NONE))
+        else:
+            return None
+    return found
+
+
+def install(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str], tensor: type,
+            signature: inspect.Signature, fallback: Callable[..., Any]) -> Callable[..., Any] | None:
+    """The hot launch of ``entry`` (a ``FastLaunch`` found under ``key``) for launches with this
+    ``backend=`` (None: the default backend, as the registry chooses it now); kept on the entry
+    (``hot``, ``hot_form``) and rebuilt only for another ``backend=`` or registry state.  None
+    when it cannot be built (then ``entry.hot`` is False: not tried again)."""
+    state = None
+    if backend is None:
+        state = registry.default_state()
+        if state is None:
+            entry.hot = NOT_BUILT
+            return None
+    form = (backend, None if state is None else (state[0].value, *state[3]))
+    if entry.hot is not None and entry.hot is not NOT_BUILT and _same_form(entry.hot_form, form):
+        hot: Callable[..., Any] | None = entry.hot
+        return hot
+    hot = _build(entry, key, backend, kinds, tensor, signature, fallback, state)
+    entry.hot, entry.hot_form = (NOT_BUILT if hot is None else hot), form
+    return hot
+
+
+def _same_form(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
+    backend_a, backend_b = a[0], b[0]
+    if not (backend_a is backend_b or (type(backend_a) is str and type(backend_b) is str and backend_a == backend_b)):
+        return False
+    if a[1] is None or b[1] is None:
+        return a[1] is b[1]
+    return a[1][0] == b[1][0] and all(x is y for x, y in zip(a[1][1:], b[1][1:]))
+
+
+def _build(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str], tensor: type,
+           signature: inspect.Signature, fallback: Callable[..., Any], state: Any) -> Callable[..., Any] | None:
+    make_hot = getattr(entry.launcher, "make_hot", None)
+    if make_hot is None or entry.target is not None or entry.failed is None or key[1] is not None \
+            or key[2] is not None:
+        return None
+    expected = expectations(key, kinds, tensor)
+    if expected is None or (backend is None and registry.default() is not key[0]):
+        return None
+    defaults = [lf.MISSING_DEFAULT if p.default is inspect.Parameter.empty or p.default is MISSING else p.default
+                for p in signature.parameters.values()]
+    hot: Callable[..., Any] | None = make_hot(fallback, entry.compiled, entry.failed, list(signature.parameters),
+                                              defaults, expected, backend, state)
+    return hot
