@@ -85,7 +85,8 @@ def test_the_builtin_binds_as_python_does_and_launches_the_bytes_struct_packs(rn
         n = int(rng.integers(2, 2**20)) * 16 + int(rng.integers(1, 16))
         alpha = float(rng.standard_normal())
         grid = tuple(int(g) for g in rng.integers(1, 2**31, int(rng.integers(1, 4))))
-        calls = [((grid, t, n, alpha), {}), ((grid, t, n), {"alpha": alpha}), ((grid,), {"n": n, "t": t, "alpha": alpha}),
+        calls = [((grid, t, n, alpha), {}), ((grid, t, n), {"alpha": alpha}),
+                 ((grid,), {"n": n, "t": t, "alpha": alpha}),
                  ((grid, t, n, alpha, 8), {"stream": None, "backend": "cuda", "warmup": False}),
                  ((grid, t), {"n": n, "B": 8, "alpha": alpha, "num_warps": None, "num_stages": None, "debug": None})]
         for args, kwargs in calls:
@@ -255,8 +256,8 @@ def test_steady_launches_are_served_natively_with_the_general_paths_bytes(fake, 
         assert calls == []
         data, stream, launched, context = first
         full = (*grid, 1, 1)[:3]
-        assert struct.unpack(FMT, data) == (x.address, out.address, n, big, struct.unpack("f", struct.pack("f", alpha))[0],
-                                            *full)
+        alpha32 = struct.unpack("f", struct.pack("f", alpha))[0]
+        assert struct.unpack(FMT, data) == (x.address, out.address, n, big, alpha32, *full)
         assert (stream, launched, context) == (fake.streams[0], full, runtime.primary_context(0))
     with python_launches(direct_mix) as calls:
         direct_mix[(2,)](x, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda", stream=0xFEED)
@@ -370,7 +371,7 @@ def test_the_default_backend_follows_the_environment_and_overrides(fake, monkeyp
 
 @needs_native
 @needs_hot
-def test_another_thread_a_swapped_driver_and_cleared_plans(fake, stub):
+def test_another_thread_a_swapped_driver_and_cleared_plans(fake, stub):  # noqa: F811
     x, out = Tensor(0x1000), Tensor(0x2000)
     _warm(x, out)
     seen = []
@@ -458,7 +459,8 @@ def test_launch_facts_of_the_binder_keys():
     key = (object(), None, None, "dtype", 0, ("dtype", "u"), 0, 16, None, ("i", 64, False, True), None, "f", None,
            ("o", type(None), None), None, 128)
     assert expectations(key, "ssssssc", Tensor) == [
-        lf.Expected(lf.TENSOR, Tensor, "dtype", 0, lf.ALIGNED), lf.Expected(lf.TENSOR, Tensor, "dtype", 0, lf.UNALIGNED),
+        lf.Expected(lf.TENSOR, Tensor, "dtype", 0, lf.ALIGNED),
+        lf.Expected(lf.TENSOR, Tensor, "dtype", 0, lf.UNALIGNED),
         lf.Expected(lf.INT, expect=lf.I32_DIV16), lf.Expected(lf.INT, expect=lf.I64_DIV16), lf.Expected(lf.FLOAT),
         lf.Expected(lf.NONE), lf.Expected(lf.CONSTANT, obj=128)]
     assert expectations((None, None, None, "dtype", 0, 18, None, ("i", 64)), "nn", Tensor) == [
