@@ -36,6 +36,7 @@ from __future__ import annotations
 import ctypes
 import struct
 import sys
+import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -46,7 +47,8 @@ OPTIONS = ("warmup", "num_warps", "num_stages", "debug", "stream", "backend")  #
 METH_FASTCALL_KEYWORDS = 0x0080 | 0x0002
 
 _HEADER_FIELDS = ("DIRECT", "FALLBACK", "COMPILED", "FAILED", "NPARAMS", "NNAMES", "NONE", "FALSE", "INT_TYPE",
-                  "FLOAT_TYPE", "STR_TYPE", "DTYPE_NAME", "DATA_PTR_NAME", "GET_DEVICE_NAME", "BACKEND_MODE",
+                  "FLOAT_TYPE", "STR_TYPE", "DTYPE_NAME", "DTYPE_DESCR", "DTYPE_GET", "DATA_PTR", "GET_DEVICE",
+                  "BACKEND_MODE",
                   "BACKEND", "GENERATION_AT", "GENERATION", "ENVIRON", "ENV_KEY0", "ENV_VALUE0", "ENV_KEY1",
                   "ENV_VALUE1")
 _HEADER = struct.Struct("@" + "Q" * len(_HEADER_FIELDS))
@@ -56,7 +58,6 @@ _OFFSETS["$NAMES"] = _HEADER.size
 
 _IR = """
 declare ptr @PyObject_GetAttr(ptr, ptr)
-declare ptr @PyObject_VectorcallMethod(ptr, ptr, i64, ptr)
 declare ptr @PyObject_Vectorcall(ptr, ptr, i64, ptr)
 declare i64 @PyLong_AsLongLongAndOverflow(ptr, ptr)
 declare ptr @PyDict_GetItemWithError(ptr, ptr)
@@ -286,17 +287,30 @@ tensor:
   %tensor_type_ok = icmp eq ptr %otype, %rtype
   br i1 %tensor_type_ok, label %tensor_dtype, label %decline
 tensor_dtype:
+  %dtype_get_at = getelementptr i8, ptr %c, i64 $DTYPE_GET
+  %dtype_get = load ptr, ptr %dtype_get_at
+  %by_descriptor = icmp ne ptr %dtype_get, null
+  br i1 %by_descriptor, label %dtype_by_descriptor, label %dtype_by_name
+dtype_by_descriptor:
+  %dtype_descr_at = getelementptr i8, ptr %c, i64 $DTYPE_DESCR
+  %dtype_descr = load ptr, ptr %dtype_descr_at
+  %dtype_d = call ptr %dtype_get(ptr %dtype_descr, ptr %object, ptr %otype)
+  br label %dtype_read
+dtype_by_name:
   %dtype_name_at = getelementptr i8, ptr %c, i64 $DTYPE_NAME
   %dtype_name = load ptr, ptr %dtype_name_at
-  %dtype = call ptr @PyObject_GetAttr(ptr %object, ptr %dtype_name)
+  %dtype_n = call ptr @PyObject_GetAttr(ptr %object, ptr %dtype_name)
+  br label %dtype_read
+dtype_read:
+  %dtype = phi ptr [ %dtype_d, %dtype_by_descriptor ], [ %dtype_n, %dtype_by_name ]
   %dtype_same = icmp eq ptr %dtype, %robject
   call void @Py_DecRef(ptr %dtype)
   br i1 %dtype_same, label %tensor_device, label %clear_decline
 tensor_device:
   store ptr %object, ptr %receiver
-  %get_device_name_at = getelementptr i8, ptr %c, i64 $GET_DEVICE_NAME
-  %get_device_name = load ptr, ptr %get_device_name_at
-  %device_object = call ptr @PyObject_VectorcallMethod(ptr %get_device_name, ptr %receiver, i64 1, ptr null)
+  %get_device_at = getelementptr i8, ptr %c, i64 $GET_DEVICE
+  %get_device = load ptr, ptr %get_device_at
+  %device_object = call ptr @PyObject_Vectorcall(ptr %get_device, ptr %receiver, i64 1, ptr null)
   %device_missing = icmp eq ptr %device_object, null
   br i1 %device_missing, label %clear_decline, label %tensor_device_value
 tensor_device_value:
@@ -312,9 +326,9 @@ tensor_device_error:
   %device_failed = icmp ne ptr %device_error, null
   br i1 %device_failed, label %clear_decline, label %tensor_address
 tensor_address:
-  %data_ptr_name_at = getelementptr i8, ptr %c, i64 $DATA_PTR_NAME
-  %data_ptr_name = load ptr, ptr %data_ptr_name_at
-  %address_object = call ptr @PyObject_VectorcallMethod(ptr %data_ptr_name, ptr %receiver, i64 1, ptr null)
+  %data_ptr_at = getelementptr i8, ptr %c, i64 $DATA_PTR
+  %data_ptr = load ptr, ptr %data_ptr_at
+  %address_object = call ptr @PyObject_Vectorcall(ptr %data_ptr, ptr %receiver, i64 1, ptr null)
   %address_missing = icmp eq ptr %address_object, null
   br i1 %address_missing, label %clear_decline, label %tensor_address_value
 tensor_address_value:
@@ -504,7 +518,7 @@ done:
 }
 """
 
-_PYTHON_SYMBOLS = ("PyObject_GetAttr", "PyObject_VectorcallMethod", "PyObject_Vectorcall",
+_PYTHON_SYMBOLS = ("PyObject_GetAttr", "PyObject_Vectorcall",
                    "PyLong_AsLongLongAndOverflow", "PyDict_GetItemWithError", "PyObject_RichCompareBool",
                    "Py_IncRef", "PyObject_CallFunctionObjArgs")
 
@@ -531,6 +545,44 @@ def unavailable_reason() -> str | None:
 RegistryState = tuple[Any, Any, tuple[Any, Any], tuple[Any, Any]]  # backends/registry.default_state()
 
 
+def _nothing() -> None:
+    """Stands for a tensor accessor in a kernel without tensors."""
+
+
+_TP_DESCR_GET, _TP_DESCR_SET = 272, 280  # PyTypeObject's tp_descr_get/set on 64-bit CPython 3.8+
+
+
+def _type_slot(t: type, offset: int) -> int:
+    return ctypes.c_void_p.from_address(id(t) + offset).value or 0
+
+
+def _descriptor_slots_found() -> bool:
+    """Whether tp_descr_get/set are where ``_TP_DESCR_GET`` says (each type's own pattern)."""
+    return all((_type_slot(t, _TP_DESCR_GET) != 0, _type_slot(t, _TP_DESCR_SET) != 0) == expected
+               for t, expected in ((property, (True, True)), (staticmethod, (True, False)), (int, (False, False))))
+
+
+def _accessors(tensor: type) -> tuple[Any, int, Any, Any] | None:
+    """How the native code reads a ``tensor``'s dtype, address and device: the ``dtype`` data
+    descriptor of its type and that descriptor type's ``tp_descr_get`` (None, 0: ``getattr`` by
+    name), and the ``data_ptr``/``get_device`` functions found on its type (an instance
+    attribute of those names is not consulted, as for special methods).  None: not plain methods."""
+    def static(name: str) -> Any:
+        for klass in tensor.__mro__:
+            if name in vars(klass):
+                return vars(klass)[name]
+        return None
+    data_ptr, get_device = static("data_ptr"), static("get_device")
+    methods = (types.MethodDescriptorType, types.FunctionType)
+    if not (isinstance(data_ptr, methods) and isinstance(get_device, methods)):
+        return None
+    dtype = static("dtype")
+    kind = type(dtype)
+    if hasattr(kind, "__get__") and hasattr(kind, "__set__") and _descriptor_slots_found():
+        return dtype, _type_slot(kind, _TP_DESCR_GET), data_ptr, get_device
+    return None, 0, data_ptr, get_device
+
+
 def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any,
          failed: Callable[[int, Any], None], names: Sequence[str], defaults: Sequence[Any],
          expected: Sequence[Expected], backend: Any, registry: RegistryState | None) -> Callable[..., Any] | None:
@@ -543,10 +595,15 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
     constants_of_direct = getattr(direct, "__self__", None)
     if native is None or type(constants_of_direct) is not bytes or (backend is None) != (registry is not None):
         return None
+    tensor_types = {e.type for e in expected if e.kind == TENSOR}
+    accessors = _accessors(tensor_types.pop()) if len(tensor_types) == 1 else (None, 0, _nothing, _nothing)
+    if len(tensor_types) > 0 or accessors is None:
+        return None
+    dtype_descriptor, dtype_get, data_ptr, get_device = accessors
     interned = [sys.intern(n) for n in (*names, *OPTIONS)]
-    keep: list[Any] = [direct, fallback, compiled, failed, interned, list(defaults), list(expected), backend]
-    dtype, data_ptr, get_device = sys.intern("dtype"), sys.intern("data_ptr"), sys.intern("get_device")
-    keep += [dtype, data_ptr, get_device]
+    dtype = sys.intern("dtype")
+    keep: list[Any] = [direct, fallback, compiled, failed, interned, list(defaults), list(expected), backend, dtype,
+                       dtype_descriptor, data_ptr, get_device]
     if registry is None:
         state = (1, id(backend), 0, 0, 0, 0, 0, 0, 0)
     else:
@@ -556,8 +613,8 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
                  id(keys[0]), 0 if values[0] is None else id(values[0]), id(keys[1]),
                  0 if values[1] is None else id(values[1]))
     header = _HEADER.pack(id(constants_of_direct), id(fallback), id(compiled), id(failed), len(names),
-                          len(interned), id(None), id(False), id(int), id(float), id(str), id(dtype), id(data_ptr),
-                          id(get_device), *state)
+                          len(interned), id(None), id(False), id(int), id(float), id(str), id(dtype),
+                          id(dtype_descriptor), dtype_get, id(data_ptr), id(get_device), *state)
     table = b"".join(struct.pack("@Q", id(n)) for n in interned)
     records = b"".join(_RECORD.pack(e.kind, id(e.type) if e.type is not None else 0,
                                     id(e.obj) if e.kind in (TENSOR, CONSTANT) else 0, e.expect,
