@@ -170,6 +170,9 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
     slow = f"{_PREFIX}slow({g}, {values}, {_PREFIX}extra, {_PREFIX}hints, {', '.join(OPTIONS)}, {{key}})"
     missing = "".join(f" or {n} is {_PREFIX}M" for n in required)
     function = name if name.isidentifier() and not keyword.iskeyword(name) else "kernel"
+    # a launch the key's hot launch (runtime/hot_path.py) serves: default options, stream None or an int
+    servable = (f"{entry}.hot is not False and {_PREFIX}options is None and debug is None and "
+                f"(stream is None or type(stream) is {_PREFIX}int)")
     lines = [
         f"def {function}({g}, {''.join(params)}*{_PREFIX}extra, {options}, **{_PREFIX}hints):",
         f"    if warmup or {_PREFIX}extra or {_PREFIX}hints{missing}:",
@@ -197,8 +200,7 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         f"    if {direct} is not None:",
         f"        {status} = {direct}(stream, {g}{direct_args})",
         f"        if not {status}:",
-        f"            if {entry}.hot is not False and {_PREFIX}options is None and debug is None and "
-        f"(stream is None or type(stream) is {_PREFIX}int):  # the hot launch declined: install or rebuild it",
+        f"            if {servable}:  # the hot launch declined: install or rebuild it",
         f"                {_PREFIX}install({entry}, {key}, backend)",
         f"            return {entry}.compiled",
         f"        if {status} != {DECLINED}:",
@@ -208,6 +210,8 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         "    else:",
         f"        {launch_grid} = {_PREFIX}quick_grid({g})",
         f"        if {launch_grid} is None:  # a function of the arguments, or not a valid grid",
+        f"            if {direct} is not None and callable({g}) and {servable}:",
+        f"                {_PREFIX}install({entry}, {key}, backend)",
         f"            return {_PREFIX}launch({entry}.compiled, {entry}.launcher, {g}, {values}, num_warps, "
         "num_stages, stream)",
         "    if stream is None:",

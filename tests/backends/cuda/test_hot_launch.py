@@ -117,7 +117,7 @@ def test_every_other_call_goes_to_the_fallback_unchanged():
         (((1,), 0x1000, 33), {}), (((1,), t, 32), {}), (((1,), t, 1), {}), (((1,), t, 2**31), {}),
         (((1,), t, 33.0), {}), (((1,), t, True), {}), (((1,), t, None), {}), (((1,), t, 33, 1), {}),
         (((1,), t, 33), {"B": 16}), (((1,), t, 33), {"B": 8.0}), (((1,), t, 33), {"B": [8]}),
-        ((lambda meta: (1,), t, 33), {}), (((0,), t, 33), {}), (([1], t, 33), {}),
+        (((0,), t, 33), {}), (([1], t, 33), {}), ((7, t, 33), {}),
     ]
     for args, kwargs in calls:
         unit.fallbacks.clear()
@@ -132,6 +132,37 @@ def test_every_other_call_goes_to_the_fallback_unchanged():
     unit.recorder.set_current(CONTEXT)
     assert unit((1,), t, 33, B=8) == "compiled" and len(unit.recorder.calls) == 1
     assert sys.exc_info() == (None, None, None)
+
+
+@needs_native
+@needs_hot
+def test_a_grid_function_is_called_once_with_the_arguments():
+    unit = Unit()
+    seen = []
+
+    def grid(meta):
+        seen.append(dict(meta))
+        return answer
+
+    t = Tensor(0x1000)
+    answer = (3, 2)
+    assert unit(grid, t, 33, B=8) == "compiled" and unit.fallbacks == []
+    unit.launched((3, 2), t, 33, 0.5)
+    assert seen == [{"t": t, "n": 33, "alpha": 0.5, "B": 8, "num_warps": 4, "num_stages": 3}]
+    for answer in ((0,), [4], (2**31,), "x"):  # the launch function gets the evaluated grid
+        unit.fallbacks.clear()
+        assert unit(grid, t, 33) == "fallback"
+        assert unit.fallbacks == [(((answer, t, 33)), {"backend": "cuda"})]
+    assert len(seen) == 5 and len(unit.recorder.calls) == 1
+    unit.fallbacks.clear()
+    assert unit(grid, Tensor(0x1004), 33) == "fallback" and len(seen) == 5  # a fact differs: not called
+    assert len(unit.fallbacks) == 1 and unit.fallbacks[0][0][0] is grid
+
+    def broken(meta):
+        raise ZeroDivisionError("in the grid function")
+    with pytest.raises(ZeroDivisionError, match="in the grid function"):  # as from the launch function
+        unit(broken, t, 33)
+    assert len(unit.fallbacks) == 1 and len(unit.recorder.calls) == 1
 
 
 @needs_native
@@ -311,6 +342,27 @@ def test_each_change_runs_the_python_launch_and_launches_right(fake, change):
         with python_launches(direct_mix) as calls:
             direct_mix[(3,)](**args)
         assert calls == []
+
+
+@needs_native
+@needs_hot
+def test_a_grid_function_is_served_natively_and_called_once_per_launch(fake):
+    x, out = Tensor(0x1000), Tensor(0x2000)
+    calls_to_grid = []
+
+    def grid(meta):
+        calls_to_grid.append(meta["BLOCK"])
+        return (meta["n"] // meta["BLOCK"] + 1,)
+
+    for _ in range(3):
+        direct_mix[grid](x, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
+    assert _hot(direct_mix) and calls_to_grid == [128] * 3
+    with python_launches(direct_mix) as calls:
+        direct_mix[grid](x, out, 5000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
+    assert calls == [] and calls_to_grid == [128] * 4 and _last(fake.lib, FMT)[2] == (40, 1, 1)
+    with python_launches(direct_mix) as calls:
+        direct_mix[grid](x, out, 5000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda", num_warps=8)
+    assert calls == [1] and len(calls_to_grid) == 5
 
 
 @needs_native

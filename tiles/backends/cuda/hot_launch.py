@@ -48,7 +48,7 @@ METH_FASTCALL_KEYWORDS = 0x0080 | 0x0002
 
 _HEADER_FIELDS = ("DIRECT", "FALLBACK", "COMPILED", "FAILED", "NPARAMS", "NNAMES", "NONE", "FALSE", "INT_TYPE",
                   "FLOAT_TYPE", "STR_TYPE", "DTYPE_NAME", "DTYPE_DESCR", "DTYPE_GET", "DATA_PTR", "GET_DEVICE",
-                  "BACKEND_MODE",
+                  "NUM_WARPS_NAME", "NUM_STAGES_NAME", "NUM_WARPS", "NUM_STAGES", "TUPLE_TYPE", "BACKEND_MODE",
                   "BACKEND", "GENERATION_AT", "GENERATION", "ENVIRON", "ENV_KEY0", "ENV_VALUE0", "ENV_KEY1",
                   "ENV_VALUE1")
 _HEADER = struct.Struct("@" + "Q" * len(_HEADER_FIELDS))
@@ -64,6 +64,10 @@ declare ptr @PyDict_GetItemWithError(ptr, ptr)
 declare i32 @PyObject_RichCompareBool(ptr, ptr, i32)
 declare void @Py_IncRef(ptr)
 declare ptr @PyObject_CallFunctionObjArgs(ptr, ...)
+declare i32 @PyCallable_Check(ptr)
+declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
+declare ptr @PyDict_New()
+declare i32 @PyDict_SetItem(ptr, ptr, ptr)
 
 define ptr @tiles_hot_launch(ptr %self, ptr %args, i64 %nargs, ptr %kwnames) {
 entry:
@@ -80,6 +84,7 @@ entry:
   %nvalues = add i64 %nparams, 2
   %values = alloca ptr, i64 %nvalues, align 8
   %temps = alloca ptr, i64 %nvalues, align 8
+  %originals = alloca ptr, i64 %nvalues, align 8
   %temps_size = shl i64 %nvalues, 3
   call void @llvm.memset.p0.i64(ptr align 8 %temps, i8 0, i64 %temps_size, i1 false)
   %receiver = alloca ptr, align 8
@@ -91,10 +96,22 @@ entry:
   %has_grid = icmp sge i64 %nargs, 1
   %few = icmp sle i64 %npos, %nparams
   %shape_ok = and i1 %has_grid, %few
-  br i1 %shape_ok, label %positional, label %fallback
+  br i1 %shape_ok, label %grid_kind, label %fallback
+grid_kind:
+  %grid = load ptr, ptr %args
+  %grid_type_at = getelementptr i8, ptr %grid, i64 8
+  %grid_type = load ptr, ptr %grid_type_at
+  %tuple_type_at = getelementptr i8, ptr %c, i64 $TUPLE_TYPE
+  %tuple_type = load ptr, ptr %tuple_type_at
+  %grid_is_tuple = icmp eq ptr %grid_type, %tuple_type
+  br i1 %grid_is_tuple, label %positional, label %grid_callable
+grid_callable:
+  %callable = call i32 @PyCallable_Check(ptr %grid)
+  %is_callable = icmp ne i32 %callable, 0
+  br i1 %is_callable, label %positional, label %fallback
 
 positional:
-  %pi = phi i64 [ 0, %entry ], [ %pi_next, %positional_store ]
+  %pi = phi i64 [ 0, %grid_kind ], [ 0, %grid_callable ], [ %pi_next, %positional_store ]
   %pmore = icmp slt i64 %pi, %npos
   br i1 %pmore, label %positional_store, label %keywords
 positional_store:
@@ -175,11 +192,19 @@ options:
   %debug_ok = or i1 %debug_absent, %debug_none
   %options_ok1 = and i1 %warmup_ok, %warps_ok
   %options_ok2 = and i1 %options_ok1, %stages_ok
-  %options_ok = and i1 %options_ok2, %debug_ok
+  %options_ok3 = and i1 %options_ok2, %debug_ok
   %stream_at = getelementptr ptr, ptr %option_slots, i64 4
   %stream_given = load ptr, ptr %stream_at
   %stream_absent = icmp eq ptr %stream_given, null
   %stream = select i1 %stream_absent, ptr %none, ptr %stream_given
+  %stream_type_at = getelementptr i8, ptr %stream, i64 8
+  %stream_type = load ptr, ptr %stream_type_at
+  %stream_int_type_at = getelementptr i8, ptr %c, i64 $INT_TYPE
+  %stream_int_type = load ptr, ptr %stream_int_type_at
+  %stream_none = icmp eq ptr %stream, %none
+  %stream_int = icmp eq ptr %stream_type, %stream_int_type
+  %stream_ok = or i1 %stream_none, %stream_int
+  %options_ok = and i1 %options_ok3, %stream_ok
   %backend_at = getelementptr ptr, ptr %option_slots, i64 5
   %backend_given = load ptr, ptr %backend_at
   %backend_absent = icmp eq ptr %backend_given, null
@@ -269,6 +294,8 @@ param:
   %value_index = add i64 %i, 2
   %value_at = getelementptr ptr, ptr %values, i64 %value_index
   store ptr %object, ptr %value_at
+  %original_at = getelementptr ptr, ptr %originals, i64 %i
+  store ptr %object, ptr %original_at
   %missing = icmp eq ptr %object, null
   br i1 %missing, label %decline, label %param_kind
 param_kind:
@@ -439,9 +466,55 @@ constant_equal:
 
 launch:
   store ptr %stream, ptr %values
+  br i1 %grid_is_tuple, label %call_direct, label %evaluate_grid
+evaluate_grid:
+  %meta = call ptr @PyDict_New()
+  %no_meta = icmp eq ptr %meta, null
+  br i1 %no_meta, label %raise, label %meta_item
+meta_item:
+  %mi = phi i64 [ 0, %evaluate_grid ], [ %mi_next, %meta_stored ]
+  %mmore = icmp slt i64 %mi, %nparams
+  br i1 %mmore, label %meta_store, label %meta_options
+meta_store:
+  %mname_at = getelementptr ptr, ptr %names, i64 %mi
+  %mname = load ptr, ptr %mname_at
+  %mvalue_at = getelementptr ptr, ptr %originals, i64 %mi
+  %mvalue = load ptr, ptr %mvalue_at
+  %mset = call i32 @PyDict_SetItem(ptr %meta, ptr %mname, ptr %mvalue)
+  %mset_failed = icmp ne i32 %mset, 0
+  br i1 %mset_failed, label %meta_failed, label %meta_stored
+meta_stored:
+  %mi_next = add i64 %mi, 1
+  br label %meta_item
+meta_options:
+  %warps_name_at = getelementptr i8, ptr %c, i64 $NUM_WARPS_NAME
+  %warps_name = load ptr, ptr %warps_name_at
+  %warps_default_at = getelementptr i8, ptr %c, i64 $NUM_WARPS
+  %warps_default = load ptr, ptr %warps_default_at
+  %wset = call i32 @PyDict_SetItem(ptr %meta, ptr %warps_name, ptr %warps_default)
+  %stages_name_at = getelementptr i8, ptr %c, i64 $NUM_STAGES_NAME
+  %stages_name = load ptr, ptr %stages_name_at
+  %stages_default_at = getelementptr i8, ptr %c, i64 $NUM_STAGES
+  %stages_default = load ptr, ptr %stages_default_at
+  %sset = call i32 @PyDict_SetItem(ptr %meta, ptr %stages_name, ptr %stages_default)
+  %optset = or i32 %wset, %sset
+  %optset_failed = icmp ne i32 %optset, 0
+  br i1 %optset_failed, label %meta_failed, label %call_grid
+meta_failed:
+  call void @Py_DecRef(ptr %meta)
+  br label %raise
+call_grid:
+  %evaluated = call ptr @PyObject_CallOneArg(ptr %grid, ptr %meta)
+  call void @Py_DecRef(ptr %meta)
+  %grid_raised = icmp eq ptr %evaluated, null
+  br i1 %grid_raised, label %raise, label %call_direct
+call_direct:
+  %grid_value = phi ptr [ %grid, %launch ], [ %evaluated, %call_grid ]
+  %owned_grid = phi ptr [ null, %launch ], [ %evaluated, %call_grid ]
   %grid_at = getelementptr ptr, ptr %values, i64 1
-  %grid = load ptr, ptr %args
-  store ptr %grid, ptr %grid_at
+  store ptr %grid_value, ptr %grid_at
+  %grid_temp_at = getelementptr ptr, ptr %temps, i64 1
+  store ptr %owned_grid, ptr %grid_temp_at
   %direct_at = getelementptr i8, ptr %c, i64 $DIRECT
   %direct = load ptr, ptr %direct_at
   %answer = call ptr @tiles_direct_launch(ptr %direct, ptr %values, i64 %nvalues)
@@ -456,12 +529,31 @@ not_launched:
   br i1 %declined, label %declined_by_direct, label %failed
 declined_by_direct:
   call void @Py_DecRef(ptr %answer)
-  br label %decline
+  br i1 %grid_is_tuple, label %decline, label %fallback_with_grid
+fallback_with_grid:
+  %has_kw = icmp ne ptr %kwnames, null
+  br i1 %has_kw, label %count_kw, label %copy_args
+count_kw:
+  %kw_count_at = getelementptr i8, ptr %kwnames, i64 16
+  %kw_count = load i64, ptr %kw_count_at
+  br label %copy_args
+copy_args:
+  %nkw_total = phi i64 [ 0, %fallback_with_grid ], [ %kw_count, %count_kw ]
+  %ncopy = add i64 %nargs, %nkw_total
+  %copied = alloca ptr, i64 %ncopy, align 8
+  %copy_size = shl i64 %ncopy, 3
+  call void @llvm.memcpy.p0.p0.i64(ptr align 8 %copied, ptr align 8 %args, i64 %copy_size, i1 false)
+  store ptr %grid_value, ptr %copied
+  %fallback_fn_g_at = getelementptr i8, ptr %c, i64 $FALLBACK
+  %fallback_fn_g = load ptr, ptr %fallback_fn_g_at
+  %with_grid = call ptr @PyObject_Vectorcall(ptr %fallback_fn_g, ptr %copied, i64 %nargs, ptr %kwnames)
+  call void @release(ptr %temps, i64 %nvalues)
+  ret ptr %with_grid
 failed:
   call void @release(ptr %temps, i64 %nvalues)
   %failed_fn_at = getelementptr i8, ptr %c, i64 $FAILED
   %failed_fn = load ptr, ptr %failed_fn_at
-  %reported = call ptr (ptr, ...) @PyObject_CallFunctionObjArgs(ptr %failed_fn, ptr %answer, ptr %grid, ptr null)
+  %reported = call ptr (ptr, ...) @PyObject_CallFunctionObjArgs(ptr %failed_fn, ptr %answer, ptr %grid_value, ptr null)
   call void @Py_DecRef(ptr %answer)
   %report_raised = icmp eq ptr %reported, null
   br i1 %report_raised, label %return_null, label %report_returned
@@ -518,7 +610,7 @@ done:
 }
 """
 
-_PYTHON_SYMBOLS = ("PyObject_GetAttr", "PyObject_Vectorcall",
+_PYTHON_SYMBOLS = ("PyObject_GetAttr", "PyObject_Vectorcall", "PyCallable_Check", "PyDict_New", "PyDict_SetItem",
                    "PyLong_AsLongLongAndOverflow", "PyDict_GetItemWithError", "PyObject_RichCompareBool",
                    "Py_IncRef", "PyObject_CallFunctionObjArgs")
 
@@ -549,6 +641,7 @@ def _nothing() -> None:
     """Stands for a tensor accessor in a kernel without tensors."""
 
 
+GRID_META_DEFAULTS = (4, 3)  # a grid function's meta["num_warps"], ["num_stages"] (runtime/jit.py's _launch)
 _TP_DESCR_GET, _TP_DESCR_SET = 272, 280  # PyTypeObject's tp_descr_get/set on 64-bit CPython 3.8+
 
 
@@ -601,9 +694,9 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
         return None
     dtype_descriptor, dtype_get, data_ptr, get_device = accessors
     interned = [sys.intern(n) for n in (*names, *OPTIONS)]
-    dtype = sys.intern("dtype")
+    dtype, num_warps, num_stages = sys.intern("dtype"), sys.intern("num_warps"), sys.intern("num_stages")
     keep: list[Any] = [direct, fallback, compiled, failed, interned, list(defaults), list(expected), backend, dtype,
-                       dtype_descriptor, data_ptr, get_device]
+                       dtype_descriptor, data_ptr, get_device, num_warps, num_stages, GRID_META_DEFAULTS]
     if registry is None:
         state = (1, id(backend), 0, 0, 0, 0, 0, 0, 0)
     else:
@@ -614,7 +707,8 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
                  0 if values[1] is None else id(values[1]))
     header = _HEADER.pack(id(constants_of_direct), id(fallback), id(compiled), id(failed), len(names),
                           len(interned), id(None), id(False), id(int), id(float), id(str), id(dtype),
-                          id(dtype_descriptor), dtype_get, id(data_ptr), id(get_device), *state)
+                          id(dtype_descriptor), dtype_get, id(data_ptr), id(get_device), id(num_warps), id(num_stages),
+                          *map(id, GRID_META_DEFAULTS), id(tuple), *state)
     table = b"".join(struct.pack("@Q", id(n)) for n in interned)
     records = b"".join(_RECORD.pack(e.kind, id(e.type) if e.type is not None else 0,
                                     id(e.obj) if e.kind in (TENSOR, CONSTANT) else 0, e.expect,
