@@ -20,6 +20,13 @@ should run (another thread's context, an unusual grid or stream, a value the nat
 refuses), anything else a failure for ``FastLaunch.failed`` to report.  Otherwise the launcher is
 called with the grid and the values.
 
+After a direct launch (or a grid function's launch) with the default options and a stream that is
+None or an int, the launch function asks the ``install`` hook for the key's native *hot launch*
+(``runtime/hot_path.py``, ``backends/cuda/hot_launch.py``), which ``kernel[grid]`` then binds
+instead of this function: it checks the same facts in native code and calls this function, with
+the same arguments, whenever one differs.  So this function runs for the first launches of a key,
+for launches the hot launch declines, and where no hot launch can be built.
+
 Anything else goes to the jit's general path, which reports errors with the kernel's file:line:
 a missing argument (parameters without a default get a sentinel default), extra positional
 arguments or unknown keywords (collected), ``warmup=True``, an unhashable constexpr, a miss.
@@ -146,8 +153,9 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
     ``kernel[grid]`` binds ``grid`` as a method binds ``self``).  ``hooks``: ``launches`` (the
     jit's dict of ``FastLaunch`` by key), ``registry`` (asked for the default backend on every
     launch), ``quick_grid``, ``max_grid``, ``launch(compiled, launcher, grid, values, num_warps,
-    num_stages, stream)`` and ``slow(grid, values, extra, hints, warmup, num_warps, num_stages,
-    debug, stream, backend, key)``.  Call ``can_bind`` first."""
+    num_stages, stream)``, ``slow(grid, values, extra, hints, warmup, num_warps, num_stages,
+    debug, stream, backend, key)`` and ``install(entry, key, backend)`` (the hot launch).  Call
+    ``can_bind`` first."""
     names = list(signature.parameters)
     namespace: dict[str, Any] = {f"{_PREFIX}tensor": tensor_type(), f"{_PREFIX}int": int,
                                  f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of, f"{_PREFIX}M": MISSING,

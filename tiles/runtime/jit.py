@@ -158,8 +158,12 @@ class JITFunction(KernelInterface):
         """Let ``kernel[grid]`` bind ``entry``'s hot launch (runtime/hot_path.py), where it has one."""
         if self._launch_function is None:
             return
-        hot = hot_path.install(entry, key, backend, self._param_kinds, self._binder_tensor, self.signature,
-                               self._launch_function)
+        try:
+            hot = hot_path.install(entry, key, backend, self._param_kinds, self._binder_tensor, self.signature,
+                                   self._launch_function)
+        except Exception:  # the launch function keeps serving; a launch never fails for want of a hot launch
+            entry.hot = hot_path.NOT_BUILT
+            return
         if hot is not None:
             self._fast_launch = hot
 

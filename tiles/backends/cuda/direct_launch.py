@@ -29,7 +29,8 @@ The native function
 4. releases the GIL around ``cuLaunchKernel`` and returns its status.
 
 ``make`` returns None where this cannot work (no JIT, a parameter kind it does not convert);
-the launcher then keeps its Python direct form.
+the launcher then keeps its Python direct form.  ``hot_launch.py`` compiles this module's IR
+(``ir()``) into its own and calls the function with the arguments it has checked.
 """
 
 from __future__ import annotations

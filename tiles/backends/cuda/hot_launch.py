@@ -4,31 +4,39 @@ The jit's launch function (``runtime/binder.py``) binds the arguments in Python,
 one's fact, builds the launch key and looks it up; that costs more than the driver call.  Once
 a key has launched directly, the jit installs a *hot* builtin for it (``runtime/hot_path.py``):
 ``METH_FASTCALL | METH_KEYWORDS``, bound to the grid by ``kernel[grid]`` as the launch function
-is, with a ``bytes`` of constants recording the facts of that one key.  It
+is, with a ``bytes`` of constants recording the facts of that one key
+(``backends/launch_facts.py``).  It
 
-1. binds the call: positional arguments in order, keywords by comparing the call's keyword
-   names with the interned parameter and option names (an unknown keyword, a parameter given
-   twice or missing, too many positional arguments: declined), defaults from the constants;
-2. checks the options: ``warmup`` absent or False, ``num_warps``/``num_stages``/``debug``
-   absent or None; ``backend`` is the one the key was made with (identity, or an equal
-   ``str``), or absent/None while the registry is as it was (``registry.default_state``: its
-   generation word, bumped by ``set_backend``, and the objects behind ``TILES_INTERPRET`` and
-   ``TILES_BACKEND`` in the dict behind ``os.environ``, compared by identity);
-3. checks each parameter against its fact, in native code with the C API: a tensor's exact type,
-   its ``dtype`` (identity), ``get_device()`` and ``data_ptr()``'s alignment (16, not 16, or
-   any); an int's exact type and class (is 1 / multiple of 16 / other within int32, multiple of
-   16 / other within int64 outside int32, or any of a range for ``do_not_specialize``); a
-   float's type; None; a constexpr's identity, or equality for an ``int``/``float``/``str`` of
-   the same type;
-4. hands ``(stream, grid, *values)``, tensors as their addresses, to the kernel's direct launch
+1. takes the grid: a tuple, or a callable (anything else: declined);
+2. binds the call: positional arguments in order, keywords by comparing the call's keyword
+   names with the interned parameter and option names (an unknown keyword, a name not
+   interned, a parameter given twice or missing, too many positional arguments: declined),
+   defaults from the constants;
+3. checks the options: ``warmup`` absent or False, ``num_warps``/``num_stages``/``debug``
+   absent or None, ``stream`` absent, None or an ``int``; ``backend`` is the one the key was
+   made with (identity, or an equal ``str``), or absent/None while the registry is as it was
+   (``registry.default_state``: its generation word, bumped by ``set_backend``, and the objects
+   behind ``TILES_INTERPRET`` and ``TILES_BACKEND`` in the dict behind ``os.environ``, compared by
+   identity, so any write to them is seen);
+4. checks each parameter against its fact, in native code with the C API: a tensor's exact
+   type, its ``dtype`` (identity; read through the type's data descriptor), ``get_device()`` and
+   ``data_ptr()``'s alignment (16, not 16, or any) — both called as the functions found on the
+   type, so an instance attribute of those names is not consulted; an int's exact type and
+   class (is 1 / multiple of 16 / other within int32, multiple of 16 / other within int64
+   outside int32, or any of a range for ``do_not_specialize``); a float's type; None; a
+   constexpr's identity, or equality for an ``int``/``float``/``str`` of the same type;
+5. evaluates a grid function with the jit's ``meta`` (the bound arguments, ``num_warps`` 4,
+   ``num_stages`` 3; an exception from it propagates);
+6. hands ``(stream, grid, *values)``, tensors as their addresses, to the kernel's direct launch
    (``direct_launch.py``'s function, compiled into the same module): 0 returns the compiled
    kernel, a failure status goes to the launcher's ``failed`` (which raises).
 
 Anything declined — any check above, or the direct launch's own (driver generation, the thread's
-current context, grid, stream) — calls the launch function with the very same arguments
-(``PyObject_Vectorcall``), which does all of it in Python as before, so a decline has no other
-effect.  Constants layout (u64 words): see ``_HEADER``; then the names (parameters, then the
-options), then one record per parameter (``_RECORD``).
+current context, grid sizes) — calls the launch function with the very same arguments
+(``PyObject_Vectorcall``; after a grid function ran, with its result in the grid's place, so it
+runs once per launch), which does all of it in Python as before: a decline has no other effect.
+Constants layout (u64 words): ``_HEADER_FIELDS``; then the names (parameters, then ``OPTIONS``),
+then one ``_RECORD`` per parameter.
 """
 
 from __future__ import annotations
