@@ -6,9 +6,10 @@ launcher's ``make_hot``, ``backends/cuda/hot_launch.py``) that binds the call, c
 argument against the key's facts (``backends/launch_facts.py``) and the backend choice, and
 launches; on any mismatch it calls the launch function with the same arguments.  ``kernel[grid]``
 then binds the grid to the hot builtin instead of the launch function (``JITFunction._fast_launch``).
-One key at a time per kernel (monomorphic): a launch with other facts installs its own key's hot
-launch when it has launched directly.  Each ``FastLaunch`` keeps the hot launches built for it
-(one for ``backend=`` given, one for the default backend), so switching back costs no build.
+A kernel keeps up to ``CHAIN_LENGTH`` hot launches chained (``chained``): each hands what it
+declines to the next, the last to the launch function, which puts the key it launched first.
+Each ``FastLaunch`` keeps the hot launch built for it (``hot``, with the ``backend=`` and registry
+state it was built for, ``hot_form``), so going back to a key costs no build.
 
 Served only: ``warmup``, ``num_warps``, ``num_stages``, ``debug`` left out or at their defaults,
 ``stream`` None or an int, no unknown keywords; the entry's plan fixed by its arguments'
@@ -28,7 +29,9 @@ from .binder import INT_ANY, INT_DIV16, INT_ONE, INT_OTHER, MISSING, UNALIGNED
 
 _INT_CLASSES = {INT_ONE: lf.I32_ONE, INT_DIV16: lf.I32_DIV16, INT_OTHER: lf.I32_OTHER, INT_ANY: lf.I32_ANY}
 _NONE_FACT = ("o", type(None), None)  # specialize.fact_of(None, kind)
-NOT_BUILT = False  # FastLaunch.hot / hot_default when no hot launch can be built for the entry
+NOT_BUILT = False  # FastLaunch.hot when no hot launch can be built for the entry
+CHAIN_LENGTH = 4  # hot launches of one kernel tried in turn, most recently used first
+Chain = list[tuple[Any, Callable[..., Any], Callable[..., None]]]  # (FastLaunch, hot launch, its link)
 
 
 def expectations(key: tuple[Any, ...], kinds: Sequence[str], tensor: type) -> list[lf.Expected] | None:
@@ -93,8 +96,8 @@ def _same_form(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
 def _build(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str], tensor: type,
            signature: inspect.Signature, fallback: Callable[..., Any], state: Any) -> Callable[..., Any] | None:
     make_hot = getattr(entry.launcher, "make_hot", None)
-    if make_hot is None or entry.target is not None or entry.failed is None or key[1] is not None \
-            or key[2] is not None:
+    if make_hot is None or getattr(entry.launcher, "link_hot", None) is None or entry.target is not None \
+            or entry.failed is None or key[1] is not None or key[2] is not None:
         return None
     expected = expectations(key, kinds, tensor)
     if expected is None or (backend is None and registry.default() is not key[0]):
@@ -104,3 +107,15 @@ def _build(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str],
     hot: Callable[..., Any] | None = make_hot(fallback, entry.compiled, entry.failed, list(signature.parameters),
                                               defaults, expected, backend, state)
     return hot
+
+
+def chained(chain: Chain, entry: Any, hot: Callable[..., Any], fallback: Callable[..., Any]) -> Chain:
+    """``chain`` with ``entry``'s ``hot`` launch first (at most ``CHAIN_LENGTH``, one per entry),
+    each member linked to the next and the last to ``fallback`` (the launch function)."""
+    if chain and chain[0][1] is hot:
+        return chain
+    first = (entry, hot, entry.launcher.link_hot)
+    chain = [first, *[c for c in chain if c[0] is not entry and c[1] is not hot]][:CHAIN_LENGTH]
+    for (_, member, link), after in zip(chain, [c[1] for c in chain[1:]] + [fallback]):
+        link(member, after)
+    return chain

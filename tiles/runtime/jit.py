@@ -136,6 +136,7 @@ class JITFunction(KernelInterface):
         self._launch_function = self._make_fast_launch() \
             if can_bind(self.signature) and not self._param_names & LAUNCH_KEYWORDS else None
         self._fast_launch = self._launch_function
+        self._hot_chain: hot_path.Chain = []
 
 
     @property
@@ -165,9 +166,11 @@ class JITFunction(KernelInterface):
             entry.hot = hot_path.NOT_BUILT
             return
         if hot is not None:
+            self._hot_chain = hot_path.chained(self._hot_chain, entry, hot, self._launch_function)
             self._fast_launch = hot
 
     def _drop_hot(self) -> None:
+        self._hot_chain = []
         self._fast_launch = getattr(self, "_launch_function", None)
 
     def __getitem__(self, grid: Grid) -> Callable[..., Any]:
@@ -367,6 +370,7 @@ class JITFunction(KernelInterface):
         if tensor_type() is not self._binder_tensor:  # torch was imported since: rebuild the facts' code
             self._binder_tensor = tensor_type()
             self._launch_function = self._fast_launch = self._make_fast_launch()
+            self._hot_chain = []
             return
         on_device = getattr(launcher, "device", None) is not None or \
             any(_device_index(v) >= 0 for v in descriptor_args.flatten(values))

@@ -367,6 +367,36 @@ def test_a_grid_function_is_served_natively_and_called_once_per_launch(fake):
 
 @needs_native
 @needs_hot
+def test_alternating_keys_stay_native_up_to_the_chain_length(fake):
+    from tiles.runtime.hot_path import CHAIN_LENGTH
+    out = Tensor(0x2000)
+    keys = [dict(x=Tensor(0x1000 + 4 * k), n=1000, BLOCK=128) for k in range(2)] + \
+        [dict(x=Tensor(0x1000), n=1000, BLOCK=64 >> k) for k in range(CHAIN_LENGTH)]
+    for key in keys[:CHAIN_LENGTH]:  # each key: compiled, then its hot launch installed
+        for _ in range(3):
+            direct_mix[(1,)](key["x"], out, key["n"], 2**40 + 1, 0.5, BLOCK=key["BLOCK"], backend="cuda")
+    for _round in range(3):
+        for k, key in enumerate(keys[:CHAIN_LENGTH]):
+            with python_launches(direct_mix) as calls:
+                direct_mix[(k + 1,)](key["x"], out, key["n"], 2**40 + 1, 0.5, BLOCK=key["BLOCK"], backend="cuda")
+            assert calls == [] and _last(fake.lib, FMT)[2] == (k + 1, 1, 1)
+            assert struct.unpack(FMT, _last(fake.lib, FMT)[0])[0] == key["x"].address
+    extra = keys[CHAIN_LENGTH]
+    for expected in ([1], [1], []):  # one more key: compiled, installed first, the oldest dropped
+        with python_launches(direct_mix) as calls:
+            direct_mix[(9,)](extra["x"], out, extra["n"], 2**40 + 1, 0.5, BLOCK=extra["BLOCK"], backend="cuda")
+        assert calls == expected and _last(fake.lib, FMT)[2] == (9, 1, 1)
+    assert len(direct_mix._hot_chain) == CHAIN_LENGTH
+    dropped = keys[0]
+    with python_launches(direct_mix) as calls:
+        direct_mix[(2,)](dropped["x"], out, dropped["n"], 2**40 + 1, 0.5, BLOCK=dropped["BLOCK"], backend="cuda")
+    assert calls == [1] and _last(fake.lib, FMT)[2] == (2, 1, 1)
+    direct_mix._launches.clear()
+    assert direct_mix._hot_chain == [] and not _hot(direct_mix)
+
+
+@needs_native
+@needs_hot
 def test_warmup_a_missing_argument_and_a_device_go_to_the_general_path(fake):
     x, out = Tensor(0x1000), Tensor(0x2000)
     _warm(x, out)
@@ -462,7 +492,7 @@ def test_none_where_a_tensor_was(fake):
     try:
         hot_optional[(1,)](x, out, None, 100, BLOCK=128, backend="cuda")  # its launch function is rebuilt
         for value, fmt, expected in ((None, "@QQi3i", [[1], [1], []]), (bias, "@QQQi3i", [[1], [1], []]),
-                                     (None, "@QQi3i", [[1], []])):
+                                     (None, "@QQi3i", [[], []])):  # None's hot launch: still chained
             for python in expected:
                 with python_launches(hot_optional) as calls:
                     hot_optional[(1,)](x, out, value, 100, BLOCK=128, backend="cuda")

@@ -32,9 +32,11 @@ is, with a ``bytes`` of constants recording the facts of that one key
    kernel, a failure status goes to the launcher's ``failed`` (which raises).
 
 Anything declined — any check above, or the direct launch's own (driver generation, the thread's
-current context, grid sizes) — calls the launch function with the very same arguments
+current context, grid sizes) — calls the *next* callable with the very same arguments
 (``PyObject_Vectorcall``; after a grid function ran, with its result in the grid's place, so it
-runs once per launch), which does all of it in Python as before: a decline has no other effect.
+runs once per launch): the launch function, which does all of it in Python as before, or another
+key's hot launch (``link``: the jit chains a few, most recently used first, so alternating keys
+stay native).  A decline has no other effect.
 Constants layout (u64 words): ``_HEADER_FIELDS``; then the names (parameters, then ``OPTIONS``),
 then one ``_RECORD`` per parameter.
 """
@@ -54,7 +56,7 @@ from . import direct_launch, trampoline
 OPTIONS = ("warmup", "num_warps", "num_stages", "debug", "stream", "backend")  # runtime/binder.OPTIONS
 METH_FASTCALL_KEYWORDS = 0x0080 | 0x0002
 
-_HEADER_FIELDS = ("DIRECT", "FALLBACK", "COMPILED", "FAILED", "NPARAMS", "NNAMES", "NONE", "FALSE", "INT_TYPE",
+_HEADER_FIELDS = ("DIRECT", "NEXT_CELL", "COMPILED", "FAILED", "NPARAMS", "NNAMES", "NONE", "FALSE", "INT_TYPE",
                   "FLOAT_TYPE", "STR_TYPE", "DTYPE_NAME", "DTYPE_DESCR", "DTYPE_GET", "DATA_PTR", "GET_DEVICE",
                   "NUM_WARPS_NAME", "NUM_STAGES_NAME", "NUM_WARPS", "NUM_STAGES", "TUPLE_TYPE", "BACKEND_MODE",
                   "BACKEND", "GENERATION_AT", "GENERATION", "ENVIRON", "ENV_KEY0", "ENV_VALUE0", "ENV_KEY1",
@@ -552,9 +554,12 @@ copy_args:
   %copy_size = shl i64 %ncopy, 3
   call void @llvm.memcpy.p0.p0.i64(ptr align 8 %copied, ptr align 8 %args, i64 %copy_size, i1 false)
   store ptr %grid_value, ptr %copied
-  %fallback_fn_g_at = getelementptr i8, ptr %c, i64 $FALLBACK
-  %fallback_fn_g = load ptr, ptr %fallback_fn_g_at
-  %with_grid = call ptr @PyObject_Vectorcall(ptr %fallback_fn_g, ptr %copied, i64 %nargs, ptr %kwnames)
+  %next_cell_g_at = getelementptr i8, ptr %c, i64 $NEXT_CELL
+  %next_cell_g = load ptr, ptr %next_cell_g_at
+  %next_g = load ptr, ptr %next_cell_g
+  call void @Py_IncRef(ptr %next_g)
+  %with_grid = call ptr @PyObject_Vectorcall(ptr %next_g, ptr %copied, i64 %nargs, ptr %kwnames)
+  call void @Py_DecRef(ptr %next_g)
   call void @release(ptr %temps, i64 %nvalues)
   ret ptr %with_grid
 failed:
@@ -593,9 +598,12 @@ clear_fallback:
   call void @PyErr_Clear()
   br label %fallback
 fallback:
-  %fallback_fn_at = getelementptr i8, ptr %c, i64 $FALLBACK
-  %fallback_fn = load ptr, ptr %fallback_fn_at
-  %result = call ptr @PyObject_Vectorcall(ptr %fallback_fn, ptr %args, i64 %nargs, ptr %kwnames)
+  %next_cell_at = getelementptr i8, ptr %c, i64 $NEXT_CELL
+  %next_cell = load ptr, ptr %next_cell_at
+  %next = load ptr, ptr %next_cell
+  call void @Py_IncRef(ptr %next)
+  %result = call ptr @PyObject_Vectorcall(ptr %next, ptr %args, i64 %nargs, ptr %kwnames)
+  call void @Py_DecRef(ptr %next)
   ret ptr %result
 }
 
@@ -703,8 +711,10 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
     dtype_descriptor, dtype_get, data_ptr, get_device = accessors
     interned = [sys.intern(n) for n in (*names, *OPTIONS)]
     dtype, num_warps, num_stages = sys.intern("dtype"), sys.intern("num_warps"), sys.intern("num_stages")
-    keep: list[Any] = [direct, fallback, compiled, failed, interned, list(defaults), list(expected), backend, dtype,
-                       dtype_descriptor, data_ptr, get_device, num_warps, num_stages, GRID_META_DEFAULTS]
+    next_cell = ctypes.c_void_p(id(fallback))  # what a decline calls: ``link`` may point it at another hot launch
+    keep: list[Any] = [direct, fallback, next_cell, compiled, failed, interned, list(defaults), list(expected),
+                       backend, dtype, dtype_descriptor, data_ptr, get_device, num_warps, num_stages,
+                       GRID_META_DEFAULTS]
     if registry is None:
         state = (1, id(backend), 0, 0, 0, 0, 0, 0, 0)
     else:
@@ -713,7 +723,7 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
         state = (0, 0, ctypes.addressof(generation), generation.value, 0 if environ is None else id(environ),
                  id(keys[0]), 0 if values[0] is None else id(values[0]), id(keys[1]),
                  0 if values[1] is None else id(values[1]))
-    header = _HEADER.pack(id(constants_of_direct), id(fallback), id(compiled), id(failed), len(names),
+    header = _HEADER.pack(id(constants_of_direct), ctypes.addressof(next_cell), id(compiled), id(failed), len(names),
                           len(interned), id(None), id(False), id(int), id(float), id(str), id(dtype),
                           id(dtype_descriptor), dtype_get, id(data_ptr), id(get_device), id(num_warps), id(num_stages),
                           *map(id, GRID_META_DEFAULTS), id(tuple), *state)
@@ -724,3 +734,11 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
                        for e, d in zip(expected, defaults))
     return native.bind(header + table + records, tuple(keep))
 
+
+
+def link(hot: Callable[..., Any], after: Callable[..., Any]) -> None:
+    """Make ``hot`` (from ``make``) hand what it declines to ``after`` (another key's hot launch, or
+    the launch function).  The caller keeps ``after`` alive while ``hot`` may call it."""
+    constants = getattr(hot, "__self__")  # noqa: B009 - a builtin's self: its constants
+    cell = struct.unpack_from("@Q", constants, _OFFSETS["$NEXT_CELL"])[0]
+    ctypes.c_void_p.from_address(cell).value = id(after)

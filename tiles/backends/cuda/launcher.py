@@ -19,7 +19,8 @@ A keyed launcher carries attributes for the jit's binder (``runtime/binder.py``)
 arguments fix it), and with the trampoline ``direct`` (``direct(stream, grid, *values)`` with each
 tensor given as its address: ``direct_launch``'s native builtin, or a Python form where that cannot
 be built) and ``failed`` (raises for a failed status); with the native direct launch also
-``make_hot`` (``hot_launch.make`` for this direct launch: the jit's native inline cache).
+``make_hot`` (``hot_launch.make`` for this direct launch: the jit's native inline cache) and
+``link_hot`` (``hot_launch.link``: chains them).
 """
 
 from __future__ import annotations
@@ -165,6 +166,7 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
         launcher.failed = namespace["_failed"]  # type: ignore[attr-defined]
         if fully_native is not None:  # the jit's hot launch of one key (runtime/hot_path.py)
             launcher.make_hot = functools.partial(hot_launch.make, fully_native)  # type: ignore[attr-defined]
+            launcher.link_hot = hot_launch.link  # type: ignore[attr-defined]
     return launcher
 
 
