@@ -549,3 +549,62 @@ def test_launch_facts_of_the_binder_keys():
         lf.Expected(lf.TENSOR, Tensor, "dtype", 0, lf.ANY_ALIGNMENT), lf.Expected(lf.INT, expect=lf.I32_ANY)]
     assert expectations((None, None, None, ("i", 65, False, True), None), "s", Tensor) is None
     assert expectations((None, None, None, ("a", "float32"), None), "s", Tensor) is None
+
+
+# -- on a GPU ----------------------------------------------------------------------------------------
+def _gpu_torch():
+    torch = pytest.importorskip("torch", reason="the GPU test drives CUDA through torch tensors")
+    usable, why = registry.status("cuda")
+    if not (usable and torch.cuda.is_available()):
+        pytest.skip(f"no CUDA GPU for tiles and torch: {why}")
+    return torch
+
+
+@needs_hot
+def test_on_the_gpu_hot_launches_follow_the_current_stream_and_graph_capture():
+    torch = _gpu_torch()
+    import stream_kernels as K
+    g = torch.Generator(device="cpu").manual_seed(11)
+    x, y = (torch.randn(5000, generator=g).cuda() for _ in range(2))
+    out = torch.full_like(x, float("nan"))
+
+    def grid(meta):
+        return (-(-meta["n"] // meta["BLOCK"]),)
+
+    def launch(alpha, xs=x, dest=out, n=5000):
+        K.scale_add_kernel[grid](xs, y, dest, n, alpha, BLOCK=256, backend="cuda")
+
+    for alpha in (1.0, 2.0, 3.0):
+        launch(alpha)
+    assert type(K.scale_add_kernel._fast_launch).__name__ == "builtin_function_or_method"
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, 3.0 * x + y)
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), python_launches(K.scale_add_kernel) as calls:
+        launch(4.0)
+    assert calls == []
+    side.synchronize()
+    torch.testing.assert_close(out, 4.0 * x + y)
+    captured = torch.full_like(x, float("nan"))
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.stream(side):
+        launch(5.0, dest=captured)  # warm on the side stream, as torch asks before capture
+    side.synchronize()
+    with torch.cuda.graph(graph), python_launches(K.scale_add_kernel) as calls:
+        launch(6.0, dest=captured)  # recorded on the capturing stream, not run
+    assert calls == []
+    captured.fill_(float("nan"))
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(captured, 6.0 * x + y)
+    x.mul_(-1.0)
+    graph.replay()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(captured, 6.0 * x + y)
+    shifted = torch.randn(5001, generator=g).cuda()[1:]  # unaligned: another key
+    with python_launches(K.scale_add_kernel) as calls:
+        launch(7.0, xs=shifted)
+    assert calls == [1]
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, 7.0 * shifted + y)
