@@ -18,8 +18,9 @@ is, with a ``bytes`` of constants recording the facts of that one key
    (``registry.default_state``: its generation word, bumped by ``set_backend``, and the objects
    behind ``TILES_INTERPRET`` and ``TILES_BACKEND`` in the dict behind ``os.environ``, compared by
    identity, so any write to them is seen);
-4. checks each parameter against its fact, in native code with the C API: a tensor's exact
-   type, its ``dtype`` (identity; read through the type's data descriptor), ``get_device()`` and
+4. checks each parameter against its fact, in native code with the C API (first every type,
+   int class and constexpr, then the tensors' accessors, so a decline costs little): a tensor's
+   exact type, its ``dtype`` (identity; read through the type's data descriptor), ``get_device()`` and
    ``data_ptr()``'s alignment (16, not 16, or any) — both called as the functions found on the
    type, so an instance attribute of those names is not consulted; an int's exact type and
    class (is 1 / multiple of 16 / other within int32, multiple of 16 / other within int64
@@ -282,7 +283,7 @@ params:
   %i = phi i64 [ 0, %given_backend ], [ 0, %given_backend_equal ], [ 0, %environ_check ],
                [ 0, %environ_second ], [ %i_next, %param_done ]
   %imore = icmp slt i64 %i, %nparams
-  br i1 %imore, label %param, label %launch
+  br i1 %imore, label %param, label %tensors
 param:
   %record_offset = mul i64 %i, 48
   %record = getelementptr i8, ptr %records, i64 %record_offset
@@ -322,73 +323,7 @@ param_done:
 
 tensor:
   %tensor_type_ok = icmp eq ptr %otype, %rtype
-  br i1 %tensor_type_ok, label %tensor_dtype, label %decline
-tensor_dtype:
-  %dtype_get_at = getelementptr i8, ptr %c, i64 $DTYPE_GET
-  %dtype_get = load ptr, ptr %dtype_get_at
-  %by_descriptor = icmp ne ptr %dtype_get, null
-  br i1 %by_descriptor, label %dtype_by_descriptor, label %dtype_by_name
-dtype_by_descriptor:
-  %dtype_descr_at = getelementptr i8, ptr %c, i64 $DTYPE_DESCR
-  %dtype_descr = load ptr, ptr %dtype_descr_at
-  %dtype_d = call ptr %dtype_get(ptr %dtype_descr, ptr %object, ptr %otype)
-  br label %dtype_read
-dtype_by_name:
-  %dtype_name_at = getelementptr i8, ptr %c, i64 $DTYPE_NAME
-  %dtype_name = load ptr, ptr %dtype_name_at
-  %dtype_n = call ptr @PyObject_GetAttr(ptr %object, ptr %dtype_name)
-  br label %dtype_read
-dtype_read:
-  %dtype = phi ptr [ %dtype_d, %dtype_by_descriptor ], [ %dtype_n, %dtype_by_name ]
-  %dtype_same = icmp eq ptr %dtype, %robject
-  call void @Py_DecRef(ptr %dtype)
-  br i1 %dtype_same, label %tensor_device, label %clear_decline
-tensor_device:
-  store ptr %object, ptr %receiver
-  %get_device_at = getelementptr i8, ptr %c, i64 $GET_DEVICE
-  %get_device = load ptr, ptr %get_device_at
-  %device_object = call ptr @PyObject_Vectorcall(ptr %get_device, ptr %receiver, i64 1, ptr null)
-  %device_missing = icmp eq ptr %device_object, null
-  br i1 %device_missing, label %clear_decline, label %tensor_device_value
-tensor_device_value:
-  %device = call i64 @PyLong_AsLongLong(ptr %device_object)
-  call void @Py_DecRef(ptr %device_object)
-  %device_same = icmp eq i64 %device, %rexpect
-  %device_error_maybe = icmp eq i64 %device, -1
-  br i1 %device_same, label %tensor_device_checked, label %clear_decline
-tensor_device_checked:
-  br i1 %device_error_maybe, label %tensor_device_error, label %tensor_address
-tensor_device_error:
-  %device_error = call ptr @PyErr_Occurred()
-  %device_failed = icmp ne ptr %device_error, null
-  br i1 %device_failed, label %clear_decline, label %tensor_address
-tensor_address:
-  %data_ptr_at = getelementptr i8, ptr %c, i64 $DATA_PTR
-  %data_ptr = load ptr, ptr %data_ptr_at
-  %address_object = call ptr @PyObject_Vectorcall(ptr %data_ptr, ptr %receiver, i64 1, ptr null)
-  %address_missing = icmp eq ptr %address_object, null
-  br i1 %address_missing, label %clear_decline, label %tensor_address_value
-tensor_address_value:
-  %temp_at = getelementptr ptr, ptr %temps, i64 %value_index
-  store ptr %address_object, ptr %temp_at
-  store ptr %address_object, ptr %value_at
-  %address = call i64 @PyLong_AsUnsignedLongLong(ptr %address_object)
-  %address_error = call ptr @PyErr_Occurred()
-  %address_failed = icmp ne ptr %address_error, null
-  br i1 %address_failed, label %clear_decline, label %tensor_alignment
-tensor_alignment:
-  %low_bits = and i64 %address, 15
-  %aligned = icmp eq i64 %low_bits, 0
-  %unaligned = icmp ne i64 %low_bits, 0
-  %any_alignment = icmp eq i64 %ralign, 0
-  %want_aligned = icmp eq i64 %ralign, 1
-  %want_unaligned = icmp eq i64 %ralign, 2
-  %aligned_ok = and i1 %want_aligned, %aligned
-  %unaligned_ok = and i1 %want_unaligned, %unaligned
-  %alignment_ok1 = or i1 %any_alignment, %aligned_ok
-  %alignment_ok = or i1 %alignment_ok1, %unaligned_ok
-  br i1 %alignment_ok, label %param_done, label %decline
-
+  br i1 %tensor_type_ok, label %param_done, label %decline
 integer:
   %int_type_at = getelementptr i8, ptr %c, i64 $INT_TYPE
   %int_type = load ptr, ptr %int_type_at
@@ -473,6 +408,100 @@ constant_equal:
   %equal = call i32 @PyObject_RichCompareBool(ptr %object, ptr %robject, i32 2)
   %is_equal = icmp eq i32 %equal, 1
   br i1 %is_equal, label %param_done, label %clear_decline
+
+tensors:
+  %t = phi i64 [ 0, %params ], [ %t_next, %tensor_done ]
+  %tmore = icmp slt i64 %t, %nparams
+  br i1 %tmore, label %tensor_record, label %launch
+tensor_record:
+  %record_offset2 = mul i64 %t, 48
+  %record2 = getelementptr i8, ptr %records, i64 %record_offset2
+  %kind2 = load i64, ptr %record2
+  %is_tensor2 = icmp eq i64 %kind2, 1
+  br i1 %is_tensor2, label %tensor_fields, label %tensor_done
+tensor_fields:
+  %robject2_at = getelementptr i8, ptr %record2, i64 16
+  %robject2 = load ptr, ptr %robject2_at
+  %rexpect2_at = getelementptr i8, ptr %record2, i64 24
+  %rexpect2 = load i64, ptr %rexpect2_at
+  %ralign2_at = getelementptr i8, ptr %record2, i64 40
+  %ralign2 = load i64, ptr %ralign2_at
+  %object2_at = getelementptr ptr, ptr %originals, i64 %t
+  %object2 = load ptr, ptr %object2_at
+  %otype2_at = getelementptr i8, ptr %object2, i64 8
+  %otype2 = load ptr, ptr %otype2_at
+  %value_index2 = add i64 %t, 2
+  %value_at2 = getelementptr ptr, ptr %values, i64 %value_index2
+  br label %tensor_dtype
+tensor_done:
+  %t_next = add i64 %t, 1
+  br label %tensors
+
+tensor_dtype:
+  %dtype_get_at = getelementptr i8, ptr %c, i64 $DTYPE_GET
+  %dtype_get = load ptr, ptr %dtype_get_at
+  %by_descriptor = icmp ne ptr %dtype_get, null
+  br i1 %by_descriptor, label %dtype_by_descriptor, label %dtype_by_name
+dtype_by_descriptor:
+  %dtype_descr_at = getelementptr i8, ptr %c, i64 $DTYPE_DESCR
+  %dtype_descr = load ptr, ptr %dtype_descr_at
+  %dtype_d = call ptr %dtype_get(ptr %dtype_descr, ptr %object2, ptr %otype2)
+  br label %dtype_read
+dtype_by_name:
+  %dtype_name_at = getelementptr i8, ptr %c, i64 $DTYPE_NAME
+  %dtype_name = load ptr, ptr %dtype_name_at
+  %dtype_n = call ptr @PyObject_GetAttr(ptr %object2, ptr %dtype_name)
+  br label %dtype_read
+dtype_read:
+  %dtype = phi ptr [ %dtype_d, %dtype_by_descriptor ], [ %dtype_n, %dtype_by_name ]
+  %dtype_same = icmp eq ptr %dtype, %robject2
+  call void @Py_DecRef(ptr %dtype)
+  br i1 %dtype_same, label %tensor_device, label %clear_decline
+tensor_device:
+  store ptr %object2, ptr %receiver
+  %get_device_at = getelementptr i8, ptr %c, i64 $GET_DEVICE
+  %get_device = load ptr, ptr %get_device_at
+  %device_object = call ptr @PyObject_Vectorcall(ptr %get_device, ptr %receiver, i64 1, ptr null)
+  %device_missing = icmp eq ptr %device_object, null
+  br i1 %device_missing, label %clear_decline, label %tensor_device_value
+tensor_device_value:
+  %device = call i64 @PyLong_AsLongLong(ptr %device_object)
+  call void @Py_DecRef(ptr %device_object)
+  %device_same = icmp eq i64 %device, %rexpect2
+  %device_error_maybe = icmp eq i64 %device, -1
+  br i1 %device_same, label %tensor_device_checked, label %clear_decline
+tensor_device_checked:
+  br i1 %device_error_maybe, label %tensor_device_error, label %tensor_address
+tensor_device_error:
+  %device_error = call ptr @PyErr_Occurred()
+  %device_failed = icmp ne ptr %device_error, null
+  br i1 %device_failed, label %clear_decline, label %tensor_address
+tensor_address:
+  %data_ptr_at = getelementptr i8, ptr %c, i64 $DATA_PTR
+  %data_ptr = load ptr, ptr %data_ptr_at
+  %address_object = call ptr @PyObject_Vectorcall(ptr %data_ptr, ptr %receiver, i64 1, ptr null)
+  %address_missing = icmp eq ptr %address_object, null
+  br i1 %address_missing, label %clear_decline, label %tensor_address_value
+tensor_address_value:
+  %temp_at = getelementptr ptr, ptr %temps, i64 %value_index2
+  store ptr %address_object, ptr %temp_at
+  store ptr %address_object, ptr %value_at2
+  %address = call i64 @PyLong_AsUnsignedLongLong(ptr %address_object)
+  %address_error = call ptr @PyErr_Occurred()
+  %address_failed = icmp ne ptr %address_error, null
+  br i1 %address_failed, label %clear_decline, label %tensor_alignment
+tensor_alignment:
+  %low_bits = and i64 %address, 15
+  %aligned = icmp eq i64 %low_bits, 0
+  %unaligned = icmp ne i64 %low_bits, 0
+  %any_alignment = icmp eq i64 %ralign2, 0
+  %want_aligned = icmp eq i64 %ralign2, 1
+  %want_unaligned = icmp eq i64 %ralign2, 2
+  %aligned_ok = and i1 %want_aligned, %aligned
+  %unaligned_ok = and i1 %want_unaligned, %unaligned
+  %alignment_ok1 = or i1 %any_alignment, %aligned_ok
+  %alignment_ok = or i1 %alignment_ok1, %unaligned_ok
+  br i1 %alignment_ok, label %tensor_done, label %decline
 
 launch:
   store ptr %stream, ptr %values
