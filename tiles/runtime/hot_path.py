@@ -31,7 +31,7 @@ _INT_CLASSES = {INT_ONE: lf.I32_ONE, INT_DIV16: lf.I32_DIV16, INT_OTHER: lf.I32_
 _NONE_FACT = ("o", type(None), None)  # specialize.fact_of(None, kind)
 NOT_BUILT = False  # FastLaunch.hot when no hot launch can be built for the entry
 CHAIN_LENGTH = 4  # hot launches of one kernel tried in turn, most recently used first
-Chain = list[tuple[Any, Callable[..., Any], Callable[..., None]]]  # (FastLaunch, hot launch, its link)
+Chain = list[tuple[Any, Callable[..., Any]]]  # (FastLaunch, its hot launch)
 
 
 def expectations(key: tuple[Any, ...], kinds: Sequence[str], tensor: type) -> list[lf.Expected] | None:
@@ -80,6 +80,7 @@ def install(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str]
         hot: Callable[..., Any] | None = entry.hot
         return hot
     hot = _build(entry, key, backend, kinds, tensor, signature, fallback, state)
+    retire([entry])  # the one built for another backend= or registry state
     entry.hot, entry.hot_form = (NOT_BUILT if hot is None else hot), form
     return hot
 
@@ -96,7 +97,7 @@ def _same_form(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
 def _build(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str], tensor: type,
            signature: inspect.Signature, fallback: Callable[..., Any], state: Any) -> Callable[..., Any] | None:
     make_hot = getattr(entry.launcher, "make_hot", None)
-    if make_hot is None or getattr(entry.launcher, "link_hot", None) is None or entry.target is not None \
+    if make_hot is None or getattr(entry.launcher, "retire_hot", None) is None or entry.target is not None \
             or entry.failed is None or key[1] is not None or key[2] is not None:
         return None
     expected = expectations(key, kinds, tensor)
@@ -111,11 +112,31 @@ def _build(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str],
 
 def chained(chain: Chain, entry: Any, hot: Callable[..., Any], fallback: Callable[..., Any]) -> Chain:
     """``chain`` with ``entry``'s ``hot`` launch first (at most ``CHAIN_LENGTH``, one per entry),
-    each member linked to the next and the last to ``fallback`` (the launch function)."""
+    each member linked to the next and the last to ``fallback`` (the launch function); a member
+    left out is linked back to its own launch function (a ``kernel[grid]`` the caller kept may
+    still call it, and nothing it links to may be freed)."""
     if chain and chain[0][1] is hot:
         return chain
-    first = (entry, hot, entry.launcher.link_hot)
-    chain = [first, *[c for c in chain if c[0] is not entry and c[1] is not hot]][:CHAIN_LENGTH]
-    for (_, member, link), after in zip(chain, [c[1] for c in chain[1:]] + [fallback]):
-        link(member, after)
-    return chain
+    new = [(entry, hot), *[c for c in chain if c[0] is not entry and c[1] is not hot]][:CHAIN_LENGTH]
+    for (member_entry, member), after in zip(new, [c[1] for c in new[1:]] + [fallback]):
+        member_entry.launcher.link_hot(member, after)
+    for member_entry, member in chain:
+        if all(member is not kept for _, kept in new):
+            member_entry.launcher.link_hot(member, None)
+    return new
+
+
+def unchained(chain: Chain) -> Chain:
+    """An empty chain; each member of ``chain`` linked back to its own launch function."""
+    for entry, member in chain:
+        entry.launcher.link_hot(member, None)
+    return []
+
+
+def retire(entries: Any) -> None:
+    """Retire the hot launches of ``entries`` (launch plans being dropped): each hands every
+    call to its launch function from now on."""
+    for entry in entries:
+        hot = getattr(entry, "hot", None)
+        if hot is not None and hot is not NOT_BUILT:
+            entry.launcher.retire_hot(hot)

@@ -81,6 +81,7 @@ class LaunchPlans(dict[tuple[Any, ...], Any]):
         self.on_clear = on_clear
 
     def clear(self) -> None:
+        hot_path.retire([e for e in self.values() if isinstance(e, FastLaunch)])
         super().clear()
         self.on_clear()
 
@@ -169,7 +170,7 @@ class JITFunction(KernelInterface):
             self._hot_chain = hot_path.chained(self._hot_chain, entry, hot, self._launch_function)
             self._fast_launch = hot
 
-    def _drop_hot(self) -> None:
+    def _drop_hot(self) -> None:  # (the plans' hot launches were retired: nothing links to them)
         self._hot_chain = []
         self._fast_launch = getattr(self, "_launch_function", None)
 
@@ -370,7 +371,7 @@ class JITFunction(KernelInterface):
         if tensor_type() is not self._binder_tensor:  # torch was imported since: rebuild the facts' code
             self._binder_tensor = tensor_type()
             self._launch_function = self._fast_launch = self._make_fast_launch()
-            self._hot_chain = []
+            self._hot_chain = hot_path.unchained(self._hot_chain)
             return
         on_device = getattr(launcher, "device", None) is not None or \
             any(_device_index(v) >= 0 for v in descriptor_args.flatten(values))

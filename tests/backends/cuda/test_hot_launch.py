@@ -185,6 +185,22 @@ def test_int_classes(n_class, good, bad):
 
 @needs_native
 @needs_hot
+def test_link_and_retire():
+    first, second = Unit(alignment=lf.ALIGNED), Unit(alignment=lf.UNALIGNED)
+    hot_launch.link(first.hot, second.hot)
+    assert first((1,), Tensor(0x1004), 3) == "compiled" and len(second.recorder.calls) == 1  # second served
+    assert first.fallbacks == [] and first.recorder.calls == []
+    assert first((1,), Tensor(0x1000), 3.5) == "fallback"  # neither takes a float n: second's fallback
+    assert first.fallbacks == [] and len(second.fallbacks) == 1 and second.fallbacks[0][0][2] == 3.5
+    hot_launch.link(first.hot, None)
+    assert first((1,), Tensor(0x1004), 3) == "fallback" and len(first.fallbacks) == 1
+    hot_launch.retire(first.hot)
+    assert first((1,), Tensor(0x1000), 3) == "fallback" and first.recorder.calls == []  # its own key too
+    assert len(first.fallbacks) == 2
+
+
+@needs_native
+@needs_hot
 def test_alignment_and_a_failed_launch():
     unit = Unit(alignment=lf.UNALIGNED)
     assert unit((1,), Tensor(0x1000), 3) == "fallback"
@@ -391,8 +407,12 @@ def test_alternating_keys_stay_native_up_to_the_chain_length(fake):
     with python_launches(direct_mix) as calls:
         direct_mix[(2,)](dropped["x"], out, dropped["n"], 2**40 + 1, 0.5, BLOCK=dropped["BLOCK"], backend="cuda")
     assert calls == [1] and _last(fake.lib, FMT)[2] == (2, 1, 1)
+    kept = direct_mix[(3,)]  # a caller's kernel[grid], bound to the first hot launch
     direct_mix._launches.clear()
     assert direct_mix._hot_chain == [] and not _hot(direct_mix)
+    with python_launches(direct_mix) as calls:  # retired: it hands the call to the launch function
+        kept(dropped["x"], out, dropped["n"], 2**40 + 1, 0.5, BLOCK=dropped["BLOCK"], backend="cuda")
+    assert calls == [1] and _last(fake.lib, FMT)[2] == (3, 1, 1)
 
 
 @needs_native

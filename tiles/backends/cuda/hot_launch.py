@@ -37,7 +37,8 @@ current context, grid sizes) — calls the *next* callable with the very same ar
 (``PyObject_Vectorcall``; after a grid function ran, with its result in the grid's place, so it
 runs once per launch): the launch function, which does all of it in Python as before, or another
 key's hot launch (``link``: the jit chains a few, most recently used first, so alternating keys
-stay native).  A decline has no other effect.
+stay native).  A decline has no other effect.  A *retired* hot launch (``retire``: its launch plan
+was dropped) hands every call to its launch function.
 Constants layout (u64 words): ``_HEADER_FIELDS``; then the names (parameters, then ``OPTIONS``),
 then one ``_RECORD`` per parameter.
 """
@@ -57,11 +58,11 @@ from . import direct_launch, trampoline
 OPTIONS = ("warmup", "num_warps", "num_stages", "debug", "stream", "backend")  # runtime/binder.OPTIONS
 METH_FASTCALL_KEYWORDS = 0x0080 | 0x0002
 
-_HEADER_FIELDS = ("DIRECT", "NEXT_CELL", "COMPILED", "FAILED", "NPARAMS", "NNAMES", "NONE", "FALSE", "INT_TYPE",
-                  "FLOAT_TYPE", "STR_TYPE", "DTYPE_NAME", "DTYPE_DESCR", "DTYPE_GET", "DATA_PTR", "GET_DEVICE",
-                  "NUM_WARPS_NAME", "NUM_STAGES_NAME", "NUM_WARPS", "NUM_STAGES", "TUPLE_TYPE", "BACKEND_MODE",
-                  "BACKEND", "GENERATION_AT", "GENERATION", "ENVIRON", "ENV_KEY0", "ENV_VALUE0", "ENV_KEY1",
-                  "ENV_VALUE1")
+_HEADER_FIELDS = ("DIRECT", "NEXT_CELL", "FALLBACK", "COMPILED", "FAILED", "NPARAMS", "NNAMES", "NONE", "FALSE",
+                  "INT_TYPE", "FLOAT_TYPE", "STR_TYPE", "DTYPE_NAME", "DTYPE_DESCR", "DTYPE_GET", "DATA_PTR",
+                  "GET_DEVICE", "NUM_WARPS_NAME", "NUM_STAGES_NAME", "NUM_WARPS", "NUM_STAGES", "TUPLE_TYPE",
+                  "BACKEND_MODE", "BACKEND", "GENERATION_AT", "GENERATION", "ENVIRON", "ENV_KEY0", "ENV_VALUE0",
+                  "ENV_KEY1", "ENV_VALUE1")
 _HEADER = struct.Struct("@" + "Q" * len(_HEADER_FIELDS))
 _RECORD = struct.Struct("@QQQqQQ")  # kind, type, object, expect, default (0: required), alignment
 _OFFSETS = {f"${name}": 8 * i for i, name in enumerate(_HEADER_FIELDS)}
@@ -107,7 +108,13 @@ entry:
   %has_grid = icmp sge i64 %nargs, 1
   %few = icmp sle i64 %npos, %nparams
   %shape_ok = and i1 %has_grid, %few
-  br i1 %shape_ok, label %grid_kind, label %fallback
+  %enabled_cell_at = getelementptr i8, ptr %c, i64 $NEXT_CELL
+  %enabled_cell = load ptr, ptr %enabled_cell_at
+  %enabled_at = getelementptr i64, ptr %enabled_cell, i64 1
+  %enabled = load i64, ptr %enabled_at
+  %serving = icmp ne i64 %enabled, 0
+  %may_serve = and i1 %shape_ok, %serving
+  br i1 %may_serve, label %grid_kind, label %fallback
 grid_kind:
   %grid = load ptr, ptr %args
   %grid_type_at = getelementptr i8, ptr %grid, i64 8
@@ -740,7 +747,7 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
     dtype_descriptor, dtype_get, data_ptr, get_device = accessors
     interned = [sys.intern(n) for n in (*names, *OPTIONS)]
     dtype, num_warps, num_stages = sys.intern("dtype"), sys.intern("num_warps"), sys.intern("num_stages")
-    next_cell = ctypes.c_void_p(id(fallback))  # what a decline calls: ``link`` may point it at another hot launch
+    next_cell = (ctypes.c_uint64 * 2)(id(fallback), 1)  # what a decline calls (``link``), and 0 once retired
     keep: list[Any] = [direct, fallback, next_cell, compiled, failed, interned, list(defaults), list(expected),
                        backend, dtype, dtype_descriptor, data_ptr, get_device, num_warps, num_stages,
                        GRID_META_DEFAULTS]
@@ -752,10 +759,10 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
         state = (0, 0, ctypes.addressof(generation), generation.value, 0 if environ is None else id(environ),
                  id(keys[0]), 0 if values[0] is None else id(values[0]), id(keys[1]),
                  0 if values[1] is None else id(values[1]))
-    header = _HEADER.pack(id(constants_of_direct), ctypes.addressof(next_cell), id(compiled), id(failed), len(names),
-                          len(interned), id(None), id(False), id(int), id(float), id(str), id(dtype),
-                          id(dtype_descriptor), dtype_get, id(data_ptr), id(get_device), id(num_warps), id(num_stages),
-                          *map(id, GRID_META_DEFAULTS), id(tuple), *state)
+    header = _HEADER.pack(id(constants_of_direct), ctypes.addressof(next_cell), id(fallback), id(compiled),
+                          id(failed), len(names), len(interned), id(None), id(False), id(int), id(float), id(str),
+                          id(dtype), id(dtype_descriptor), dtype_get, id(data_ptr), id(get_device), id(num_warps),
+                          id(num_stages), *map(id, GRID_META_DEFAULTS), id(tuple), *state)
     table = b"".join(struct.pack("@Q", id(n)) for n in interned)
     records = b"".join(_RECORD.pack(e.kind, id(e.type) if e.type is not None else 0,
                                     id(e.obj) if e.kind in (TENSOR, CONSTANT) else 0, e.expect,
@@ -765,9 +772,21 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
 
 
 
-def link(hot: Callable[..., Any], after: Callable[..., Any]) -> None:
-    """Make ``hot`` (from ``make``) hand what it declines to ``after`` (another key's hot launch, or
-    the launch function).  The caller keeps ``after`` alive while ``hot`` may call it."""
+def _cell(hot: Callable[..., Any]) -> Any:
     constants = getattr(hot, "__self__")  # noqa: B009 - a builtin's self: its constants
-    cell = struct.unpack_from("@Q", constants, _OFFSETS["$NEXT_CELL"])[0]
-    ctypes.c_void_p.from_address(cell).value = id(after)
+    address, fallback = struct.unpack_from("@QQ", constants, _OFFSETS["$NEXT_CELL"])
+    return (ctypes.c_uint64 * 2).from_address(address), fallback
+
+
+def link(hot: Callable[..., Any], after: Callable[..., Any] | None) -> None:
+    """Make ``hot`` (from ``make``) hand what it declines to ``after`` (another key's hot launch;
+    None: its own launch function).  The caller keeps ``after`` alive while ``hot`` links to it."""
+    cell, fallback = _cell(hot)
+    cell[0] = fallback if after is None else id(after)
+
+
+def retire(hot: Callable[..., Any]) -> None:
+    """Make ``hot`` hand every call to its launch function from now on (its plan was dropped:
+    a ``kernel[grid]`` kept by the caller must not launch it)."""
+    cell, fallback = _cell(hot)
+    cell[0], cell[1] = fallback, 0

@@ -20,7 +20,7 @@ arguments fix it), and with the trampoline ``direct`` (``direct(stream, grid, *v
 tensor given as its address: ``direct_launch``'s native builtin, or a Python form where that cannot
 be built) and ``failed`` (raises for a failed status); with the native direct launch also
 ``make_hot`` (``hot_launch.make`` for this direct launch: the jit's native inline cache) and
-``link_hot`` (``hot_launch.link``: chains them).
+``link_hot``/``retire_hot`` (``hot_launch.link``/``retire``: chains them, drops one).
 """
 
 from __future__ import annotations
@@ -167,6 +167,7 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
         if fully_native is not None:  # the jit's hot launch of one key (runtime/hot_path.py)
             launcher.make_hot = functools.partial(hot_launch.make, fully_native)  # type: ignore[attr-defined]
             launcher.link_hot = hot_launch.link  # type: ignore[attr-defined]
+            launcher.retire_hot = hot_launch.retire  # type: ignore[attr-defined]
     return launcher
 
 
