@@ -113,6 +113,7 @@ class JITFunction(KernelInterface):
                            if _is_constexpr_annotation(p.annotation)}
         names = self.arg_names
         self.do_not_specialize = {names[d] if isinstance(d, int) else d for d in do_not_specialize}
+        self._hot_lock = threading.RLock()
         self._launches = LaunchPlans(self._drop_hot)
         self.debug = debug
         self._rewritten: Callable[..., Any] | None = None
@@ -160,6 +161,11 @@ class JITFunction(KernelInterface):
         """Let ``kernel[grid]`` bind ``entry``'s hot launch (runtime/hot_path.py), where it has one."""
         if self._launch_function is None:
             return
+        with self._hot_lock:  # one chain update at a time: every link stays to a live hot launch
+            self._install_hot_locked(entry, key, backend)
+
+    def _install_hot_locked(self, entry: FastLaunch, key: tuple[Any, ...], backend: Any) -> None:
+        assert self._launch_function is not None
         try:
             hot = hot_path.install(entry, key, backend, self._param_kinds, self._binder_tensor, self.signature,
                                    self._launch_function)
@@ -171,8 +177,9 @@ class JITFunction(KernelInterface):
             self._fast_launch = hot
 
     def _drop_hot(self) -> None:  # (the plans' hot launches were retired: nothing links to them)
-        self._hot_chain = []
-        self._fast_launch = getattr(self, "_launch_function", None)
+        with self._hot_lock:
+            self._hot_chain = []
+            self._fast_launch = getattr(self, "_launch_function", None)
 
     def __getitem__(self, grid: Grid) -> Callable[..., Any]:
         fast = self._fast_launch

@@ -494,6 +494,43 @@ def test_another_thread_a_swapped_driver_and_cleared_plans(fake, stub):  # noqa:
     assert not _hot(direct_mix)
 
 
+@needs_native
+@needs_hot
+def test_threads_alternating_keys_while_chains_change(fake):
+    """Six threads launch three keys in turn (the chain relinked under them), with thread switches
+    every microsecond, and the plans are dropped while they run: no error, no crash, and the
+    kernel launches right afterwards."""
+    out = Tensor(0x2000)
+    keys = [Tensor(0x1000), Tensor(0x1004), Tensor(0x1008)]
+    for x in keys:
+        for _ in range(3):
+            direct_mix[(1,)](x, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
+    errors: list[BaseException] = []
+    before = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+
+    def worker(index):
+        try:
+            for i in range(300):
+                direct_mix[(index + 1,)](keys[(i + index) % 3], out, 1000, 2**40 + 1, 0.5, BLOCK=128,
+                                         backend="cuda")
+                if index == 0 and i == 150:
+                    direct_mix._launches.clear()
+        except BaseException as e:  # reported below
+            errors.append(e)
+    try:
+        threads = [threading.Thread(target=worker, args=(k,)) for k in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    finally:
+        sys.setswitchinterval(before)
+    assert errors == []
+    direct_mix[(9,)](keys[0], out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
+    assert _last(fake.lib, FMT)[2] == (9, 1, 1)
+
+
 @tiles.jit
 def hot_optional(x, out, bias, n, BLOCK: tl.constexpr):
     offs = tl.arange(0, BLOCK)
