@@ -1,11 +1,11 @@
-"""The jit's native inline cache: one launch key served without the Python launch function.
+"""The jit's native inline cache: launch keys served without the Python launch function.
 
 After a launch key has launched through its direct form (``runtime/binder.py``), the launch
 function asks ``install`` for the key's *hot* launch: a backend builtin (the CUDA keyed
 launcher's ``make_hot``, ``backends/cuda/hot_launch.py``) that binds the call, checks every
 argument against the key's facts (``backends/launch_facts.py``) and the backend choice, and
-launches; on any mismatch it calls the launch function with the same arguments.  ``kernel[grid]``
-then binds the grid to the hot builtin instead of the launch function (``JITFunction._fast_launch``).
+launches; on any mismatch it hands the call on with the same arguments.  ``kernel[grid]`` then
+binds the grid to the hot builtin instead of the launch function (``JITFunction._fast_launch``).
 A kernel keeps up to ``CHAIN_LENGTH`` hot launches chained (``chained``): each hands what it
 declines to the next, the last to the launch function, which puts the key it launched first.
 Each ``FastLaunch`` keeps the hot launch built for it (``hot``, with the ``backend=`` and registry
@@ -14,7 +14,8 @@ state it was built for, ``hot_form``), so going back to a key costs no build.
 Served only: ``warmup``, ``num_warps``, ``num_stages``, ``debug`` left out or at their defaults,
 ``stream`` None or an int, no unknown keywords; the entry's plan fixed by its arguments'
 device (``FastLaunch.target`` None); for the default backend, a registry whose state can be
-watched (``registry.default_state``).
+watched (``registry.default_state``).  Launch plans dropped (``_launches.clear()``) or a hot
+launch rebuilt for another ``backend=``/registry state: ``retire`` (it hands every call on).
 """
 
 from __future__ import annotations
