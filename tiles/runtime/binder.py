@@ -25,8 +25,8 @@ None or an int, the launch function asks the ``install`` hook for the key's nati
 (``runtime/hot_path.py``, ``backends/cuda/hot_launch.py``), which ``kernel[grid]`` then binds
 instead of this function: it checks the same facts in native code and, whenever one differs,
 hands the call with the same arguments on (to another key's hot launch, in the end to this
-function).  So this function runs for the first launches of a key,
-for launches the hot launch declines, and where no hot launch can be built.
+function).  So this function runs for the first launches of a key, for launches no hot launch
+serves, and where no hot launch can be built.
 
 Anything else goes to the jit's general path, which reports errors with the kernel's file:line:
 a missing argument (parameters without a default get a sentinel default), extra positional

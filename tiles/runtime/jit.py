@@ -132,8 +132,8 @@ class JITFunction(KernelInterface):
         # The steady-state launch: ``kernel[grid]`` is a function with the kernel's signature that
         # computes the key facts (runtime/binder.py); ``_launches`` maps (backend, options, debug,
         # *facts) to a FastLaunch.
-        # ``_fast_launch`` is what ``kernel[grid]`` binds: the launch function, or the hot launch of
-        # one key installed by it (runtime/hot_path.py), which falls back to the launch function.
+        # ``_fast_launch`` is what ``kernel[grid]`` binds: the launch function, or the first of the
+        # hot launches it installed (``_hot_chain``, runtime/hot_path.py), which end in it.
         self._binder_tensor = tensor_type()
         self._launch_function = self._make_fast_launch() \
             if can_bind(self.signature) and not self._param_names & LAUNCH_KEYWORDS else None
