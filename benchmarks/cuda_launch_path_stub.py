@@ -3,8 +3,9 @@
 Builds ``tests/backends/cuda/libcuda_stub.c`` (every driver call succeeds at once) with ``cc``, points
 the CUDA runtime at it, and times back-to-back launches through the whole jit path
 (``kernel[grid](...)``: binding, specialization key, stream and context choice, argument packing,
-``cuLaunchKernel`` through the native direct launch, ``tiles/backends/cuda/direct_launch.py``;
-one row with the native launches switched off, through ctypes).
+``cuLaunchKernel`` through the kernel's native hot launch, ``tiles/backends/cuda/hot_launch.py``;
+one row without the hot launch (the Python launch function and the direct launch), one with the
+native launches switched off, through ctypes).
 The arguments are stand-ins for torch CUDA tensors, served by a minimal fake ``torch`` module
 (this machine may have no torch; the fake answers what the launch path asks: ``torch.Tensor``,
 ``torch.cuda.is_initialized()``, the current raw stream).  NumPy arrays take the
@@ -146,7 +147,19 @@ def main() -> None:
         add_kernel[(1,)](x, y, out, 1024, BLOCK=1024, backend="cuda", stream=7)
 
     print(f"add_kernel, stream=int:             {per_launch_us(on_stream, opts.n):6.2f} us per launch")
-    from tiles.backends.cuda import trampoline
+
+    def grid(meta):
+        return ((meta["n"] + meta["BLOCK"] - 1) // meta["BLOCK"],)
+
+    def grid_function() -> None:
+        add_kernel[grid](x, y, out, 1024, BLOCK=1024, backend="cuda")
+
+    print(f"add_kernel, grid function:          {per_launch_us(grid_function, opts.n):6.2f} us per launch")
+    from tiles.backends.cuda import hot_launch, trampoline
+    hot_launch.enabled = False  # launch plans built from here on have no native hot launch
+    add_kernel._launches.clear()
+    print(f"add_kernel, no hot launch:          {per_launch_us(add, opts.n):6.2f} us per launch")
+    hot_launch.enabled = True
     trampoline.enabled = False  # launch plans built from here on call the driver through ctypes
     add_kernel._launches.clear()
     print(f"add_kernel, ctypes launch:          {per_launch_us(add, opts.n):6.2f} us per launch")

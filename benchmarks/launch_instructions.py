@@ -9,7 +9,12 @@ inside ``functools.reduce``, which runs the N launches.  Reported: instructions 
 those of an empty loop step.  ``--torch`` uses real torch CPU tensors in the launcher's stub mode
 (see ``cuda_launch_path_stub.py``).  Needs valgrind and a C compiler.
 
-    python benchmarks/launch_instructions.py [--torch] [-n 2000] [--rows add,eight,default,stream]
+    python benchmarks/launch_instructions.py [--torch] [-n 2000] [--rows add,eight,default,stream,grid,alternate,nohot]
+
+Rows: ``add`` (5 arguments, ``backend="cuda"``), ``eight`` (8 arguments, 2 constexprs), ``default``
+(no ``backend=``), ``stream`` (``stream=7``), ``grid`` (a grid function), ``alternate`` (``add`` with
+an aligned and an unaligned ``x`` in turn: two keys), ``nohot`` (``add`` with the native hot launch
+switched off: the Python launch function and the direct launch).
 """
 
 from __future__ import annotations
@@ -42,18 +47,28 @@ def child(row: str, n: int, torch_mode: bool, library: str, ready: str, go: str)
         x, y, out = (torch.empty(1024) for _ in range(3))
     else:
         x, y, out = (stub.FakeTensor(0x10000 * (i + 1), torch.float32) for i in range(3))
+    xs = (x, torch.empty(1025)[1:] if torch_mode else stub.FakeTensor(0x10004, torch.float32))  # two keys
     os.environ["TILES_BACKEND"] = "cuda"
+
+    def grid(meta):
+        return ((meta["n"] + meta["BLOCK"] - 1) // meta["BLOCK"],)
     rows = {
         "add": lambda _a, _b: add_kernel[(1,)](x, y, out, 1024, BLOCK=1024, backend="cuda"),
         "eight": lambda _a, _b: eight_args[(4,)](x, y, out, 1024, 1000, 1e-5, BLOCK=1024, RELU=True,
                                                  backend="cuda"),
         "default": lambda _a, _b: add_kernel[(1,)](x, y, out, 1024, BLOCK=1024),
         "stream": lambda _a, _b: add_kernel[(1,)](x, y, out, 1024, BLOCK=1024, backend="cuda", stream=7),
+        "grid": lambda _a, _b: add_kernel[grid](x, y, out, 1024, BLOCK=1024, backend="cuda"),
+        "alternate": lambda _a, i: add_kernel[(1,)](xs[i & 1], y, out, 1024, BLOCK=1024, backend="cuda"),
+        "nohot": lambda _a, _b: add_kernel[(1,)](x, y, out, 1024, BLOCK=1024, backend="cuda"),
         "empty": lambda _a, _b: None,
     }
     step = rows[row]
-    for _ in range(5):
-        step(None, None)
+    if row == "nohot":  # the Python launch function alone (hot_launch.enabled = False)
+        from tiles.backends.cuda import hot_launch
+        hot_launch.enabled = False
+    for i in range(6):
+        step(None, i)
     Path(ready).write_text(str(os.getpid()))
     while not os.path.exists(go):
         time.sleep(0.05)

@@ -7,9 +7,14 @@ and a synchronize, divided by N (this includes waiting for the GPU once the driv
 full: on the H200 machine, 20000 back-to-back bare ctypes cuLaunchKernel calls, no Python
 launch path, took 7.2 us each).
 Three kernel shapes: the 5-argument vector add, an 8-argument kernel with two scalars and two
-constexprs (what library kernels look like), and a 10-argument layer norm.  The last column is
-tiles with its native launch trampoline switched off (``trampoline.enabled = False``: the
-launcher calls ``cuCtxGetCurrent`` and ``cuLaunchKernel`` through ctypes), for comparison.
+constexprs (what library kernels look like), and a 10-argument layer norm; then the add with a grid
+function (``grid=lambda meta: ...``, as most Triton code launches).  ``tiles host`` passes
+``backend="cuda"``, ``default`` leaves the backend to the registry; both are served by the kernel's
+native hot launch (``backends/cuda/hot_launch.py``; the script says if it was not installed).  The
+last two columns switch parts off for comparison: ``no hot`` (``hot_launch.enabled = False``: the
+Python launch function binds, keys and calls the direct launch) and ``ctypes`` (also
+``trampoline.enabled = False``: the launcher calls ``cuCtxGetCurrent`` and ``cuLaunchKernel``
+through ctypes).
 ``launch_floor.py`` times what lies under these rows.  Run on a GPU machine:
 
     python benchmarks/launch_overhead.py [-n 2000] [--repeats 7]
@@ -88,6 +93,11 @@ def main() -> None:
     def add(lib, **kw):
         return lambda: lib.add_kernel[(1,)](x, y, out, 1024, BLOCK=1024, **kw)
 
+    def add_grid_function(lib, **kw):
+        def grid(meta):
+            return ((meta["n"] + meta["BLOCK"] - 1) // meta["BLOCK"],)
+        return lambda: lib.add_kernel[grid](x, y, out, 1024, BLOCK=1024, **kw)
+
     def bias_act(lib, **kw):
         return lambda: lib.bias_act_kernel[(1,)](x, w, out, 1024, 1000, 1e-5, BLOCK=1024, RELU=True, **kw)
 
@@ -101,31 +111,43 @@ def main() -> None:
             lambda: torch.testing.assert_close(out[:1000], torch.relu(x[:1000] * w[:1000] + 1e-5)),
         "layer norm (10 args)": lambda: torch.testing.assert_close(
             ln_y, torch.nn.functional.layer_norm(x, (1024,), ln_w, ln_b, 1e-5), rtol=1e-4, atol=1e-4),
+        "add, grid function": lambda: torch.testing.assert_close(out, x + y),
     }
     sync = torch.cuda.synchronize
-    from tiles.backends.cuda import trampoline
+    from tiles.backends.cuda import hot_launch, trampoline
 
-    def tiles_launches(kernel_name: str, native: bool) -> None:
-        """Launch plans built afresh, with or without the native trampoline."""
+    def tiles_launches(kernel_name: str, native: bool, hot: bool) -> None:
+        """Launch plans built afresh, with or without the native trampoline and hot launch."""
         trampoline.enabled = native
+        hot_launch.enabled = hot
         getattr(tk, kernel_name)._launches.clear()
 
-    print(f"{'kernel':58s} {'triton host':>12s} {'tiles host':>11s} {'triton +sync':>12s} {'tiles +sync':>11s}"
-          f" {'tiles ctypes host':>17s}  (us per launch)")
-    kernel_names = ("add_kernel", "bias_act_kernel", "layer_norm_kernel")
-    for (name, check), make, kernel_name in zip(checks.items(), (add, bias_act, layer_norm), kernel_names):
+    def measure(kernel_name: str, fn, check) -> tuple[float, float]:
+        result = per_launch_us(fn, sync, opts.n, opts.repeats, opts.window)
+        check()
+        out.zero_()
+        kernel = getattr(tk, kernel_name)
+        if hot_launch.enabled and type(kernel._fast_launch).__name__ != "builtin_function_or_method":
+            print(f"({kernel_name}: the hot launch was not installed: {hot_launch.unavailable_reason()})")
+        return result
+
+    print(f"{'kernel':58s} {'triton host':>12s} {'tiles host':>11s} {'default':>8s} {'triton +sync':>12s}"
+          f" {'tiles +sync':>11s} {'no hot':>7s} {'ctypes':>7s}  (us per launch, host issue time but +sync)")
+    kernel_names = ("add_kernel", "bias_act_kernel", "layer_norm_kernel", "add_kernel")
+    makers = (add, bias_act, layer_norm, add_grid_function)
+    for (name, check), make, kernel_name in zip(checks.items(), makers, kernel_names):
         triton_host, triton_total = per_launch_us(make(tr), sync, opts.n, opts.repeats, opts.window)
         check()
         out.zero_()
-        tiles_launches(kernel_name, native=False)
-        ctypes_host, _ = per_launch_us(make(tk, backend="cuda"), sync, opts.n, opts.repeats, opts.window)
-        check()
-        out.zero_()
-        tiles_launches(kernel_name, native=True)
-        tiles_host, tiles_total = per_launch_us(make(tk, backend="cuda"), sync, opts.n, opts.repeats, opts.window)
-        check()
-        print(f"{name:58s} {triton_host:12.2f} {tiles_host:11.2f} {triton_total:12.2f} {tiles_total:11.2f}"
-              f" {ctypes_host:17.2f}")
+        tiles_launches(kernel_name, native=False, hot=False)
+        ctypes_host, _ = measure(kernel_name, make(tk, backend="cuda"), check)
+        tiles_launches(kernel_name, native=True, hot=False)
+        python_host, _ = measure(kernel_name, make(tk, backend="cuda"), check)
+        tiles_launches(kernel_name, native=True, hot=True)
+        tiles_host, tiles_total = measure(kernel_name, make(tk, backend="cuda"), check)
+        default_host, _ = measure(kernel_name, make(tk), check)
+        print(f"{name:58s} {triton_host:12.2f} {tiles_host:11.2f} {default_host:8.2f} {triton_total:12.2f}"
+              f" {tiles_total:11.2f} {python_host:7.2f} {ctypes_host:7.2f}")
     if trampoline.unavailable_reason() is not None:
         print(f"(no native trampoline here: {trampoline.unavailable_reason()})")
     print(f"torch {torch.__version__}, device {torch.cuda.get_device_name()}")

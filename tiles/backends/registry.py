@@ -6,6 +6,7 @@ Modules are imported lazily, so a missing pycuda or pyopencl never breaks
 
 from __future__ import annotations
 
+import ctypes
 import importlib
 import os
 import threading
@@ -89,6 +90,9 @@ _RAW_ENVIRON: dict[Any, Any] | None = getattr(os.environ, "_data", None)
 _encode = getattr(os.environ, "encodekey", None)
 _RAW_KEYS = (_encode("TILES_INTERPRET"), _encode("TILES_BACKEND")) if callable(_encode) else None
 _by_environment: dict[tuple[Any, Any], Backend] = {}
+# bumped by every set_backend: what default() returns may then change without the environment
+# changing (the kernels' native hot launches compare it, backends/cuda/hot_launch.py)
+default_generation = ctypes.c_uint64(0)
 
 
 def default() -> Backend:
@@ -111,6 +115,20 @@ def default() -> Backend:
     return found
 
 
+def default_state() -> tuple[Any, Any, tuple[Any, Any], tuple[Any, Any]] | None:
+    """What ``default()``'s answer depends on right now: ``default_generation``, the raw
+    environment dict (None when an override is set: it is not consulted), its two keys and
+    their values there (None when absent).  While the generation's value and those values
+    (compared by identity) stay, ``default()`` answers as it did.  None where the environment
+    cannot be read this way (not CPython's ``os.environ``)."""
+    if _override:
+        return default_generation, None, (None, None), (None, None)
+    if _RAW_ENVIRON is None or _RAW_KEYS is None:
+        return None
+    return (default_generation, _RAW_ENVIRON, _RAW_KEYS,
+            (_RAW_ENVIRON.get(_RAW_KEYS[0]), _RAW_ENVIRON.get(_RAW_KEYS[1])))
+
+
 def _pick(chosen: str | None) -> Backend:
     if chosen:
         backend = get(chosen)
@@ -131,6 +149,9 @@ def set_backend(name: str | None) -> None:
         _override.clear()
         _default_cache.clear()
         _by_environment.clear()
-        if name is not None:
-            get(name)
-            _override.append(name)
+        try:
+            if name is not None:
+                get(name)
+                _override.append(name)
+        finally:
+            default_generation.value += 1

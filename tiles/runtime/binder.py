@@ -20,6 +20,14 @@ should run (another thread's context, an unusual grid or stream, a value the nat
 refuses), anything else a failure for ``FastLaunch.failed`` to report.  Otherwise the launcher is
 called with the grid and the values.
 
+After a direct launch (or a grid function's launch) with the default options and a stream that is
+None or an int, the launch function asks the ``install`` hook for the key's native *hot launch*
+(``runtime/hot_path.py``, ``backends/cuda/hot_launch.py``), which ``kernel[grid]`` then binds
+instead of this function: it checks the same facts in native code and, whenever one differs,
+hands the call with the same arguments on (to another key's hot launch, in the end to this
+function).  So this function runs for the first launches of a key, for launches no hot launch
+serves, and where no hot launch can be built.
+
 Anything else goes to the jit's general path, which reports errors with the kernel's file:line:
 a missing argument (parameters without a default get a sentinel default), extra positional
 arguments or unknown keywords (collected), ``warmup=True``, an unhashable constexpr, a miss.
@@ -146,8 +154,9 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
     ``kernel[grid]`` binds ``grid`` as a method binds ``self``).  ``hooks``: ``launches`` (the
     jit's dict of ``FastLaunch`` by key), ``registry`` (asked for the default backend on every
     launch), ``quick_grid``, ``max_grid``, ``launch(compiled, launcher, grid, values, num_warps,
-    num_stages, stream)`` and ``slow(grid, values, extra, hints, warmup, num_warps, num_stages,
-    debug, stream, backend, key)``.  Call ``can_bind`` first."""
+    num_stages, stream)``, ``slow(grid, values, extra, hints, warmup, num_warps, num_stages,
+    debug, stream, backend, key)`` and ``install(entry, key, backend)`` (the hot launch).  Call
+    ``can_bind`` first."""
     names = list(signature.parameters)
     namespace: dict[str, Any] = {f"{_PREFIX}tensor": tensor_type(), f"{_PREFIX}int": int,
                                  f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of, f"{_PREFIX}M": MISSING,
@@ -170,6 +179,9 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
     slow = f"{_PREFIX}slow({g}, {values}, {_PREFIX}extra, {_PREFIX}hints, {', '.join(OPTIONS)}, {{key}})"
     missing = "".join(f" or {n} is {_PREFIX}M" for n in required)
     function = name if name.isidentifier() and not keyword.iskeyword(name) else "kernel"
+    # a launch the key's hot launch (runtime/hot_path.py) serves: default options, stream None or an int
+    servable = (f"{entry}.hot is not False and {_PREFIX}options is None and debug is None and "
+                f"(stream is None or type(stream) is {_PREFIX}int)")
     lines = [
         f"def {function}({g}, {''.join(params)}*{_PREFIX}extra, {options}, **{_PREFIX}hints):",
         f"    if warmup or {_PREFIX}extra or {_PREFIX}hints{missing}:",
@@ -197,6 +209,8 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         f"    if {direct} is not None:",
         f"        {status} = {direct}(stream, {g}{direct_args})",
         f"        if not {status}:",
+        f"            if {servable}:  # the hot launch declined: install or rebuild it",
+        f"                {_PREFIX}install({entry}, {key}, backend)",
         f"            return {entry}.compiled",
         f"        if {status} != {DECLINED}:",
         f"            {entry}.failed({status}, {g})",
@@ -205,6 +219,8 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         "    else:",
         f"        {launch_grid} = {_PREFIX}quick_grid({g})",
         f"        if {launch_grid} is None:  # a function of the arguments, or not a valid grid",
+        f"            if {direct} is not None and callable({g}) and {servable}:",
+        f"                {_PREFIX}install({entry}, {key}, backend)",
         f"            return {_PREFIX}launch({entry}.compiled, {entry}.launcher, {g}, {values}, num_warps, "
         "num_stages, stream)",
         "    if stream is None:",

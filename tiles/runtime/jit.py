@@ -23,7 +23,7 @@ from ..core.printer import format_kernel
 from ..language import control
 from ..language.constexpr import as_constexpr
 from ..tools.tensor_descriptor import TensorDescriptor
-from . import checked_launch, descriptor_args
+from . import checked_launch, descriptor_args, hot_path
 from .binder import MISSING, can_bind, make_launch, tensor_type
 from .launch_options import JIT_HINTS, split_hints
 from .specialize import ArgSpec, MockArray, classify, descriptor_specs, launch_key, mock_dtype_argument
@@ -54,7 +54,7 @@ class FastLaunch:
     """A launch plan found by the binder's key: ``target`` is None when an argument on a device
     fixes it, else the ``backend.target_key()`` it was built for (checked on each launch)."""
 
-    __slots__ = ("compiled", "launcher", "backend", "target", "direct", "failed")
+    __slots__ = ("compiled", "launcher", "backend", "target", "direct", "failed", "hot", "hot_form")
 
     def __init__(self, compiled: CompiledKernel, launcher: Callable[..., None], backend: Backend,
                  target: Any) -> None:
@@ -65,6 +65,25 @@ class FastLaunch:
         self.failed: Callable[[int, tuple[int, int, int]], None] | None = getattr(launcher, "failed", None)
         if self.failed is None:
             self.direct = None
+        # its native hot launch, built by runtime/hot_path.install (False: none can be built)
+        self.hot: Any = None
+        self.hot_form: Any = None
+
+
+class LaunchPlans(dict[tuple[Any, ...], Any]):
+    """The jit's launch plans by key; clearing them also drops the hot launch ``kernel[grid]``
+    binds (runtime/hot_path.py), which serves one of them."""
+
+    __slots__ = ("on_clear",)
+
+    def __init__(self, on_clear: Callable[[], None]) -> None:
+        super().__init__()
+        self.on_clear = on_clear
+
+    def clear(self) -> None:
+        hot_path.retire([e for e in self.values() if isinstance(e, FastLaunch)])
+        super().clear()
+        self.on_clear()
 
 
 def _device_index(value: Any) -> int:
@@ -94,7 +113,8 @@ class JITFunction(KernelInterface):
                            if _is_constexpr_annotation(p.annotation)}
         names = self.arg_names
         self.do_not_specialize = {names[d] if isinstance(d, int) else d for d in do_not_specialize}
-        self._launches: dict[tuple[Any, ...], Any] = {}
+        self._hot_lock = threading.RLock()
+        self._launches = LaunchPlans(self._drop_hot)
         self.debug = debug
         self._rewritten: Callable[..., Any] | None = None
         self.source = ""
@@ -112,9 +132,13 @@ class JITFunction(KernelInterface):
         # The steady-state launch: ``kernel[grid]`` is a function with the kernel's signature that
         # computes the key facts (runtime/binder.py); ``_launches`` maps (backend, options, debug,
         # *facts) to a FastLaunch.
+        # ``_fast_launch`` is what ``kernel[grid]`` binds: the launch function, or the first of the
+        # hot launches it installed (``_hot_chain``, runtime/hot_path.py), which end in it.
         self._binder_tensor = tensor_type()
-        self._fast_launch = self._make_fast_launch() \
+        self._launch_function = self._make_fast_launch() \
             if can_bind(self.signature) and not self._param_names & LAUNCH_KEYWORDS else None
+        self._fast_launch = self._launch_function
+        self._hot_chain: hot_path.Chain = []
 
 
     @property
@@ -129,8 +153,33 @@ class JITFunction(KernelInterface):
 
     def _make_fast_launch(self) -> Callable[..., Any]:
         hooks = {"launches": self._launches, "registry": registry, "quick_grid": quick_grid,
-                 "max_grid": MAX_GRID_SIZE, "launch": self._launch, "slow": self._slow}
+                 "max_grid": MAX_GRID_SIZE, "launch": self._launch, "slow": self._slow,
+                 "install": self._install_hot}
         return make_launch(self.__name__, self.signature, self._param_kinds, hooks)
+
+    def _install_hot(self, entry: FastLaunch, key: tuple[Any, ...], backend: Any) -> None:
+        """Let ``kernel[grid]`` bind ``entry``'s hot launch (runtime/hot_path.py), where it has one."""
+        if self._launch_function is None:
+            return
+        with self._hot_lock:  # one chain update at a time: every link stays to a live hot launch
+            self._install_hot_locked(entry, key, backend)
+
+    def _install_hot_locked(self, entry: FastLaunch, key: tuple[Any, ...], backend: Any) -> None:
+        assert self._launch_function is not None
+        try:
+            hot = hot_path.install(entry, key, backend, self._param_kinds, self._binder_tensor, self.signature,
+                                   self._launch_function)
+        except Exception:  # the launch function keeps serving; a launch never fails for want of a hot launch
+            entry.hot = hot_path.NOT_BUILT
+            return
+        if hot is not None:
+            self._hot_chain = hot_path.chained(self._hot_chain, entry, hot, self._launch_function)
+            self._fast_launch = hot
+
+    def _drop_hot(self) -> None:  # (the plans' hot launches were retired: nothing links to them)
+        with self._hot_lock:
+            self._hot_chain = []
+            self._fast_launch = getattr(self, "_launch_function", None)
 
     def __getitem__(self, grid: Grid) -> Callable[..., Any]:
         fast = self._fast_launch
@@ -328,7 +377,8 @@ class JITFunction(KernelInterface):
         fixes the target; otherwise each launch checks the current target (device) first."""
         if tensor_type() is not self._binder_tensor:  # torch was imported since: rebuild the facts' code
             self._binder_tensor = tensor_type()
-            self._fast_launch = self._make_fast_launch()
+            self._launch_function = self._fast_launch = self._make_fast_launch()
+            self._hot_chain = hot_path.unchained(self._hot_chain)
             return
         on_device = getattr(launcher, "device", None) is not None or \
             any(_device_index(v) >= 0 for v in descriptor_args.flatten(values))

@@ -29,7 +29,8 @@ The native function
 4. releases the GIL around ``cuLaunchKernel`` and returns its status.
 
 ``make`` returns None where this cannot work (no JIT, a parameter kind it does not convert);
-the launcher then keeps its Python direct form.
+the launcher then keeps its Python direct form.  ``hot_launch.py`` compiles this module's IR
+(``ir()``) into its own and calls the function with the arguments it has checked.
 """
 
 from __future__ import annotations
@@ -323,19 +324,20 @@ def _conversion(name: str, converter: str, wide: str, tests: Sequence[str],
     return "\n".join(lines) + "\n"
 
 
-_PYTHON_SYMBOLS = ("PyBytes_AsString", "PyLong_FromLong", "PyLong_AsLongLong", "PyLong_AsUnsignedLongLong",
+PYTHON_SYMBOLS = ("PyBytes_AsString", "PyLong_FromLong", "PyLong_AsLongLong", "PyLong_AsUnsignedLongLong",
                    "PyFloat_AsDouble", "PyErr_Occurred", "PyErr_Clear", "PyObject_CallOneArg", "Py_DecRef",
                    "PyEval_SaveThread", "PyEval_RestoreThread")
 
 
-def _ir() -> str:
+def ir() -> str:
+    """The LLVM IR module of ``tiles_direct_launch`` (``hot_launch`` compiles it into its own module too)."""
     text = _IR.replace("$CONVERSIONS", "".join(_conversion(*c) for c in _CONVERSIONS))
     for name, offset in sorted(_OFFSETS.items(), key=lambda item: -len(item[0])):
         text = text.replace(name, str(offset))
     return text
 
 
-def _check_object_layout() -> None:
+def check_object_layout() -> None:
     """The native code reads an object's type at offset 8 and a tuple's length and items at 16
     and 24 (CPython's layout with the GIL); refuse any interpreter where that is not so."""
     grid = (12345678, 2)
@@ -347,8 +349,8 @@ def _check_object_layout() -> None:
 
 enabled = True  # False: launchers built from now on keep the Python direct form (for comparisons)
 _builtin = trampoline.LazyBuiltin(lambda: trampoline.NativeBuiltin(
-    _ir(), _PYTHON_SYMBOLS, "tiles_direct_launch", METH_FASTCALL,
-    b"launch a kernel from its arguments (tiles.backends.cuda.direct_launch)"), _check_object_layout)
+    ir(), PYTHON_SYMBOLS, "tiles_direct_launch", METH_FASTCALL,
+    b"launch a kernel from its arguments (tiles.backends.cuda.direct_launch)"), check_object_layout)
 
 
 def unavailable_reason() -> str | None:

@@ -18,11 +18,14 @@ two ctypes calls: ``cuCtxGetCurrent`` and ``cuLaunchKernel``.
 A keyed launcher carries attributes for the jit's binder (``runtime/binder.py``): ``device`` (the
 arguments fix it), and with the trampoline ``direct`` (``direct(stream, grid, *values)`` with each
 tensor given as its address: ``direct_launch``'s native builtin, or a Python form where that cannot
-be built) and ``failed`` (raises for a failed status).
+be built) and ``failed`` (raises for a failed status); with the native direct launch also
+``make_hot`` (``hot_launch.make`` for this direct launch: the jit's native inline cache) and
+``link_hot``/``retire_hot`` (``hot_launch.link``/``retire``: chains them, drops one).
 """
 
 from __future__ import annotations
 
+import functools
 import struct
 import sys
 from collections.abc import Callable, Sequence
@@ -30,7 +33,7 @@ from typing import Any
 
 from ...core.errors import LaunchError
 from ..base import CompiledKernel, LaunchArg
-from . import direct_launch, runtime, trampoline
+from . import direct_launch, hot_launch, runtime, trampoline
 from . import driver as cu
 
 Launcher = Callable[..., None]
@@ -161,6 +164,10 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
             device)
         launcher.direct = fully_native or namespace["direct"]  # type: ignore[attr-defined]
         launcher.failed = namespace["_failed"]  # type: ignore[attr-defined]
+        if fully_native is not None:  # the jit's hot launch of one key (runtime/hot_path.py)
+            launcher.make_hot = functools.partial(hot_launch.make, fully_native)  # type: ignore[attr-defined]
+            launcher.link_hot = hot_launch.link  # type: ignore[attr-defined]
+            launcher.retire_hot = hot_launch.retire  # type: ignore[attr-defined]
     return launcher
 
 
