@@ -132,6 +132,51 @@ def test_wrapped_offsets_keep_per_iteration_addresses():
     assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
 
 
+@tiles.jit
+def stepped_matmul(a_ptr, b_ptr, c_ptr, M, N, K, START, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                   BLOCK_K: tl.constexpr, ADVANCE: tl.constexpr):
+    """The K walk as ``range(START * BLOCK_K, K, BLOCK_K)`` with ``k + offs_k`` offsets, or
+    (``ADVANCE``) as pointer tiles advanced from START's block on a loop with a non-zero start."""
+    offs_m = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+    offs_k = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    if ADVANCE:
+        a_ptrs = a_ptr + offs_m[:, None] * K + (START * BLOCK_K + offs_k)[None, :]
+        b_ptrs = b_ptr + (START * BLOCK_K + offs_k)[:, None] * N + offs_n[None, :]
+        for _ in range(START, tl.cdiv(K, BLOCK_K)):
+            acc = tl.dot(tl.load(a_ptrs), tl.load(b_ptrs), acc)
+            a_ptrs += BLOCK_K
+            b_ptrs += BLOCK_K * N
+    else:
+        for k in range(START * BLOCK_K, K, BLOCK_K):
+            a = tl.load(a_ptr + offs_m[:, None] * K + (k + offs_k)[None, :])
+            b = tl.load(b_ptr + (k + offs_k)[:, None] * N + offs_n[None, :])
+            acc += tl.dot(a, b)
+    tl.store(c_ptr + offs_m[:, None] * N + offs_n[None, :], acc.to(tl.float16))
+
+
+@pytest.mark.parametrize("advance", [False, True])
+def test_stepped_and_offset_loops_advance_a_running_offset(advance):
+    """Loops that start past 0 or step by BLOCK_K take running offsets too (the trip count is
+    ``(iv - lb) // step``), and sum the right blocks: simulated against numpy."""
+    from sim_emitter import run
+
+    from tiles.backends.cuda.ptx_loops import mma_loop
+    m, n, k, start, bm, bn, bk, warps, stages = 64, 64, 160, 1, 64, 64, 32, 4, 3
+    a, b, c, _ = _args(m, n, k)
+    ir = stepped_matmul.warmup(a, b, c, m, n, k, start, backend="cuda", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                               ADVANCE=advance, num_warps=warps, num_stages=stages).ir
+    loop = mma_loop(toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a"))
+    assert "mul.wide" not in loop
+    assert len(re.findall(r"add\.s64\s+%rd\d+, %rd\d+, %rd\d+;\s*\n\s*// end inline asm", loop)) == 2
+    by_name = dict(zip(stepped_matmul.arg_names, (a, b, c, m, n, k, start)))
+    run(ir, [by_name[p.name] if isinstance(by_name[p.name], np.ndarray) else np.int32(by_name[p.name])
+             for p in ir.params], (1, 1), warps * 32, num_stages=stages)
+    lo = start * bk
+    assert _rel(c, a[:, lo:].astype(np.float32) @ b[lo:].astype(np.float32)) < 2e-3
+
+
 def test_wide_tile_issues_the_widest_wgmma():
     """A 128x256 tile on two warpgroups: each takes 64 rows and all 256 columns, so every k-step
     is one m64n256k16 per warpgroup (A read from shared memory once), as on Triton."""
