@@ -6,8 +6,9 @@ Carried that way, the pointer of iteration ``i`` depends on the previous iterati
 tensor-core pipeliner cannot compute the pointers of a later iteration ahead of time.  For a
 carried value ``v`` whose yield is ``v + inc`` (``addptr`` or integer ``add``) with ``inc``
 loop-invariant, every use of ``v`` in the body is rewritten to ``init + ((iv - lb) // step) * inc``,
-which is the same value (integer and address arithmetic wrap identically either way); the carried
-copy is dropped when nothing after the loop reads it.  Values carried unchanged (what a block
+which is the same value (integer arithmetic wraps identically either way; a pointer's offset is
+taken in int64, as each ``addptr`` step sign-extends its own); the carried copy is dropped when
+nothing after the loop reads it.  Values carried unchanged (what a block
 pointer's base, shape and strides become) are replaced by their initial value the same way.
 """
 
