@@ -16,26 +16,18 @@ iteration the loop copies.
 from __future__ import annotations
 
 from ....core.fold import _PURE
-from ....core.ir import Instr, Value
+from ....core.ir import Instr, Value, walk_block
 from ....core.ops import Op
 
-_UNIFORM_LEAF = "uniform"  # an invariant value that is the same in every element
-_LEAF = "invariant"
 
-
-def _invariant_kind(v: Value, defs: dict[Value, Instr], inside: set[Value]) -> str:
-    if not v.type.shape:
-        return _UNIFORM_LEAF
+def _same_everywhere(v: Value, defs: dict[Value, Instr]) -> bool:
+    """Whether the loop-invariant ``v`` holds one value in every element (a scalar, a constant,
+    which is always a splat, or a broadcast or cast of such)."""
     instr = defs.get(v)
-    if instr is not None and instr.op is Op.BROADCAST and not instr.operands[0].type.shape:
-        return _UNIFORM_LEAF
-    if instr is not None and instr.op is Op.CONST and not isinstance(getattr(instr.attrs, "value", None),
-                                                                     (list, tuple)):
-        return _UNIFORM_LEAF
-    if instr is not None and instr.op in (Op.CAST, Op.HINT, Op.BROADCAST) and \
-            _invariant_kind(instr.operands[0], defs, inside) == _UNIFORM_LEAF:
-        return _UNIFORM_LEAF
-    return _LEAF
+    if not v.type.shape or (instr is not None and instr.op is Op.CONST):
+        return True
+    return instr is not None and instr.op in (Op.CAST, Op.HINT, Op.BROADCAST) and \
+        _same_everywhere(instr.operands[0], defs)
 
 
 def stride_kind(v: Value, iv: Value, count: set[Value], defs: dict[Value, Instr], inside: set[Value],
@@ -44,26 +36,22 @@ def stride_kind(v: Value, iv: Value, count: set[Value], defs: dict[Value, Instr]
     ``"uniform"`` (by the same amount in every element), ``"varying"`` (by an amount that
     differs between elements but not between iterations) or None (not affine in the
     iteration).  ``count`` holds the values known to be exactly the trip count."""
-    if v in memo:
-        return memo[v]
-    memo[v] = None  # cycles cannot happen in SSA, but keep recursion finite on malformed input
-    result: str | None
-    if v is iv or v in count:
-        result = "uniform"
-    elif v not in inside:
-        result = "none"
-    else:
-        instr = defs.get(v)
-        result = None if instr is None else _rule(instr, iv, count, defs, inside, memo)
-    memo[v] = result
-    return result
+    if v not in memo:
+        if v is iv or v in count:
+            memo[v] = "uniform"
+        elif v not in inside:
+            memo[v] = "none"
+        else:
+            instr = defs.get(v)
+            memo[v] = None if instr is None else _rule(instr, iv, count, defs, inside, memo)
+    return memo[v]
 
 
 def _rule(instr: Instr, iv: Value, count: set[Value], defs: dict[Value, Instr], inside: set[Value],
           memo: dict[Value, str | None]) -> str | None:
     op = instr.op
     kinds = [stride_kind(o, iv, count, defs, inside, memo) for o in instr.operands]
-    if any(k is None for k in kinds):
+    if None in kinds:
         return None
     if all(k == "none" for k in kinds):
         return "none" if op in _PURE and not instr.regions else None
@@ -75,13 +63,9 @@ def _rule(instr: Instr, iv: Value, count: set[Value], defs: dict[Value, Instr], 
         return kinds[0] if widening else None
     if op in (Op.ADD, Op.SUB, Op.ADDPTR):
         return "uniform" if all(k in ("none", "uniform") for k in kinds) else "varying"
-    if op is Op.MUL:
-        moving = [(k, o) for k, o in zip(kinds, instr.operands) if k != "none"]
-        if len(moving) != 1:
-            return None
-        (kind, _), = moving
-        other = next(o for k, o in zip(kinds, instr.operands) if k == "none")
-        uniform = kind == "uniform" and _invariant_kind(other, defs, inside) == _UNIFORM_LEAF
+    if op is Op.MUL and kinds.count("none") == 1:
+        moving, factor = (0, 1) if kinds[1] == "none" else (1, 0)
+        uniform = kinds[moving] == "uniform" and _same_everywhere(instr.operands[factor], defs)
         return "uniform" if uniform else "varying"
     return None
 
@@ -103,7 +87,6 @@ def trip_counts(body_instrs: list[Instr], iv: Value, lb: Value, step: Value, def
 def running_feeds(feeds: list[Instr], loop: Instr, defs: dict[Value, Instr]) -> list[int]:
     """Indices of the ``feeds`` (pipelined LOADs of ``loop``'s body) whose pointer advances by
     the same number of bytes in every element from one iteration to the next."""
-    from ....core.ir import walk_block
     body = loop.regions[0]
     instrs = list(walk_block(body))
     inside = set(body.args) | {r for i in instrs for r in i.results}
