@@ -68,6 +68,20 @@ def _grid(m, n, bm, bn):
 
 
 FORMS = [(False, False), (True, False), (False, True), (True, True)]
+# the running offset's advance: an inline add.s64 of two 64-bit registers (running.py)
+RUNNING_ADD = re.compile(r"add\.s64\s+%rd\d+, %rd\d+, %rd\d+;\s*\n\s*// end inline asm")
+
+
+def _ptx(ir, warps, stages):
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a")
+
+
+def _simulate(kernel, ir, args, grid, warps, stages):
+    """Run ``ir`` on the simulator with ``kernel``'s arguments ``args`` (ints as int32)."""
+    from sim_emitter import run
+    by_name = dict(zip(kernel.arg_names, args))
+    run(ir, [by_name[p.name] if isinstance(by_name[p.name], np.ndarray) else np.int32(by_name[p.name])
+             for p in ir.params], grid, warps * 32, num_stages=stages)
 
 
 @pytest.mark.parametrize("wrap,kmask", FORMS)
@@ -92,10 +106,10 @@ def test_copies_advance_a_running_offset(wrap, kmask):
     *_, args = _args(256, 256, 256)
     ir = tutorial_matmul.warmup(*args, backend="cuda", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
                                 WRAP=wrap, KMASK=kmask, num_warps=8, num_stages=3).ir
-    loop = mma_loop(toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(8, 3)), "sm_90a"))
+    loop = mma_loop(_ptx(ir, 8, 3))
     assert loop.count("cp.async.cg.shared.global") == 12
     assert "mul.wide" not in loop, "a copy address is recomputed from the trip count"
-    assert len(re.findall(r"add\.s64\s+%rd\d+, %rd\d+, %rd\d+;\s*\n\s*// end inline asm", loop)) == 2
+    assert len(RUNNING_ADD.findall(loop)) == 2
 
 
 @tiles.jit
@@ -116,19 +130,16 @@ def wrapped_k_matmul(a_ptr, b_ptr, c_ptr, M, N, K, BLOCK_M: tl.constexpr, BLOCK_
 def test_wrapped_offsets_keep_per_iteration_addresses():
     """A rotated K walk (``% K``) still pipelines, computing each copy's address every iteration
     (no running offset), and sums the same products: simulated against numpy."""
-    from sim_emitter import run
 
     from tiles.backends.cuda.ptx_loops import mma_loop
     m, n, k, bm, bn, bk, warps, stages = 64, 64, 128, 64, 64, 32, 4, 3
     a, b, c, _ = _args(m, n, k)
     ir = wrapped_k_matmul.warmup(a, b, c, m, n, k, backend="cuda", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                  num_warps=warps, num_stages=stages).ir
-    loop = mma_loop(toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a"))
+    loop = mma_loop(_ptx(ir, warps, stages))
     assert "cp.async.cg.shared.global" in loop
-    assert not re.search(r"add\.s64\s+%rd\d+, %rd\d+, %rd\d+;\s*\n\s*// end inline asm", loop)
-    by_name = dict(zip(wrapped_k_matmul.arg_names, (a, b, c, m, n, k)))
-    run(ir, [by_name[p.name] if isinstance(by_name[p.name], np.ndarray) else np.int32(by_name[p.name])
-             for p in ir.params], (1, 1), warps * 32, num_stages=stages)
+    assert not RUNNING_ADD.search(loop)
+    _simulate(wrapped_k_matmul, ir, (a, b, c, m, n, k), (1, 1), warps, stages)
     assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
 
 
@@ -160,19 +171,16 @@ def stepped_matmul(a_ptr, b_ptr, c_ptr, M, N, K, START, BLOCK_M: tl.constexpr, B
 def test_stepped_and_offset_loops_advance_a_running_offset(advance):
     """Loops that start past 0 or step by BLOCK_K take running offsets too (the trip count is
     ``(iv - lb) // step``), and sum the right blocks: simulated against numpy."""
-    from sim_emitter import run
 
     from tiles.backends.cuda.ptx_loops import mma_loop
     m, n, k, start, bm, bn, bk, warps, stages = 64, 64, 160, 1, 64, 64, 32, 4, 3
     a, b, c, _ = _args(m, n, k)
     ir = stepped_matmul.warmup(a, b, c, m, n, k, start, backend="cuda", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                ADVANCE=advance, num_warps=warps, num_stages=stages).ir
-    loop = mma_loop(toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a"))
+    loop = mma_loop(_ptx(ir, warps, stages))
     assert "mul.wide" not in loop
-    assert len(re.findall(r"add\.s64\s+%rd\d+, %rd\d+, %rd\d+;\s*\n\s*// end inline asm", loop)) == 2
-    by_name = dict(zip(stepped_matmul.arg_names, (a, b, c, m, n, k, start)))
-    run(ir, [by_name[p.name] if isinstance(by_name[p.name], np.ndarray) else np.int32(by_name[p.name])
-             for p in ir.params], (1, 1), warps * 32, num_stages=stages)
+    assert len(RUNNING_ADD.findall(loop)) == 2
+    _simulate(stepped_matmul, ir, (a, b, c, m, n, k, start), (1, 1), warps, stages)
     lo = start * bk
     assert _rel(c, a[:, lo:].astype(np.float32) @ b[lo:].astype(np.float32)) < 2e-3
 
@@ -263,7 +271,6 @@ def test_persistent_form_pipelines_like_the_tutorial():
 def test_persistent_form_simulated(wrap):
     """Odd sizes: 4 x 3 tiles of 64 x 64 over 5 programs (two or three tiles each), K = 200 ends in
     a partly masked step; each tile restarts the stages and its accumulator."""
-    from sim_emitter import run
     m, n, k = 200, 136, 200
     a, b, c, args = _args(m, n, k)
     if not wrap:  # edge tiles read past the last row/column: pad the operands
@@ -273,9 +280,7 @@ def test_persistent_form_simulated(wrap):
     programs, bm, bn, bk, warps, stages = 5, 64, 64, 32, 4, 3
     ir = persistent_matmul.warmup(*args, backend="cuda", PROGRAMS=programs, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
                                   GROUP_M=2, WRAP=wrap, num_warps=warps, num_stages=stages).ir
-    by_name = dict(zip(persistent_matmul.arg_names, args))
-    run(ir, [by_name[p.name] if isinstance(by_name[p.name], np.ndarray) else np.int32(by_name[p.name])
-             for p in ir.params], (programs,), warps * 32, num_stages=stages)
+    _simulate(persistent_matmul, ir, args, (programs,), warps, stages)
     assert _rel(c, a[:m].astype(np.float32) @ b[:, :n].astype(np.float32)) < 2e-3
 
 
