@@ -198,6 +198,7 @@ def fake(stub, monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", torch)
     runtime.use_driver(Driver(stub))
     direct_mix._launches.clear()
+    direct_mix._binder_tensor = None  # the binder's tensor type is this torch.Tensor from the next launch
     yield types.SimpleNamespace(lib=stub, streams=streams)
     runtime.use_driver(None)
     direct_mix._launches.clear()

@@ -19,7 +19,7 @@ import types
 from contextlib import contextmanager
 
 import pytest
-from test_direct_launch import Tensor, _last, direct_mix, needs_native, stub  # noqa: F401  (stub: a fixture)
+from test_direct_launch import Tensor, _last, direct_mix, fake, needs_native, stub  # noqa: F401  (fixtures)
 from test_trampoline import CONTEXT, FUNCTION, Recorder, _address
 
 import tiles
@@ -258,22 +258,6 @@ def python_launches(kernel):
         sys.setprofile(None)
 
 
-@pytest.fixture
-def fake(stub, monkeypatch):  # noqa: F811
-    streams = {0: 0x100, 1: 0x101}
-    torch = types.ModuleType("torch")
-    torch.Tensor = Tensor  # type: ignore[attr-defined]
-    torch._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda device: streams[device])  # type: ignore[attr-defined]
-    torch.cuda = types.SimpleNamespace(is_initialized=lambda: True, current_device=lambda: 0)  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "torch", torch)
-    runtime.use_driver(Driver(stub))
-    direct_mix._launches.clear()
-    direct_mix._binder_tensor = None  # the binder's tensor type is this torch.Tensor from the next launch
-    yield types.SimpleNamespace(lib=stub, streams=streams)
-    runtime.use_driver(None)
-    direct_mix._launches.clear()
-
-
 def _hot(kernel):
     return type(kernel._fast_launch).__name__ == "builtin_function_or_method"
 
@@ -286,7 +270,7 @@ def _warm(x, out, **kwargs):
 
 @needs_native
 @needs_hot
-def test_steady_launches_are_served_natively_with_the_general_paths_bytes(fake, rng):
+def test_steady_launches_are_served_natively_with_the_general_paths_bytes(fake, rng):  # noqa: F811
     x, out = Tensor(0x1000), Tensor(0x2000)
     _warm(x, out)
     for grid in ((5,), (2, 3), (4, 1, 6)):
@@ -315,7 +299,7 @@ def test_steady_launches_are_served_natively_with_the_general_paths_bytes(fake, 
 @needs_hot
 @pytest.mark.parametrize("change", ["dtype", "unaligned", "n_one", "n_div16", "n_int64", "big_int32", "float_for_int",
                                     "constexpr", "backend_object", "num_warps", "num_stages", "debug", "stream_object"])
-def test_each_change_runs_the_python_launch_and_launches_right(fake, change):
+def test_each_change_runs_the_python_launch_and_launches_right(fake, change):  # noqa: F811
     x, out = Tensor(0x1000), Tensor(0x2000)
     _warm(x, out)
     hot = direct_mix._fast_launch
@@ -362,7 +346,7 @@ def test_each_change_runs_the_python_launch_and_launches_right(fake, change):
 
 @needs_native
 @needs_hot
-def test_a_grid_function_is_served_natively_and_called_once_per_launch(fake):
+def test_a_grid_function_is_served_natively_and_called_once_per_launch(fake):  # noqa: F811
     x, out = Tensor(0x1000), Tensor(0x2000)
     calls_to_grid = []
 
@@ -383,7 +367,7 @@ def test_a_grid_function_is_served_natively_and_called_once_per_launch(fake):
 
 @needs_native
 @needs_hot
-def test_alternating_keys_stay_native_up_to_the_chain_length(fake):
+def test_alternating_keys_stay_native_up_to_the_chain_length(fake):  # noqa: F811
     from tiles.runtime.hot_path import CHAIN_LENGTH
     out = Tensor(0x2000)
     keys = [dict(x=Tensor(0x1000 + 4 * k), n=1000, BLOCK=128) for k in range(2)] + \
@@ -417,7 +401,7 @@ def test_alternating_keys_stay_native_up_to_the_chain_length(fake):
 
 @needs_native
 @needs_hot
-def test_warmup_a_missing_argument_and_a_device_go_to_the_general_path(fake):
+def test_warmup_a_missing_argument_and_a_device_go_to_the_general_path(fake):  # noqa: F811
     x, out = Tensor(0x1000), Tensor(0x2000)
     _warm(x, out)
     before = _last(fake.lib, FMT)
@@ -436,7 +420,7 @@ def test_warmup_a_missing_argument_and_a_device_go_to_the_general_path(fake):
 
 @needs_native
 @needs_hot
-def test_the_default_backend_follows_the_environment_and_overrides(fake, monkeypatch):
+def test_the_default_backend_follows_the_environment_and_overrides(fake, monkeypatch):  # noqa: F811
     monkeypatch.setenv("TILES_BACKEND", "cuda")
     monkeypatch.delenv("TILES_INTERPRET", raising=False)
     x, out = Tensor(0x1000), Tensor(0x2000)
@@ -496,7 +480,7 @@ def test_another_thread_a_swapped_driver_and_cleared_plans(fake, stub):  # noqa:
 
 @needs_native
 @needs_hot
-def test_threads_alternating_keys_while_chains_change(fake):
+def test_threads_alternating_keys_while_chains_change(fake):  # noqa: F811
     """Six threads launch three keys in turn (the chain relinked under them), with thread switches
     every microsecond, and the plans are dropped while they run: no error, no crash, and the
     kernel launches right afterwards."""
@@ -543,7 +527,7 @@ def hot_optional(x, out, bias, n, BLOCK: tl.constexpr):
 
 @needs_native
 @needs_hot
-def test_none_where_a_tensor_was(fake):
+def test_none_where_a_tensor_was(fake):  # noqa: F811
     hot_optional._binder_tensor = None
     x, out, bias = Tensor(0x1000), Tensor(0x2000), Tensor(0x3000)
     try:
