@@ -130,25 +130,31 @@ def _strips(lw: TensorCoreLowering, lay: MMALayout, dst: Layout) -> list[tuple[P
     return out
 
 
+def _store_at(lw: TensorCoreLowering, instr: Instr, row: Handle, col: Handle, vals: list[Handle]) -> None:
+    """Store ``vals`` (consecutive in a row) where the STORE's pointer and mask are at (row, col)."""
+    ptr, dtype = instr.operands[0], instr.operands[1].type.element
+    defs = lw.tc.defs
+    p = value_at(lw, defs, ptr, [row, col])
+    m: Handle | None = value_at(lw, defs, instr.operands[2], [row, col]) if instr.attrs.masked else None
+    if len(vals) == 1:
+        lw.e.store(p, vals[0], dtype, m)
+    else:
+        lw.e.store_vector(p, vals, dtype, m)
+
+
 def _store_strips(lw: TensorCoreLowering, instr: Instr, hs: list[Handle], lay: MMALayout,
                   strips: list[tuple[Place, Place]]) -> None:
-    e, iop = lw.e, lw.iop
-    ptr, v = instr.operands[0], instr.operands[1]
-    mask = instr.operands[2] if instr.attrs.masked else None
-    dtype = v.type.element
+    e = lw.e
+    dtype = instr.operands[1].type.element
     st = SwizzledRows(lay.n, lay.m, dtype.itemsize)
     lw.reserve_local(st.nbytes)
     st.write_transposed(lw, hs, lay, dtype)
     e.barrier()
-    defs = lw.tc.defs
     for (place, _), at in zip(strips, st.indices(lw, [staged for _, staged in strips])):
         vals = e.local_load_vector(0, lw.idx(at), STRIP, dtype)
         first, col = place.at(lw)
         for i, val in enumerate(vals):
-            row = iop(Op.ADD, first, i)
-            p = value_at(lw, defs, ptr, [row, col])
-            m: Handle | None = None if mask is None else value_at(lw, defs, mask, [row, col])
-            e.store(p, val, dtype, m)
+            _store_at(lw, instr, lw.iop(Op.ADD, first, i), col, [val])
     e.barrier()
 
 
@@ -164,8 +170,7 @@ def _store(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     if dst is None:
         return RULES[Op.STORE](lw, instr)
     e = lw.e
-    ptr, v = instr.operands[0], instr.operands[1]
-    mask = instr.operands[2] if instr.attrs.masked else None
+    v = instr.operands[1]
     lay = lw.tc.plan.values[v]
     assert isinstance(lay, MMALayout)
     dtype = v.type.element
@@ -178,16 +183,9 @@ def _store(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     lw.reserve_local(st.nbytes)
     st.write(lw, hs, lay, dtype)
     e.barrier()
-    defs = lw.tc.defs
     places = [_slot_place(lw, dst, j) for j in range(0, dst.per_thread, dst.vec)]
     for place, at in zip(places, st.indices(lw, places)):
         row, col = place.at(lw)
-        vals = e.local_load_vector(0, lw.idx(at), dst.vec, dtype)
-        p = value_at(lw, defs, ptr, [row, col])
-        m: Handle | None = None if mask is None else value_at(lw, defs, mask, [row, col])
-        if dst.vec == 1:
-            e.store(p, vals[0], dtype, m)
-        else:
-            e.store_vector(p, vals, dtype, m)
+        _store_at(lw, instr, row, col, e.local_load_vector(0, lw.idx(at), dst.vec, dtype))
     e.barrier()
     return []
