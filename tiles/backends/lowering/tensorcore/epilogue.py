@@ -34,7 +34,7 @@ from .base import TensorCoreLowering, tc_rule
 from .fragments import frag_handles
 from .plan import MMALayout, Plan, _frag_use
 from .remat import can_remat, value_at
-from .staging import Place, SwizzledRows, staging
+from .staging import Place, SwizzledRows, blocked_place, staging
 
 _REMAT_BUDGET = 48  # nodes of the pointer or mask expression recomputed per element
 
@@ -88,21 +88,6 @@ def _needed_blocked(lw: TensorCoreLowering, plan: Plan, v: Value, claimed: dict[
             if o is v and instr not in claimed and not _frag_use(plan, instr, idx):
                 return True
     return False
-
-
-def _slot_place(lw: TensorCoreLowering, dst: Layout, j: int) -> Place:
-    """Where the first element of this thread's chunk in slot ``j`` is."""
-    per_row = dst.shape[-1] // dst.vec
-    r = j // dst.vec
-    if lw.threads % per_row == 0:  # a round covers whole rows: the thread's column is fixed
-        rows_per_round = lw.threads // per_row
-        row0 = lw.cached(("store row", per_row), lambda: lw.iop(Op.IDIV, lw.tid, per_row))
-        col = lw.cached(("store col", per_row, dst.vec), lambda: lw.iop(
-            Op.MUL, lw.iop(Op.MOD, lw.tid, per_row), dst.vec))
-        return Place(row0, col, r * rows_per_round)
-    rounds_per_row = per_row // lw.threads  # a row takes whole rounds: the thread's row is the round's
-    col0 = lw.cached(("store col", per_row, dst.vec), lambda: lw.iop(Op.MUL, lw.tid, dst.vec))
-    return Place(0, col0, r // rounds_per_row, (r % rounds_per_row) * lw.threads * dst.vec)
 
 
 STRIP = 8  # rows of a column strip: 16 bytes of 16-bit elements
@@ -183,7 +168,7 @@ def _store(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     lw.reserve_local(st.nbytes)
     st.write(lw, hs, lay, dtype)
     e.barrier()
-    places = [_slot_place(lw, dst, j) for j in range(0, dst.per_thread, dst.vec)]
+    places = [blocked_place(lw, dst, j, dst.shape[-1]) for j in range(0, dst.per_thread, dst.vec)]
     for place, at in zip(places, st.indices(lw, places)):
         row, col = place.at(lw)
         _store_at(lw, instr, row, col, e.local_load_vector(0, lw.idx(at), dst.vec, dtype))
