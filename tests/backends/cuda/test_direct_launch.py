@@ -296,6 +296,7 @@ def real_torch(stub, monkeypatch):
     monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: streams[device], raising=False)
     runtime.use_driver(Driver(stub))
     direct_mix._launches.clear()
+    direct_mix._binder_tensor = None  # the binder's tensor type is torch.Tensor from the next launch
     yield types.SimpleNamespace(torch=torch, streams=streams)
     runtime.use_driver(None)
     direct_mix._launches.clear()

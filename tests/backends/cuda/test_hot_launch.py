@@ -19,14 +19,14 @@ import types
 from contextlib import contextmanager
 
 import pytest
-from test_direct_launch import Tensor, _last, direct_mix, fake, needs_native, stub  # noqa: F401  (fixtures)
+from test_direct_launch import Tensor, _last, direct_mix, fake, needs_native, real_torch, stub  # noqa: F401  (fixtures)
 from test_trampoline import CONTEXT, FUNCTION, Recorder, _address
 
 import tiles
 import tiles.language as tl
 from tiles.backends import launch_facts as lf
 from tiles.backends import registry
-from tiles.backends.cuda import direct_launch, hot_launch, launcher, runtime
+from tiles.backends.cuda import direct_launch, hot_launch, runtime
 from tiles.backends.cuda.driver import Driver
 from tiles.core.errors import CompilationError, LaunchError
 
@@ -547,34 +547,24 @@ def test_none_where_a_tensor_was(fake):  # noqa: F811
 # -- real torch CPU tensors, in the launcher's stub mode -------------------------------------------
 @needs_native
 @needs_hot
-def test_real_torch_tensors(stub, monkeypatch):  # noqa: F811
-    torch = pytest.importorskip("torch")
-    monkeypatch.setattr(launcher, "stub_cpu_device", 0)
-    streams = {0: 0x300}
-    monkeypatch.setattr(torch._C, "_cuda_getCurrentRawStream", lambda device: streams[device], raising=False)
-    runtime.use_driver(Driver(stub))
-    direct_mix._launches.clear()
-    direct_mix._binder_tensor = None
-    try:
-        x, out = torch.empty(1000), torch.empty(1000)
-        for _ in range(3):
-            direct_mix[(2,)](x, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
-        assert _hot(direct_mix)
-        for shift, expected in ((0, []), (1, [1]), (1, [1]), (1, [])):
-            y = torch.empty(1001)[shift:]
-            streams[0] = 0x300 + shift
-            with python_launches(direct_mix) as calls:
-                direct_mix[(3,)](y, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
-            assert calls == expected
-            data, stream, grid, _ = _last(stub, FMT)
-            assert struct.unpack(FMT, data)[:2] == (y.data_ptr(), out.data_ptr()) and stream == 0x300 + shift
-        half = torch.empty(1000, dtype=torch.float16)
+def test_real_torch_tensors(real_torch, stub):  # noqa: F811
+    torch, streams = real_torch.torch, real_torch.streams
+    x, out = torch.empty(1000), torch.empty(1000)
+    for _ in range(3):
+        direct_mix[(2,)](x, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
+    assert _hot(direct_mix)
+    for shift, expected in ((0, []), (1, [1]), (1, [1]), (1, [])):
+        y = torch.empty(1001)[shift:]
+        streams[0] = 0x300 + shift
         with python_launches(direct_mix) as calls:
-            direct_mix[(3,)](half, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
-        assert calls == [1] and struct.unpack(FMT, _last(stub, FMT)[0])[0] == half.data_ptr()
-    finally:
-        runtime.use_driver(None)
-        direct_mix._launches.clear()
+            direct_mix[(3,)](y, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
+        assert calls == expected
+        data, stream, grid, _ = _last(stub, FMT)
+        assert struct.unpack(FMT, data)[:2] == (y.data_ptr(), out.data_ptr()) and stream == 0x300 + shift
+    half = torch.empty(1000, dtype=torch.float16)
+    with python_launches(direct_mix) as calls:
+        direct_mix[(3,)](half, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
+    assert calls == [1] and struct.unpack(FMT, _last(stub, FMT)[0])[0] == half.data_ptr()
 
 
 def test_launch_facts_of_the_binder_keys():
