@@ -113,7 +113,8 @@ def _ir(align):
     (4, "st.global.b32", BM * BN // THREADS // 2),      # pairs
     (16, "st.global.v4.b32", BM * BN // THREADS // 8),  # 16 bytes: the blocked layout's own chunks
 ])
-def test_store_widths_ptx(align, store, count):
+def test_store_widths_ptx(align, store, count, monkeypatch):
+    monkeypatch.delenv("TILES_STMATRIX", raising=False)  # the default staging, whatever the environment says
     if toolchain.ptxas_path() is None:
         pytest.skip("ptxas not on PATH: the PTX is checked by assembling it")
     ptx = toolchain.to_ptx(lower_kernel(_ir(align), nvptx_target("sm_90a"), Options(WARPS, 3)), "sm_90a")
