@@ -38,7 +38,7 @@ def rule(*ops: Op) -> Callable[[Rule], Rule]:
     return register
 
 
-_FOLD: dict[Op, Callable[[int, int], int]] = {
+FOLD: dict[Op, Callable[[int, int], int]] = {  # Lowering.iop on compile-time indices
     Op.ADD: lambda a, b: a + b, Op.SUB: lambda a, b: a - b, Op.MUL: lambda a, b: a * b,
     Op.IDIV: semantics.trunc_div, Op.MOD: semantics.trunc_mod,  # the IR's truncating division, not Python's floor
 }
@@ -118,7 +118,7 @@ class Lowering:
     def iop(self, op: Op, a: Index, b: Index) -> Index:
         """int32 index arithmetic, folded when both sides are known."""
         if isinstance(a, int) and isinstance(b, int):
-            return _FOLD[op](a, b)
+            return FOLD[op](a, b)
         if _is(b, 0) and op in (Op.ADD, Op.SUB) or _is(b, 1) and op in (Op.MUL, Op.IDIV):
             return a
         if _is(a, 0) and op is Op.ADD or _is(a, 1) and op is Op.MUL:

@@ -39,7 +39,7 @@ from ....core.dtypes import DType
 from ....core.ops import Op
 from ..emitter import Handle
 from ..layout import Layout
-from ..lower import Index, Lowering
+from ..lower import FOLD, Index, Lowering
 from .base import TensorCoreLowering
 from .convert import Lanes, _fragment_pairs, align16, padded
 from .plan import MMALayout
@@ -235,11 +235,7 @@ Staging = PaddedRows | SwizzledRows
 def _fold(op: Op, a: Index, b: Index) -> Index:
     """``Lowering.iop`` on compile-time (non-negative) indices."""
     assert isinstance(a, int) and isinstance(b, int) and a >= 0 and b >= 0
-    if op is Op.ADD:
-        return a + b
-    if op is Op.MUL:
-        return a * b
-    return a // b if op is Op.IDIV else a % b
+    return FOLD[op](a, b)
 
 
 def _identity(x: Index) -> tuple[str, int]:
