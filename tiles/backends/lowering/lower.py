@@ -320,9 +320,20 @@ def _yields(lw: Lowering, block: Block) -> list[Handle]:
     return [h for hs in lw.lower_block(block) for h in hs]
 
 
+def loop_options(instr: Instr) -> A.Loop:
+    """A FOR's ``tl.range`` options (the defaults where it has none)."""
+    return instr.attrs if isinstance(instr.attrs, A.Loop) else A.Loop()
+
+
+def loop_stages(lw: Lowering, instr: Instr) -> int:
+    """A FOR's software-pipelining depth: its ``tl.range(num_stages=)``, else the launch's."""
+    stages = loop_options(instr).num_stages
+    return lw.options.num_stages if stages is None else stages
+
+
 def report_unpipelined(lw: Lowering, instr: Instr) -> None:
     """Record a ``tl.range(num_stages=)`` of 2 or more on a loop lowered without pipelining."""
-    stages = getattr(instr.attrs, "num_stages", None)
+    stages = loop_options(instr).num_stages
     if stages is not None and stages >= 2:
         lw.not_applied.append(
             f"{instr.loc}: tl.range(num_stages={stages}) is not applied: this loop is not software-pipelined "
@@ -341,7 +352,7 @@ def _for(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         return _yields(lw, body)
 
     report_unpipelined(lw, instr)
-    factor = getattr(instr.attrs, "loop_unroll_factor", None)
+    factor = loop_options(instr).loop_unroll_factor
     hint = {} if factor is None else {"unroll": factor}
     outs = lw.e.for_range(lb, ub, step, iv_dtype, _flat(lw, instr.operands[3:]), lw.in_scope(run), **hint)
     return _split(lw, instr.results, outs)

@@ -30,7 +30,7 @@ from ....core.dtypes import DType
 from ....core.ir import Block, Instr, Value, walk_block
 from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from ..emitter import Handle
-from ..lower import RULES, Index
+from ..lower import RULES, Index, loop_stages
 from ..memory import _groups
 from .base import TensorCoreLowering, tc_rule
 from .remat import can_remat, moves_data
@@ -109,9 +109,7 @@ def _feed(lw: TensorCoreLowering, v: Value, producers: dict[Value, Instr], defs:
 
 def find_pipe(lw: TensorCoreLowering, instr: Instr, dots: dict[Instr, Any], defs: dict[Value, Instr]) -> Pipe | None:
     plan = lw.tc.plan
-    stages = lw.options.num_stages
-    if instr.attrs is not None and instr.attrs.num_stages is not None:  # tl.range(num_stages=)
-        stages = instr.attrs.num_stages
+    stages = loop_stages(lw, instr)
     step_def = defs.get(instr.operands[2])
     if stages < 2 or step_def is None or step_def.op is not Op.CONST:
         return None

@@ -37,6 +37,7 @@ from ....core.dtypes import DType
 from ....core.ir import Instr, Value, walk_block
 from ....core.ops import Op
 from ..emitter import Handle
+from ..lower import loop_stages
 from .base import TC_RULES, TensorCoreLowering, tc_rule
 from .pipeline import Pipe, _keep, _moves_nothing, carried_values, finish_carried, hoistable, rotated
 from .plan import MMALayout
@@ -85,9 +86,7 @@ def find_tma_pipe(lw: TensorCoreLowering, instr: Instr) -> TMAPipe | None:
     if step_def is None or step_def.op is not Op.CONST or not isinstance(step_def.attrs.value, int) \
             or step_def.attrs.value <= 0:
         return None
-    stages = lw.options.num_stages
-    if instr.attrs is not None and instr.attrs.num_stages is not None:  # tl.range(num_stages=)
-        stages = instr.attrs.num_stages
+    stages = loop_stages(lw, instr)
     uses: dict[Value, int] = {}
     for i in lw.kernel.walk():
         for v in i.operands:
