@@ -19,7 +19,7 @@ from .emitter import Emitter
 from .lower import Lowering
 from .prepare import prepare
 from .tensorcore import TensorCoreEmitter, TensorCoreLowering, epilogue, tma, tma_claim
-from .tensorcore.tma_pipeline import lower_tma_pipelined  # noqa: F401  (registers the TMA FOR rule last)
+from .tensorcore.tma_pipeline import lower_tma_pipelined  # noqa: F401  (registers the FOR rule)
 
 
 @dataclass(frozen=True)

@@ -201,8 +201,9 @@ def loads_first(instrs: list[Instr]) -> list[Instr]:
     return [i for i in instrs if i in need] + [i for i in instrs if i not in need]
 
 
-@tc_rule(Op.FOR)
-def _for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+def lower_for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+    """A FOR without TMA feeds (``tma_pipeline``'s FOR rule tries those first): cp.async
+    pipelined where ``find_pipe`` finds a pipe, else a plain loop carrying MMA fragments."""
     st = lw.tc
     pos = st.plan.loops.get(instr)
     if not pos:

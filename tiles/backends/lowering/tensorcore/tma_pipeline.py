@@ -23,7 +23,7 @@ With one stage, each iteration copies its own tiles and waits for them.  A wait 
 (a copy that never lands) makes the next ones try once, and the kernel traps after the loop
 rather than inside it (see ``mbarrier_wait_or_give_up``).  After the loop the mbarriers are
 invalidated behind a barrier, so the arena is free again.  Loops this module does not take
-keep ``rules.py``'s FOR rule.
+go to ``rules.lower_for`` (cp.async pipelines and plain loops).
 """
 
 from __future__ import annotations
@@ -38,17 +38,16 @@ from ....core.ir import Instr, Value, walk_block
 from ....core.ops import Op
 from ..emitter import Handle
 from ..lower import loop_stages
-from .base import TC_RULES, TensorCoreLowering, tc_rule
+from .base import TensorCoreLowering, tc_rule
 from .pipeline import Pipe, _keep, _moves_nothing, carried_values, finish_carried, hoistable, rotated
 from .plan import MMALayout
-from .rules import hoist_a, lower_carried_body, mma_handles
+from .rules import hoist_a, lower_carried_body, lower_for, mma_handles
 from .smem import Swizzled
 from .tma import map_handle
 from .tma_claim import TMAEmitter, dot_feeds
 from .wgmma import operands
 
 _MBARRIER_BYTES = 8
-_previous_for = TC_RULES[Op.FOR]
 
 
 @dataclass(frozen=True)
@@ -260,7 +259,7 @@ def _for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     pos = lw.tc.plan.loops.get(instr)
     pipe = find_tma_pipe(lw, instr) if pos else None
     if pipe is None:
-        return _previous_for(lw, instr)
+        return lower_for(lw, instr)
     assert pos is not None
     return lower_tma_pipelined(lw, instr, pipe, pos)
 
