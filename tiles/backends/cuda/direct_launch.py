@@ -247,34 +247,9 @@ launch:
   %handle = phi i64 [ %current_handle, %read_answer ], [ %given_handle, %read_given ],
                     [ %given_handle, %given_check ]
   %stream = inttoptr i64 %handle to ptr
-  %launch_at = getelementptr i8, ptr %constants, i64 $LAUNCH
-  %launch_kernel = load ptr, ptr %launch_at
-  %function_at = getelementptr i8, ptr %constants, i64 $FUNCTION
-  %function = load ptr, ptr %function_at
-  %block_at = getelementptr i8, ptr %constants, i64 $BLOCK
-  %block = load i32, ptr %block_at
-  %shared_at = getelementptr i8, ptr %constants, i64 $SHARED
-  %shared = load i32, ptr %shared_at
   %size_slot = alloca i64
   store i64 %args_size, ptr %size_slot
-  %extra = alloca [5 x ptr]
-  store ptr inttoptr (i64 1 to ptr), ptr %extra
-  %extra_1 = getelementptr ptr, ptr %extra, i64 1
-  store ptr %buffer, ptr %extra_1
-  %extra_2 = getelementptr ptr, ptr %extra, i64 2
-  store ptr inttoptr (i64 2 to ptr), ptr %extra_2
-  %extra_3 = getelementptr ptr, ptr %extra, i64 3
-  store ptr %size_slot, ptr %extra_3
-  %extra_4 = getelementptr ptr, ptr %extra, i64 4
-  store ptr null, ptr %extra_4
-  %thread = call ptr @PyEval_SaveThread()
-  %status = call i32 %launch_kernel(ptr %function, i32 %grid_x, i32 %grid_y, i32 %grid_z, i32 %block,
-                                    i32 1, i32 1, i32 %shared, ptr %stream, ptr null, ptr %extra)
-  call void @PyEval_RestoreThread(ptr %thread)
-  %wide = sext i32 %status to i64
-  %result = call ptr @PyLong_FromLong(i64 %wide)
-  ret ptr %result
-}
+$LAUNCH_CALL}
 
 """
 
@@ -332,6 +307,7 @@ PYTHON_SYMBOLS = ("PyBytes_AsString", "PyLong_FromLong", "PyLong_AsLongLong", "P
 def ir() -> str:
     """The LLVM IR module of ``tiles_direct_launch`` (``hot_launch`` compiles it into its own module too)."""
     text = _IR.replace("$CONVERSIONS", "".join(_conversion(*c) for c in _CONVERSIONS))
+    text = text.replace("$LAUNCH_CALL", trampoline.launch_call("%buffer", "%size_slot"))
     for name, offset in sorted(_OFFSETS.items(), key=lambda item: -len(item[0])):
         text = text.replace(name, str(offset))
     return text

@@ -87,14 +87,6 @@ fallback:
   %other = call ptr @PyLong_FromLong(i64 -1)
   ret ptr %other
 launch:
-  %launch_at = getelementptr i8, ptr %constants, i64 $LAUNCH
-  %launch_kernel = load ptr, ptr %launch_at
-  %function_at = getelementptr i8, ptr %constants, i64 $FUNCTION
-  %function = load ptr, ptr %function_at
-  %block_at = getelementptr i8, ptr %constants, i64 $BLOCK
-  %block = load i32, ptr %block_at
-  %shared_at = getelementptr i8, ptr %constants, i64 $SHARED
-  %shared = load i32, ptr %shared_at
   %stream = load ptr, ptr %record
   %grid_x_offset = sub i64 %size, 12
   %grid_x_at = getelementptr i8, ptr %record, i64 %grid_x_offset
@@ -105,14 +97,32 @@ launch:
   %grid_z = load i32, ptr %grid_z_at
   %arguments = getelementptr i8, ptr %record, i64 8
   %args_size_at = getelementptr i8, ptr %constants, i64 $ARGS_SIZE
+$LAUNCH_CALL}
+"""
+
+
+def launch_call(arguments: str, size_at: str) -> str:
+    """The IR that ends a native launch (here and in ``direct_launch.py``, whose constants start
+    with the same words): ``cuLaunchKernel`` of the constants' function with ``extra`` naming
+    the argument buffer ``arguments`` and the i64 at ``size_at`` as its size, the GIL released
+    around the call, returning its status as a Python int.  ``%constants``, ``%stream`` and
+    ``%grid_x``/``_y``/``_z`` are defined before it."""
+    return f"""  %launch_at = getelementptr i8, ptr %constants, i64 $LAUNCH
+  %launch_kernel = load ptr, ptr %launch_at
+  %function_at = getelementptr i8, ptr %constants, i64 $FUNCTION
+  %function = load ptr, ptr %function_at
+  %block_at = getelementptr i8, ptr %constants, i64 $BLOCK
+  %block = load i32, ptr %block_at
+  %shared_at = getelementptr i8, ptr %constants, i64 $SHARED
+  %shared = load i32, ptr %shared_at
   %extra = alloca [5 x ptr]
   store ptr inttoptr (i64 1 to ptr), ptr %extra
   %extra_1 = getelementptr ptr, ptr %extra, i64 1
-  store ptr %arguments, ptr %extra_1
+  store ptr {arguments}, ptr %extra_1
   %extra_2 = getelementptr ptr, ptr %extra, i64 2
   store ptr inttoptr (i64 2 to ptr), ptr %extra_2
   %extra_3 = getelementptr ptr, ptr %extra, i64 3
-  store ptr %args_size_at, ptr %extra_3
+  store ptr {size_at}, ptr %extra_3
   %extra_4 = getelementptr ptr, ptr %extra, i64 4
   store ptr null, ptr %extra_4
   %thread = call ptr @PyEval_SaveThread()
@@ -122,12 +132,11 @@ launch:
   %wide = sext i32 %status to i64
   %result = call ptr @PyLong_FromLong(i64 %wide)
   ret ptr %result
-}
 """
 
 
 def _ir() -> str:
-    text = _IR
+    text = _IR.replace("$LAUNCH_CALL", launch_call("%arguments", "%args_size_at"))
     for name, offset in _OFFSETS.items():
         text = text.replace(name, str(offset))
     return text
