@@ -85,18 +85,7 @@ check_generation:
   %expected_generation = load i64, ptr %expected_generation_at
   %same_driver = icmp eq i64 %generation, %expected_generation
   br i1 %same_driver, label %check_context, label %fallback
-check_context:
-  %slot = alloca i64
-  store i64 0, ptr %slot
-  %get_current = load ptr, ptr %constants
-  %query = call i32 %get_current(ptr %slot)
-  %current = load i64, ptr %slot
-  %context_at = getelementptr i8, ptr %constants, i64 $CONTEXT
-  %context = load i64, ptr %context_at
-  %same = icmp eq i64 %current, %context
-  %answered = icmp eq i32 %query, 0
-  %usable = and i1 %same, %answered
-  br i1 %usable, label %prepare, label %fallback
+$CHECK_CONTEXT
 fallback:
   %other = call ptr @PyLong_FromLong(i64 -1)
   ret ptr %other
@@ -308,6 +297,7 @@ def ir() -> str:
     """The LLVM IR module of ``tiles_direct_launch`` (``hot_launch`` compiles it into its own module too)."""
     text = _IR.replace("$CONVERSIONS", "".join(_conversion(*c) for c in _CONVERSIONS))
     text = text.replace("$LAUNCH_CALL", trampoline.launch_call("%buffer", "%size_slot"))
+    text = text.replace("$CHECK_CONTEXT", trampoline.check_context("prepare"))
     for name, offset in sorted(_OFFSETS.items(), key=lambda item: -len(item[0])):
         text = text.replace(name, str(offset))
     return text

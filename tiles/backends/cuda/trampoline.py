@@ -71,18 +71,7 @@ check_size:
 bad_record:
   %bad = call ptr @PyLong_FromLong(i64 -2)
   ret ptr %bad
-check_context:
-  %slot = alloca i64
-  store i64 0, ptr %slot
-  %get_current = load ptr, ptr %constants
-  %query = call i32 %get_current(ptr %slot)
-  %current = load i64, ptr %slot
-  %context_at = getelementptr i8, ptr %constants, i64 $CONTEXT
-  %context = load i64, ptr %context_at
-  %same = icmp eq i64 %current, %context
-  %answered = icmp eq i32 %query, 0
-  %usable = and i1 %same, %answered
-  br i1 %usable, label %launch, label %fallback
+$CHECK_CONTEXT
 fallback:
   %other = call ptr @PyLong_FromLong(i64 -1)
   ret ptr %other
@@ -98,6 +87,25 @@ launch:
   %arguments = getelementptr i8, ptr %record, i64 8
   %args_size_at = getelementptr i8, ptr %constants, i64 $ARGS_SIZE
 $LAUNCH_CALL}
+"""
+
+
+def check_context(usable: str) -> str:
+    """The IR block ``check_context`` (shared with ``direct_launch.py``): ``cuCtxGetCurrent``
+    from the constants' first word; on to label ``usable`` when it answers with the constants'
+    context, else to ``%fallback``."""
+    return f"""check_context:
+  %slot = alloca i64
+  store i64 0, ptr %slot
+  %get_current = load ptr, ptr %constants
+  %query = call i32 %get_current(ptr %slot)
+  %current = load i64, ptr %slot
+  %context_at = getelementptr i8, ptr %constants, i64 $CONTEXT
+  %context = load i64, ptr %context_at
+  %same = icmp eq i64 %current, %context
+  %answered = icmp eq i32 %query, 0
+  %usable = and i1 %same, %answered
+  br i1 %usable, label %{usable}, label %fallback
 """
 
 
@@ -137,6 +145,7 @@ def launch_call(arguments: str, size_at: str) -> str:
 
 def _ir() -> str:
     text = _IR.replace("$LAUNCH_CALL", launch_call("%arguments", "%args_size_at"))
+    text = text.replace("$CHECK_CONTEXT", check_context("launch"))
     for name, offset in _OFFSETS.items():
         text = text.replace(name, str(offset))
     return text
