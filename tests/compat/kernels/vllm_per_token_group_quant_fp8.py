@@ -1,8 +1,8 @@
 """vLLM / SGLang style per-token-group FP8 quantization (DeepSeek-V3 block scales): each program
 takes one group of ``group_size`` values, finds ``absmax`` with ``tl.max(tl.abs(..))`` floored by
 ``eps``, scales by ``fp8_max / absmax``, clamps with ``tl.clamp`` to ``[fp8_min, fp8_max]`` and
-stores ``float8e4nv`` (e4m3fn) through the output pointer's element type, plus the fp32 scale;
-an int8 variant rounds half-to-even with ``libdevice.rint`` before clamping to [-128, 127]."""
+stores ``float8e4nv`` (e4m3fn) through the output pointer's element type, plus the fp32 scale
+(int8 groups: sglang_per_token_group_quant_int8.py)."""
 
 import ml_dtypes
 import numpy as np
@@ -10,7 +10,6 @@ from compat_harness import close
 
 import tiles
 import tiles.language as tl
-from tiles.language.extra import libdevice
 
 
 @tiles.jit
@@ -29,18 +28,6 @@ def _group_quant(y_ptr, y_q_ptr, y_s_ptr, y_stride, N, eps, fp8_min, fp8_max, BL
     tl.store(y_s_ptr, y_s)
 
 
-@tiles.jit
-def _group_quant_int8(y_ptr, y_q_ptr, y_s_ptr, y_stride, N, eps, BLOCK: tl.constexpr):
-    g_id = tl.program_id(0)
-    cols = tl.arange(0, BLOCK)
-    mask = cols < N
-    y = tl.load(y_ptr + g_id * y_stride + cols, mask=mask, other=0.0).to(tl.float32)
-    y_s = tl.maximum(tl.max(tl.abs(y)), eps) / 127.0
-    y_q = tl.clamp(libdevice.rint(y / y_s), -128.0, 127.0).to(tl.int8)
-    tl.store(y_q_ptr + g_id * y_stride + cols, y_q, mask=mask)
-    tl.store(y_s_ptr + g_id, y_s)
-
-
 def check(rng):
     groups, group_size = 9, 48
     y = (rng.standard_normal((groups, group_size)) * rng.uniform(0.01, 50, (groups, 1))).astype(np.float16)
@@ -57,8 +44,3 @@ def check(rng):
     close(y_s, scale, rtol=1e-6, atol=0)
     q = np.clip(y32 / scale[:, None], -fp8_max, fp8_max).astype(fp8)
     close(y_q.view(np.uint8), q.view(np.uint8))
-    y_q8 = np.empty((groups, group_size), np.int8)
-    _group_quant_int8[(groups,)](y, y_q8, y_s, group_size, group_size, eps, BLOCK=64)
-    scale8 = (np.maximum(np.abs(y32).max(1), np.float32(eps)) / np.float32(127)).astype(np.float32)
-    close(y_s, scale8, rtol=1e-6, atol=0)
-    close(y_q8, np.clip(np.rint(y32 / scale8[:, None]), -128, 127).astype(np.int8))
