@@ -7,12 +7,7 @@ language/runtime surface that other branches are adding.  Remove an entry when
 its case passes (the marks are strict, so a passing case fails the run).
 """
 
-EXPECTED_FAILURES: dict[str, dict[str, str]] = {
-    # OpenCL has no fp8 types yet (backends/opencl/__init__.py UNSUPPORTED_DTYPES).
-    'vllm_per_token_group_quant_fp8': {
-        'opencl': 'UnsupportedError: tests/compat/kernels/vllm_per_token_group_quant_fp8.py:15 in _group_quant: tests/compat/kernels/vllm_per_token_group_quant_fp8.py:19 in _group_quant: dtype float8e4nv is not supported on opencl; tests/compat/kernels/vllm_per_token_group_quant_fp8.py:26 in _group_quant: dtype float8e4nv is not supported on opencl; tests/compat/kernels/vllm_per_token_group_quant_fp8.py:27 in _group_quant: dtype float8e4nv is not supported on opencl',
-    },
-}
+EXPECTED_FAILURES: dict[str, dict[str, str]] = {}
 
 # Cases that fail in some runs only (a race being fixed): not strict.
 INTERMITTENT_FAILURES: dict[str, dict[str, str]] = {}
