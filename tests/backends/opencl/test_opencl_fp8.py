@@ -44,6 +44,13 @@ def _arith(a_ptr, b_ptr, sum_ptr, prod_ptr, n, BLOCK: tl.constexpr):
     tl.store(prod_ptr + offs, (a * b).to(tl.float32), mask=mask)
 
 
+@tiles.jit
+def _constants(x_ptr, out_ptr, DST: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs)
+    tl.store(out_ptr + offs, x * 0.3 + tl.full([BLOCK], 3.3, DST))
+
+
 def _on(backend, kernel, grid, *args, **meta):
     outs = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
     kernel[grid](*outs, backend=backend, **meta)
@@ -102,3 +109,12 @@ def test_arithmetic_rounds_each_result(rng, dst, np_fp8):
     np.testing.assert_array_equal(got[3], want[3])
     np.testing.assert_array_equal(want[2].view(np.uint8),
                                   (a.astype(np.float32) + b.astype(np.float32)).astype(np_fp8).view(np.uint8))
+
+
+@pytest.mark.parametrize("dst,np_fp8", FORMATS)
+def test_constants_are_rounded_to_the_format(rng, dst, np_fp8):
+    x = (rng.standard_normal(16) * 3).astype(np_fp8)
+    out = np.empty(16, np_fp8)
+    got = _on("opencl", _constants, (1,), x, out, DST=dst, BLOCK=16)[1]
+    want = _on("interpreter", _constants, (1,), x, out, DST=dst, BLOCK=16)[1]
+    np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))

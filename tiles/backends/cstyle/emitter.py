@@ -351,7 +351,7 @@ def float_literal(value: float, dt: DType) -> str:
     elif dt == D.bfloat16:
         value = float(ml_dtypes.bfloat16(value))
     elif dt in (D.float8e4nv, D.float8e5):
-        value = float(narrow(np.float64(value), dt))
+        value = float(narrow(np.array([value], np.float64), dt)[0])
     elif dt != D.float64:
         value = float(np.float32(value))
     suffix = "" if dt == D.float64 else "f"
