@@ -2,8 +2,9 @@
 integer promotion (int8 + uint8 is uint8, int16 + uint32 is uint32, int32 + uint8 is int32),
 Python ints staying weak next to narrow tiles, ``//`` and ``%`` truncating toward zero on signed
 ints (C, not Python), float ``%`` keeping the dividend's sign, ``/`` of ints giving fp32,
-arithmetic vs logical ``>>``, signed-vs-unsigned comparison, fp16 + bf16 giving fp16 (the bf16 side converted) while fp16 / fp16 gives fp32, fp32 -> fp16
-overflow to inf and float -> int truncation.  Result dtypes are checked with ``tl.static_assert``."""
+arithmetic vs logical ``>>``, signed-vs-unsigned comparison, fp16 + bf16 giving fp16 (the bf16
+side converted) while fp16 / fp16 gives fp32, fp32 -> fp16 overflow to inf and float -> int
+truncation.  Result dtypes are checked with ``tl.static_assert``."""
 
 import ml_dtypes
 import numpy as np

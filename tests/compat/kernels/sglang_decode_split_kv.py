@@ -105,9 +105,10 @@ def check(rng):
         o = np.empty((batch, q_heads, dim), np.float32)
         group = q_heads // kv_heads
         _decode_stage1[(batch, q_heads, splits)](q, k_buf, v_buf, scale, req_to_token, req_idx, seqlens, mid_o,
-                                                 mid_lse, 48, q_heads * dim, dim, kv_heads * dim, dim, q_heads * splits * dim,
-                                                 splits * dim, dim, kv_group_num=group, BLOCK_DMODEL=32, BLOCK_N=4,
-                                                 NUM_KV_SPLITS=splits, logit_cap=cap, Lk=dim)
+                                                 mid_lse, 48, q_heads * dim, dim, kv_heads * dim, dim,
+                                                 q_heads * splits * dim, splits * dim, dim, kv_group_num=group,
+                                                 BLOCK_DMODEL=32, BLOCK_N=4, NUM_KV_SPLITS=splits, logit_cap=cap,
+                                                 Lk=dim)
         _decode_stage2[(batch, q_heads)](mid_o, mid_lse, o, seqlens, q_heads * splits * dim, splits * dim, dim,
                                          q_heads * dim, dim, NUM_KV_SPLITS=splits, BLOCK_DV=32, Lv=dim)
         for b in range(batch):

@@ -48,7 +48,8 @@ def check(rng):
     absmax_q = rng.integers(-128, 128, n_blocks).astype(np.int8)
     absmax2 = rng.uniform(0.5, 2.0, tiles.cdiv(n_blocks, blocksize2)).astype(np.float32)
     offset = 0.25
-    block_scale = code2[absmax_q.astype(np.int32) + 128] * absmax2[np.arange(n_blocks) // blocksize2] + np.float32(offset)
+    second_level = absmax2[np.arange(n_blocks) // blocksize2]
+    block_scale = code2[absmax_q.astype(np.int32) + 128] * second_level + np.float32(offset)
     expected = NF4[nibbles] * block_scale[np.arange(n_values) // blocksize]
     for dtype in (np.float16, ml_dtypes.bfloat16):
         out = np.empty(n_values, dtype)
