@@ -67,7 +67,7 @@ def check(rng):
         b = (rng.standard_normal((K, N)) / 4).astype(np.float16)
         c = np.full((M, N), 99, np.float32)
 
-        def grid(meta):
+        def grid(meta, M=M, N=N):
             return (tiles.cdiv(M, meta["BLOCK_M"]) * tiles.cdiv(N, meta["BLOCK_N"]), meta["SPLIT_K"])
 
         _mm[grid](a, b, c, M, N, K, K, 1, N, 1, N, 1)

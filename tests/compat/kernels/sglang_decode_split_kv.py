@@ -61,7 +61,7 @@ def _decode_stage1(Q, K_Buffer, V_Buffer, sm_scale, req_to_token, b_req_idx, b_s
 
 
 @tiles.jit
-def _decode_stage2(Mid_O, Mid_Lse, O, b_seqlen, stride_mid_ob, stride_mid_oh, stride_mid_os, stride_obs, stride_oh,
+def _decode_stage2(Mid_O, Mid_Lse, Out, b_seqlen, stride_mid_ob, stride_mid_oh, stride_mid_os, stride_obs, stride_oh,
                    NUM_KV_SPLITS: tl.constexpr, BLOCK_DV: tl.constexpr, Lv: tl.constexpr):
     cur_batch = tl.program_id(0)
     cur_head = tl.program_id(1)
@@ -85,7 +85,7 @@ def _decode_stage2(Mid_O, Mid_Lse, O, b_seqlen, stride_mid_ob, stride_mid_oh, st
             acc += exp_logic * tv
             e_sum = e_sum * old_scale + exp_logic
             e_max = n_max
-    tl.store(O + cur_batch * stride_obs + cur_head * stride_oh + offs_d, acc / e_sum, mask=mask_d)
+    tl.store(Out + cur_batch * stride_obs + cur_head * stride_oh + offs_d, acc / e_sum, mask=mask_d)
 
 
 def check(rng):
