@@ -31,7 +31,6 @@ from tiles import UnsupportedError
 # (backend, test function name) -> what the backend's UnsupportedError says (a regex).
 UNSUPPORTED: dict[tuple[str, str], str] = {
     ("cuda", "test_device_print_writes_each_program"): "device_print",
-    ("opencl", "test_fp8_round_trip"): r"dtype float8e\w+ is not supported on opencl",
     ("cuda", "test_round_toward_zero_downcast"): r"fp_downcast_rounding='rtz' is not supported on cuda",
 }
 

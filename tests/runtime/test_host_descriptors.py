@@ -389,7 +389,7 @@ def test_cuda_window_map_fields(cuda_sm90, monkeypatch, cols, dims):
     none (a TMA store writes whole chunks: column 255 of such a window was written on the H200)."""
     from tiles.backends.cuda.tensor_map import EncodeArguments, encode_arguments
     from tiles.backends.lowering.tensorcore.tma_spec import MapSpec
-    from tiles.runtime.descriptor_args import flatten
+    from tiles.runtime.expanded_args import flatten
     from tiles.runtime.specialize import descriptor_names
     monkeypatch.setenv("TILES_TMA", "1")
     m, n, k = 300, 264, 200

@@ -8,9 +8,10 @@ about threads or layouts.
 
 from __future__ import annotations
 
+import copy
 import itertools
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from .dtypes import DType, PointerType, ScalarType
@@ -164,6 +165,16 @@ class Kernel:
     def walk(self):
         """Every instruction, nested regions included, in program order."""
         return walk_block(self.body)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Kernel:
+        # ``constants`` are the launch's compile-time values: user objects (a @jit function
+        # passed as a tl.constexpr holds a lock) that a copy of the IR shares, never copies.
+        memo[id(self.constants)] = self.constants
+        twin = Kernel.__new__(Kernel)
+        memo[id(self)] = twin
+        for f in fields(self):
+            setattr(twin, f.name, copy.deepcopy(getattr(self, f.name), memo))
+        return twin
 
 
 def walk_block(block: Block):

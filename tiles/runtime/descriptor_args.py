@@ -7,56 +7,18 @@ specialization and the IR, the parameters ``<name>_base`` (a pointer), ``<name>_
 ``tl.make_tensor_descriptor`` makes of them, so ``desc.load``/``desc.store`` become the
 DESC_LOAD/DESC_STORE ops a device-side descriptor gives (TMA on sm_90 unless ``TILES_TMA=0``,
 masked accesses elsewhere), and checked mode bounds-checks the base array as any pointer.
-The launcher sees the expanded values (``flatten``); ``expanding`` wraps it for the launch paths
-that hold the kernel's own arguments.
+Expanding, flattening and regrouping are ``expanded_args.py``'s (tuple arguments expand too).
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from typing import Any
 
 from ..core.dtypes import BY_NAME, PointerType
-from ..tools.tensor_descriptor import TensorDescriptor, block_shape_problem
+from ..tools.tensor_descriptor import block_shape_problem
 from .specialize import ArgSpec, descriptor_names
 
 _TYPE_STRING = re.compile(r"tensordesc<\s*(\w+)\s*\[([\d,\s]*)\]\s*>")
-
-
-def has_descriptor(values: Sequence[Any]) -> bool:
-    return any(isinstance(v, TensorDescriptor) for v in values)
-
-
-def flatten(values: Sequence[Any]) -> list[Any]:
-    """The launch values with each descriptor replaced by its base, sizes and strides."""
-    out: list[Any] = []
-    for v in values:
-        if isinstance(v, TensorDescriptor):
-            out += [v.base, *v.shape, *v.strides]
-        else:
-            out.append(v)
-    return out
-
-
-def regroup(specs: Sequence[ArgSpec], leaves: Sequence[Any]) -> list[Any]:
-    """The kernel's call arguments from the traced leaves of ``specs`` (one per spec): each
-    descriptor's base, sizes and strides become one ``tl.make_tensor_descriptor``.  Call it
-    while tracing."""
-    from ..language.memory import make_tensor_descriptor
-    out: list[Any] = []
-    i = 0
-    while i < len(specs):
-        block = specs[i].descriptor
-        if block is None:
-            out.append(leaves[i])
-            i += 1
-            continue
-        rank = len(block)
-        base, rest = leaves[i], leaves[i + 1:i + 1 + 2 * rank]
-        out.append(make_tensor_descriptor(base, list(rest[:rank]), list(rest[rank:]), list(block)))
-        i += 1 + 2 * rank
-    return out
 
 
 def specs_from_type_string(name: str, text: str) -> list[ArgSpec] | None:
@@ -77,13 +39,3 @@ def specs_from_type_string(name: str, text: str) -> list[ArgSpec] | None:
     int32 = BY_NAME["int32"]
     return [ArgSpec(names[0], False, type=PointerType(dtype), divisibility=16, descriptor=tuple(block)),
             *(ArgSpec(n, False, type=int32) for n in names[1:-1]), ArgSpec(names[-1], True, 1)]
-
-
-def expanding(launcher: Callable[..., None]) -> Callable[..., None]:
-    """``launcher`` (which takes the expanded values) as a launcher of the kernel's own values."""
-    def launch(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
-        if stream is None:
-            launcher(grid, flatten(values))
-        else:
-            launcher(grid, flatten(values), stream=stream)
-    return launch

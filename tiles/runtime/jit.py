@@ -22,11 +22,10 @@ from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
 from ..language import control
 from ..language.constexpr import as_constexpr
-from ..tools.tensor_descriptor import TensorDescriptor
-from . import checked_launch, descriptor_args, hot_path
+from . import checked_launch, descriptor_args, expanded_args, hot_path
 from .binder import MISSING, can_bind, make_launch, tensor_type
 from .launch_options import JIT_HINTS, split_hints
-from .specialize import ArgSpec, MockArray, classify, descriptor_specs, launch_key, mock_dtype_argument
+from .specialize import ArgSpec, MockArray, launch_key, mock_dtype_argument
 from .validate import MAX_GRID_SIZE, check_num_warps, check_positive_int, check_writable, normalize_grid, quick_grid
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
@@ -237,14 +236,8 @@ class JITFunction(KernelInterface):
         specs = []
         for name, value in bound.items():
             try:
-                if isinstance(value, TensorDescriptor):
-                    if name in self.constexprs:
-                        raise TypeError(f"argument {name!r} is a tl.constexpr parameter; a TensorDescriptor "
-                                        "is a run-time argument: drop the tl.constexpr annotation")
-                    specs += descriptor_specs(name, value, name not in self.do_not_specialize)
-                    continue
-                specs.append(classify(name, value, name in self.constexprs,
-                                      name not in self.do_not_specialize))
+                specs += expanded_args.specs_of(name, value, name in self.constexprs,
+                                                name not in self.do_not_specialize)
             except (TypeError, OverflowError) as e:
                 raise LaunchError(f"{self.loc}: {self.__name__}: {e}") from None
         return specs
@@ -264,7 +257,7 @@ class JITFunction(KernelInterface):
             leaves.append(tensor(v))
         try:
             with tracing(builder):
-                self.rewritten(*descriptor_args.regroup(specs, leaves))
+                self.rewritten(*expanded_args.regroup(specs, leaves))
         except CompilationError:
             raise
         except TilesError:
@@ -381,7 +374,7 @@ class JITFunction(KernelInterface):
             self._hot_chain = hot_path.unchained(self._hot_chain)
             return
         on_device = getattr(launcher, "device", None) is not None or \
-            any(_device_index(v) >= 0 for v in descriptor_args.flatten(values))
+            any(_device_index(v) >= 0 for v in expanded_args.flatten(values))
         self._launches[fast_key] = FastLaunch(compiled, launcher, be, None if on_device else target)
 
     def _launch(self, compiled: CompiledKernel, launcher: Callable[..., None], grid: Grid,
@@ -429,9 +422,9 @@ class JITFunction(KernelInterface):
         specs = self.specialize(named)
         compiled = self.compile_for(specs, backend, self._options(backend, num_warps, num_stages, debug, fp_fusion))
         stores = _first_writes(compiled.ir)
-        expand = descriptor_args.has_descriptor(values)
-        if expand:  # the launcher takes the descriptors' expanded parameters (runtime/descriptor_args.py)
-            values = descriptor_args.flatten(values)
+        expand = expanded_args.has_expansion(values)
+        if expand:  # the launcher takes descriptors' and tuples' expanded parameters (runtime/expanded_args.py)
+            values = expanded_args.flatten(values)
             named = {s.name: v for s, v in zip(specs, values)}
         check_writable(named, stores, self.loc, self.__name__)
         plan = [(i, s.name, isinstance(s.type, PointerType), s.name in stores)
@@ -444,7 +437,7 @@ class JITFunction(KernelInterface):
             launcher = checked_launch.make_launcher(backend, compiled, plan,
                                                     lambda inner: _accepting_stream(inner, backend))
         launcher = _accepting_stream(launcher, backend)
-        return compiled, descriptor_args.expanding(launcher) if expand else launcher
+        return compiled, expanded_args.expanding(launcher) if expand else launcher
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int = 4, num_stages: int = 3,
                debug: bool | None = None, stream: Any = None, backend: str | Backend | None = None,

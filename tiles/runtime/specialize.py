@@ -25,8 +25,13 @@ class ArgSpec:
     # On the base pointer of a host TensorDescriptor argument: its block shape.  The shape and
     # stride specs follow it (``descriptor_specs``).
     descriptor: tuple[int, ...] | None = None
+    # On the marker of a tuple argument (a compile-time slot, no parameter): its length.  Each
+    # element's specs follow it (``expanded_args.specs_of``).
+    tuple_len: int | None = None
 
     def key(self) -> tuple[Any, ...]:
+        if self.tuple_len is not None:
+            return (self.name, "tuple", self.tuple_len)
         if self.constexpr:
             return (self.name, "c", _hashable(self.value))
         if self.descriptor is not None:
@@ -220,6 +225,8 @@ def fact_of(v: Any, kind: str) -> Any:
         return "f"
     if t is bool:
         return "b"
+    if t is tuple:
+        return ("T", tuple(fact_of(item, kind) for item in v))
     ak = _array_key(v)
     if ak is None:
         if isinstance(v, TensorDescriptor):

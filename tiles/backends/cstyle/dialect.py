@@ -9,15 +9,22 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ...core import dtypes as D  # noqa: N812
 from ...core.dtypes import DType
 from ...core.ops import Op
+
+# Floats narrower than 32 bits, held in float registers and rounded after every op: the prefix
+# of the helpers the prelude defines for each (tiles_round_<p>[_rtz], tiles_round_<p>_d[_rtz]
+# from double, tiles_<p>_bits and tiles_<p>_from_bits between a register and memory).
+NARROW_FLOATS: Mapping[DType, str] = {D.float16: "f16", D.bfloat16: "bf16", D.float8e4nv: "f8e4",
+                                      D.float8e5: "f8e5"}
 
 
 @dataclass(frozen=True)
 class CDialect:
     name: str
     # types
-    register: Mapping[DType, str]  # a value in a variable (16-bit floats may live in float)
+    register: Mapping[DType, str]  # a value in a variable (NARROW_FLOATS live in float)
     memory: Mapping[DType, str]  # an element in global memory
     local: Mapping[DType, str]  # an element in work-group local memory
     unsigned: Mapping[int, str]  # the unsigned type of each width, 8 to 64 bits
@@ -50,6 +57,6 @@ class CDialect:
     # the text every program starts with
     pragmas: tuple[str, ...] = ()
     fp64_pragmas: tuple[str, ...] = ()
-    prelude: str = ""  # defines tiles_round_f16/bf16[_rtz], tiles_f16/bf16_bits, ..._from_bits
-    fp64_prelude: str = ""  # defines tiles_round_f16_d/bf16_d[_rtz] (double -> 16-bit float)
+    prelude: str = ""  # defines the NARROW_FLOATS helpers: tiles_round_<p>[_rtz], tiles_<p>_bits, ..._from_bits
+    fp64_prelude: str = ""  # defines tiles_round_<p>_d[_rtz] (double -> narrow float)
     printf: str = "printf"

@@ -16,11 +16,12 @@ import numpy as np
 from ...core import dtypes as D  # noqa: N812
 from ...core.dtypes import DType, PointerType, ScalarType
 from ...core.errors import UnsupportedError
+from ...core.floats import narrow
 from ...core.ir import Loc
 from ...core.ops import COMPARISON, Op
 from ..base import Target
 from ..lowering.emitter import Carried, Emitter, Handle
-from .dialect import CDialect
+from .dialect import NARROW_FLOATS, CDialect
 from .memory import CMemory
 
 _CMP = {Op.EQ: "==", Op.NE: "!=", Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">="}
@@ -73,11 +74,9 @@ class CStyleEmitter(CMemory, Emitter):
         return name
 
     def _round(self, dt: DType, expr: str) -> str:
-        """A float expression rounded to ``dt`` (16-bit floats live in float variables)."""
-        if dt == D.float16:
-            return f"tiles_round_f16({expr})"
-        if dt == D.bfloat16:
-            return f"tiles_round_bf16({expr})"
+        """A float expression rounded to ``dt`` (16- and 8-bit floats live in float variables)."""
+        if dt in NARROW_FLOATS:
+            return f"tiles_round_{NARROW_FLOATS[dt]}({expr})"
         return expr
 
     # ------------------------------------------------------------ frame
@@ -224,18 +223,16 @@ class CStyleEmitter(CMemory, Emitter):
             return self._tmp(t, f"(double)({a})")
         if src == D.float64:
             return self._tmp(t, self._narrow_double(a, dst, rounding))
-        if dst == D.float32:  # from a 16-bit float: already a float
+        if dst == D.float32:  # from a narrower float: already a float
             return a
         suffix = "_rtz" if rounding == "rtz" else ""
-        fn = "tiles_round_f16" if dst == D.float16 else "tiles_round_bf16"
-        return self._tmp(t, f"{fn}{suffix}({a})")
+        return self._tmp(t, f"tiles_round_{NARROW_FLOATS[dst]}{suffix}({a})")
 
     def _narrow_double(self, a: str, dst: DType, rounding: str) -> str:
         if dst == D.float32:
             return self.d.double_to_float_rtz.format(a=a) if rounding == "rtz" else f"(float)({a})"
         suffix = "_rtz" if rounding == "rtz" else ""
-        fn = "tiles_round_f16_d" if dst == D.float16 else "tiles_round_bf16_d"
-        return f"{fn}{suffix}({a})"
+        return f"tiles_round_{NARROW_FLOATS[dst]}_d{suffix}({a})"
 
     def bitcast(self, a: Handle, src: ScalarType, dst: ScalarType) -> Handle:
         if isinstance(dst, PointerType):
@@ -244,18 +241,13 @@ class CStyleEmitter(CMemory, Emitter):
         t = self.d.register[dst]
         if src.bits >= 32:
             return self._tmp(t, self.d.reinterpret.format(t=t, a=a))
-        if src in (D.float16, D.bfloat16):
-            bits = f"tiles_{'f16' if src == D.float16 else 'bf16'}_bits({a})"
-            if dst == D.float16:
-                return self._tmp(t, f"tiles_f16_from_bits({bits})")
-            if dst == D.bfloat16:
-                return self._tmp(t, f"tiles_bf16_from_bits({bits})")
+        if src in NARROW_FLOATS:
+            bits = f"tiles_{NARROW_FLOATS[src]}_bits({a})"
+            if dst in NARROW_FLOATS:
+                return self._tmp(t, f"tiles_{NARROW_FLOATS[dst]}_from_bits({bits})")
             return self._tmp(t, f"({t}){bits}")
-        u16 = self.d.unsigned[16]
-        if dst == D.float16:
-            return self._tmp(t, f"tiles_f16_from_bits(({u16})({a}))")
-        if dst == D.bfloat16:
-            return self._tmp(t, f"tiles_bf16_from_bits(({u16})({a}))")
+        if dst in NARROW_FLOATS:
+            return self._tmp(t, f"tiles_{NARROW_FLOATS[dst]}_from_bits(({self.d.unsigned[dst.bits]})({a}))")
         return self._tmp(t, f"({t})({a})")
 
     def select(self, c: Handle, a: Handle, b: Handle, dtype: ScalarType) -> Handle:
@@ -358,6 +350,8 @@ def float_literal(value: float, dt: DType) -> str:
         value = float(np.float16(value))
     elif dt == D.bfloat16:
         value = float(ml_dtypes.bfloat16(value))
+    elif dt in (D.float8e4nv, D.float8e5):
+        value = float(narrow(np.array([value], np.float64), dt)[0])
     elif dt != D.float64:
         value = float(np.float32(value))
     suffix = "" if dt == D.float64 else "f"

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ...core import dtypes as D  # noqa: N812
 from ...core.dtypes import DType, PointerType, ScalarType
 from ...core.errors import UnsupportedError
 from ...core.ir import Loc
 from ...core.kinds import AtomicKind
 from ...core.ops import Op
 from ..lowering.emitter import Handle
-from .dialect import CDialect
+from .dialect import NARROW_FLOATS, CDialect
 
 
 class CMemory:
@@ -45,20 +44,16 @@ class CMemory:
     # ------------------------------------------------------------ global memory
     def _read(self, p: Handle, dt: DType) -> str:
         """The element at ``p`` as a register value."""
-        if dt == D.float16:
-            return f"tiles_f16_from_bits(*{p})"
-        if dt == D.bfloat16:
-            return f"tiles_bf16_from_bits(*{p})"
+        if dt in NARROW_FLOATS:
+            return f"tiles_{NARROW_FLOATS[dt]}_from_bits(*{p})"
         if dt.is_bool:
             return f"(*{p} != 0)"
         return f"(*{p})"
 
     def _write(self, p: Handle, v: Handle, dt: DType) -> str:
         """The statement storing register value ``v`` at ``p``."""
-        if dt == D.float16:
-            return f"*{p} = tiles_f16_bits({v});"
-        if dt == D.bfloat16:
-            return f"*{p} = tiles_bf16_bits({v});"
+        if dt in NARROW_FLOATS:
+            return f"*{p} = tiles_{NARROW_FLOATS[dt]}_bits({v});"
         if dt.is_bool:
             return f"*{p} = ({self.d.memory[dt]})({v});"
         return f"*{p} = {v};"
@@ -137,10 +132,10 @@ class CMemory:
 
     # ------------------------------------------------------------ local memory
     def local_itemsize(self, dtype: ScalarType) -> int:
-        """Local memory holds register values: 16-bit floats as float, pointers as addresses."""
+        """Local memory holds register values: 16- and 8-bit floats as float, pointers as addresses."""
         if isinstance(dtype, PointerType):
             return 8
-        return 4 if dtype in (D.float16, D.bfloat16) else dtype.itemsize
+        return 4 if dtype in NARROW_FLOATS else dtype.itemsize
 
     def _local(self, byte_offset: int, index: Handle, dtype: ScalarType) -> str:
         lt = self.d.address if isinstance(dtype, PointerType) else self.d.local[dtype]

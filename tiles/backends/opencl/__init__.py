@@ -21,7 +21,6 @@ from ...core.printer import format_kernel
 from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
 
 UNSUPPORTED_OPS = frozenset({Op.DEVICE_ASSERT})
-UNSUPPORTED_DTYPES = frozenset({D.float8e4nv, D.float8e5})
 
 
 def largest_tile(kernel: Kernel) -> int:
@@ -56,7 +55,7 @@ class OpenCLBackend(Backend):
 
         from . import runtime
         _, _, dev = runtime.device()
-        dtypes = set(D.ALL_DTYPES) - UNSUPPORTED_DTYPES
+        dtypes = set(D.ALL_DTYPES)
         if not runtime.has_fp64():
             dtypes.discard(D.float64)
         ops = UNSUPPORTED_OPS

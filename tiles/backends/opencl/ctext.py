@@ -1,19 +1,21 @@
 """OpenCL C names of tiles types, and the helper functions every generated program starts
-with (16-bit float rounding, bf16 bits): the text half of the OpenCL dialect."""
+with (16-bit and 8-bit float rounding and bits): the text half of the OpenCL dialect."""
 
 from __future__ import annotations
 
 from ...core import dtypes as D  # noqa: N812
 from ...core.dtypes import DType
 
-# how a value lives in a register; float16/bfloat16 are held as float, rounded after every op
+# how a value lives in a register; 16- and 8-bit floats are held as float, rounded after every op
 REGISTER: dict[DType, str] = {
     D.int1: "bool", D.int8: "char", D.int16: "short", D.int32: "int", D.int64: "long",
     D.uint8: "uchar", D.uint16: "ushort", D.uint32: "uint", D.uint64: "ulong",
+    D.float8e4nv: "float", D.float8e5: "float",
     D.float16: "float", D.bfloat16: "float", D.float32: "float", D.float64: "double",
 }
 # how an element lives in global memory
-MEMORY: dict[DType, str] = {**REGISTER, D.int1: "uchar", D.float16: "half", D.bfloat16: "ushort"}
+MEMORY: dict[DType, str] = {**REGISTER, D.int1: "uchar", D.float16: "half", D.bfloat16: "ushort",
+                            D.float8e4nv: "uchar", D.float8e5: "uchar"}
 # local memory holds register values (bool as uchar, pointers as ulong)
 LOCAL: dict[DType, str] = {**REGISTER, D.int1: "uchar"}
 UNSIGNED: dict[int, str] = {8: "uchar", 16: "ushort", 32: "uint", 64: "ulong"}
@@ -53,6 +55,42 @@ inline float tiles_round_bf16_rtz(float x) {
 }
 inline float tiles_bf16_from_bits(ushort b) { return as_float((uint)b << 16); }
 inline ushort tiles_bf16_bits(float x) { return (ushort)(as_uint(x) >> 16); }
+/* fp8 with `mbits` mantissa bits and exponent bias `bias`; `fn`: e4m3fn (no infinity, NaN is
+   S.1111.111, overflow gives NaN); otherwise e5m2 (IEEE-like).  As ml_dtypes converts (NaN
+   decodes to the quiet NaN 0x7fc00000 with the byte's sign). */
+inline float tiles_f8_decode(uchar b, int mbits, int bias, bool fn) {
+  int e = (b & 0x7f) >> mbits, m = b & ((1 << mbits) - 1);
+  float v;
+  if (fn ? (b & 0x7f) == 0x7f : e == (0x7f >> mbits)) v = (fn || m) ? as_float(0x7fc00000u) : INFINITY;
+  else if (e == 0) v = ldexp((float)m, 1 - bias - mbits);
+  else v = ldexp((float)(m | (1 << mbits)), e - bias - mbits);
+  return (b & 0x80) ? -v : v;
+}
+inline uchar tiles_f8_encode(float x, int mbits, int bias, bool fn, bool rtz) {
+  uchar sign = (uchar)((as_uint(x) >> 24) & 0x80);
+  if (isnan(x)) return sign | (fn ? 0x7f : 0x7e);
+  if (isinf(x)) return sign | (fn ? 0x7f : 0x7c);
+  float a = fabs(x);
+  if (rtz) { if (a > (fn ? 448.0f : 57344.0f)) return sign | (fn ? 0x7e : 0x7b); }
+  else if (fn ? a > 464.0f : a >= 61440.0f) return sign | (fn ? 0x7f : 0x7c);
+  if (a < ldexp(1.0f, 1 - bias)) {  /* zero or subnormal: a whole number of the smallest step */
+    float q = a * ldexp(1.0f, mbits + bias - 1);
+    return sign | (uchar)(rtz ? trunc(q) : rint(q));
+  }
+  uint u = as_uint(a), shift = 23 - mbits;
+  if (!rtz) u += ((1u << (shift - 1)) - 1u) + ((u >> shift) & 1u);
+  u >>= shift;
+  int e = (int)(u >> mbits) - 127 + bias;
+  return sign | (uchar)((e << mbits) | (u & ((1u << mbits) - 1u)));
+}
+inline float tiles_f8e4_from_bits(uchar b) { return tiles_f8_decode(b, 3, 7, true); }
+inline uchar tiles_f8e4_bits(float x) { return tiles_f8_encode(x, 3, 7, true, false); }
+inline float tiles_round_f8e4(float x) { return tiles_f8e4_from_bits(tiles_f8e4_bits(x)); }
+inline float tiles_round_f8e4_rtz(float x) { return tiles_f8e4_from_bits(tiles_f8_encode(x, 3, 7, true, true)); }
+inline float tiles_f8e5_from_bits(uchar b) { return tiles_f8_decode(b, 2, 15, false); }
+inline uchar tiles_f8e5_bits(float x) { return tiles_f8_encode(x, 2, 15, false, false); }
+inline float tiles_round_f8e5(float x) { return tiles_f8e5_from_bits(tiles_f8e5_bits(x)); }
+inline float tiles_round_f8e5_rtz(float x) { return tiles_f8e5_from_bits(tiles_f8_encode(x, 2, 15, false, true)); }
 """
 
 PRELUDE_FP64 = """\
@@ -69,4 +107,14 @@ inline float tiles_round_bf16_d(double d) {
   return tiles_round_bf16(as_float(u));
 }
 inline float tiles_round_bf16_d_rtz(double d) { return tiles_round_bf16_rtz(convert_float_rtz(d)); }
+inline float tiles_round_odd_f32(double d) {
+  float f = convert_float_rtz(d);
+  uint u = as_uint(f);
+  if (!isnan(d) && (double)f != d) u |= 1u;
+  return as_float(u);
+}
+inline float tiles_round_f8e4_d(double d) { return tiles_round_f8e4(tiles_round_odd_f32(d)); }
+inline float tiles_round_f8e4_d_rtz(double d) { return tiles_round_f8e4_rtz(convert_float_rtz(d)); }
+inline float tiles_round_f8e5_d(double d) { return tiles_round_f8e5(tiles_round_odd_f32(d)); }
+inline float tiles_round_f8e5_d_rtz(double d) { return tiles_round_f8e5_rtz(convert_float_rtz(d)); }
 """

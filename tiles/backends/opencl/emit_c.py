@@ -11,7 +11,7 @@ from ...core.errors import UnsupportedError
 from ...core.mathfns import MathFunction
 from ...core.ops import Op
 from ..base import Target
-from ..cstyle.dialect import CDialect
+from ..cstyle.dialect import NARROW_FLOATS, CDialect
 from ..cstyle.emitter import CStyleEmitter
 from ..lowering.emitter import Handle
 from ..lowering.legalize import Legality
@@ -83,10 +83,8 @@ class OpenCLEmitter(CStyleEmitter):
 
     def _element(self, vec: str, i: int, dtype: DType) -> str:
         part = f"{vec}.s{i}"
-        if dtype == D.bfloat16:
-            return f"tiles_bf16_from_bits({part})"
-        if dtype == D.float16:
-            return f"tiles_f16_from_bits({part})"
+        if dtype in NARROW_FLOATS:
+            return f"tiles_{NARROW_FLOATS[dtype]}_from_bits({part})"
         return f"({part} != 0)" if dtype.is_bool else part
 
     def load_vector(self, p: Handle, dtype: DType, width: int, mask: Handle | None,
@@ -109,8 +107,8 @@ class OpenCLEmitter(CStyleEmitter):
     def store_vector(self, p: Handle, values: Sequence[Handle], dtype: DType, mask: Handle | None) -> None:
         w = len(values)
         vt = self._vector(dtype, w)
-        if dtype in (D.float16, D.bfloat16):
-            parts = [f"tiles_{'f16' if dtype == D.float16 else 'bf16'}_bits({v})" for v in values]
+        if dtype in NARROW_FLOATS:
+            parts = [f"tiles_{NARROW_FLOATS[dtype]}_bits({v})" for v in values]
         elif dtype.is_bool:
             parts = [f"(uchar)({v})" for v in values]
         else:

@@ -1,0 +1,86 @@
+"""Tuples as kernel arguments (Triton 3's ``kernel[grid]((x, y), ...)``): each element is
+specialized as if passed alone, the kernel gets a Python tuple, nested tuples and ``None``
+elements work, and a constexpr tuple stays one compile-time value (runtime/expanded_args.py)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+from tiles.backends import registry
+from tiles.core.errors import LaunchError
+from tiles.runtime.specialize import fact_of
+
+OPENCL, OPENCL_WHY = registry.status("opencl")
+BACKENDS = ["interpreter", pytest.param("opencl", marks=pytest.mark.skipif(not OPENCL, reason=str(OPENCL_WHY)))]
+
+
+@tiles.jit
+def axpy_pairs(srcs, scales, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    (x_ptr, y_ptr), bias_ptr = srcs
+    a, b = scales
+    acc = a * tl.load(x_ptr + offs, mask=mask) + b * tl.load(y_ptr + offs, mask=mask)
+    if bias_ptr is not None:
+        acc += tl.load(bias_ptr + offs, mask=mask)
+    tl.store(out_ptr + offs, acc.to(out_ptr.dtype.element_ty), mask=mask)
+
+
+@tiles.jit
+def tile_of_shape(out_ptr, SHAPE: tl.constexpr):
+    rows, cols = SHAPE
+    offs = tl.arange(0, rows)[:, None] * cols + tl.arange(0, cols)[None, :]
+    tl.store(out_ptr + offs, offs)
+
+
+@tiles.jit
+def split_store(x_ptr, outs, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(outs[0] + offs, tl.minimum(x, 0.0), mask=offs < n)
+    tl.store(outs[1] + offs, tl.maximum(x, 0.0), mask=offs < n)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nested_tuple_of_arrays_scalars_and_none(backend, rng):
+    n = 77
+    x, y, bias = (rng.standard_normal(n).astype(np.float32) for _ in range(3))
+    grid = (tiles.cdiv(n, 32),)
+    out = np.empty(n, np.float32)
+    axpy_pairs[grid](((x, y), bias), (2.5, -3), out, n, BLOCK=32, backend=backend)
+    np.testing.assert_allclose(out, 2.5 * x - 3 * y + bias, rtol=1e-6, atol=1e-6)
+    out16 = np.empty(n, np.float16)
+    axpy_pairs[grid](((x.astype(np.float16), y), None), (1, 0.5), out16, n, BLOCK=32, backend=backend)
+    expected = (x.astype(np.float16).astype(np.float32) + 0.5 * y).astype(np.float16)
+    np.testing.assert_allclose(out16.astype(np.float32), expected.astype(np.float32), rtol=1e-3, atol=1e-3)
+    axpy_pairs[grid](((x, y), bias), (2.5, -3), out, n, BLOCK=32, backend=backend)  # the first key again
+    np.testing.assert_allclose(out, 2.5 * x - 3 * y + bias, rtol=1e-6, atol=1e-6)
+
+
+def test_constexpr_tuple_is_one_compile_time_value():
+    out = np.full((4, 8), -1, np.int32)
+    tile_of_shape[(1,)](out, SHAPE=(4, 8))
+    np.testing.assert_array_equal(out, np.arange(32).reshape(4, 8))
+
+
+def test_launch_key_of_a_tuple_is_made_of_its_elements_facts():
+    a, b = np.zeros(4, np.float32), np.ones(4, np.float32)
+    assert fact_of((a, 3), "s") == fact_of((b, 5), "s")
+    assert fact_of((a, 3), "s") != fact_of((a.astype(np.float16), 3), "s")
+    assert fact_of((a, 1), "s") != fact_of((a, 3), "s")
+    hash(fact_of(((a, None), 2.0), "s"))
+
+
+def test_read_only_array_inside_a_tuple_is_named_by_its_element(rng):
+    n = 8
+    x = rng.standard_normal(n).astype(np.float32)
+    low, high = np.empty(n, np.float32), np.empty(n, np.float32)
+    split_store[(1,)](x, (low, high), n, BLOCK=8)
+    np.testing.assert_array_equal(low, np.minimum(x, 0))
+    np.testing.assert_array_equal(high, np.maximum(x, 0))
+    high.flags.writeable = False
+    with pytest.raises(LaunchError, match="'outs_1'"):
+        split_store[(1,)](x, (low, high), n, BLOCK=8)
