@@ -12,7 +12,9 @@ import tiles.language as tl
 from tiles.backends import registry
 
 OPENCL, OPENCL_WHY = registry.status("opencl")
-BACKENDS = ["interpreter", pytest.param("opencl", marks=pytest.mark.skipif(not OPENCL, reason=str(OPENCL_WHY)))]
+CUDA, CUDA_WHY = registry.status("cuda")
+BACKENDS = ["interpreter", pytest.param("opencl", marks=pytest.mark.skipif(not OPENCL, reason=str(OPENCL_WHY))),
+            pytest.param("cuda", marks=pytest.mark.skipif(not CUDA, reason=str(CUDA_WHY)))]
 
 
 @tiles.jit
