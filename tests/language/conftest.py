@@ -31,7 +31,6 @@ from tiles import UnsupportedError
 # (backend, test function name) -> what the backend's UnsupportedError says (a regex).
 UNSUPPORTED: dict[tuple[str, str], str] = {
     ("cuda", "test_device_print_writes_each_program"): "device_print",
-    ("cuda", "test_round_toward_zero_downcast"): r"fp_downcast_rounding='rtz' is not supported on cuda",
 }
 
 

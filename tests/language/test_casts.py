@@ -58,6 +58,21 @@ def test_round_toward_zero_downcast(rng):
     assert np.isnan(got[np.isnan(x)].astype(np.float32)).all()
 
 
+@pytest.mark.parametrize("src,dst", [(tl.float32, tl.float16), (tl.float32, tl.bfloat16), (tl.float64, tl.float32),
+                                     (tl.float64, tl.float16), (tl.float64, tl.bfloat16)])
+def test_round_toward_zero_downcasts_match_the_reference(rng, src, dst):
+    """Every rtz downcast against floats.narrow: overflow gives the largest finite value, halfway
+    and just-below-a-step values truncate, subnormals of both formats, infinities and NaN stay."""
+    from tiles.core.floats import narrow
+    big = float(dst.max())
+    tiny = float(np.finfo(NUMPY[dst]).smallest_subnormal) if dst != tl.bfloat16 else 2.0 ** -133
+    edges = [big * 1.5, -big * 1.5, big, np.nextafter(big, np.inf), 1 + 2.0 ** -11, 1 - 2.0 ** -30,
+             -(1 + 2.0 ** -8 + 2.0 ** -9), tiny, -tiny * 1.5, tiny * 0.75, np.inf, -np.inf, np.nan, -0.0]
+    x = np.concatenate([random_values(rng, src, 50), np.array(edges)]).astype(NUMPY[src])
+    got = run_cast(x, dst, rounding="rtz")
+    same(got, narrow(x.astype(np.float64), dst, "rtz").astype(got.dtype))
+
+
 @pytest.mark.parametrize("dst", [tl.int8, tl.int32, tl.uint8, tl.int64])
 def test_float_to_int_truncates_and_saturates(dst):
     info = np.iinfo(NUMPY[dst])

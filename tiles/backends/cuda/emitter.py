@@ -13,15 +13,16 @@ from ..lowering.entry import lower_with_tensor_cores
 from ..lowering.tensorcore import TensorCoreEmitter
 from .fp8_ops import PTXFloat8Ops
 from .mma_ops import PTXMMAOps
+from .rounding_ops import PTXRoundingOps
 from .stmatrix_ops import PTXStoreMatrixOps
 from .tma_ops import PTXTensorMemoryOps
 from .wgmma_ops import PTXWarpgroupOps
 
 
-class CUDAEmitter(PTXFloat8Ops, PTXMMAOps, PTXStoreMatrixOps, PTXWarpgroupOps, PTXTensorMemoryOps, LLVMEmitter,
-                  TensorCoreEmitter):
-    """LLVM IR for NVPTX with float8 (sm_89+), ``mma.sync``/``ldmatrix``/``cp.async`` (sm_80+),
-    ``wgmma`` (sm_90a), ``stmatrix`` and TMA (sm_90+)."""
+class CUDAEmitter(PTXFloat8Ops, PTXRoundingOps, PTXMMAOps, PTXStoreMatrixOps, PTXWarpgroupOps, PTXTensorMemoryOps,
+                  LLVMEmitter, TensorCoreEmitter):
+    """LLVM IR for NVPTX with float8 (sm_89+), round-toward-zero downcasts (``cvt.rz``),
+    ``mma.sync``/``ldmatrix``/``cp.async`` (sm_80+), ``wgmma`` (sm_90a), ``stmatrix`` and TMA (sm_90+)."""
 
 
 def lower_module(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> Lowered:

@@ -1,0 +1,36 @@
+"""Round-toward-zero float downcasts (``fp_downcast_rounding="rtz"``) on the CUDA emitter.
+
+LLVM's ``fptrunc`` rounds to nearest even only, so these go through PTX's ``cvt.rz``: float32 to
+float16 or bfloat16, float64 to float32.  float64 to a 16-bit float truncates to float32 first:
+float32 holds every 16-bit float, so the two truncations give the one.  As IEEE round toward zero
+(and the interpreter's ``floats.narrow``): a finite value past the format's largest gives that
+largest finite value, infinities and NaNs stay what they are.  fp8 destinations stay refused
+(``fp8_ops.py``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core import dtypes as D
+from ...core.dtypes import DType
+from ..llvm.builder import LLVMBuilder, Reg
+
+# (source, destination) -> the cvt, its inline-asm constraints, the type it returns
+_CVT_RZ = {
+    ("float32", "float16"): ("cvt.rz.f16.f32", "=h,f", "i16"),
+    ("float32", "bfloat16"): ("cvt.rz.bf16.f32", "=h,f", "i16"),
+    ("float64", "float32"): ("cvt.rz.f32.f64", "=f,d", "float"),
+}
+
+
+class PTXRoundingOps(LLVMBuilder):
+    def cast(self, a: Any, src: DType, dst: DType, rounding: str = "rtne") -> Reg:
+        if rounding != "rtz" or src == D.float64 and dst not in (D.float32, D.float16, D.bfloat16) \
+                or src == D.float32 and dst not in (D.float16, D.bfloat16):
+            return super().cast(a, src, dst, rounding)  # type: ignore[misc]
+        if src == D.float64 and dst != D.float32:
+            return self.cast(self.cast(a, src, D.float32, "rtz"), D.float32, dst, "rtz")
+        cvt, constraints, result = _CVT_RZ[(src.name, dst.name)]
+        r = self._val(result, f'call {result} asm "{cvt} $0, $1;", "{constraints}"({a})')
+        return r if result == "float" else self._val(self.ty(dst), f"bitcast {r} to {self.ty(dst)}")
