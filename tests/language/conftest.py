@@ -30,7 +30,6 @@ from tiles import UnsupportedError
 
 # (backend, test function name) -> what the backend's UnsupportedError says (a regex).
 UNSUPPORTED: dict[tuple[str, str], str] = {
-    ("cuda", "test_device_print_writes_each_program"): "device_print",
 }
 
 

@@ -19,7 +19,7 @@ from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
 from ..llvm.target import LLVMTarget
 from . import toolchain
 
-UNSUPPORTED_OPS = frozenset({Op.DEVICE_PRINT, Op.DEVICE_ASSERT})
+UNSUPPORTED_OPS = frozenset({Op.DEVICE_ASSERT})
 SUPPORTED_DTYPES = frozenset(D.ALL_DTYPES)  # float8 on sm_89+ (fp8_ops.py)
 
 

@@ -13,15 +13,16 @@ from ..lowering.entry import lower_with_tensor_cores
 from ..lowering.tensorcore import TensorCoreEmitter
 from .fp8_ops import PTXFloat8Ops
 from .mma_ops import PTXMMAOps
+from .print_ops import PTXPrintOps
 from .rounding_ops import PTXRoundingOps
 from .stmatrix_ops import PTXStoreMatrixOps
 from .tma_ops import PTXTensorMemoryOps
 from .wgmma_ops import PTXWarpgroupOps
 
 
-class CUDAEmitter(PTXFloat8Ops, PTXRoundingOps, PTXMMAOps, PTXStoreMatrixOps, PTXWarpgroupOps, PTXTensorMemoryOps,
-                  LLVMEmitter, TensorCoreEmitter):
-    """LLVM IR for NVPTX with float8 (sm_89+), round-toward-zero downcasts (``cvt.rz``),
+class CUDAEmitter(PTXFloat8Ops, PTXRoundingOps, PTXPrintOps, PTXMMAOps, PTXStoreMatrixOps, PTXWarpgroupOps,
+                  PTXTensorMemoryOps, LLVMEmitter, TensorCoreEmitter):
+    """LLVM IR for NVPTX with float8 (sm_89+), round-toward-zero downcasts (``cvt.rz``), ``vprintf``,
     ``mma.sync``/``ldmatrix``/``cp.async`` (sm_80+), ``wgmma`` (sm_90a), ``stmatrix`` and TMA (sm_90+)."""
 
 
