@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from cuda_ptx_backend import register as register_cuda_ptx
 from hypothesis import HealthCheck, settings
 
 settings.register_profile("ci", derandomize=True, max_examples=60, deadline=None,
@@ -29,6 +30,8 @@ settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 if not os.environ.get("TILES_CACHE_DIR"):
     os.environ["TILES_CACHE_DIR"] = tempfile.mkdtemp(prefix="tiles-test-cache-")
     atexit.register(shutil.rmtree, os.environ["TILES_CACHE_DIR"], True)
+
+register_cuda_ptx()  # the "cuda-ptx" backend: CUDA's compilation checked without a GPU
 
 RUN_SEED = int(os.environ.get("TILES_TEST_SEED") or secrets.randbits(32))
 _SEED_KEY = pytest.StashKey[int]()

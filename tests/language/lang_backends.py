@@ -6,8 +6,9 @@ import pytest
 
 from tiles.backends import registry
 
-BACKENDS = ("interpreter", "opencl", "cuda")
-SLOW_BACKENDS = frozenset({"opencl"})  # a pocl compile takes seconds: these cases are marked slow
+# cuda-ptx (tests/cuda_ptx_backend.py): CUDA's compilation to PTX without a GPU, then the interpreter
+BACKENDS = ("interpreter", "opencl", "cuda", "cuda-ptx")
+SLOW_BACKENDS = frozenset({"opencl", "cuda-ptx"})  # compiles take a while: these cases are marked slow
 
 _status: dict[str, tuple[bool, str]] = {}
 

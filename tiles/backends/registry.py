@@ -76,6 +76,19 @@ def _create(name: str) -> Backend:
     return backend
 
 
+def register(name: str, backend: Backend) -> None:
+    """Make ``backend`` (an instance) available as ``name``: ``backend=name``, ``set_backend(name)``.
+    For backends built at run time (a test's compile-only variant of a built-in one); installed
+    packages declare theirs as entry points instead."""
+    if not isinstance(backend, Backend):
+        raise TypeError(f"register({name!r}, ...) takes a tiles Backend instance, got {type(backend).__name__}")
+    with _lock:
+        _instances[name] = backend
+        _default_cache.clear()
+        _by_environment.clear()
+        default_generation.value += 1
+
+
 def status(name: str) -> tuple[bool, str]:
     try:
         return get(name).available()

@@ -1,26 +1,23 @@
 """Every kernel of the compatibility corpus (tests/compat/kernels) compiles for CUDA without a GPU.
 
-Each corpus module's ``check`` runs with a backend that compiles every launch through the CUDA
-backend's stages to PTX for sm_90a (assembled by ptxas when it is on PATH), then runs the traced IR
-on the interpreter, so the module's own assertions still hold.  What this catches: CUDA lowering
-gaps (an ``UnsupportedError``, an LLVM or ptxas failure) on the kernels users bring, in CI.  What
-it cannot: values computed by the GPU (``bash .ci/gpu tests`` runs the corpus on a GPU).
+Each corpus module's ``check`` runs on ``cuda-ptx`` (tests/cuda_ptx_backend.py): every launch
+compiles through the CUDA backend's stages to PTX for sm_90a (assembled by ptxas when it is on
+PATH), then the traced IR runs on the interpreter, so the module's own assertions still hold.
+What this catches: CUDA lowering gaps (an ``UnsupportedError``, an LLVM or ptxas failure) on the
+kernels users bring, in CI.  What it cannot: values computed by the GPU (``bash .ci/gpu tests``
+runs the corpus on a GPU).
 """
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 import numpy as np
 import pytest
+from cuda_ptx_backend import NAME, PTXThenInterpret
 
 import tiles
-from tiles.backends import registry
-from tiles.backends.cuda import CUDABackend
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat"))
 from compat_harness import kernel_names, load  # noqa: E402
@@ -31,36 +28,10 @@ pytestmark = pytest.mark.slow  # ~150 compilations: about a minute on the 2-core
 NEEDS_DRIVER = {"rt_driver_queries", "tut02_fused_softmax", "tut09_persistent_matmul"}
 
 
-class PTXThenInterpret(CUDABackend):
-    """The CUDA backend's compilation, then the interpreter's launch of the same traced IR."""
-
-    name = "cuda-ptx"
-    assembled = 0
-
-    def available(self) -> tuple[bool, str]:
-        return True, ""
-
-    def arch(self) -> str:
-        return "sm_90a"
-
-    def make_launcher(self, compiled, plan):
-        ptx = compiled.asm["ptx"]
-        assert f".entry {compiled.name}" in ptx
-        if shutil.which("ptxas"):
-            with tempfile.TemporaryDirectory() as tmp:
-                (Path(tmp) / "k.ptx").write_text(ptx)
-                done = subprocess.run(["ptxas", "-arch=sm_90a", str(Path(tmp) / "k.ptx"), "-o",
-                                       str(Path(tmp) / "k.o")], capture_output=True, text=True)
-            assert done.returncode == 0, f"ptxas refused {compiled.name}:\n{done.stderr[:2000]}"
-        PTXThenInterpret.assembled += 1
-        interpreter = registry.get("interpreter")
-        return interpreter.make_launcher(interpreter.compile(compiled.ir, compiled.options), plan)
-
-
 @pytest.fixture
 def cuda_ptx(tmp_path, monkeypatch):
     monkeypatch.setenv("TILES_CACHE_DIR", str(tmp_path))  # compile every launch, not a cached one
-    tiles.set_backend(f"{__name__}:PTXThenInterpret")
+    tiles.set_backend(NAME)
     yield
     tiles.set_backend(None)
 
