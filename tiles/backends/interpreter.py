@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 
+from ..core.ir import Kernel
 from ..core.licm import hoist_loop_invariants
+from ..core.ops import REDUCTION, Op
 from ..core.printer import format_kernel
 from .base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
 
@@ -30,6 +32,20 @@ def host_array(value: Any) -> np.ndarray:
     raise TypeError(f"cannot use a {type(value).__name__} as a kernel array argument")
 
 
+# The interpreter has no registers or shared memory.  So that occupancy arithmetic written for GPUs
+# (``NUM_REGS // (kernel.n_regs * WARP_SIZE * num_warps)``, ``SIZE_SMEM // kernel.metadata.shared``)
+# runs, a compiled kernel reports a model: this many registers per thread, and as ``shared`` the
+# bytes of the largest tile a reduction, scan or dot reads (what a GPU program stages in shared memory).
+MODELLED_REGISTERS = 32
+
+
+def modelled_shared_bytes(kernel: Kernel) -> int:
+    """The bytes of the largest tile operand of a reduction, scan, sort or dot in ``kernel``."""
+    sizes = [v.type.numel * v.type.dtype.itemsize for instr in kernel.walk()
+             if instr.op in REDUCTION or instr.op is Op.DOT for v in instr.operands if v.type.shape]
+    return max(sizes, default=0)
+
+
 class InterpreterBackend(Backend):
     name = "interpreter"
 
@@ -49,6 +65,8 @@ class InterpreterBackend(Backend):
         # Each loop iteration re-runs its body on whole grids: hoisting invariants pays here.
         kernel = hoist_loop_invariants(kernel)
         compiled = CompiledKernel(kernel.name, kernel, options)
+        compiled.shared = modelled_shared_bytes(kernel)
+        compiled.extra.update(registers=MODELLED_REGISTERS, spill_stores=0)
         compiled.asm["ir"] = format_kernel(kernel)
         compiled.handle = kernel
         return compiled
