@@ -14,6 +14,10 @@ from ..core.printer import format_kernel
 from .base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
 
 
+# torch float dtypes NumPy lacks; ml_dtypes has each under the same name
+TORCH_ONLY_FLOATS = frozenset({"bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz"})
+
+
 def host_array(value: Any) -> np.ndarray:
     """A NumPy view of an array-like argument that shares its memory where possible."""
     if isinstance(value, np.ndarray):
@@ -22,10 +26,12 @@ def host_array(value: Any) -> np.ndarray:
     if mod.startswith("torch"):
         if value.device.type != "cpu":
             raise TypeError(f"the interpreter needs CPU tensors, got one on {value.device}")
-        import torch
-        if value.dtype == torch.bfloat16:
+        name = str(value.dtype).removeprefix("torch.")
+        if name in TORCH_ONLY_FLOATS:  # NumPy has no such type: view the bits as ml_dtypes' type
             import ml_dtypes
-            return value.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+            import torch
+            bits = value.view(torch.int16 if value.element_size() == 2 else torch.uint8).numpy()
+            return bits.view(getattr(ml_dtypes, name))
         return value.numpy()
     if hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
         return np.asarray(value)
