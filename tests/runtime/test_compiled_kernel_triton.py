@@ -70,3 +70,14 @@ def test_a_compiled_kernel_not_from_warmup_says_how_to_launch():
                              {"BLOCK": 16})
     with pytest.raises(TypeError, match=r"kernel\[grid\]"):
         compiled[(1,)]
+
+
+@pytest.mark.skipif(__import__("shutil").which("ptxas") is None, reason="ptxas is not on PATH")
+def test_cuda_register_count_comes_from_ptxas(monkeypatch):
+    """Compile-only (no GPU needed): ptxas's register count, and the shared scratch of the
+    cross-warp reductions, feed the softmax tutorial's occupancy formula."""
+    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_90")
+    compiled = rows_softmax.warmup(np.float32, np.float32, 8, 100, BLOCK=1024, num_stages=1, num_warps=8,
+                                   grid=(1,), backend="cuda")
+    assert 0 < compiled.n_regs <= 255 and compiled.n_spills == 0
+    assert compiled.metadata.shared > 0
