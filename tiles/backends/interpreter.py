@@ -13,7 +13,6 @@ from ..core.ops import REDUCTION, Op
 from ..core.printer import format_kernel
 from .base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
 
-
 # torch float dtypes NumPy lacks; ml_dtypes has each under the same name
 TORCH_ONLY_FLOATS = frozenset({"bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz"})
 
