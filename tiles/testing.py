@@ -171,8 +171,9 @@ def _to_numpy(x: Any) -> np.ndarray:
         return x
     if type(x).__module__.startswith("torch"):
         x = x.detach().cpu()
-        if str(x.dtype) == "torch.bfloat16":
-            x = x.float()
+        if str(x.dtype) in ("torch.bfloat16", "torch.float8_e5m2", "torch.float8_e4m3fn",
+                            "torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz"):
+            x = x.float()  # exact: NumPy has no such type
         return np.asarray(x.numpy())
     if hasattr(x, "get"):  # pycuda / pyopencl arrays
         return np.asarray(x.get())

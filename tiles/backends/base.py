@@ -60,7 +60,14 @@ LAUNCH_FIELDS = ("threads", "shared", "entry", "arch", "not_applied")
 
 
 class Metadata(dict[str, Any]):
-    """A read-only snapshot of a compiled kernel's facts (a dict, so JSON and ``==`` work)."""
+    """A read-only snapshot of a compiled kernel's facts (a dict, so JSON and ``==`` work); its keys
+    read as attributes too (``metadata.shared``), as Triton's ``CompiledKernel.metadata`` fields."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"CompiledKernel.metadata has no {name!r}; it has: {', '.join(self)}") from None
 
     def _refuse(self, *args: Any, **kwargs: Any) -> None:
         raise TypeError("CompiledKernel.metadata is read-only: set the typed fields (threads, shared, "
@@ -103,6 +110,52 @@ class CompiledKernel:
         facts = {name: getattr(self, name) for name in LAUNCH_FIELDS}
         facts["not_applied"] = list(self.not_applied)
         return Metadata({**facts, **self.extra})
+
+    def __getitem__(self, grid: Any) -> Callable[..., None]:
+        """``kernel.warmup(...)[grid](*args)`` launches it as Triton's ``CompiledKernel[grid]``: every
+        parameter positionally, constexprs included, with the options it was compiled with."""
+        launch = self.loaded.get("launch")
+        if launch is None:
+            raise TypeError(f"{self.name}: only a kernel from kernel.warmup(...) can be launched as "
+                            "compiled[grid](...); launch the @jit function instead: kernel[grid](...)")
+        options = self.options
+
+        def run(*args: Any, **kwargs: Any) -> None:
+            launch(*args, grid=grid, num_warps=options.num_warps, num_stages=options.num_stages,
+                   debug=options.debug, **kwargs)
+        return run
+
+    def _init_handles(self) -> None:
+        """Triton's explicit load before reading ``n_regs``: tiles loads on first launch, so a no-op."""
+
+    @property
+    def n_regs(self) -> int:
+        """Registers per thread (Triton's name), for occupancy formulas: ptxas's count on cuda,
+        the interpreter's model (``backends/interpreter.py``); other backends raise, saying why."""
+        return int(self._resource("registers"))
+
+    @property
+    def n_spills(self) -> int:
+        """Bytes spilled per thread (Triton's name); where ``n_regs`` is known, else it raises."""
+        return int(self._resource("spill_stores"))
+
+    @property
+    def n_max_threads(self) -> int:
+        """The most threads a program may have (Triton's name): this launch's ``threads`` or more."""
+        return max(self.threads, int(self.extra.get("max_threads", self.threads)))
+
+    def _resource(self, key: str) -> int:
+        if "registers" not in self.extra and isinstance(self.asm.get("ptx"), str):
+            from .cuda.toolchain import ptxas_info
+            info = ptxas_info(self.asm["ptx"], self.arch or "sm_80")
+            if "registers" in info:
+                self.extra.update(registers=info["registers"], spill_stores=info.get("spill_stores", 0))
+        if "registers" not in self.extra:
+            raise AttributeError(
+                f"{self.ir.loc}: {self.name}: this backend does not report register use (n_regs, n_spills); "
+                "ptxas on PATH gives it for cuda, the interpreter models it. Write the occupancy arithmetic "
+                "so it does not need it, or run it on cuda or the interpreter")
+        return int(self.extra.get(key, 0))
 
     def __post_init__(self) -> None:
         # A saved ``metadata`` dict given as ``extra`` (disk-cache entries): launch facts go to their fields.

@@ -7,9 +7,14 @@ from typing import Any
 
 import numpy as np
 
+from ..core.ir import Kernel
 from ..core.licm import hoist_loop_invariants
+from ..core.ops import REDUCTION, Op
 from ..core.printer import format_kernel
 from .base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+
+# torch float dtypes NumPy lacks; ml_dtypes has each under the same name
+TORCH_ONLY_FLOATS = frozenset({"bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz"})
 
 
 def host_array(value: Any) -> np.ndarray:
@@ -20,14 +25,30 @@ def host_array(value: Any) -> np.ndarray:
     if mod.startswith("torch"):
         if value.device.type != "cpu":
             raise TypeError(f"the interpreter needs CPU tensors, got one on {value.device}")
-        import torch
-        if value.dtype == torch.bfloat16:
+        name = str(value.dtype).removeprefix("torch.")
+        if name in TORCH_ONLY_FLOATS:  # NumPy has no such type: view the bits as ml_dtypes' type
             import ml_dtypes
-            return value.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+            import torch
+            bits = value.view(torch.int16 if value.element_size() == 2 else torch.uint8).numpy()
+            return bits.view(getattr(ml_dtypes, name))
         return value.numpy()
     if hasattr(value, "__array_interface__") or hasattr(value, "__array__"):
         return np.asarray(value)
     raise TypeError(f"cannot use a {type(value).__name__} as a kernel array argument")
+
+
+# The interpreter has no registers or shared memory.  So that occupancy arithmetic written for GPUs
+# (``NUM_REGS // (kernel.n_regs * WARP_SIZE * num_warps)``, ``SIZE_SMEM // kernel.metadata.shared``)
+# runs, a compiled kernel reports a model: this many registers per thread, and as ``shared`` the
+# bytes of the largest tile a reduction, scan or dot reads (what a GPU program stages in shared memory).
+MODELLED_REGISTERS = 32
+
+
+def modelled_shared_bytes(kernel: Kernel) -> int:
+    """The bytes of the largest tile operand of a reduction, scan, sort or dot in ``kernel``."""
+    sizes = [v.type.numel * v.type.dtype.itemsize for instr in kernel.walk()
+             if instr.op in REDUCTION or instr.op is Op.DOT for v in instr.operands if v.type.shape]
+    return max(sizes, default=0)
 
 
 class InterpreterBackend(Backend):
@@ -49,6 +70,8 @@ class InterpreterBackend(Backend):
         # Each loop iteration re-runs its body on whole grids: hoisting invariants pays here.
         kernel = hoist_loop_invariants(kernel)
         compiled = CompiledKernel(kernel.name, kernel, options)
+        compiled.shared = modelled_shared_bytes(kernel)
+        compiled.extra.update(registers=MODELLED_REGISTERS, spill_stores=0)
         compiled.asm["ir"] = format_kernel(kernel)
         compiled.handle = kernel
         return compiled

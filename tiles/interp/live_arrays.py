@@ -80,7 +80,8 @@ def _scan() -> Iterator[tuple[Any, np.ndarray]]:
     kept: list[np.ndarray] = []  # alive while scanning, so ids in ``seen`` are not reused
     torch = sys.modules.get("torch")
     for obj in _candidates():
-        if not isinstance(obj, np.ndarray) and (torch is None or not isinstance(obj, torch.Tensor)):
+        kind = type(obj)  # not isinstance: it reads __class__, which some objects warn on (torch's deprecated names)
+        if not issubclass(kind, np.ndarray) and (torch is None or not issubclass(kind, torch.Tensor)):
             continue
         arr = as_host_array(obj)
         while arr is not None and id(arr) not in seen:

@@ -439,13 +439,19 @@ class JITFunction(KernelInterface):
         launcher = _accepting_stream(launcher, backend)
         return compiled, expanded_args.expanding(launcher) if expand else launcher
 
-    def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int = 4, num_stages: int = 3,
+    def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int | None = None, num_stages: int | None = None,
                debug: bool | None = None, stream: Any = None, backend: str | Backend | None = None,
                signature: dict[str | int, str] | None = None,
                constexprs: dict[str | int, Any] | None = None, **kwargs: Any) -> CompiledKernel:
         """Compile for these arguments without launching.  As in Triton, a dtype (``torch.float32``,
         ``np.float32``, ``np.dtype("float16")``) in place of an array stands for an array of it;
         ``signature``/``constexprs`` compile from type strings instead (see ``compile``)."""
+        for name, option in (("num_warps", num_warps), ("num_stages", num_stages)):  # as run does
+            if (option is not None and name in self._param_names and name not in kwargs
+                    and self.arg_names.index(name) >= len(args)):
+                kwargs[name] = option
+        num_warps = 4 if num_warps is None else num_warps
+        num_stages = 3 if num_stages is None else num_stages
         fp_fusion = None
         if kwargs and not kwargs.keys() <= self._param_names:
             kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
@@ -459,8 +465,10 @@ class JITFunction(KernelInterface):
                            {k: mock_dtype_argument(v) if k not in self.constexprs else v
                             for k, v in kwargs.items()})
         be = _resolve_backend(backend)
-        return self.compile_for(self.specialize(bound), be,
-                                self._options(be, num_warps, num_stages, debug, fp_fusion))
+        compiled = self.compile_for(self.specialize(bound), be,
+                                    self._options(be, num_warps, num_stages, debug, fp_fusion))
+        compiled.loaded["launch"] = functools.partial(self.run, backend=be)  # compiled[grid](...)
+        return compiled
 
     def compile(self, signature: dict[str | int, str], constexprs: dict[str | int, Any] | None = None,
                 backend: str | Backend | None = None, num_warps: int = 4,
