@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from .backends.interpreter import TORCH_ONLY_FLOATS
 from .benchmark_report import Benchmark, Mark, perf_report
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
@@ -171,8 +172,7 @@ def _to_numpy(x: Any) -> np.ndarray:
         return x
     if type(x).__module__.startswith("torch"):
         x = x.detach().cpu()
-        if str(x.dtype) in ("torch.bfloat16", "torch.float8_e5m2", "torch.float8_e4m3fn",
-                            "torch.float8_e4m3fnuz", "torch.float8_e5m2fnuz"):
+        if str(x.dtype).removeprefix("torch.") in TORCH_ONLY_FLOATS:
             x = x.float()  # exact: NumPy has no such type
         return np.asarray(x.numpy())
     if hasattr(x, "get"):  # pycuda / pyopencl arrays

@@ -331,16 +331,21 @@ class JITFunction(KernelInterface):
             args, kwargs = (*values, *extra), hints
         return self._run(args, kwargs, grid, warmup, num_warps, num_stages, debug, stream, backend, fast_key)
 
-    def _run(self, args: Sequence[Any], kwargs: dict[str, Any], grid: Grid, warmup: bool,
-             num_warps: int | None, num_stages: int | None, debug: bool | None, stream: Any,
-             backend: str | Backend | None, fast_key: tuple[Any, ...] | None) -> CompiledKernel:
-        """``run`` without a binder hit: bind in general, find or build the launch plan."""
+    def _options_as_params(self, args: Sequence[Any], kwargs: dict[str, Any], num_warps: int | None,
+                           num_stages: int | None) -> tuple[int, int]:
+        """``num_warps``/``num_stages`` given to a kernel with parameters of those names also bind
+        them (into ``kwargs``, unless passed positionally); the options with their defaults."""
         for name, option in (("num_warps", num_warps), ("num_stages", num_stages)):
             if (option is not None and name in self._param_names and name not in kwargs
                     and self.arg_names.index(name) >= len(args)):
                 kwargs[name] = option
-        num_warps = 4 if num_warps is None else num_warps
-        num_stages = 3 if num_stages is None else num_stages
+        return 4 if num_warps is None else num_warps, 3 if num_stages is None else num_stages
+
+    def _run(self, args: Sequence[Any], kwargs: dict[str, Any], grid: Grid, warmup: bool,
+             num_warps: int | None, num_stages: int | None, debug: bool | None, stream: Any,
+             backend: str | Backend | None, fast_key: tuple[Any, ...] | None) -> CompiledKernel:
+        """``run`` without a binder hit: bind in general, find or build the launch plan."""
+        num_warps, num_stages = self._options_as_params(args, kwargs, num_warps, num_stages)
         fp_fusion = None
         if kwargs and not kwargs.keys() <= self._param_names:
             kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
@@ -446,12 +451,7 @@ class JITFunction(KernelInterface):
         """Compile for these arguments without launching.  As in Triton, a dtype (``torch.float32``,
         ``np.float32``, ``np.dtype("float16")``) in place of an array stands for an array of it;
         ``signature``/``constexprs`` compile from type strings instead (see ``compile``)."""
-        for name, option in (("num_warps", num_warps), ("num_stages", num_stages)):  # as run does
-            if (option is not None and name in self._param_names and name not in kwargs
-                    and self.arg_names.index(name) >= len(args)):
-                kwargs[name] = option
-        num_warps = 4 if num_warps is None else num_warps
-        num_stages = 3 if num_stages is None else num_stages
+        num_warps, num_stages = self._options_as_params(args, kwargs, num_warps, num_stages)
         fp_fusion = None
         if kwargs and not kwargs.keys() <= self._param_names:
             kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)

@@ -26,11 +26,11 @@ _CVT_RZ = {
 
 class PTXRoundingOps(LLVMBuilder):
     def cast(self, a: Any, src: DType, dst: DType, rounding: str = "rtne") -> Reg:
-        if rounding != "rtz" or src == D.float64 and dst not in (D.float32, D.float16, D.bfloat16) \
-                or src == D.float32 and dst not in (D.float16, D.bfloat16):
-            return super().cast(a, src, dst, rounding)  # type: ignore[misc]
-        if src == D.float64 and dst != D.float32:
+        if rounding == "rtz" and src == D.float64 and dst in (D.float16, D.bfloat16):
             return self.cast(self.cast(a, src, D.float32, "rtz"), D.float32, dst, "rtz")
-        cvt, constraints, result = _CVT_RZ[(src.name, dst.name)]
-        r = self._val(result, f'call {result} asm "{cvt} $0, $1;", "{constraints}"({a})')
+        cvt = _CVT_RZ.get((src.name, dst.name)) if rounding == "rtz" else None
+        if cvt is None:
+            return super().cast(a, src, dst, rounding)  # type: ignore[misc]
+        op, constraints, result = cvt
+        r = self._val(result, f'call {result} asm "{op} $0, $1;", "{constraints}"({a})')
         return r if result == "float" else self._val(self.ty(dst), f"bitcast {r} to {self.ty(dst)}")
