@@ -148,7 +148,8 @@ class CUDABackend(Backend):
             params = [p.value.type.dtype for p in compiled.ir.params]
             if compiled.extra.get("tensor_maps"):
                 params.append(D.PointerType(D.int8))  # the tensor maps' address
-            loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, params, compiled.shared)
+            loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, params, compiled.shared,
+                                          compiled.threads)
             compiled.loaded["cuda"] = loaded
         return loaded
 

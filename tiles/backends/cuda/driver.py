@@ -23,6 +23,14 @@ CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL = 9
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1
+CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES = 3
+CU_FUNC_ATTRIBUTE_NUM_REGS = 4
+CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39
+CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81
+CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR = 82
+CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR = 106
+CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK = 111
 CU_EVENT_DISABLE_TIMING = 2
 # the `extra` launch array: a packed argument buffer and its size
 CU_LAUNCH_PARAM_END = 0
@@ -46,6 +54,8 @@ _SIGNATURES: dict[str, list[Any]] = {
     "cuModuleLoadData": [ctypes.POINTER(_p), ctypes.c_char_p],
     "cuModuleGetFunction": [ctypes.POINTER(_p), _p, ctypes.c_char_p],
     "cuFuncSetAttribute": [_p, ctypes.c_int, ctypes.c_int],
+    "cuFuncGetAttribute": [ctypes.POINTER(ctypes.c_int), ctypes.c_int, _p],
+    "cuModuleUnload": [_p],
     "cuLaunchKernel": [_p, _u, _u, _u, _u, _u, _u, _u, _p, _p, ctypes.c_char_p],  # extra: packed void*[5]
     "cuPointerGetAttribute": [_p, ctypes.c_int, ctypes.c_uint64],
     "cuMemAlloc_v2": [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t],
@@ -65,7 +75,8 @@ _SIGNATURES: dict[str, list[Any]] = {
                                ctypes.c_int, ctypes.c_int],
 }
 # stand-in libraries (and drivers before CUDA 12 for the last two) may leave these out
-OPTIONAL = frozenset({"cuStreamIsCapturing", "cuStreamSynchronize", "cuTensorMapEncodeTiled"})
+OPTIONAL = frozenset({"cuStreamIsCapturing", "cuStreamSynchronize", "cuTensorMapEncodeTiled",
+                      "cuFuncGetAttribute", "cuModuleUnload"})
 CU_STREAM_CAPTURE_STATUS_NONE = 0
 
 
@@ -201,6 +212,16 @@ class Driver:
 
     def get_function(self, module: int, name: str) -> int:
         return int(self._out(_p, "cuModuleGetFunction", module, name.encode()))
+
+    def function_attribute(self, function: int, attribute: int) -> int | None:
+        """A CUfunction attribute (registers, local bytes, ...), or None where the library lacks the call."""
+        if not hasattr(self.lib, "cuFuncGetAttribute"):
+            return None
+        return int(self._out(ctypes.c_int, "cuFuncGetAttribute", attribute, function))
+
+    def unload_module(self, module: int) -> None:
+        if hasattr(self.lib, "cuModuleUnload"):
+            self.check(self.lib.cuModuleUnload(module), "cuModuleUnload")
 
     def set_max_dynamic_shared(self, function: int, nbytes: int) -> None:
         self.check(self.lib.cuFuncSetAttribute(function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,

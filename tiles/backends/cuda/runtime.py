@@ -33,6 +33,7 @@ from ..staging import HostSpan, host_pointer
 from ..streams import stream_handle
 from ..waiting import poll_until
 from . import driver as cu
+from . import occupancy
 from .driver import Driver, load_library
 
 # CPython keeps a bytes object's data inline, this many bytes after the object's address:
@@ -302,10 +303,12 @@ def bfloat16_bits(value: Any) -> int:
 class LoadedKernel:
     """A PTX kernel: its CUfunction per context and the packing of its arguments."""
 
-    def __init__(self, ptx: str, name: str, param_dtypes: Sequence[Any], shared_bytes: int) -> None:
+    def __init__(self, ptx: str, name: str, param_dtypes: Sequence[Any], shared_bytes: int,
+                 threads: int = 0) -> None:
         self.image = ptx.encode()
         self.name = name
         self.shared_bytes = shared_bytes
+        self.threads = threads  # per program; 0: unknown, loaded as ptxas sizes it (occupancy.py)
         # arguments in the native layout of a C struct (what the `extra` buffer launch expects)
         self.codes = "".join(_struct_code(d) for d in param_dtypes) + "iii"  # the grid's sizes last
         self.arguments = struct.Struct("@" + self.codes)
@@ -313,6 +316,7 @@ class LoadedKernel:
         self.size = struct.pack("@Q", self.arguments.size)  # read by the driver through a pointer
         self.size_address = id(self.size) + BYTES_DATA_OFFSET
         self.functions: dict[int, int] = {}
+        self.programs_asked: dict[int, int] = {}  # per context: .minnctapersm given to ptxas, 0 if none
 
     def function(self, context: int) -> int:
         """The CUfunction in ``context`` (current in this thread), loading the module once."""
@@ -322,8 +326,11 @@ class LoadedKernel:
                 function = self.functions.get(context)
                 if function is None:
                     drv = driver()
-                    module = drv.load_module(self.image)
-                    function = drv.get_function(module, self.name)
+                    if self.threads:
+                        loaded = occupancy.load(drv, self.image, self.name, self.threads, self.shared_bytes)
+                        function, self.programs_asked[context] = loaded.function, loaded.asked
+                    else:
+                        function = drv.get_function(drv.load_module(self.image), self.name)
                     if self.shared_bytes > 48 * 1024:
                         drv.set_max_dynamic_shared(function, self.shared_bytes)
                     self.functions[context] = function

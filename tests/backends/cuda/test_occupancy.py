@@ -1,0 +1,134 @@
+"""One more program per SM where registers alone keep it out (``backends/cuda/occupancy.py``): the
+arithmetic, the PTX directive, the load-twice decision over a stand-in driver, and, with ptxas,
+the tutorial's causal attention at d=64 (198 registers, one program per SM, although its 64 KB of
+shared memory would let three share an SM) brought to two programs with its spills outside loops."""
+
+import re
+
+import pytest
+from test_attention_codegen import attention_ptx, needs_ptxas
+from test_cuda import needs_gpu
+
+from tiles.backends.cuda import driver as cu
+from tiles.backends.cuda import occupancy, toolchain
+from tiles.backends.cuda.ptx_loops import mma_loop
+
+H200 = occupancy.SMLimits()
+
+
+@pytest.mark.parametrize("registers,threads,shared,expected", [
+    (198, 256, 64 * 1024, (1, 3)),     # causal attention d=64, 128x64 on 8 warps
+    (128, 256, 64 * 1024, (2, 3)),
+    (255, 128, 128 * 1024, (2, 1)),    # a 128x128 matmul on 4 warps: shared memory limits it
+    (32, 1024, 0, (2, 2)),
+    (40, 128, 0, (12, 16)),
+])
+def test_programs_per_sm(registers, threads, shared, expected):
+    assert occupancy.programs_per_sm(registers, threads, shared, H200) == expected
+
+
+@pytest.mark.parametrize("registers,threads,shared,wanted", [
+    (198, 256, 64 * 1024, 2),
+    (128, 256, 64 * 1024, None),       # two programs of 8 warps: enough warps
+    (255, 128, 64 * 1024, 3),          # two programs of 4 warps, shared memory would allow three
+    (255, 128, 128 * 1024, None),      # shared memory is the limit
+    (40, 128, 0, None),                # 12 programs of 4 warps: plenty of warps already
+    (168, 256, 100 * 1024, 2),         # 100 KB + 1 KB reserved, twice, fits in 228 KB
+    (168, 256, 120 * 1024, None),      # once only
+])
+def test_wanted_programs(registers, threads, shared, wanted):
+    assert occupancy.wanted_programs(registers, threads, shared, H200) == wanted
+
+
+def test_directive_follows_the_thread_count():
+    ptx = ".visible .entry k(\n.param .u64 k_0\n)\n.maxntid 256, 1, 1\n{\nret;\n}\n"
+    out = occupancy.with_min_programs(ptx, 2)
+    assert out is not None and ".maxntid 256, 1, 1\n.minnctapersm 2\n{" in out
+    assert occupancy.with_min_programs(ptx.replace(".maxntid 256, 1, 1\n", ""), 2) is None
+
+
+class StandInDriver:
+    """Loads report the registers and local bytes scripted per image (the first load, then the second)."""
+
+    def __init__(self, reports, device_fails=False):
+        self.reports, self.images, self.unloaded, self.device_fails = list(reports), [], [], device_fails
+
+    def load_module(self, image):
+        self.images.append(image)
+        return len(self.images)
+
+    def get_function(self, module, name):
+        return 100 + module
+
+    def function_attribute(self, function, attribute):
+        registers, local = self.reports[function - 101]
+        return {cu.CU_FUNC_ATTRIBUTE_NUM_REGS: registers, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES: local,
+                cu.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES: 0}[attribute]
+
+    def context_device(self):
+        return 0
+
+    def device_attribute(self, attribute, device):
+        if self.device_fails:
+            raise cu.CUDAError("no such attribute")
+        return {82: 65536, 39: 2048, 106: 32, 81: 228 * 1024, 111: 1024}[attribute]
+
+    def unload_module(self, module):
+        self.unloaded.append(module)
+
+
+PTX = b".visible .entry k()\n.maxntid 256, 1, 1\n{\nret;\n}\n"
+
+
+@pytest.mark.parametrize("device_fails", [False, True])
+def test_load_keeps_the_capped_kernel_when_it_spills_little(device_fails):
+    drv = StandInDriver([(198, 0), (128, 72)], device_fails)
+    loaded = occupancy.load(drv, PTX, "k", 256, 64 * 1024)
+    assert (loaded.function, loaded.asked) == (102, 2) and drv.unloaded == [1]
+    assert b".minnctapersm 2" in drv.images[1] and b".minnctapersm" not in drv.images[0]
+
+
+@pytest.mark.parametrize("second", [(128, 72 + occupancy.SPILL_ALLOWANCE + 8), (136, 0)])
+def test_load_keeps_the_first_kernel_when_capping_fails(second):
+    drv = StandInDriver([(198, 0), second])
+    loaded = occupancy.load(drv, PTX, "k", 256, 64 * 1024)
+    assert (loaded.function, loaded.asked) == (101, 0) and drv.unloaded == [2]
+
+
+def test_load_once_when_registers_are_not_the_limit(monkeypatch):
+    drv = StandInDriver([(198, 0)])
+    assert occupancy.load(drv, PTX, "k", 256, 120 * 1024).function == 101 and len(drv.images) == 1
+    monkeypatch.setenv("TILES_OCCUPANCY", "0")
+    drv = StandInDriver([(198, 0)])
+    assert occupancy.load(drv, PTX, "k", 256, 64 * 1024).function == 101 and len(drv.images) == 1
+
+
+@needs_ptxas
+@pytest.mark.slow
+def test_causal_attention_d64_gets_two_programs_per_sm_without_spilling_in_its_loops(tmp_path):
+    ptx = attention_ptx(64, 128, 64, 8, 3, causal=True)
+    before = toolchain.ptxas_info(ptx, "sm_90a")
+    wanted = occupancy.wanted_programs(before["registers"], 256, 64 * 1024, H200)
+    if wanted is None:
+        pytest.skip(f"ptxas gives this kernel {before['registers']} registers: already two programs per SM")
+    capped = occupancy.with_min_programs(ptx, wanted)
+    assert capped is not None
+    after = toolchain.ptxas_info(capped, "sm_90a")
+    assert occupancy.programs_per_sm(after["registers"], 256, 64 * 1024, H200)[0] >= 2
+    assert after.get("spill_stores", 0) - before.get("spill_stores", 0) <= occupancy.SPILL_ALLOWANCE
+    for loop in filter(None, (mma_loop(part) for part in re.split(r"(?=^\$L__BB0_\d+:)", ptx, flags=re.M))):
+        assert "st.local" not in loop  # PTX has no spills; ptxas's are checked by the byte count above
+
+
+@needs_gpu
+def test_the_driver_loads_causal_attention_d64_for_two_programs_per_sm():
+    from tiles.backends.cuda import runtime
+    runtime.make_current(runtime.primary_context(0))
+    context = runtime.driver().current_context()
+    loaded = runtime.LoadedKernel(attention_ptx(64, 128, 64, 8, 3, causal=True), "attn_fwd", [], 64 * 1024, 256)
+    function = loaded.function(context)
+    registers = runtime.driver().function_attribute(function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS)
+    if loaded.programs_asked[context] == 0:
+        assert registers <= 128, f"{registers} registers and no second load"
+    else:
+        assert loaded.programs_asked[context] == 2 and registers <= 128

@@ -1,0 +1,114 @@
+"""One more program per SM where registers alone keep it out.
+
+ptxas sizes a kernel's registers for one program per SM when nothing else says otherwise, so a
+256-thread kernel may take 198 registers although its shared memory would let two or three programs
+share an SM (the tutorial's causal attention at d=64 does: the addresses of the second loop stay
+live through the first).  After the driver loads a kernel, ``tune`` reads its registers and local
+memory; when registers are what limits programs per SM, and a handful of warps is all the SM then
+holds, it loads the PTX again with ``.minnctapersm`` asking for one program more (ptxas then caps
+the registers) and keeps that version if it spills at most ``SPILL_ALLOWANCE`` more bytes per thread
+(values that live across a loop spill outside it; a hot loop that does not fit spills far more).
+``TILES_OCCUPANCY=0`` switches it off.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+
+from . import driver as cu
+from .driver import Driver
+
+SPILL_ALLOWANCE = 128  # bytes per thread
+FEW_WARPS = 8  # per SM: at or below this, one more program is worth a few spilled registers
+REGISTER_UNIT = 256  # registers are given to warps in units of this many
+
+
+@dataclass(frozen=True)
+class SMLimits:
+    """What one streaming multiprocessor holds (an H100/H200's by default)."""
+
+    registers: int = 65536
+    threads: int = 2048
+    programs: int = 32
+    shared: int = 228 * 1024
+    shared_reserved_per_program: int = 1024
+
+
+def enabled() -> bool:
+    return os.environ.get("TILES_OCCUPANCY", "1") != "0"
+
+
+def programs_per_sm(registers: int, threads: int, shared: int, limits: SMLimits) -> tuple[int, int]:
+    """(programs per SM as registers allow, as everything else allows)."""
+    warps = -(-threads // 32)
+    per_warp = -(-registers * 32 // REGISTER_UNIT) * REGISTER_UNIT
+    by_registers = (limits.registers // per_warp) // warps if per_warp else limits.programs
+    by_shared = limits.shared // (shared + limits.shared_reserved_per_program)
+    return by_registers, min(by_shared, limits.threads // threads, limits.programs)
+
+
+def wanted_programs(registers: int, threads: int, shared: int, limits: SMLimits) -> int | None:
+    """The programs per SM to ask ptxas for, or None where registers are not the limit that matters."""
+    by_registers, by_rest = programs_per_sm(registers, threads, shared, limits)
+    if by_registers >= by_rest or by_registers * (threads // 32) > FEW_WARPS:
+        return None
+    return by_registers + 1
+
+
+def with_min_programs(ptx: str, programs: int) -> str | None:
+    """``ptx`` with ``.minnctapersm programs`` on its kernel, or None if it has no ``.maxntid``/``.reqntid``."""
+    out, count = re.subn(r"^(\.(?:maxntid|reqntid)[^\n]*)$", rf"\1\n.minnctapersm {programs}", ptx,
+                         count=1, flags=re.MULTILINE)
+    return out if count else None
+
+
+def device_limits(drv: Driver, device: int) -> SMLimits:
+    """The SM's limits as the driver reports them (an H100/H200's where it cannot say)."""
+    default = SMLimits()
+    try:
+        return SMLimits(
+            registers=drv.device_attribute(cu.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, device),
+            threads=drv.device_attribute(cu.CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, device),
+            programs=drv.device_attribute(cu.CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, device),
+            shared=drv.device_attribute(cu.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, device),
+            shared_reserved_per_program=drv.device_attribute(
+                cu.CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, device))
+    except (cu.CUDAError, TypeError, ValueError):
+        return default
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A loaded kernel: its module and function, and the programs per SM asked of ptxas (0: none)."""
+
+    module: int
+    function: int
+    asked: int = 0
+
+
+def load(drv: Driver, image: bytes, name: str, threads: int, shared: int) -> Loaded:
+    """Load ``image`` in the current context; again with ``.minnctapersm`` where that pays (module doc)."""
+    module = drv.load_module(image)
+    first = Loaded(module, drv.get_function(module, name))
+    if not enabled():
+        return first
+    registers = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS)
+    if registers is None:
+        return first
+    local = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) or 0
+    static = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) or 0
+    limits = device_limits(drv, drv.context_device())
+    wanted = wanted_programs(registers, threads, shared + static, limits)
+    ptx = with_min_programs(image.decode(), wanted) if wanted else None
+    if wanted is None or ptx is None:
+        return first
+    module = drv.load_module(ptx.encode())
+    second = Loaded(module, drv.get_function(module, name), wanted)
+    capped = drv.function_attribute(second.function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS) or registers
+    spilled = (drv.function_attribute(second.function, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) or 0) - local
+    fits = programs_per_sm(capped, threads, shared + static, limits)[0] >= wanted
+    keep, drop = (second, first) if fits and spilled <= SPILL_ALLOWANCE else (first, second)
+    drv.unload_module(drop.module)
+    return keep
