@@ -47,6 +47,12 @@ def test_directive_follows_the_thread_count():
     assert occupancy.with_min_programs(ptx.replace(".maxntid 256, 1, 1\n", ""), 2) is None
 
 
+def test_room_and_accumulators():
+    assert occupancy.room_for(256, 2, H200) == 128 and occupancy.room_for(128, 3, H200) == 168
+    assert occupancy.largest_accumulator(attention_ptx(64, 128, 64, 8, 3, causal=True)) == 32
+    assert occupancy.largest_accumulator(WIDE_TILE.decode()) == 128 and occupancy.largest_accumulator("ret;") == 0
+
+
 class StandInDriver:
     """Loads report the registers and local bytes scripted per image (the first load, then the second)."""
 
@@ -78,6 +84,8 @@ class StandInDriver:
 
 
 PTX = b".visible .entry k()\n.maxntid 256, 1, 1\n{\nret;\n}\n"
+WIDE_TILE = PTX.replace(b"ret;", ("wgmma.mma_async.sync.aligned.m64n256k32.f32.e4m3.e4m3 {"
+                                  + ", ".join(f"%r{i}" for i in range(128)) + "}, %rd1, %rd2, p, 1, 1;\nret;").encode())
 
 
 @pytest.mark.parametrize("device_fails", [False, True])
@@ -98,6 +106,8 @@ def test_load_keeps_the_first_kernel_when_capping_fails(second):
 def test_load_once_when_registers_are_not_the_limit(monkeypatch):
     drv = StandInDriver([(198, 0)])
     assert occupancy.load(drv, PTX, "k", 256, 120 * 1024).function == 101 and len(drv.images) == 1
+    drv = StandInDriver([(198, 0)])  # 128 accumulator registers: a cap of 128 would spill in the loop
+    assert occupancy.load(drv, WIDE_TILE, "k", 256, 96 * 1024).function == 101 and len(drv.images) == 1
     monkeypatch.setenv("TILES_OCCUPANCY", "0")
     drv = StandInDriver([(198, 0)])
     assert occupancy.load(drv, PTX, "k", 256, 64 * 1024).function == 101 and len(drv.images) == 1

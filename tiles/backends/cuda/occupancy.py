@@ -7,7 +7,9 @@ live through the first).  After the driver loads a kernel, ``tune`` reads its re
 memory; when registers are what limits programs per SM, and a handful of warps is all the SM then
 holds, it loads the PTX again with ``.minnctapersm`` asking for one program more (ptxas then caps
 the registers) and keeps that version if it spills at most ``SPILL_ALLOWANCE`` more bytes per thread
-(values that live across a loop spill outside it; a hot loop that does not fit spills far more).
+(values that live across a loop spill outside it) and the cap leaves room for twice its largest
+warpgroup-MMA accumulator (a 128x256 fp8 tile on 8 warps capped to 128 registers ran at a fifth of
+its speed with fewer spilled bytes than that).
 ``TILES_OCCUPANCY=0`` switches it off.
 """
 
@@ -57,6 +59,18 @@ def wanted_programs(registers: int, threads: int, shared: int, limits: SMLimits)
     return by_registers + 1
 
 
+def largest_accumulator(ptx: str) -> int:
+    """Registers in the largest warpgroup-MMA accumulator of ``ptx`` (0 without wgmma)."""
+    lists = re.findall(r"wgmma\.mma_async[^{]*\{([^}]*)\}", ptx)
+    return max((len(regs.split(",")) for regs in lists), default=0)
+
+
+def room_for(threads: int, programs: int, limits: SMLimits) -> int:
+    """The most registers per thread that let ``programs`` programs of ``threads`` share an SM."""
+    per_warp = limits.registers // (programs * -(-threads // 32)) // REGISTER_UNIT * REGISTER_UNIT
+    return per_warp // 32
+
+
 def with_min_programs(ptx: str, programs: int) -> str | None:
     """``ptx`` with ``.minnctapersm programs`` on its kernel, or None if it has no ``.maxntid``/``.reqntid``."""
     out, count = re.subn(r"^(\.(?:maxntid|reqntid)[^\n]*)$", rf"\1\n.minnctapersm {programs}", ptx,
@@ -101,8 +115,12 @@ def load(drv: Driver, image: bytes, name: str, threads: int, shared: int) -> Loa
     static = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) or 0
     limits = device_limits(drv, drv.context_device())
     wanted = wanted_programs(registers, threads, shared + static, limits)
-    ptx = with_min_programs(image.decode(), wanted) if wanted else None
-    if wanted is None or ptx is None:
+    text = image.decode()
+    # a hot loop's accumulators alone near the cap (a 128x256 tile on 8 warps holds 128) spill inside it
+    if wanted is None or room_for(threads, wanted, limits) < 2 * largest_accumulator(text):
+        return first
+    ptx = with_min_programs(text, wanted)
+    if ptx is None:
         return first
     module = drv.load_module(ptx.encode())
     second = Loaded(module, drv.get_function(module, name), wanted)
