@@ -41,14 +41,15 @@ class Target:
 @dataclass(frozen=True)
 class Options:
     """The compile options of a launch, handed whole to every stage (``Backend.stages``,
-    ``lowering.lower``).  Triton's other launch options (``num_ctas``, ``maxnreg``, ...) are
-    accepted and change nothing: ``runtime/launch_options.py`` (``HINTS``) lists them, and
-    docs/porting-from-triton.md says why each has no effect."""
+    ``lowering.lower``).  ``maxnreg`` only caps registers on cuda; Triton's other launch options
+    (``num_ctas``, ...) are accepted and change nothing: ``runtime/launch_options.py`` (``HINTS``)
+    lists them, and docs/porting-from-triton.md says why each has no effect."""
 
     num_warps: int = 4
     num_stages: int = 3   # software-pipelining depth of tensor-core loops (cuda); tl.range's wins
     debug: bool = False
     fp_fusion: bool = False  # Triton's enable_fp_fusion: a * b + c may round once (lowering/contract.py)
+    maxnreg: int | None = None  # Triton's maxnreg: the most registers per thread (cuda: PTX .maxnreg)
 
     def threads(self, target: Target) -> int:
         """Threads per program: ``num_warps`` warps of the target's width (the only place this is computed)."""

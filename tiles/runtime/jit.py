@@ -346,21 +346,21 @@ class JITFunction(KernelInterface):
              backend: str | Backend | None, fast_key: tuple[Any, ...] | None) -> CompiledKernel:
         """``run`` without a binder hit: bind in general, find or build the launch plan."""
         num_warps, num_stages = self._options_as_params(args, kwargs, num_warps, num_stages)
-        fp_fusion = None
+        compile_hints = NO_COMPILE_HINTS
         if kwargs and not kwargs.keys() <= self._param_names:
             kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
-            fp_fusion = hints.get("enable_fp_fusion")
+            compile_hints = _compile_hints(hints)
         values = self._values(args, kwargs)
         be = backend if isinstance(backend, Backend) else _resolve_backend(backend)
         target = be.target_key()
-        key = (be, target, num_warps, num_stages, type(num_warps), type(num_stages), debug, fp_fusion,
+        key = (be, target, num_warps, num_stages, type(num_warps), type(num_stages), debug, compile_hints,
                launch_key(values, self._param_kinds))
         entry = self._launches.get(key)
         if entry is None:
             with self._lock_for(("launch", key)):
                 entry = self._launches.get(key)
                 if entry is None:
-                    entry = self._prepare_launch(values, be, num_warps, num_stages, debug, fp_fusion)
+                    entry = self._prepare_launch(values, be, num_warps, num_stages, debug, compile_hints)
                     self._launches[key] = entry
         compiled, launcher = entry
         if fast_key is not None:
@@ -421,11 +421,11 @@ class JITFunction(KernelInterface):
         return values
 
     def _prepare_launch(self, values: list[Any], backend: Backend, num_warps: int, num_stages: int,
-                        debug: bool | None, fp_fusion: bool | None = None
+                        debug: bool | None, compile_hints: CompileHints = (None, None)
                         ) -> tuple[CompiledKernel, Callable[..., None]]:
         named = dict(zip(self.arg_names, values))
         specs = self.specialize(named)
-        compiled = self.compile_for(specs, backend, self._options(backend, num_warps, num_stages, debug, fp_fusion))
+        compiled = self.compile_for(specs, backend, self._options(backend, num_warps, num_stages, debug, compile_hints))
         stores = _first_writes(compiled.ir)
         expand = expanded_args.has_expansion(values)
         if expand:  # the launcher takes descriptors' and tuples' expanded parameters (runtime/expanded_args.py)
@@ -452,10 +452,10 @@ class JITFunction(KernelInterface):
         ``np.float32``, ``np.dtype("float16")``) in place of an array stands for an array of it;
         ``signature``/``constexprs`` compile from type strings instead (see ``compile``)."""
         num_warps, num_stages = self._options_as_params(args, kwargs, num_warps, num_stages)
-        fp_fusion = None
+        compile_hints = NO_COMPILE_HINTS
         if kwargs and not kwargs.keys() <= self._param_names:
             kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
-            fp_fusion = hints.get("enable_fp_fusion")
+            compile_hints = _compile_hints(hints)
         if signature is not None:
             merged: dict[str | int, Any] = {**constexprs} if constexprs else {}
             merged.update(kwargs)
@@ -466,7 +466,7 @@ class JITFunction(KernelInterface):
                             for k, v in kwargs.items()})
         be = _resolve_backend(backend)
         compiled = self.compile_for(self.specialize(bound), be,
-                                    self._options(be, num_warps, num_stages, debug, fp_fusion))
+                                    self._options(be, num_warps, num_stages, debug, compile_hints))
         compiled.loaded["launch"] = functools.partial(self.run, backend=be)  # compiled[grid](...)
         return compiled
 
@@ -512,13 +512,23 @@ class JITFunction(KernelInterface):
         return specs
 
     def _options(self, backend: Backend, num_warps: int, num_stages: int,
-                 debug: bool | None = None, fp_fusion: bool | None = None) -> Options:
+                 debug: bool | None = None, compile_hints: CompileHints = (None, None)) -> Options:
         if debug is None:
             debug = config.debug() if self.debug is None else bool(self.debug)
         num_warps = check_num_warps(num_warps, backend.target(), self.loc, self.__name__)
         num_stages = check_positive_int("num_stages", num_stages, self.loc, self.__name__, minimum=0)
+        fp_fusion, maxnreg = compile_hints
         fusion = backend.fp_fusion_default if fp_fusion is None else bool(fp_fusion)
-        return Options(num_warps=num_warps, num_stages=num_stages, debug=bool(debug), fp_fusion=fusion)
+        return Options(num_warps=num_warps, num_stages=num_stages, debug=bool(debug), fp_fusion=fusion,
+                       maxnreg=maxnreg)
+
+
+CompileHints = tuple[bool | None, int | None]  # Triton's launch hints that change the code: enable_fp_fusion, maxnreg
+NO_COMPILE_HINTS: CompileHints = (None, None)
+
+
+def _compile_hints(hints: dict[str, Any]) -> CompileHints:
+    return hints.get("enable_fp_fusion"), hints.get("maxnreg")
 
 
 def _resolve_backend(backend: str | Backend | None) -> Backend:

@@ -1,7 +1,8 @@
 """Triton's launch keywords: which ones tiles honours and which are accepted as hints.
 
 ``kernel[grid](..., num_warps=, num_stages=, debug=, stream=, backend=, enable_fp_fusion=)`` change
-what runs (``enable_fp_fusion`` is read from the hints: ``Options.fp_fusion``);
+what runs (``enable_fp_fusion`` and ``maxnreg`` are read from the hints: ``Options.fp_fusion``,
+``Options.maxnreg``, the latter honoured by the CUDA backend only);
 every other keyword Triton's CUDA and HIP launchers accept is taken and checked so
 Triton code ports unchanged, but does not change results (see
 docs/porting-from-triton.md, "Launch options").
@@ -17,7 +18,7 @@ from ..core.ir import Loc
 from .validate import check_positive_int
 
 # Accepted, validated where a wrong value is certainly a mistake, and otherwise without effect
-# (tiles never clusters), except enable_fp_fusion, which jit.py turns into Options.fp_fusion.
+# (tiles never clusters), except enable_fp_fusion and maxnreg, which jit.py turns into Options fields.
 HINTS: frozenset[str] = frozenset({
     "num_ctas", "maxnreg", "enable_fp_fusion", "launch_cooperative_grid", "launch_pdl",
     "sanitize_overflow", "ptx_version", "ptx_options", "enable_reflect_ftz", "sched4reg", "clc",

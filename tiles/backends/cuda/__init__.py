@@ -129,7 +129,11 @@ class CUDABackend(Backend):
             return lowered.code
 
         def ptx(text: str, compiled: CompiledKernel) -> str:
-            return toolchain.to_ptx(text, arch)
+            code = toolchain.to_ptx(text, arch)
+            if options.maxnreg is not None:
+                from .occupancy import with_directive
+                code = with_directive(code, f".maxnreg {options.maxnreg}") or code
+            return code
 
         return {"ir": lambda kernel, compiled: format_kernel(kernel), "llir": llir, "ptx": ptx}
 

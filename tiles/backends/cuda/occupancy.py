@@ -10,7 +10,8 @@ the registers) and keeps that version if it spills at most ``SPILL_ALLOWANCE`` m
 (values that live across a loop spill outside it) and the cap leaves room for twice its largest
 warpgroup-MMA accumulator (a 128x256 fp8 tile on 8 warps capped to 128 registers ran at a fifth of
 its speed with fewer spilled bytes than that).
-``TILES_OCCUPANCY=0`` switches it off.
+``TILES_OCCUPANCY=0`` switches it off; a kernel launched with ``maxnreg=`` (PTX ``.maxnreg``) is left as
+its author capped it.
 """
 
 from __future__ import annotations
@@ -71,11 +72,16 @@ def room_for(threads: int, programs: int, limits: SMLimits) -> int:
     return per_warp // 32
 
 
-def with_min_programs(ptx: str, programs: int) -> str | None:
-    """``ptx`` with ``.minnctapersm programs`` on its kernel, or None if it has no ``.maxntid``/``.reqntid``."""
-    out, count = re.subn(r"^(\.(?:maxntid|reqntid)[^\n]*)$", rf"\1\n.minnctapersm {programs}", ptx,
+def with_directive(ptx: str, directive: str) -> str | None:
+    """``ptx`` with a performance directive (``.minnctapersm 2``, ``.maxnreg 128``) on its kernel,
+    after its thread count; None if it has no ``.maxntid``/``.reqntid``."""
+    out, count = re.subn(r"^(\.(?:maxntid|reqntid)[^\n]*)$", lambda m: f"{m.group(1)}\n{directive}", ptx,
                          count=1, flags=re.MULTILINE)
     return out if count else None
+
+
+def with_min_programs(ptx: str, programs: int) -> str | None:
+    return with_directive(ptx, f".minnctapersm {programs}")
 
 
 def device_limits(drv: Driver, device: int) -> SMLimits:
@@ -116,6 +122,8 @@ def load(drv: Driver, image: bytes, name: str, threads: int, shared: int) -> Loa
     limits = device_limits(drv, drv.context_device())
     wanted = wanted_programs(registers, threads, shared + static, limits)
     text = image.decode()
+    if re.search(r"^\.maxnreg\b", text, flags=re.MULTILINE):  # the launch's maxnreg= decides
+        return first
     # a hot loop's accumulators alone near the cap (a 128x256 tile on 8 warps holds 128) spill inside it
     if wanted is None or room_for(threads, wanted, limits) < 2 * largest_accumulator(text):
         return first
