@@ -120,10 +120,13 @@ class CompiledKernel:
             raise TypeError(f"{self.name}: only a kernel from kernel.warmup(...) can be launched as "
                             "compiled[grid](...); launch the @jit function instead: kernel[grid](...)")
         options = self.options
+        hints: dict[str, Any] = {"enable_fp_fusion": options.fp_fusion}
+        if options.maxnreg is not None:
+            hints["maxnreg"] = options.maxnreg
 
         def run(*args: Any, **kwargs: Any) -> None:
             launch(*args, grid=grid, num_warps=options.num_warps, num_stages=options.num_stages,
-                   debug=options.debug, **kwargs)
+                   debug=options.debug, **hints, **kwargs)
         return run
 
     def _init_handles(self) -> None:
@@ -146,11 +149,9 @@ class CompiledKernel:
         return max(self.threads, int(self.extra.get("max_threads", self.threads)))
 
     def _resource(self, key: str) -> int:
-        if "registers" not in self.extra and isinstance(self.asm.get("ptx"), str):
-            from .cuda.toolchain import ptxas_info
-            info = ptxas_info(self.asm["ptx"], self.arch or "sm_80")
-            if "registers" in info:
-                self.extra.update(registers=info["registers"], spill_stores=info.get("spill_stores", 0))
+        report = self.loaded.get("resources")  # a backend that measures them on demand (cuda: ptxas)
+        if "registers" not in self.extra and report is not None:
+            self.extra.update(report())
         if "registers" not in self.extra:
             raise AttributeError(
                 f"{self.ir.loc}: {self.name}: this backend does not report register use (n_regs, n_spills); "

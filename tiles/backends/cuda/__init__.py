@@ -8,6 +8,7 @@ kernels still compile to PTX for ``TILES_CUDA_ARCH`` (default sm_90).
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -79,6 +80,12 @@ def nvptx_target(arch: str) -> LLVMTarget:
     )
 
 
+def _ptxas_resources(ptx: str, arch: str) -> dict[str, int]:
+    """Registers and spilled bytes per thread as ptxas reports them (empty without ptxas)."""
+    info = toolchain.ptxas_info(ptx, arch)
+    return {"registers": info["registers"], "spill_stores": info.get("spill_stores", 0)} if "registers" in info else {}
+
+
 class CUDABackend(Backend):
     name = "cuda"
     fp_fusion_default = True  # as Triton: a * b + c contracts to an FMA unless enable_fp_fusion=False
@@ -133,6 +140,7 @@ class CUDABackend(Backend):
             if options.maxnreg is not None:
                 from .occupancy import with_directive
                 code = with_directive(code, f".maxnreg {options.maxnreg}") or code
+            compiled.loaded["resources"] = functools.partial(_ptxas_resources, code, arch)
             return code
 
         return {"ir": lambda kernel, compiled: format_kernel(kernel), "llir": llir, "ptx": ptx}
@@ -143,7 +151,9 @@ class CUDABackend(Backend):
         machine code, so that load is quick too)."""
         if not isinstance(asm.get("ptx"), str) or "threads" not in metadata:
             return None
-        return CompiledKernel(kernel.name, kernel, options, dict(asm), dict(metadata), asm["ptx"])
+        compiled = CompiledKernel(kernel.name, kernel, options, dict(asm), dict(metadata), asm["ptx"])
+        compiled.loaded["resources"] = functools.partial(_ptxas_resources, asm["ptx"], compiled.arch or "sm_80")
+        return compiled
 
     def _loaded(self, compiled: CompiledKernel) -> Any:
         loaded = compiled.loaded.get("cuda")
