@@ -97,6 +97,10 @@ def _device_index(value: Any) -> int:
 MockTensor = MockArray  # Triton's name: kernel.warmup(MockTensor(torch.float32), ...)
 
 
+CompileHints = tuple[bool | None, int | None]  # Triton's launch hints that change the code: enable_fp_fusion, maxnreg
+NO_COMPILE_HINTS: CompileHints = (None, None)
+
+
 class JITFunction(KernelInterface):
     """A kernel (or a device helper called from kernels)."""
 
@@ -341,15 +345,19 @@ class JITFunction(KernelInterface):
                 kwargs[name] = option
         return 4 if num_warps is None else num_warps, 3 if num_stages is None else num_stages
 
+    def _without_hints(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], CompileHints]:
+        """``kwargs`` without Triton's hint options (checked), and those of them that change the code."""
+        if not kwargs or kwargs.keys() <= self._param_names:
+            return kwargs, NO_COMPILE_HINTS
+        kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
+        return kwargs, (hints.get("enable_fp_fusion"), hints.get("maxnreg"))
+
     def _run(self, args: Sequence[Any], kwargs: dict[str, Any], grid: Grid, warmup: bool,
              num_warps: int | None, num_stages: int | None, debug: bool | None, stream: Any,
              backend: str | Backend | None, fast_key: tuple[Any, ...] | None) -> CompiledKernel:
         """``run`` without a binder hit: bind in general, find or build the launch plan."""
         num_warps, num_stages = self._options_as_params(args, kwargs, num_warps, num_stages)
-        compile_hints = NO_COMPILE_HINTS
-        if kwargs and not kwargs.keys() <= self._param_names:
-            kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
-            compile_hints = _compile_hints(hints)
+        kwargs, compile_hints = self._without_hints(kwargs)
         values = self._values(args, kwargs)
         be = backend if isinstance(backend, Backend) else _resolve_backend(backend)
         target = be.target_key()
@@ -421,7 +429,7 @@ class JITFunction(KernelInterface):
         return values
 
     def _prepare_launch(self, values: list[Any], backend: Backend, num_warps: int, num_stages: int,
-                        debug: bool | None, compile_hints: CompileHints = (None, None)
+                        debug: bool | None, compile_hints: CompileHints = NO_COMPILE_HINTS
                         ) -> tuple[CompiledKernel, Callable[..., None]]:
         named = dict(zip(self.arg_names, values))
         specs = self.specialize(named)
@@ -452,10 +460,7 @@ class JITFunction(KernelInterface):
         ``np.float32``, ``np.dtype("float16")``) in place of an array stands for an array of it;
         ``signature``/``constexprs`` compile from type strings instead (see ``compile``)."""
         num_warps, num_stages = self._options_as_params(args, kwargs, num_warps, num_stages)
-        compile_hints = NO_COMPILE_HINTS
-        if kwargs and not kwargs.keys() <= self._param_names:
-            kwargs, hints = split_hints(kwargs, self.arg_names, self.loc, self.__name__)
-            compile_hints = _compile_hints(hints)
+        kwargs, compile_hints = self._without_hints(kwargs)
         if signature is not None:
             merged: dict[str | int, Any] = {**constexprs} if constexprs else {}
             merged.update(kwargs)
@@ -512,7 +517,7 @@ class JITFunction(KernelInterface):
         return specs
 
     def _options(self, backend: Backend, num_warps: int, num_stages: int,
-                 debug: bool | None = None, compile_hints: CompileHints = (None, None)) -> Options:
+                 debug: bool | None = None, compile_hints: CompileHints = NO_COMPILE_HINTS) -> Options:
         if debug is None:
             debug = config.debug() if self.debug is None else bool(self.debug)
         num_warps = check_num_warps(num_warps, backend.target(), self.loc, self.__name__)
@@ -521,14 +526,6 @@ class JITFunction(KernelInterface):
         fusion = backend.fp_fusion_default if fp_fusion is None else bool(fp_fusion)
         return Options(num_warps=num_warps, num_stages=num_stages, debug=bool(debug), fp_fusion=fusion,
                        maxnreg=maxnreg)
-
-
-CompileHints = tuple[bool | None, int | None]  # Triton's launch hints that change the code: enable_fp_fusion, maxnreg
-NO_COMPILE_HINTS: CompileHints = (None, None)
-
-
-def _compile_hints(hints: dict[str, Any]) -> CompileHints:
-    return hints.get("enable_fp_fusion"), hints.get("maxnreg")
 
 
 def _resolve_backend(backend: str | Backend | None) -> Backend:
