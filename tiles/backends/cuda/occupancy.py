@@ -44,11 +44,14 @@ def enabled() -> bool:
     return os.environ.get("TILES_OCCUPANCY", "1") != "0"
 
 
+def _warps(threads: int) -> int:
+    return -(-threads // 32)
+
+
 def programs_per_sm(registers: int, threads: int, shared: int, limits: SMLimits) -> tuple[int, int]:
     """(programs per SM as registers allow, as everything else allows)."""
-    warps = -(-threads // 32)
     per_warp = -(-registers * 32 // REGISTER_UNIT) * REGISTER_UNIT
-    by_registers = (limits.registers // per_warp) // warps if per_warp else limits.programs
+    by_registers = (limits.registers // per_warp) // _warps(threads) if per_warp else limits.programs
     by_shared = limits.shared // (shared + limits.shared_reserved_per_program)
     return by_registers, min(by_shared, limits.threads // threads, limits.programs)
 
@@ -56,7 +59,7 @@ def programs_per_sm(registers: int, threads: int, shared: int, limits: SMLimits)
 def wanted_programs(registers: int, threads: int, shared: int, limits: SMLimits) -> int | None:
     """The programs per SM to ask ptxas for, or None where registers are not the limit that matters."""
     by_registers, by_rest = programs_per_sm(registers, threads, shared, limits)
-    if by_registers >= by_rest or by_registers * (threads // 32) > FEW_WARPS:
+    if by_registers >= by_rest or by_registers * _warps(threads) > FEW_WARPS:
         return None
     return by_registers + 1
 
@@ -69,7 +72,7 @@ def largest_accumulator(ptx: str) -> int:
 
 def room_for(threads: int, programs: int, limits: SMLimits) -> int:
     """The most registers per thread that let ``programs`` programs of ``threads`` share an SM."""
-    per_warp = limits.registers // (programs * -(-threads // 32)) // REGISTER_UNIT * REGISTER_UNIT
+    per_warp = limits.registers // (programs * _warps(threads)) // REGISTER_UNIT * REGISTER_UNIT
     return per_warp // 32
 
 
@@ -87,7 +90,6 @@ def with_min_programs(ptx: str, programs: int) -> str | None:
 
 def device_limits(drv: Driver, device: int) -> SMLimits:
     """The SM's limits as the driver reports them (an H100/H200's where it cannot say)."""
-    default = SMLimits()
     try:
         return SMLimits(
             registers=drv.device_attribute(cu.CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, device),
@@ -97,7 +99,7 @@ def device_limits(drv: Driver, device: int) -> SMLimits:
             shared_reserved_per_program=drv.device_attribute(
                 cu.CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK, device))
     except (cu.CUDAError, TypeError, ValueError):
-        return default
+        return SMLimits()
 
 
 @dataclass(frozen=True)
@@ -110,19 +112,23 @@ class Loaded:
 
 
 def load(drv: Driver, image: bytes, name: str, threads: int, shared: int) -> Loaded:
-    """Load ``image`` in the current context; again with ``.minnctapersm`` where that pays (module doc).
-    Any failure of the second try (ptxas refusing the cap, a driver without an attribute) keeps the first."""
+    """Load ``image`` in the current context; again with ``.minnctapersm`` where that pays (module doc;
+    ``threads`` 0: unknown, loaded once).  Any failure of the second try (ptxas refusing the cap, a
+    driver without an attribute) keeps the first."""
     module = drv.load_module(image)
     first = Loaded(module, drv.get_function(module, name))
-    if not enabled():
+    if not enabled() or threads <= 0:
+        return first
+    text = image.decode()
+    if re.search(r"^\.maxnreg\b", text, flags=re.MULTILINE):  # a launch's maxnreg= decides
         return first
     try:
-        return _with_one_more_program(drv, first, image, name, threads, shared)
+        return _with_one_more_program(drv, first, text, name, threads, shared)
     except cu.CUDAError:
         return first
 
 
-def _with_one_more_program(drv: Driver, first: Loaded, image: bytes, name: str, threads: int,
+def _with_one_more_program(drv: Driver, first: Loaded, text: str, name: str, threads: int,
                            shared: int) -> Loaded:
     registers = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS)
     if registers is None:
@@ -131,9 +137,6 @@ def _with_one_more_program(drv: Driver, first: Loaded, image: bytes, name: str, 
     static = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) or 0
     limits = device_limits(drv, drv.context_device())
     wanted = wanted_programs(registers, threads, shared + static, limits)
-    text = image.decode()
-    if re.search(r"^\.maxnreg\b", text, flags=re.MULTILINE):  # the launch's maxnreg= decides
-        return first
     # a hot loop's accumulators alone near the cap (a 128x256 tile on 8 warps holds 128) spill inside it
     if wanted is None or room_for(threads, wanted, limits) < 2 * largest_accumulator(text):
         return first

@@ -326,11 +326,8 @@ class LoadedKernel:
                 function = self.functions.get(context)
                 if function is None:
                     drv = driver()
-                    if self.threads:
-                        loaded = occupancy.load(drv, self.image, self.name, self.threads, self.shared_bytes)
-                        function, self.programs_asked[context] = loaded.function, loaded.asked
-                    else:
-                        function = drv.get_function(drv.load_module(self.image), self.name)
+                    loaded = occupancy.load(drv, self.image, self.name, self.threads, self.shared_bytes)
+                    function, self.programs_asked[context] = loaded.function, loaded.asked
                     if self.shared_bytes > 48 * 1024:
                         drv.set_max_dynamic_shared(function, self.shared_bytes)
                     self.functions[context] = function
