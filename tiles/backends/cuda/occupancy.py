@@ -3,10 +3,11 @@
 ptxas sizes a kernel's registers for one program per SM when nothing else says otherwise, so a
 256-thread kernel may take 198 registers although its shared memory would let two or three programs
 share an SM (the tutorial's causal attention at d=64 does: the addresses of the second loop stay
-live through the first).  After the driver loads a kernel, ``tune`` reads its registers and local
+live through the first).  After the driver loads a kernel, ``load`` reads its registers and local
 memory; when registers are what limits programs per SM, and a handful of warps is all the SM then
 holds, it loads the PTX again with ``.minnctapersm`` asking for one program more (ptxas then caps
-the registers) and keeps that version if it spills at most ``SPILL_ALLOWANCE`` more bytes per thread
+the registers: a second JIT compile, once per context, cached by the driver like the first) and
+keeps that version if it spills at most ``SPILL_ALLOWANCE`` more bytes per thread
 (values that live across a loop spill outside it) and the cap leaves room for twice its largest
 warpgroup-MMA accumulator (a 128x256 fp8 tile on 8 warps capped to 128 registers ran at a fifth of
 its speed with fewer spilled bytes than that).
