@@ -61,6 +61,8 @@ class StandInDriver:
 
     def load_module(self, image):
         self.images.append(image)
+        if len(self.images) > len(self.reports):  # ptxas refuses the capped kernel
+            raise cu.CUDAError("cuModuleLoadData failed: CUDA error 218 (CUDA_ERROR_INVALID_PTX)")
         return len(self.images)
 
     def get_function(self, module, name):
@@ -101,6 +103,12 @@ def test_load_keeps_the_first_kernel_when_capping_fails(second):
     drv = StandInDriver([(198, 0), second])
     loaded = occupancy.load(drv, PTX, "k", 256, 64 * 1024)
     assert (loaded.function, loaded.asked) == (101, 0) and drv.unloaded == [2]
+
+
+def test_load_keeps_the_first_kernel_when_the_capped_one_does_not_compile():
+    drv = StandInDriver([(198, 0)])
+    loaded = occupancy.load(drv, PTX, "k", 256, 64 * 1024)
+    assert (loaded.function, loaded.asked) == (101, 0) and len(drv.images) == 2 and drv.unloaded == []
 
 
 def test_load_once_when_registers_are_not_the_limit(monkeypatch):

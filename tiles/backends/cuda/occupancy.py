@@ -110,11 +110,20 @@ class Loaded:
 
 
 def load(drv: Driver, image: bytes, name: str, threads: int, shared: int) -> Loaded:
-    """Load ``image`` in the current context; again with ``.minnctapersm`` where that pays (module doc)."""
+    """Load ``image`` in the current context; again with ``.minnctapersm`` where that pays (module doc).
+    Any failure of the second try (ptxas refusing the cap, a driver without an attribute) keeps the first."""
     module = drv.load_module(image)
     first = Loaded(module, drv.get_function(module, name))
     if not enabled():
         return first
+    try:
+        return _with_one_more_program(drv, first, image, name, threads, shared)
+    except cu.CUDAError:
+        return first
+
+
+def _with_one_more_program(drv: Driver, first: Loaded, image: bytes, name: str, threads: int,
+                           shared: int) -> Loaded:
     registers = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS)
     if registers is None:
         return first
@@ -133,8 +142,12 @@ def load(drv: Driver, image: bytes, name: str, threads: int, shared: int) -> Loa
         return first
     module = drv.load_module(ptx.encode())
     second = Loaded(module, drv.get_function(module, name), wanted)
-    capped = drv.function_attribute(second.function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS) or registers
-    spilled = (drv.function_attribute(second.function, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) or 0) - local
+    try:
+        capped = drv.function_attribute(second.function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS) or registers
+        spilled = (drv.function_attribute(second.function, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) or 0) - local
+    except cu.CUDAError:
+        drv.unload_module(second.module)
+        raise
     fits = programs_per_sm(capped, threads, shared + static, limits)[0] >= wanted
     keep, drop = (second, first) if fits and spilled <= SPILL_ALLOWANCE else (first, second)
     drv.unload_module(drop.module)
