@@ -81,3 +81,9 @@ def test_quotients_on_the_gpu(rng, how):
         rtol, atol = 2 * 2.0 ** -23, 2.0 ** -126
         np.testing.assert_allclose(out.astype(np.float64), want.astype(np.float64), rtol=rtol, atol=atol,
                                    equal_nan=True)
+
+
+def test_switched_off_every_division_is_ieee(monkeypatch):
+    monkeypatch.setenv("TILES_APPROX_DIV", "0")
+    assert divisions("operator", np.float32) == ["div.rn.f32"]
+    assert "ieee-div" in tiles.backends.registry.get("cuda").toolchain_version()

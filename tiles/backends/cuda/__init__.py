@@ -122,7 +122,8 @@ class CUDABackend(Backend):
     def toolchain_version(self) -> str:
         from ... import config
         return (toolchain.toolchain_version() + (" tma" if config.tma() else "")
-                + ("" if config.stmatrix() else " no-stmatrix"))
+                + ("" if config.stmatrix() else " no-stmatrix")
+                + ("" if config.approximate_division() else " ieee-div"))
 
     def stages(self, options: Options) -> dict[str, Stage]:
         arch = self.arch()
