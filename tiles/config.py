@@ -73,6 +73,12 @@ def stmatrix() -> bool:
     return os.environ.get("TILES_STMATRIX", "").strip().lower() not in ("0", "false", "no", "off")
 
 
+def approximate_division() -> bool:
+    """Whether a float32 ``/`` may use the backend's declared fast division (TILES_APPROX_DIV, default
+    on, as Triton's ``div.full.f32`` on CUDA); off, every ``/`` is IEEE's (``tl.math.div_rn``)."""
+    return os.environ.get("TILES_APPROX_DIV", "").strip().lower() not in ("0", "false", "no", "off")
+
+
 def check_ir() -> bool:
     return _flag("TILES_CHECK")
 

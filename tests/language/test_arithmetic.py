@@ -20,6 +20,7 @@ from lang_reference import (
 
 import tiles
 import tiles.language as tl
+from tiles.core.ops import Op
 
 BLOCK = 64
 
@@ -109,6 +110,18 @@ def assert_same(got, want):
     np.testing.assert_array_equal(got, want)
 
 
+def assert_result(op, got, want):
+    """``assert_same``, except a float32 quotient on a backend that declares ``/`` approximate
+    (``Target.approximate``, e.g. cuda's div.full.f32 as Triton's) keeps that bound instead."""
+    bound = next(((r, a) for o, r, a in tiles.backends.registry.default().target().approximate
+                  if o is Op.DIV), None)
+    if op != "truediv" or got.dtype != np.float32 or bound is None:
+        return assert_same(got, want)
+    assert got.dtype == want.dtype
+    np.testing.assert_allclose(got.astype(np.float64), want.astype(np.float64), rtol=bound[0], atol=bound[1],
+                               equal_nan=True)
+
+
 DTYPES = INTS + FLOATS
 
 
@@ -137,7 +150,7 @@ def tile_op_tile(a, b, op, n, seed):
     y = safe_divisors(op, x, y, ctype)
     out = np.empty(n, dtype=NUMPY[out_type])
     tile_tile_kernel[(1,)](x, y, out, n, OP=op, EXPECTED=out_type, BLOCK=BLOCK)
-    assert_same(out, expected_values(op, x, y, ctype))
+    assert_result(op, out, expected_values(op, x, y, ctype))
 
 
 LITERALS = [0, 1, -1, 7, -128, 255, 300, 2**31 - 1, -(2**31), 2**31 + 5, 0.5, -2.25, 3.0, 1e10]
@@ -182,7 +195,7 @@ def tile_op_literal(a, lit, left, op, seed):
     out_type = tl.float32 if op == "truediv" and ctype not in FLOATS else ctype
     out = np.empty(n, dtype=NUMPY[out_type])
     tile_literal_kernel[(1,)](x, out, n, LIT=lit, LIT_LEFT=left, OP=op, EXPECTED=out_type, BLOCK=BLOCK)
-    assert_same(out, want)
+    assert_result(op, out, want)
 
 
 @pytest.mark.parametrize("a,b,expected", [

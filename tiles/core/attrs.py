@@ -40,6 +40,14 @@ class Cast:
 
 
 @dataclass(frozen=True)
+class Division:
+    """DIV: ``approximate`` lets a backend round within the bound it declares (``Target.approximate``),
+    as Triton's ``/`` does on NVIDIA GPUs (``div.full.f32``); without it the quotient is IEEE's."""
+
+    approximate: bool = False
+
+
+@dataclass(frozen=True)
 class MathFn:
     """MATH_FN: the function's name, a key of ``core.mathfns.FUNCTIONS``."""
 
@@ -182,7 +190,7 @@ class Loop:
 _NONE = type(None)
 ATTRS_OF: dict[Op, tuple[type, ...]] = {
     Op.CONST: (Const,), Op.ARANGE: (Arange,), Op.PROGRAM_ID: (Axis,), Op.NUM_PROGRAMS: (Axis,),
-    Op.CAST: (Cast,), Op.BITCAST: (Cast,), Op.INT_TO_PTR: (Cast,), Op.MATH_FN: (MathFn,),
+    Op.DIV: (Division, _NONE), Op.CAST: (Cast,), Op.BITCAST: (Cast,), Op.INT_TO_PTR: (Cast,), Op.MATH_FN: (MathFn,),
     Op.HINT: (Hint,), Op.BROADCAST: (Shape,), Op.RESHAPE: (Shape,), Op.PERMUTE: (Permute,),
     Op.REDUCE: (Reduce,), Op.SCAN: (Reduce,), Op.ARGREDUCE: (ArgReduce,), Op.SORT: (Sort,),
     Op.HISTOGRAM: (Histogram,), Op.GATHER: (Gather,), Op.DOT: (Dot,), Op.LOAD: (Load,),

@@ -109,7 +109,7 @@ DOCS: dict[Op, str] = {
     Op.ADD: "r = a + b  (ints wrap around; int1: xor, as every int1 op is arithmetic on one bit)",
     Op.SUB: "r = a - b  (ints wrap around)",
     Op.MUL: "r = a * b  (ints wrap around)",
-    Op.DIV: "r = a / b  (floats only, IEEE division)",
+    Op.DIV: "r = a / b  (floats only; IEEE division, or within the target's declared bound where attrs.approximate)",
     Op.IDIV: "r = a / b  for ints, truncated toward zero; b == 0 gives -1 (all ones); INT_MIN / -1 gives INT_MIN",
     Op.MOD: "r = a - b * trunc(a / b)  (sign of a; fmod for floats); b == 0 gives a; INT_MIN % -1 gives 0",
     Op.NEG: "r = -a  (ints wrap around)",

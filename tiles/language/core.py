@@ -176,13 +176,13 @@ abs = _math1("abs")  # noqa: A001
 
 
 def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> tensor:
-    """Floating-point division ``x / y``."""
-    return S.truediv(x, y)
+    """Floating-point division ``x / y``: IEEE-rounded with ``ieee_rounding``, else as ``/``."""
+    return S.truediv(x, y, approximate=not ieee_rounding)
 
 
 def div_rn(x: Any, y: Any) -> tensor:
     """Floating-point division ``x / y`` rounded to the nearest representable value."""
-    return S.truediv(x, y)
+    return S.truediv(x, y, approximate=False)
 
 
 def fma(x: Any, y: Any, z: Any) -> tensor:

@@ -311,11 +311,12 @@ def mul(a: Operand, b: Operand) -> tensor:
     return _arith("mul", a, b)
 
 
-def truediv(a: Operand, b: Operand) -> tensor:
+def truediv(a: Operand, b: Operand, approximate: bool = True) -> tensor:
+    """``a / b``; ``approximate`` (Triton's ``/``) lets a backend use its declared fast division."""
     x, y, ctype = _pair(a, b, div_or_mod=True)
     if ctype.is_int:
         x, y = cast(x, D.float32), cast(y, D.float32)
-    return emit(Op.DIV, [x, y])
+    return emit(Op.DIV, [x, y], A.Division(True) if approximate else None)
 
 
 def floordiv(a: Operand, b: Operand) -> tensor:

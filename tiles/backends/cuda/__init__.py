@@ -39,9 +39,10 @@ def approximate_math(libdevice: bool) -> tuple[tuple[Op | str, float, float], ..
     results below 2^-126 flush to zero, as Triton's), exp = ex2.approx.ftz(x * log2 e), whose
     rounded argument costs up to ~46 ulp near the ends of exp's finite range; lg2.approx
     is 2^-22 in absolute terms near 1; without libdevice, log = lg2 * ln 2 and sin/cos use
-    sin/cos.approx (absolute error about 2^-20.5 on [-pi, pi], growing outside)."""
+    sin/cos.approx (absolute error about 2^-20.5 on [-pi, pi], growing outside); ``/`` (a DIV whose
+    attrs allow it) is div.full.f32, 2 ulp over the full range (subnormal results assumed flushed)."""
     out: list[tuple[Op | str, float, float]] = [(Op.EXP, 64 * EPS32, FLUSHED), (Op.EXP2, 2 * EPS32, FLUSHED),
-                                                (Op.LOG2, 4 * EPS32, 2.0 ** -22)]
+                                                (Op.LOG2, 4 * EPS32, 2.0 ** -22), (Op.DIV, 2 * EPS32, FLUSHED)]
     if not libdevice:
         out += [(Op.LOG, 4 * EPS32, 2.0 ** -22), (Op.SIN, 0.0, 2.0 ** -18), (Op.COS, 0.0, 2.0 ** -18)]
     return tuple(out) + FAST_MATH
@@ -121,7 +122,8 @@ class CUDABackend(Backend):
     def toolchain_version(self) -> str:
         from ... import config
         return (toolchain.toolchain_version() + (" tma" if config.tma() else "")
-                + ("" if config.stmatrix() else " no-stmatrix"))
+                + ("" if config.stmatrix() else " no-stmatrix")
+                + ("" if config.approximate_division() else " ieee-div"))
 
     def stages(self, options: Options) -> dict[str, Stage]:
         arch = self.arch()

@@ -1,4 +1,6 @@
-"""Round-toward-zero float downcasts (``fp_downcast_rounding="rtz"``) on the CUDA emitter.
+"""Roundings other than IEEE's nearest on the CUDA emitter: Triton's float32 ``/`` (``div.full.f32``,
+within 2 ulp, declared in ``Target.approximate``) and round-toward-zero float downcasts
+(``fp_downcast_rounding="rtz"``).
 
 LLVM's ``fptrunc`` rounds to nearest even only, so these go through PTX's ``cvt.rz``: float32 to
 float16 or bfloat16, float64 to float32.  float64 to a 16-bit float truncates to float32 first:
@@ -14,6 +16,7 @@ from typing import Any
 
 from ...core import dtypes as D
 from ...core.dtypes import DType
+from ...core.ops import Op
 from ..llvm.builder import LLVMBuilder, Reg
 
 # (source, destination) -> the cvt, its inline-asm constraints, the type it returns
@@ -25,6 +28,13 @@ _CVT_RZ = {
 
 
 class PTXRoundingOps(LLVMBuilder):
+    def approximate_divide(self, a: Any, b: Any, dtype: Any) -> Reg:
+        """float32 ``/`` as Triton's: ``div.full.f32`` (2 ulp over the full range; cuda declares the bound)."""
+        from ... import config
+        if dtype != D.float32 or not config.approximate_division():
+            return self.binary(Op.DIV, a, b, dtype)  # type: ignore[attr-defined, no-any-return]
+        return self._call("llvm.nvvm.div.full", "float", [a, b])
+
     def cast(self, a: Any, src: DType, dst: DType, rounding: str = "rtne") -> Reg:
         if rounding == "rtz" and src == D.float64 and dst in (D.float16, D.bfloat16):
             return self.cast(self.cast(a, src, D.float32, "rtz"), D.float32, dst, "rtz")

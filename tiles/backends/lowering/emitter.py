@@ -74,6 +74,11 @@ class Emitter(abc.ABC):
         AND/OR/XOR and comparisons, integers never meet MAXIMUM_NAN/MINIMUM_NAN; comparisons
         return int1."""
 
+    def approximate_divide(self, a: Handle, b: Handle, dtype: ScalarType) -> Handle:
+        """``a / b`` for a DIV whose attrs allow the bound the target declares (``Target.approximate``);
+        the exact quotient unless a backend has a faster one."""
+        return self.binary(Op.DIV, a, b, dtype)
+
     @abc.abstractmethod
     def unary(self, op: Op, a: Handle, dtype: DType) -> Handle:
         """NEG, NOT, a MATH op or ISNAN (int1 result) on an operand of ``dtype``."""

@@ -19,7 +19,7 @@ from ....core.mathfns import FUNCTIONS
 from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from .. import reductions, relayout  # noqa: F401  (their rules are registered first)
 from ..emitter import Handle
-from ..lower import RULES
+from ..lower import RULES, apply_binary
 from .base import TensorCoreLowering, tc_rule
 from .convert import Lanes, from_blocked
 from .plan import _EW, _ROW_REDUCE, Frag, MMALayout, RowLayout
@@ -104,7 +104,7 @@ def _apply(lw: TensorCoreLowering, instr: Instr, xs: list[Handle]) -> Handle:
     e, op = lw.e, instr.op
     src = instr.operands[0].type.dtype
     if op in BINARY_ARITH or op in COMPARISON:
-        return e.binary(op, xs[0], xs[1], src)
+        return apply_binary(e, instr, xs[0], xs[1])
     if op is Op.FMA:
         return e.fma(xs[0], xs[1], xs[2], src)  # type: ignore[arg-type]
     if op is Op.CAST:
