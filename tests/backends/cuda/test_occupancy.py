@@ -3,7 +3,6 @@ arithmetic, the PTX directive, the load-twice decision over a stand-in driver, a
 the tutorial's causal attention at d=64 (198 registers, one program per SM, although its 64 KB of
 shared memory would let three share an SM) brought to two programs with its spills outside loops."""
 
-import re
 
 import pytest
 from test_attention_codegen import attention_ptx, needs_ptxas
@@ -11,7 +10,6 @@ from test_cuda import needs_gpu
 
 from tiles.backends.cuda import driver as cu
 from tiles.backends.cuda import occupancy, toolchain
-from tiles.backends.cuda.ptx_loops import mma_loop
 
 H200 = occupancy.SMLimits()
 
@@ -134,8 +132,6 @@ def test_causal_attention_d64_gets_two_programs_per_sm_without_spilling_in_its_l
     after = toolchain.ptxas_info(capped, "sm_90a")
     assert occupancy.programs_per_sm(after["registers"], 256, 64 * 1024, H200)[0] >= 2
     assert after.get("spill_stores", 0) - before.get("spill_stores", 0) <= occupancy.SPILL_ALLOWANCE
-    for loop in filter(None, (mma_loop(part) for part in re.split(r"(?=^\$L__BB0_\d+:)", ptx, flags=re.M))):
-        assert "st.local" not in loop  # PTX has no spills; ptxas's are checked by the byte count above
 
 
 @needs_gpu
