@@ -17,7 +17,7 @@ Python launch function binds, keys and calls the direct launch) and ``ctypes`` (
 through ctypes).
 ``launch_floor.py`` times what lies under these rows.  Run on a GPU machine:
 
-    python benchmarks/launch_overhead.py [-n 2000] [--repeats 7]
+    python benchmarks/launch_overhead.py [-n 2000] [--repeats 7] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ def main() -> None:
     parser.add_argument("-n", type=int, default=2000)
     parser.add_argument("--repeats", type=int, default=7)
     parser.add_argument("--window", type=int, default=100, help="launches per host-time window")
+    parser.add_argument("--rounds", type=int, default=3, help="passes over every row (medians printed)")
     opts = parser.parse_args()
     import torch
     tmp = Path(tempfile.mkdtemp())
@@ -135,7 +136,8 @@ def main() -> None:
           f" {'tiles +sync':>11s} {'no hot':>7s} {'ctypes':>7s}  (us per launch, host issue time but +sync)")
     kernel_names = ("add_kernel", "bias_act_kernel", "layer_norm_kernel", "add_kernel")
     makers = (add, bias_act, layer_norm, add_grid_function)
-    for (name, check), make, kernel_name in zip(checks.items(), makers, kernel_names):
+
+    def row(check, make, kernel_name: str) -> tuple[float, ...]:
         triton_host, triton_total = per_launch_us(make(tr), sync, opts.n, opts.repeats, opts.window)
         check()
         out.zero_()
@@ -146,8 +148,18 @@ def main() -> None:
         tiles_launches(kernel_name, native=True, hot=True)
         tiles_host, tiles_total = measure(kernel_name, make(tk, backend="cuda"), check)
         default_host, _ = measure(kernel_name, make(tk), check)
-        print(f"{name:58s} {triton_host:12.2f} {tiles_host:11.2f} {default_host:8.2f} {triton_total:12.2f}"
-              f" {tiles_total:11.2f} {python_host:7.2f} {ctypes_host:7.2f}")
+        return triton_host, tiles_host, default_host, triton_total, tiles_total, python_host, ctypes_host
+
+    # every row measured in each of --rounds passes, the passes one after another, so that a slow
+    # moment of the host lands in one pass of every column rather than in one column
+    passes = [[row(check, make, kernel_name) for check, make, kernel_name in zip(checks.values(), makers, kernel_names)]
+              for _ in range(opts.rounds)]
+    for i, name in enumerate(checks):
+        cols = [statistics.median(p[i][c] for p in passes) for c in range(7)]
+        print(f"{name:58s} {cols[0]:12.2f} {cols[1]:11.2f} {cols[2]:8.2f} {cols[3]:12.2f}"
+              f" {cols[4]:11.2f} {cols[5]:7.2f} {cols[6]:7.2f}")
+    print(f"(medians of {opts.rounds} passes; tiles host per pass, add: "
+          f"{', '.join(f'{p[0][1]:.2f}' for p in passes)})")
     if trampoline.unavailable_reason() is not None:
         print(f"(no native trampoline here: {trampoline.unavailable_reason()})")
     print(f"torch {torch.__version__}, device {torch.cuda.get_device_name()}")
