@@ -20,6 +20,11 @@
 | ``TILES_STMATRIX=1/0`` | tensor cores: MMA tiles leave the fragment layout through swizzled local memory, |
 |   | written with ``stmatrix`` (16-bit, sm_90; else pairs) (the default), or, with 0, through padded |
 |   | rows written as pairs, no column strips (the earlier path, for A/B; tensorcore/staging.py, epilogue.py) |
+| ``TILES_APPROX_DIV=1/0`` | cuda: a float32 ``/`` is ``div.full.f32`` (2 ulp, as Triton's; the default), or IEEE's |
+| ``TILES_OCCUPANCY=1/0`` | cuda: reload a register-bound kernel capped for one more program per SM when that |
+|   | spills little (backends/cuda/occupancy.py; the default), or never |
+| ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
+| ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
 """
 
@@ -77,6 +82,12 @@ def approximate_division() -> bool:
     """Whether a float32 ``/`` may use the backend's declared fast division (TILES_APPROX_DIV, default
     on, as Triton's ``div.full.f32`` on CUDA); off, every ``/`` is IEEE's (``tl.math.div_rn``)."""
     return os.environ.get("TILES_APPROX_DIV", "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def occupancy() -> bool:
+    """Whether the CUDA backend may reload a register-bound kernel with a register cap that fits one
+    more program per SM (TILES_OCCUPANCY, default on; backends/cuda/occupancy.py)."""
+    return os.environ.get("TILES_OCCUPANCY", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def check_ir() -> bool:

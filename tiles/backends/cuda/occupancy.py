@@ -17,10 +17,10 @@ its author capped it.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 
+from ... import config
 from . import driver as cu
 from .driver import Driver
 
@@ -41,7 +41,7 @@ class SMLimits:
 
 
 def enabled() -> bool:
-    return os.environ.get("TILES_OCCUPANCY", "1") != "0"
+    return config.occupancy()
 
 
 def _warps(threads: int) -> int:
