@@ -21,6 +21,8 @@
 |   | written with ``stmatrix`` (16-bit, sm_90; else pairs) (the default), or, with 0, through padded |
 |   | rows written as pairs, no column strips (the earlier path, for A/B; tensorcore/staging.py, epilogue.py) |
 | ``TILES_APPROX_DIV=1/0`` | cuda: a float32 ``/`` is ``div.full.f32`` (2 ulp, as Triton's; the default), or IEEE's |
+| ``TILES_INFLIGHT=1/0`` | tensor cores: a pipelined loop (3+ stages) with several products leaves the last in |
+|   | flight into the next iteration where it costs no occupancy (the default), or never |
 | ``TILES_OCCUPANCY=1/0`` | cuda: reload a register-bound kernel capped for one more program per SM when that |
 |   | spills little (backends/cuda/occupancy.py; the default), or never |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
@@ -88,6 +90,13 @@ def occupancy() -> bool:
     """Whether the CUDA backend may reload a register-bound kernel with a register cap that fits one
     more program per SM (TILES_OCCUPANCY, default on; backends/cuda/occupancy.py)."""
     return os.environ.get("TILES_OCCUPANCY", "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def inflight() -> bool:
+    """Whether a pipelined loop of three stages or more that runs several products may leave the last
+    one in flight into the next iteration (TILES_INFLIGHT, default on; tensorcore/inflight.py); the
+    CUDA backend keeps that code only where ptxas says it costs no occupancy (cuda/variants.py)."""
+    return os.environ.get("TILES_INFLIGHT", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def check_ir() -> bool:

@@ -12,8 +12,8 @@ from test_tutorial_forms import _attention_case, _attention_module
 
 from tiles.backends.base import Options
 from tiles.backends.cuda import CUDABackend, nvptx_target, toolchain
-from tiles.backends.cuda.emitter import lower_kernel
-from tiles.backends.cuda.ptx_loops import mma_loop
+from tiles.backends.cuda.ptx_loops import loop_events, mma_loop
+from tiles.backends.cuda.variants import lower_chosen
 
 needs_ptxas = pytest.mark.skipif(toolchain.ptxas_path() is None, reason="ptxas is not on PATH")
 Z, H, N_CTX = 4, 32, 4096
@@ -32,7 +32,7 @@ def attention_ptx(d, bm, bn, warps, stages, causal=False):
     sig.update(Z="i32", H="i32:16", N_CTX="i32:16")
     ir = mod.attn_fwd.compile(sig, consts, backend="cuda", num_warps=warps, num_stages=stages).ir
     options = Options(warps, stages, fp_fusion=CUDABackend.fp_fusion_default)
-    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), options), "sm_90a")
+    return toolchain.to_ptx(lower_chosen(ir, nvptx_target("sm_90a"), options).code, "sm_90a")
 
 
 @pytest.mark.parametrize("d,bn,stages", [(64, 64, 3), (128, 128, 2)])
@@ -77,3 +77,39 @@ def test_attention_simulated_over_many_steps(causal, bm, bn, stages):
              for x in values], (n // bm, 2), warps * 32, num_stages=stages)
     assert not np.isnan(o).any()
     assert _rel(o, want) < 2e-3
+
+
+@needs_ptxas
+@pytest.mark.parametrize("causal", [False, True])
+def test_pv_product_stays_in_flight_at_d128_on_8_warps(causal):
+    """d=128, 128x64 on 8 warps (Triton's configuration there): the P@V group is not waited for in
+    its own step; the next step's QK^T wait (wait_group 0) completes it, as in Triton's loop, and
+    the next stage's copies go out while it runs (cuda/variants.py keeps this shape: ptxas gives it
+    as many programs per SM as the plain one)."""
+    parts = re.split(r"(?=^\$L__BB0_\d+:)", attention_ptx(128, 128, 64, 8, 3, causal), flags=re.M)
+    loops = [loop for loop in map(mma_loop, parts) if loop]
+    assert len(loops) == (2 if causal else 1)
+    for loop in loops:
+        events = loop_events(loop)
+        waits = [e for e in events if e.startswith("wgmma.wait_group")]
+        assert waits == ["wgmma.wait_group.sync.aligned 0", "wgmma.wait_group.sync.aligned 1"], events
+        after_pv = events[events.index("wgmma.wait_group.sync.aligned 1"):]
+        assert "cp.async" in after_pv and "bar.sync" in after_pv, events
+
+
+@needs_ptxas
+@pytest.mark.parametrize("causal", [False, True])
+def test_pv_product_is_waited_for_where_it_would_cost_a_program_per_sm(causal, monkeypatch):
+    """d=64, 128x64 on 8 warps: left in flight, ptxas gives the kernel 139 registers (198 causal),
+    one program per SM instead of two, so the plain lowering is kept; the 2-stage 128x128 kernel
+    never leaves it in flight (its copies would have under one iteration to land); nor does any
+    kernel with TILES_INFLIGHT=0."""
+    for ptx in (attention_ptx(64, 128, 64, 8, 3, causal), attention_ptx(128, 128, 128, 8, 2, causal)):
+        assert "wgmma.wait_group.sync.aligned 1" not in ptx
+    monkeypatch.setenv("TILES_INFLIGHT", "0")
+    assert "wgmma.wait_group.sync.aligned 1" not in attention_ptx(128, 128, 64, 8, 3, causal)
+
+
+def test_without_ptxas_the_plain_lowering_is_kept(monkeypatch):
+    monkeypatch.setattr(toolchain, "ptxas_path", lambda: None)
+    assert "wgmma.wait_group.sync.aligned 1" not in attention_ptx(128, 128, 64, 8, 3)

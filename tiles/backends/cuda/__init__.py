@@ -123,14 +123,16 @@ class CUDABackend(Backend):
         from ... import config
         return (toolchain.toolchain_version() + (" tma" if config.tma() else "")
                 + ("" if config.stmatrix() else " no-stmatrix")
-                + ("" if config.approximate_division() else " ieee-div"))
+                + ("" if config.approximate_division() else " ieee-div")
+                # ptxas picks between lowerings (variants.py): with and without it they may differ
+                + (" no-inflight" if not config.inflight() else "" if toolchain.ptxas_path() else " no-ptxas"))
 
     def stages(self, options: Options) -> dict[str, Stage]:
         arch = self.arch()
 
         def llir(kernel: Any, compiled: CompiledKernel) -> str:
-            from .emitter import lower_module
-            lowered = lower_module(compiled.ir, nvptx_target(arch), options, self.target())
+            from .variants import lower_chosen
+            lowered = lower_chosen(compiled.ir, nvptx_target(arch), options, self.target())
             compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
             compiled.arch, compiled.not_applied = arch, lowered.not_applied
             if lowered.tensor_maps:  # TMA: launched with the maps as a hidden argument (tma_launch.py)

@@ -18,6 +18,7 @@ its author capped it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ... import config
@@ -128,6 +129,23 @@ def load(drv: Driver, image: bytes, name: str, threads: int, shared: int) -> Loa
         return first
 
 
+def one_more_program(text: str, registers: int, local: int, threads: int, shared: int, limits: SMLimits,
+                     capped: Callable[[str], tuple[int, int]]) -> int | None:
+    """The programs per SM to keep ``text`` capped for (module doc), or None to keep it as it is;
+    ``registers``/``local``: its registers and local bytes per thread, ``capped(ptx)`` those of the
+    capped version (from the driver at load time, from ptxas when choosing between lowerings)."""
+    wanted = wanted_programs(registers, threads, shared, limits)
+    # a hot loop's accumulators alone near the cap (a 128x256 tile on 8 warps holds 128) spill inside it
+    if wanted is None or room_for(threads, wanted, limits) < 2 * largest_accumulator(text):
+        return None
+    ptx = with_min_programs(text, wanted)
+    if ptx is None:
+        return None
+    capped_registers, capped_local = capped(ptx)
+    fits = programs_per_sm(capped_registers, threads, shared, limits)[0] >= wanted
+    return wanted if fits and capped_local - local <= SPILL_ALLOWANCE else None
+
+
 def _with_one_more_program(drv: Driver, first: Loaded, text: str, name: str, threads: int,
                            shared: int) -> Loaded:
     registers = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS)
@@ -135,23 +153,47 @@ def _with_one_more_program(drv: Driver, first: Loaded, text: str, name: str, thr
         return first
     local = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) or 0
     static = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES) or 0
-    limits = device_limits(drv, drv.context_device())
-    wanted = wanted_programs(registers, threads, shared + static, limits)
-    # a hot loop's accumulators alone near the cap (a 128x256 tile on 8 warps holds 128) spill inside it
-    if wanted is None or room_for(threads, wanted, limits) < 2 * largest_accumulator(text):
-        return first
-    ptx = with_min_programs(text, wanted)
-    if ptx is None:
-        return first
-    module = drv.load_module(ptx.encode())
-    second = Loaded(module, drv.get_function(module, name), wanted)
+    held: list[Loaded] = []
+
+    def load_capped(ptx: str) -> tuple[int, int]:
+        module = drv.load_module(ptx.encode())
+        held.append(Loaded(module, drv.get_function(module, name)))
+        return (drv.function_attribute(held[0].function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS) or registers,
+                drv.function_attribute(held[0].function, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) or 0)
     try:
-        capped = drv.function_attribute(second.function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS) or registers
-        spilled = (drv.function_attribute(second.function, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) or 0) - local
+        wanted = one_more_program(text, registers, local, threads, shared + static,
+                                  device_limits(drv, drv.context_device()), load_capped)
     except cu.CUDAError:
-        drv.unload_module(second.module)
+        for second in held:
+            drv.unload_module(second.module)
         raise
-    fits = programs_per_sm(capped, threads, shared + static, limits)[0] >= wanted
-    keep, drop = (second, first) if fits and spilled <= SPILL_ALLOWANCE else (first, second)
-    drv.unload_module(drop.module)
-    return keep
+    if wanted is None:
+        for second in held:
+            drv.unload_module(second.module)
+        return first
+    drv.unload_module(first.module)
+    return Loaded(held[0].module, held[0].function, wanted)
+
+
+def settled(ptx: str, arch: str, threads: int, shared: int, cap: bool = True,
+            limits: SMLimits = SMLimits()) -> tuple[int, int] | None:
+    """(programs per SM, local bytes per thread) of ``ptx`` as ``load`` would leave it on an SM with
+    ``limits`` (``cap`` False: as ptxas sizes it, before any cap), from ptxas (None without ptxas):
+    what two lowerings of one kernel are compared by."""
+    from . import toolchain
+    info = toolchain.ptxas_info(ptx, arch)
+    if "registers" not in info:
+        return None
+    registers, local = info["registers"], info.get("stack_frame", 0)
+    shared += info.get("shared_memory", 0)
+    if cap and enabled() and not re.search(r"^\.maxnreg\b", ptx, flags=re.MULTILINE):
+        seen: list[int] = []
+
+        def capped(text: str) -> tuple[int, int]:
+            more = toolchain.ptxas_info(text, arch)
+            seen.append(more.get("stack_frame", 0))
+            return more.get("registers", registers), seen[-1]
+        wanted = one_more_program(ptx, registers, local, threads, shared, limits, capped)
+        if wanted is not None:
+            return wanted, seen[-1]
+    return min(programs_per_sm(registers, threads, shared, limits)), local

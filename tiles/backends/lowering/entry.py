@@ -32,6 +32,7 @@ class Lowered:
     shared_bytes: int    # work-group local / dynamic shared memory per program
     not_applied: tuple[str, ...] = ()  # options the code does not follow, each with its file:line
     tensor_maps: tuple[dict[str, Any], ...] = ()  # TMA maps the launch passes (tensorcore/tma_spec.py)
+    variants: frozenset[str] = frozenset()  # optional code shapes it took (tensorcore/inflight.py's VARIANT)
 
 
 Walker = Callable[[Kernel, Any, int, Options], Lowering]  # (kernel, emitter, threads, options)
@@ -52,7 +53,7 @@ def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = L
     code = lowering.run()
     maps = tuple(spec.to_json() for spec in tma.recorded_maps(lowering))
     return Lowered(code, emitter.name or kernel.name, threads, lowering.local_bytes, tuple(lowering.not_applied),
-                   maps)
+                   maps, frozenset(lowering.variants))
 
 
 def _tensor_core_walker(kernel: Kernel, emitter: TensorCoreEmitter, threads: int,

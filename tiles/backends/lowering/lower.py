@@ -60,6 +60,7 @@ class Lowering:
         self.threads = threads
         self.options = options
         self.not_applied: list[str] = []  # options the code does not follow, each with its file:line
+        self.variants: set[str] = set()  # optional code shapes chosen that a backend may lower without
         self.env: dict[Value, list[Handle]] = {}
         self.local_bytes = 0
         self._scopes: list[dict[Any, Handle]] = [{}]

@@ -42,6 +42,7 @@ class TensorCoreState:
         self.async_slot: dict[Instr, Handle] = {}     # DOT -> byte base of its current stage
         self.afrags: dict[Instr, list[list[list[Handle]]]] = {}  # DOT -> hoisted A fragments
         self.wg_keep: dict[Instr, int] = {}           # DOT -> wgmma groups left in flight
+        self.wg_inflight: list[Value] = []            # fragments an in-flight wgmma group still writes (inflight.py)
         self.wg_staged: dict[Instr, dict[int, Handle]] = {}  # DOT -> operand -> byte base in its stage
         self.defs = {r: i for i in kernel.walk() for r in i.results}
         self.stores: dict[Instr, Layout] = {}  # STOREs written from fragments (epilogue.py) -> their layout

@@ -15,7 +15,8 @@ once.  When a wgmma product only feeds the next iteration's accumulator, its gro
 in flight into the next iteration (``wgmma.wait_group 1``); the copies of iteration i+S-1
 then go after this iteration's MMAs and that wait, and a second barrier, into the buffer
 the previous group (now complete in every warpgroup) read: S-1 stages ahead with one MMA
-group in flight, as Triton schedules it.  Otherwise the copies of iteration i+S-1 start
+group in flight, as Triton schedules it.  With several products (attention) the last may stay
+in flight the same way (``inflight.py``).  Otherwise the copies of iteration i+S-1 start
 right after the first barrier, into the buffer iteration i-1 used, before the MMAs.
 """
 
@@ -33,6 +34,7 @@ from ..emitter import Handle
 from ..lower import RULES, Index, loop_stages
 from ..memory import _groups
 from .base import TensorCoreLowering, tc_rule
+from .inflight import kept_last
 from .remat import can_remat, moves_data
 from .running import running_feeds
 from .wgmma import operands
@@ -370,11 +372,14 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     stage_bytes, places, offsets = _layout(lw, pipe, rules.geometry)
     S = pipe.stages  # noqa: N806
     keep = _keep(lw, pipe, body)
+    kept, late = pipe.dots[0], kept_last(lw, pipe.dots, body, S)
+    if late is not None:  # several products: the last one waited for by the next iteration's first
+        keep, kept = 1, late[0]
     ahead_by = S - 1  # stages in flight ahead of the one being read
     lw.reserve_local(S * stage_bytes)
     st.async_loads.update(pipe.loads)
     if keep:
-        st.wg_keep[pipe.dots[0]] = keep
+        st.wg_keep[kept] = keep
 
     state = carried_values(lw, instr, pos, rules.mma_handles)
     runs = running_feeds([f.load for f in pipe.feeds], instr, st.defs)
@@ -420,6 +425,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         else:
             st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
+        st.wg_inflight = [late[1]] if late is not None else []
         flat = rules.lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-1]))
         if keep:  # the MMAs' wait completed the previous group, which read `target`
             e.barrier()  # ... in every warpgroup

@@ -23,8 +23,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
 from .... import config
 from ....core import dtypes as D  # noqa: N812
@@ -36,6 +35,7 @@ from ..axisinfo import AxisInfo, analyze
 from ..emitter import Emitter, Handle
 from .emitter import TensorCoreEmitter
 from .plan import wgmma_fits
+from .switch import ThreadSwitch
 from .tma_spec import MapSpec, Source, box_fits
 
 HIDDEN_PARAM = "tiles_tma_maps"
@@ -214,19 +214,13 @@ def _dot_loop_feeds(kernel: Kernel) -> list[Instr]:
     return out
 
 
-_switched_off = threading.local()
+_switch = ThreadSwitch()
 
 
-@contextlib.contextmanager
-def disabled() -> Iterator[None]:
+def disabled() -> contextlib.AbstractContextManager[None]:
     """Compile without TMA in this thread (the CUDA launcher's variant for launches whose
     tensors TMA cannot describe)."""
-    before = getattr(_switched_off, "on", False)
-    _switched_off.on = True
-    try:
-        yield
-    finally:
-        _switched_off.on = before
+    return _switch.off()
 
 
 def _innermost_offset_aligned(instr: Instr, info: dict[Value, AxisInfo]) -> bool:
@@ -240,7 +234,7 @@ def _innermost_offset_aligned(instr: Instr, info: dict[Value, AxisInfo]) -> bool
 def claim(kernel: Kernel, emitter: Emitter, threads: int) -> Callable[[Instr], bool]:
     """The descriptor accesses of ``kernel`` (a prepare copy, ``threads`` per program) TMA takes;
     with any, the hidden maps parameter is appended to ``kernel.params``."""
-    wanted = config.tma() and not getattr(_switched_off, "on", False)
+    wanted = config.tma() and _switch.on
     if not wanted or not isinstance(emitter, TMAEmitter) or not emitter.tma_ok():
         return lambda instr: False
     defs = {r: i for i in kernel.walk() for r in i.results}

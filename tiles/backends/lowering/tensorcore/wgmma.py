@@ -25,6 +25,7 @@ from ....core.ir import Instr
 from ....core.ops import Op
 from ..emitter import Handle
 from ..lower import Index
+from . import inflight
 from .base import TensorCoreLowering
 from .plan import WARP, MMALayout, Plan
 from .smem import Swizzled, descriptor, swizzle_width
@@ -136,7 +137,7 @@ def wgmma_dot(lw: TensorCoreLowering, dot: Instr, lay: MMALayout, c: list[Handle
                 for i, h in zip(slots, out):
                     d[i] = h
     e.wgmma_commit()
-    d = e.wgmma_wait(keep, d)
+    d = inflight.wait(lw, keep, d)
     if staged is None:
         e.barrier()
     return d
