@@ -60,12 +60,12 @@ def spec(d: int, causal: bool, cfg: tuple[int, ...]) -> tuple[dict[str, tuple[st
 def tiles_ptx(mod: Any, d: int, causal: bool, cfg: tuple[int, ...]) -> str:
     from tiles.backends.base import Options
     from tiles.backends.cuda import CUDABackend, nvptx_target, toolchain
-    from tiles.backends.cuda.emitter import lower_kernel
+    from tiles.backends.cuda.variants import lower_chosen
     sig, consts = spec(d, causal, cfg)
     options = Options(cfg[2], cfg[3], fp_fusion=CUDABackend.fp_fusion_default)  # as a launch compiles it
     typed = {n: t + (":16" if div else "") for n, (t, div) in sig.items()}
     ir = mod.attn_fwd.compile(typed, consts, backend="cuda", num_warps=cfg[2], num_stages=cfg[3]).ir
-    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), options), "sm_90a")
+    return toolchain.to_ptx(lower_chosen(ir, nvptx_target("sm_90a"), options).code, "sm_90a")  # as a launch picks
 
 
 def triton_ptx(mod: Any, d: int, causal: bool, cfg: tuple[int, ...]) -> str:
