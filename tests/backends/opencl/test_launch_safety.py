@@ -108,13 +108,18 @@ def test_ctrl_c_interrupts_the_wait_for_a_long_kernel():
     out = np.zeros(128, np.float32)
     # every count is a multiple of 16, so all launches share one specialization (no compile below)
     K.spin_kernel[(1,)](out, 16, BLOCK=128, backend="opencl")
-    timings = []
-    for _ in range(3):  # the least of three: a busy machine slows a calibration run, never speeds it
+    # calibrated on a run of a quarter second or more, so that the launch's own cost (milliseconds
+    # on a busy machine) does not pass for loop time and make the long kernel end too soon
+    n, took = 200_000, 0.0
+    while n < 2**31 // 4:
         start = time.perf_counter()
-        K.spin_kernel[(1,)](out, 200_000, BLOCK=128, backend="opencl")
-        timings.append(time.perf_counter() - start)
-    per_iteration = max(min(timings) / 200_000, 1e-9)
-    iterations = int(min(5.0 / per_iteration, 2**31 - 1)) // 16 * 16  # about five seconds of kernel
+        K.spin_kernel[(1,)](out, n, BLOCK=128, backend="opencl")
+        took = time.perf_counter() - start
+        if took >= 0.25:
+            break
+        n *= 4
+    per_iteration = max(took / n, 1e-9)
+    iterations = int(min(6.0 / per_iteration, 2**31 - 1)) // 16 * 16  # about six seconds of kernel
     main = threading.get_ident()
     timer = threading.Timer(0.3, signal.pthread_kill, (main, signal.SIGINT))
     began = time.perf_counter()
