@@ -12,7 +12,8 @@ keeps that version if it spills at most ``SPILL_ALLOWANCE`` more bytes per threa
 warpgroup-MMA accumulator (a 128x256 fp8 tile on 8 warps capped to 128 registers ran at a fifth of
 its speed with fewer spilled bytes than that).
 ``TILES_OCCUPANCY=0`` switches it off; a kernel launched with ``maxnreg=`` (PTX ``.maxnreg``) is left as
-its author capped it.
+its author capped it.  ``one_more_program`` is that decision; ``settled`` takes it with ptxas instead
+of the driver, at compile time, where ``variants.py`` compares two lowerings of one kernel.
 """
 
 from __future__ import annotations
