@@ -2,7 +2,7 @@
 
 Leaving attention's P@V in flight into the next iteration (``lowering/tensorcore/inflight.py``)
 keeps the MMA busy across the loop's turn (d=128, 128x64 on 8 warps: 442 -> 473 TFLOP/s on the
-H200, level with Triton's 484), but its registers can cost a program per SM: the d=64 causal
+H200, within 3 % of Triton's 484), but its registers can cost a program per SM: the d=64 causal
 kernel then no longer fits two programs per SM and fell from 352 to 293 TFLOP/s.  So when the
 lowering reports it took that shape, the kernel is lowered again without it and both go through
 ptxas; the in-flight version is kept where it fits as many programs per SM as the plain one
