@@ -122,7 +122,7 @@ def load(drv: Driver, image: bytes, name: str, threads: int, shared: int) -> Loa
     if not enabled() or threads <= 0:
         return first
     text = image.decode()
-    if re.search(r"^\.maxnreg\b", text, flags=re.MULTILINE):  # a launch's maxnreg= decides
+    if capped_by_author(text):
         return first
     try:
         return _with_one_more_program(drv, first, text, name, threads, shared)
@@ -130,11 +130,17 @@ def load(drv: Driver, image: bytes, name: str, threads: int, shared: int) -> Loa
         return first
 
 
+def capped_by_author(ptx: str) -> bool:
+    """Whether ``ptx`` carries a launch's ``maxnreg=`` (PTX ``.maxnreg``), which decides alone."""
+    return re.search(r"^\.maxnreg\b", ptx, flags=re.MULTILINE) is not None
+
+
 def one_more_program(text: str, registers: int, local: int, threads: int, shared: int, limits: SMLimits,
-                     capped: Callable[[str], tuple[int, int]]) -> int | None:
-    """The programs per SM to keep ``text`` capped for (module doc), or None to keep it as it is;
-    ``registers``/``local``: its registers and local bytes per thread, ``capped(ptx)`` those of the
-    capped version (from the driver at load time, from ptxas when choosing between lowerings)."""
+                     capped: Callable[[str], tuple[int, int]]) -> tuple[int, int] | None:
+    """(programs per SM, local bytes per thread) of ``text`` capped for one more program where that
+    pays (module doc), or None to keep it as it is; ``registers``/``local``: its registers and local
+    bytes per thread, ``capped(ptx)`` those of the capped version (from the driver at load time,
+    from ptxas when choosing between lowerings)."""
     wanted = wanted_programs(registers, threads, shared, limits)
     # a hot loop's accumulators alone near the cap (a 128x256 tile on 8 warps holds 128) spill inside it
     if wanted is None or room_for(threads, wanted, limits) < 2 * largest_accumulator(text):
@@ -144,7 +150,7 @@ def one_more_program(text: str, registers: int, local: int, threads: int, shared
         return None
     capped_registers, capped_local = capped(ptx)
     fits = programs_per_sm(capped_registers, threads, shared, limits)[0] >= wanted
-    return wanted if fits and capped_local - local <= SPILL_ALLOWANCE else None
+    return (wanted, capped_local) if fits and capped_local - local <= SPILL_ALLOWANCE else None
 
 
 def _with_one_more_program(drv: Driver, first: Loaded, text: str, name: str, threads: int,
@@ -162,18 +168,18 @@ def _with_one_more_program(drv: Driver, first: Loaded, text: str, name: str, thr
         return (drv.function_attribute(held[0].function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS) or registers,
                 drv.function_attribute(held[0].function, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) or 0)
     try:
-        wanted = one_more_program(text, registers, local, threads, shared + static,
-                                  device_limits(drv, drv.context_device()), load_capped)
+        kept = one_more_program(text, registers, local, threads, shared + static,
+                                device_limits(drv, drv.context_device()), load_capped)
     except cu.CUDAError:
         for second in held:
             drv.unload_module(second.module)
         raise
-    if wanted is None:
+    if kept is None:
         for second in held:
             drv.unload_module(second.module)
         return first
     drv.unload_module(first.module)
-    return Loaded(held[0].module, held[0].function, wanted)
+    return Loaded(held[0].module, held[0].function, kept[0])
 
 
 def settled(ptx: str, arch: str, threads: int, shared: int, cap: bool = True,
@@ -187,14 +193,11 @@ def settled(ptx: str, arch: str, threads: int, shared: int, cap: bool = True,
         return None
     registers, local = info["registers"], info.get("stack_frame", 0)
     shared += info.get("shared_memory", 0)
-    if cap and enabled() and not re.search(r"^\.maxnreg\b", ptx, flags=re.MULTILINE):
-        seen: list[int] = []
-
+    if cap and enabled() and not capped_by_author(ptx):
         def capped(text: str) -> tuple[int, int]:
             more = toolchain.ptxas_info(text, arch)
-            seen.append(more.get("stack_frame", 0))
-            return more.get("registers", registers), seen[-1]
-        wanted = one_more_program(ptx, registers, local, threads, shared, limits, capped)
-        if wanted is not None:
-            return wanted, seen[-1]
+            return more.get("registers", registers), more.get("stack_frame", 0)
+        kept = one_more_program(ptx, registers, local, threads, shared, limits, capped)
+        if kept is not None:
+            return kept
     return min(programs_per_sm(registers, threads, shared, limits)), local

@@ -64,7 +64,6 @@ def kept_last(lw: TensorCoreLowering, dots: list[Instr], body: Block, stages: in
     first = body.instrs.index(order[0])
     if any(_uses(i, acc) for i in body.instrs[:first + 1]):
         return None
-    lw.variants.add(VARIANT)
     return last, acc
 
 

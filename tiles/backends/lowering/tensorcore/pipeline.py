@@ -33,6 +33,7 @@ from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from ..emitter import Handle
 from ..lower import RULES, Index, loop_stages
 from ..memory import _groups
+from . import inflight
 from .base import TensorCoreLowering, tc_rule
 from .inflight import kept_last
 from .remat import can_remat, moves_data
@@ -375,6 +376,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
     kept, late = pipe.dots[0], kept_last(lw, pipe.dots, body, S)
     if late is not None:  # several products: the last one waited for by the next iteration's first
         keep, kept = 1, late[0]
+        lw.variants.add(inflight.VARIANT)
     ahead_by = S - 1  # stages in flight ahead of the one being read
     lw.reserve_local(S * stage_bytes)
     st.async_loads.update(pipe.loads)
