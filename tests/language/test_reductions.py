@@ -122,6 +122,37 @@ def test_reduce_with_custom_combine_functions(rng):
 
 
 @tiles.jit
+def either(a, b):
+    return a or b
+
+
+@tiles.jit
+def both(a, b):
+    return a and not (b == 0)
+
+
+@tiles.jit
+def any_all_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    """FlagGems' any/all: combine functions written with Python's ``or`` / ``and`` / ``not``."""
+    rows = tl.arange(0, R)
+    x = tl.load(x_ptr + rows[:, None] * C + tl.arange(0, C)[None, :]) != 0
+    tl.store(out_ptr + rows, tl.reduce(x, 1, either))
+    tl.store(out_ptr + R + rows, tl.reduce(x, 1, both))
+    tl.store(out_ptr + 2 * R + rows[:, None] * C + tl.arange(0, C)[None, :], tl.associative_scan(x, 1, either))
+
+
+def test_combine_functions_with_python_boolean_operators(rng):
+    x = (rng.random((4, 8)) < 0.2).astype(np.int32) * rng.integers(1, 9, (4, 8)).astype(np.int32)
+    x[0] = 0
+    x[1] = -7
+    out = np.zeros(2 * 4 + 4 * 8, np.bool_)
+    any_all_kernel[(1,)](x, out, R=4, C=8)
+    np.testing.assert_array_equal(out[:4], x.any(1))
+    np.testing.assert_array_equal(out[4:8], x.all(1))
+    np.testing.assert_array_equal(out[8:].reshape(4, 8), np.logical_or.accumulate(x != 0, axis=1))
+
+
+@tiles.jit
 def running_max(a, b):
     return tl.maximum(a, b)
 

@@ -145,7 +145,8 @@ def _custom(op: Op, input: Any, axis: Any, combine_fn: Any, keep_dims: Any, reve
         ax = 0
     else:
         ax = _axis(tensors[0], axis)
-    fn = getattr(combine_fn, "fn", combine_fn)
+    # a @jit combine function is traced as its body is written (`a or b`, `if`s on scalars, ...)
+    fn = getattr(combine_fn, "rewritten", combine_fn)
     block, _ = _combine_region(fn, [t.handle.type for t in tensors])
     attrs = A.Reduce(ax, ReduceKind.CUSTOM, reverse)
     if op is Op.REDUCE:

@@ -22,26 +22,33 @@ UNSIGNED: dict[int, str] = {8: "uchar", 16: "ushort", 32: "uint", 64: "ulong"}
 
 
 PRELUDE = """\
-inline float tiles_round_f16(float x) {
-  ushort h; vstore_half_rte(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h);
-}
-inline float tiles_round_f16_rtz(float x) {
-  ushort h; vstore_half_rtz(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h);
-}
-inline ushort tiles_f16_bits(float x) {
-  /* vstore_half turns every NaN into one pattern; keep the payload vload_half carried in */
-  if (isnan(x)) {
-    uint u = as_uint(x); ushort m = (ushort)((u >> 13) & 0x3ff);
-    return (ushort)(((u >> 16) & 0x8000) | 0x7c00 | (m ? m : 0x200));
+/* float16 conversions in integer arithmetic: pocl miscompiled the vstore_half/vload_half forms
+   (through an address-taken private ushort) inside loops that also hold a barrier */
+inline ushort tiles_f16_bits_mode(float x, bool rtz) {
+  uint u = as_uint(x), sign = (u >> 16) & 0x8000u, a = u & 0x7fffffffu;
+  if (a > 0x7f800000u) {  /* NaN: the payload's top bits, or 1 when they are all zero (as NumPy) */
+    ushort m = (ushort)((u >> 13) & 0x3ffu);
+    return (ushort)(sign | 0x7c00u | (m ? m : 1u));
   }
-  ushort h; vstore_half_rte(x, 0, (__private half*)&h); return h;
+  if (rtz ? a >= 0x47800000u : a >= 0x477ff000u)  /* beyond the largest half after rounding */
+    return (ushort)(sign | (rtz && a != 0x7f800000u ? 0x7bffu : 0x7c00u));
+  if (a >= 0x38800000u) {  /* a normal half: rebias the exponent, round away 13 mantissa bits */
+    uint r = a - 0x38000000u;
+    if (!rtz) r += 0xfffu + ((r >> 13) & 1u);
+    return (ushort)(sign | (r >> 13));
+  }
+  float q = as_float(a) * 16777216.0f;  /* a subnormal half (or zero): a whole number of 2^-24 */
+  return (ushort)(sign | (uint)(rtz ? trunc(q) : rint(q)));
 }
+inline ushort tiles_f16_bits(float x) { return tiles_f16_bits_mode(x, false); }
 inline float tiles_f16_from_bits(ushort h) {
-  /* NVIDIA's vload_half quiets NaNs; build them by hand so their payload survives */
-  if ((h & 0x7c00) == 0x7c00 && (h & 0x3ff))
-    return as_float(((uint)(h & 0x8000) << 16) | 0x7f800000u | ((uint)(h & 0x3ff) << 13));
-  return vload_half(0, (__private const half*)&h);
+  uint sign = ((uint)h & 0x8000u) << 16, e = ((uint)h >> 10) & 0x1fu, m = (uint)h & 0x3ffu;
+  if (e == 0x1fu) return as_float(sign | 0x7f800000u | (m << 13));  /* infinity, NaN with its payload */
+  if (e == 0u) return as_float(sign | as_uint((float)m * 5.9604644775390625e-8f));  /* m * 2^-24 */
+  return as_float(sign | ((e + 112u) << 23) | (m << 13));
 }
+inline float tiles_round_f16(float x) { return tiles_f16_from_bits(tiles_f16_bits_mode(x, false)); }
+inline float tiles_round_f16_rtz(float x) { return tiles_f16_from_bits(tiles_f16_bits_mode(x, true)); }
 inline float tiles_round_bf16(float x) {
   uint u = as_uint(x);
   if (isnan(x)) return as_float((u | 0x400000u) & 0xffff0000u);
@@ -94,12 +101,6 @@ inline float tiles_round_f8e5_rtz(float x) { return tiles_f8e5_from_bits(tiles_f
 """
 
 PRELUDE_FP64 = """\
-inline float tiles_round_f16_d(double x) {
-  ushort h; vstore_half_rte(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h);
-}
-inline float tiles_round_f16_d_rtz(double x) {
-  ushort h; vstore_half_rtz(x, 0, (__private half*)&h); return vload_half(0, (__private const half*)&h);
-}
 inline float tiles_round_bf16_d(double d) {
   float f = convert_float_rtz(d);
   uint u = as_uint(f);
@@ -113,6 +114,8 @@ inline float tiles_round_odd_f32(double d) {
   if (!isnan(d) && (double)f != d) u |= 1u;
   return as_float(u);
 }
+inline float tiles_round_f16_d(double d) { return tiles_round_f16(tiles_round_odd_f32(d)); }
+inline float tiles_round_f16_d_rtz(double d) { return tiles_round_f16_rtz(convert_float_rtz(d)); }
 inline float tiles_round_f8e4_d(double d) { return tiles_round_f8e4(tiles_round_odd_f32(d)); }
 inline float tiles_round_f8e4_d_rtz(double d) { return tiles_round_f8e4_rtz(convert_float_rtz(d)); }
 inline float tiles_round_f8e5_d(double d) { return tiles_round_f8e5(tiles_round_odd_f32(d)); }

@@ -1,5 +1,5 @@
 """The OpenCL C dialect of the C-style emitter: its table, and what a table cannot say
-(float16 in memory as bit patterns converted with `vload_half`/`vstore_half`, vector types, the math library)."""
+(float16 in memory as bit patterns converted by the prelude's helpers, vector types, the math library)."""
 
 from __future__ import annotations
 
