@@ -101,3 +101,31 @@ def test_float16_stores_in_a_loop_with_a_barrier(rng):
     _copy_rows_in_loop[(1,)](x, y, s, n, BM=bm, BN=bn, backend="opencl")
     np.testing.assert_array_equal(y, x)
     np.testing.assert_allclose(s.astype(np.float32), x.astype(np.float32).sum(1), rtol=2e-3, atol=2e-3)
+
+
+@tiles.jit
+def _narrow_atomics(add_ptr, max_ptr, min_ptr, x_ptr, N: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = tl.arange(0, N)
+    tl.atomic_add(add_ptr + offs, 0.25, mask=offs < N - 1)
+    x = tl.load(x_ptr + pid * N + offs)
+    tl.atomic_max(max_ptr + offs, x)
+    tl.atomic_min(min_ptr + offs, x)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
+def test_narrow_float_atomics_share_their_word(rng, dtype):
+    """Neighbouring 16- and 8-bit elements live in one 32-bit word: every program updates all of
+    them at once, so a lost update or a clobbered neighbour shows."""
+    import ml_dtypes
+
+    np_dt = {"float16": np.float16, "bfloat16": ml_dtypes.bfloat16}[dtype]
+    programs, n = 48, 8
+    start = (rng.integers(-16, 17, n) / 4).astype(np_dt)  # quarters: every partial sum is exact
+    x = rng.uniform(-8, 8, (programs, n)).astype(np_dt)
+    add, mx, mn = start.copy(), start.copy(), start.copy()
+    _narrow_atomics[(programs,)](add, mx, mn, x, N=n, backend="opencl")
+    want = start.astype(np.float32) + np.where(np.arange(n) < n - 1, 0.25 * programs, 0.0)
+    np.testing.assert_array_equal(add.astype(np.float32), want.astype(np_dt).astype(np.float32))
+    np.testing.assert_array_equal(mx.astype(np.float32), np.maximum(start, x.max(0)).astype(np.float32))
+    np.testing.assert_array_equal(mn.astype(np.float32), np.minimum(start, x.min(0)).astype(np.float32))

@@ -92,6 +92,8 @@ class CMemory:
                    mask: Handle | None, loc: Loc) -> Handle:
         kind = AtomicKind(kind)
         t = self.d.register[dtype]
+        if dtype in NARROW_FLOATS and 32 in self.d.atomic_cmpxchg:
+            return self._narrow_float_atomic(kind, p, value, dtype, mask)
         if dtype.bits not in self.d.atomic_cmpxchg:
             raise UnsupportedError(f"atomics on {dtype} are not supported by the {self.d.name} backend; "
                                    f"use a {' or '.join(f'{b}-bit' for b in self.d.atomic_cmpxchg)} type", loc)
@@ -110,6 +112,29 @@ class CMemory:
             as_u = self.d.reinterpret.format(t=u, a=f"({t})({new})")
             self._line(f"  do {{ seen = cur; cur = {cas}(q, seen, {as_u}); }} while (cur != seen);")
             self._line(f"  {old} = {seen};")
+        self._line("}")
+        return old
+
+    def _narrow_float_atomic(self, kind: AtomicKind, p: Handle, value: Handle, dtype: DType,
+                             mask: Handle | None) -> Handle:
+        """A 16- or 8-bit float atomic as a compare-and-swap loop on the 32-bit word that holds it
+        (little-endian: the element's byte offset in the word is its shift)."""
+        n, u, a = NARROW_FLOATS[dtype], self.d.unsigned[32], self.d.address
+        cas, bits = self.d.atomic_cmpxchg[32], dtype.bits
+        old = self._tmp("float", "0.0f")
+        self._line(f"if ({mask or 'true'}) {{")
+        self._line(f"  {self._atomic_ptr(u)} q = ({self._atomic_ptr(u)})(({a})({p}) & ~({a})3);")
+        self._line(f"  uint shift = (uint)((({a})({p}) & 3) * 8), field = ((1u << {bits}) - 1u) << shift;")
+        self._line(f"  {u} cur = *q, seen;")
+        self._line("  do {")
+        self._line("    seen = cur;")
+        self._line(f"    float was = tiles_{n}_from_bits(({self.d.memory[dtype] if dtype.bits == 8 else 'ushort'})"
+                   f"((seen & field) >> shift));")
+        new = value if kind.op is None else self._float_binary(kind.op, "was", value, dtype)
+        self._line(f"    {u} put = ({u})tiles_{n}_bits(tiles_round_{n}({new}));")
+        self._line(f"    cur = {cas}(q, seen, (seen & ~field) | (put << shift));")
+        self._line(f"    {old} = was;")
+        self._line("  } while (cur != seen);")
         self._line("}")
         return old
 

@@ -19,6 +19,7 @@ from ...core.ir import Kernel
 from ...core.ops import Op
 from ...core.printer import format_kernel
 from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+from ..cstyle.dialect import NARROW_FLOATS
 
 UNSUPPORTED_OPS = frozenset({Op.DEVICE_ASSERT})
 
@@ -73,9 +74,13 @@ class OpenCLBackend(Backend):
     def unsupported(self, kernel: Kernel) -> list[str]:
         reasons = super().unsupported(kernel)
         for instr in kernel.walk():
-            if instr.op in (Op.ATOMIC, Op.ATOMIC_CAS) and instr.results[0].type.element.bits < 32:
-                reasons.append(f"{instr.loc}: atomics on {instr.results[0].type.element} are not "
-                               "supported on opencl (32- and 64-bit types only)")
+            if instr.op not in (Op.ATOMIC, Op.ATOMIC_CAS):
+                continue
+            element = instr.results[0].type.element
+            if element.bits < 32 and not (element in NARROW_FLOATS and instr.op is Op.ATOMIC):
+                reasons.append(f"{instr.loc}: {'atomic_cas' if instr.op is Op.ATOMIC_CAS else 'atomics'} on "
+                               f"{element} are not supported on opencl (32- and 64-bit types, and "
+                               "read-modify-write atomics on 16- and 8-bit floats, only)")
         return reasons
 
     def toolchain_version(self) -> str:
