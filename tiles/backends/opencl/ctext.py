@@ -13,8 +13,9 @@ REGISTER: dict[DType, str] = {
     D.float8e4nv: "float", D.float8e5: "float",
     D.float16: "float", D.bfloat16: "float", D.float32: "float", D.float64: "double",
 }
-# how an element lives in global memory
-MEMORY: dict[DType, str] = {**REGISTER, D.int1: "uchar", D.float16: "half", D.bfloat16: "ushort",
+# how an element lives in global memory: 16-bit floats as their bits (every access one type: pocl
+# misplaced stores through a ushort* cast of a half* pointer, vLLM's fused MoE on its dead blocks)
+MEMORY: dict[DType, str] = {**REGISTER, D.int1: "uchar", D.float16: "ushort", D.bfloat16: "ushort",
                             D.float8e4nv: "uchar", D.float8e5: "uchar"}
 # local memory holds register values (bool as uchar, pointers as ulong)
 LOCAL: dict[DType, str] = {**REGISTER, D.int1: "uchar"}

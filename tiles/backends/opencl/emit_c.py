@@ -76,7 +76,7 @@ class OpenCLEmitter(CStyleEmitter):
         return width in (2, 4)
 
     def _vector(self, dtype: DType, width: int) -> str:
-        return f"{ct.MEMORY[dtype] if dtype != D.float16 else 'ushort'}{width}"
+        return f"{ct.MEMORY[dtype]}{width}"
 
     def _vread(self, p: Handle, dtype: DType, width: int) -> str:
         return f"*((__global const {self._vector(dtype, width)}*)({p}))"
