@@ -136,3 +136,28 @@ def test_constexpr_objects_from_the_host_are_keyed_on_their_values(rng):
     host_constexpr_kernel[(1,)](x, o, tl.constexpr(5), N=8)   # a run-time parameter given a constexpr
     np.testing.assert_array_equal(o, x + 5 + 3)
     assert "constexpr[" not in repr(list(host_constexpr_kernel.cache))
+
+
+@tiles.jit
+def lowest(dtype):
+    """FlagGems' limits helpers: a dtype argument is a constexpr object (``.value`` is the dtype)."""
+    dt = dtype.value
+    if dt.is_floating():
+        return float("-inf")
+    return -1 * 2 ** (dt.int_bitwidth - 1)
+
+
+@tiles.jit
+def dtype_to_helper_kernel(x_ptr, o_ptr, n, N: tl.constexpr):
+    offs = tl.arange(0, N)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=lowest(x_ptr.dtype.element_ty))
+    tl.store(o_ptr, tl.max(x, 0))
+    tl.store(o_ptr + 1, tl.min(x, 0))  # a padding lane: the type's lowest value
+
+
+@pytest.mark.parametrize("dtype", [np.int16, np.float32])
+def test_helper_gets_dtype_arguments_as_constexpr_objects(rng, dtype):
+    x = (rng.integers(-90, 90, 8) - 100).astype(dtype)  # all negative: a padding of 0 would win the max
+    o = np.zeros(2, dtype)
+    dtype_to_helper_kernel[(1,)](x, o, 5, N=8)
+    np.testing.assert_array_equal(o, [x[:5].max(), np.iinfo(dtype).min if dtype == np.int16 else -np.inf])

@@ -15,7 +15,7 @@ from ..backends import registry
 from ..backends.base import Backend, CompiledKernel, Options
 from ..core import passes
 from ..core.builder import Builder, is_tracing, tb_loc, tracing
-from ..core.dtypes import PointerType
+from ..core.dtypes import DType, PointerType
 from ..core.errors import CompilationError, LaunchError, TilesError
 from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
@@ -224,8 +224,9 @@ class JITFunction(KernelInterface):
                               f"{self.__name__}[grid](...) instead of calling it from host code")
         bound = self.signature.bind(*args, **kwargs)
         bound.apply_defaults()
-        for name in self.constexprs.intersection(bound.arguments):  # as Triton: tl.constexpr objects
-            bound.arguments[name] = as_constexpr(bound.arguments[name])
+        for name, value in bound.arguments.items():  # as Triton: tl.constexpr objects, dtypes too
+            if name in self.constexprs or isinstance(value, (DType, PointerType)):
+                bound.arguments[name] = as_constexpr(value)
         return self.rewritten(*bound.args, **bound.kwargs)
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
