@@ -21,6 +21,7 @@ import tiles
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat"))
 from compat_harness import kernel_names, load  # noqa: E402
+from expected_failures import EXPECTED_FAILURES  # noqa: E402
 
 pytestmark = pytest.mark.slow  # ~150 compilations: about a minute on the 2-core machine
 
@@ -36,9 +37,14 @@ def cuda_ptx(tmp_path, monkeypatch):
     tiles.set_backend(None)
 
 
-@pytest.mark.parametrize("name", [n if n not in NEEDS_DRIVER else
-                                  pytest.param(n, marks=pytest.mark.skip(reason="asks the CUDA driver"))
-                                  for n in kernel_names()])
+def _case(name: str):
+    if name in NEEDS_DRIVER:
+        return pytest.param(name, marks=pytest.mark.skip(reason="asks the CUDA driver"))
+    why = EXPECTED_FAILURES.get(name, {}).get("cuda", EXPECTED_FAILURES.get(name, {}).get("*"))
+    return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=why)) if why else name
+
+
+@pytest.mark.parametrize("name", [_case(n) for n in kernel_names()])
 def test_corpus_kernel_compiles_for_sm90a(name, cuda_ptx):
     before = PTXThenInterpret.assembled
     load(name).check(np.random.default_rng(sum(map(ord, name))))
