@@ -128,9 +128,9 @@ class Bf16TiesAwayFromZero(Planted):
 
 
 def _f16_rtz(text: str) -> str:
-    head, sep, rest = text.partition("inline float tiles_round_f16(float x) {")
-    body, close, tail = rest.partition("}")
-    return head + sep + body.replace("vstore_half_rte", "vstore_half_rtz") + close + tail
+    nearest = "inline float tiles_round_f16(float x) { return tiles_f16_from_bits(tiles_f16_bits_mode(x, false)); }"
+    assert nearest in text, "the prelude's tiles_round_f16 changed: update the planted defect"
+    return text.replace(nearest, nearest.replace("false", "true"))
 
 
 class Fp16RoundsTowardZero(Planted):
