@@ -20,3 +20,9 @@ INTERMITTENT_FAILURES: dict[str, dict[str, str]] = {
     # is unchanged and correct, and storing with vstore_half instead does not help.  To find.
     "vllm_fused_moe": {"opencl": "pocl: the expert -1 block's float16 stores land in other rows (2026-12-02)"},
 }
+
+
+def reason(table: dict[str, dict[str, str]], name: str, backend: str) -> str | None:
+    """Why ``name`` is expected to fail on ``backend`` according to ``table``, or None."""
+    entry = table.get(name, {})
+    return entry.get(backend, entry.get("*"))

@@ -8,7 +8,7 @@ that starts passing fails, so the mark gets removed).
 
 import pytest
 from compat_harness import available_backends, kernel_names, load
-from expected_failures import EXPECTED_FAILURES, INTERMITTENT_FAILURES
+from expected_failures import EXPECTED_FAILURES, INTERMITTENT_FAILURES, reason
 
 
 def cases():
@@ -16,8 +16,7 @@ def cases():
         for name in kernel_names():
             marks = []
             for table, strict in ((EXPECTED_FAILURES, True), (INTERMITTENT_FAILURES, False)):
-                reason = table.get(name, {})
-                why = reason.get(backend, reason.get("*"))
+                why = reason(table, name, backend)
                 if why:
                     marks.append(pytest.mark.xfail(strict=strict, reason=why))
             yield pytest.param(name, backend, marks=marks, id=f"{backend}-{name}")

@@ -21,7 +21,7 @@ import tiles
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat"))
 from compat_harness import kernel_names, load  # noqa: E402
-from expected_failures import EXPECTED_FAILURES  # noqa: E402
+from expected_failures import EXPECTED_FAILURES, reason  # noqa: E402
 
 pytestmark = pytest.mark.slow  # ~150 compilations: about a minute on the 2-core machine
 
@@ -40,7 +40,7 @@ def cuda_ptx(tmp_path, monkeypatch):
 def _case(name: str):
     if name in NEEDS_DRIVER:
         return pytest.param(name, marks=pytest.mark.skip(reason="asks the CUDA driver"))
-    why = EXPECTED_FAILURES.get(name, {}).get("cuda", EXPECTED_FAILURES.get(name, {}).get("*"))
+    why = reason(EXPECTED_FAILURES, name, "cuda")
     return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=why)) if why else name
 
 

@@ -128,8 +128,7 @@ class CMemory:
         self._line(f"  {u} cur = *q, seen;")
         self._line("  do {")
         self._line("    seen = cur;")
-        self._line(f"    float was = tiles_{n}_from_bits(({self.d.memory[dtype] if dtype.bits == 8 else 'ushort'})"
-                   f"((seen & field) >> shift));")
+        self._line(f"    float was = tiles_{n}_from_bits(({self.d.unsigned[bits]})((seen & field) >> shift));")
         new = value if kind.op is None else self._float_binary(kind.op, "was", value, dtype)
         self._line(f"    {u} put = ({u})tiles_{n}_bits(tiles_round_{n}({new}));")
         self._line(f"    cur = {cas}(q, seen, (seen & ~field) | (put << shift));")
