@@ -1,9 +1,11 @@
-"""Fused attention forward in the form of Triton's tutorial (block pointers advanced in the loop,
-an off-band loop and an on-band loop for causal masks, ``Out.type.element_ty``): tiles (cuda) vs
-Triton vs torch SDPA, one process, same kernel text, the same configurations offered to both.
+"""Fused attention forward in the forms of Triton's tutorial: tiles (cuda) vs Triton vs torch SDPA,
+one process, same kernel text, the same configurations offered to both.  Two forms: block pointers
+advanced in the loop, and the tutorial's Hopper form with tensor descriptors made on the device
+(``tl.make_tensor_descriptor``, ``desc_k.load([...]).T``); both with an off-band loop and an on-band
+loop for causal masks and ``Out.type.element_ty``.
 
     python benchmarks/realworld_attention.py [--shape 4,32,4096] [--head-dims 64,128] [--rounds 5]
-        [--configs 128x64_w8_s3,128x128_w8_s2]
+        [--configs 128x64_w8_s3,128x128_w8_s2] [--forms block_ptr,descriptor]
 
 Each configuration is timed once for both compilers; then each side's best and SDPA are timed
 in turn ``--rounds`` times and the table shows the medians (SDPA's own figure moves by up to 10 %
@@ -13,6 +15,7 @@ between runs, so a single timing of it is not a ratio to rely on).
 from __future__ import annotations
 
 import argparse
+import itertools
 import math
 import statistics
 import sys
@@ -100,6 +103,78 @@ def attn_fwd(Q, K, V, sm_scale, M, Out, stride_qz, stride_qh, stride_qm, stride_
     tl.store(o_blocks, acc.to(Out.type.element_ty))
 '''
 
+KERNELS_DESC = '''
+@jit
+def _inner_desc(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, BLOCK_M: tl.constexpr,
+                HEAD_DIM: tl.constexpr, BLOCK_N: tl.constexpr, STAGE: tl.constexpr, offs_m: tl.constexpr,
+                offs_n: tl.constexpr, N_CTX: tl.constexpr):
+    if STAGE == 1:
+        lo, hi = 0, start_m * BLOCK_M
+    elif STAGE == 2:
+        lo, hi = start_m * BLOCK_M, (start_m + 1) * BLOCK_M
+        lo = tl.multiple_of(lo, BLOCK_M)
+    else:
+        lo, hi = 0, N_CTX
+    offset_kv = offset_y + lo
+    for start_n in tl.range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = desc_k.load([offset_kv, 0]).T
+        qk = tl.dot(q, k)
+        if STAGE == 2:
+            keep = offs_m[:, None] >= (start_n + offs_n[None, :])
+            qk = qk * qk_scale + tl.where(keep, 0, -1.0e6)
+            m_ij = tl.maximum(m_i, tl.max(qk, 1))
+            qk -= m_ij[:, None]
+        else:
+            m_ij = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
+            qk = qk * qk_scale - m_ij[:, None]
+        p = tl.math.exp2(qk)
+        alpha = tl.math.exp2(m_i - m_ij)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None]
+        v = desc_v.load([offset_kv, 0])
+        acc = tl.dot(p.to(tl.float16), v, acc)
+        m_i = m_ij
+        offset_kv += BLOCK_N
+    return acc, l_i, m_i
+
+
+@jit
+def attn_fwd(Q, K, V, sm_scale, M, Out, Z, H, N_CTX, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
+             BLOCK_N: tl.constexpr, STAGE: tl.constexpr):
+    start_m = tl.program_id(0)
+    off_hz = tl.program_id(1)
+    rows = Z * H * N_CTX
+    desc_q = tl.make_tensor_descriptor(Q, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    desc_k = tl.make_tensor_descriptor(K, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    desc_v = tl.make_tensor_descriptor(V, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_N, HEAD_DIM])
+    desc_o = tl.make_tensor_descriptor(Out, shape=[rows, HEAD_DIM], strides=[HEAD_DIM, 1],
+                                       block_shape=[BLOCK_M, HEAD_DIM])
+    offset_y = off_hz * N_CTX
+    qo_offset_y = offset_y + start_m * BLOCK_M
+    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    m_i = tl.zeros([BLOCK_M], dtype=tl.float32) - float("inf")
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32) + 1.0
+    acc = tl.zeros([BLOCK_M, HEAD_DIM], dtype=tl.float32)
+    qk_scale = sm_scale
+    qk_scale *= 1.44269504
+    q = desc_q.load([qo_offset_y, 0])
+    if STAGE & 1:
+        acc, l_i, m_i = _inner_desc(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, BLOCK_M,
+                                    HEAD_DIM, BLOCK_N, 4 - STAGE, offs_m, offs_n, N_CTX)
+    if STAGE & 2:
+        acc, l_i, m_i = _inner_desc(acc, l_i, m_i, q, desc_k, desc_v, offset_y, start_m, qk_scale, BLOCK_M,
+                                    HEAD_DIM, BLOCK_N, 2, offs_m, offs_n, N_CTX)
+    m_i += tl.math.log2(l_i)
+    acc = acc / l_i[:, None]
+    tl.store(M + off_hz * N_CTX + offs_m, m_i)
+    desc_o.store([qo_offset_y, 0], acc.to(Out.type.element_ty))
+'''
+
 # (BLOCK_M, BLOCK_N, num_warps, num_stages)
 CONFIGS = [(128, 64, 8, 3), (128, 64, 4, 3), (128, 32, 4, 3), (64, 64, 4, 3), (128, 128, 8, 2)]
 
@@ -108,6 +183,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--shape", default="4,32,4096", help="Z,H,N_CTX")
     ap.add_argument("--head-dims", default="64,128")
+    ap.add_argument("--forms", default="block_ptr,descriptor",
+                    help="block_ptr (block pointers advanced in the loop) and/or descriptor (the tutorial's "
+                         "Hopper form: tl.make_tensor_descriptor, desc.load([...]).T)")
     ap.add_argument("--rounds", type=int, default=5,
                     help="after the sweep, time each side's best configuration and SDPA in turn this many times "
                          "(the table shows medians)")
@@ -118,15 +196,22 @@ def main() -> None:
         for c in args.configs.split(",")]
 
     import torch
+    import triton
     from triton.testing import do_bench
 
+    import tiles
+
+    def scratch(size, alignment, stream):
+        return torch.empty(size, dtype=torch.int8, device="cuda")
+    triton.set_allocator(scratch)  # Triton's device-side descriptors need scratch; tiles' do not
+    tiles.set_allocator(scratch)
     tmp = Path(tempfile.mkdtemp())
-    mods = {"tiles": load_shared("tiles", tmp, KERNELS, "realworld_attention"),
-            "triton": load_shared("triton", tmp, KERNELS, "realworld_attention")}
     extra = {"tiles": {"backend": "cuda"}, "triton": {}}
     z, h, n_ctx = (int(x) for x in args.shape.split(","))
     rows = []
-    for d in (int(x) for x in args.head_dims.split(",")):
+    for form, d in itertools.product(args.forms.split(","), (int(x) for x in args.head_dims.split(","))):
+        source = {"block_ptr": KERNELS, "descriptor": KERNELS_DESC}[form]
+        mods = {col: load_shared(col, tmp, source, f"realworld_attention_{form}") for col in ("tiles", "triton")}
         q, k, v = (torch.randn((z, h, n_ctx, d), device="cuda", dtype=torch.float16) for _ in range(3))
         o = torch.empty_like(q)
         m = torch.empty((z, h, n_ctx), device="cuda", dtype=torch.float32)
@@ -137,10 +222,14 @@ def main() -> None:
 
             def launch(mod, cfg, kw, causal=causal, q=q, k=k, v=v, o=o, m=m, d=d, scale=scale):
                 bm, bn, warps, stages = cfg
-                mod.attn_fwd[(math.ceil(n_ctx / bm), z * h)](
-                    q, k, v, scale, m, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(), z, h, n_ctx,
-                    HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, STAGE=3 if causal else 1, num_warps=warps,
-                    num_stages=stages, **kw)
+                grid = (math.ceil(n_ctx / bm), z * h)
+                meta = dict(HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, STAGE=3 if causal else 1, num_warps=warps,
+                            num_stages=stages, **kw)
+                if form == "descriptor":
+                    mod.attn_fwd[grid](q, k, v, scale, m, o, z, h, n_ctx, **meta)
+                else:
+                    mod.attn_fwd[grid](q, k, v, scale, m, o, *q.stride(), *k.stride(), *v.stride(), *o.stride(),
+                                       z, h, n_ctx, **meta)
             best: dict[str, tuple[float, str]] = {}
             chosen: dict[str, tuple[int, ...]] = {}
             for col, mod in mods.items():
@@ -154,15 +243,16 @@ def main() -> None:
                         torch.cuda.synchronize()
                         err = ((o.float() - ref.float()).norm() / ref.float().norm()).item()
                         if not err < 1e-2:
-                            print(f"  d={d} causal={causal} {col} {name}: wrong result (rel {err:.2e})")
+                            print(f"  {form} d={d} causal={causal} {col} {name}: wrong result (rel {err:.2e})")
                             continue
                         ms = do_bench(lambda: launch(mod, cfg, extra[col]), warmup=25, rep=100,
                                       return_mode="median")
                     except Exception as e:  # a config that fails to compile: report it, go on
-                        print(f"  d={d} causal={causal} {col} {name}: failed: {type(e).__name__}: {str(e)[:160]}")
+                        why = f"{type(e).__name__}: {str(e)[:160]}"
+                        print(f"  {form} d={d} causal={causal} {col} {name}: failed: {why}")
                         continue
                     tf = flops / (ms * 1e-3) / 1e12
-                    print(f"  d={d} causal={causal} {col:6s} {name:16s} {tf:7.1f} TFLOP/s", flush=True)
+                    print(f"  {form} d={d} causal={causal} {col:6s} {name:16s} {tf:7.1f} TFLOP/s", flush=True)
                     if tf > best.get(col, (0.0, ""))[0]:
                         best[col] = (tf, name)
                         chosen[col] = cfg
@@ -176,10 +266,10 @@ def main() -> None:
                 for col in cols[r % len(cols):] + cols[:r % len(cols)]:
                     ms = do_bench(contenders[col], warmup=25, rep=100, return_mode="median")
                     samples[col].append(flops / (ms * 1e-3) / 1e12)
-            print(f"  d={d} causal={causal} rounds: " + "; ".join(
+            print(f"  {form} d={d} causal={causal} rounds: " + "; ".join(
                 f"{col} {' '.join(f'{x:.1f}' for x in xs)}" for col, xs in samples.items()), flush=True)
             best = {col: (statistics.median(xs), names[col]) for col, xs in samples.items()}
-            rows.append((f"attention d={d}{' causal' if causal else ''} {z}x{h}x{n_ctx}", best))
+            rows.append((f"{form} d={d}{' causal' if causal else ''} {z}x{h}x{n_ctx}", best))
 
     print(f"\n{torch.cuda.get_device_name()}  (TFLOP/s: each side's best configuration in the sweep, "
           f"median of {max(1, args.rounds)} rounds timed in turn with SDPA)")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from .dtypes import DType, ScalarType
 from .kinds import AtomicKind, ReduceKind
@@ -158,13 +159,22 @@ class Atomic:
 @dataclass(frozen=True)
 class Descriptor:
     """DESC_LOAD / DESC_STORE: the tile's ``block_shape``; operands are (base, shape x n, strides x n,
-    offsets x n[, value]) with n = len(block_shape), shape and strides int64, offsets int32."""
+    offsets x n[, value]) with n = len(block_shape), shape and strides int64, offsets int32.
+    ``bounded`` names the axes masked by ``shape`` (None: every axis, a tensor descriptor; a block
+    pointer's ``boundary_check`` otherwise).  ``rebased`` is the CUDA lowering's alone
+    (``tensorcore/tma_rebase.py``): the host-side sources of the terms the base's offset from its
+    parameter is a multiple of; empty in traced IR."""
 
     block_shape: tuple[int, ...]
+    bounded: tuple[bool, ...] | None = None
+    rebased: tuple[Any, ...] = ()
 
     @property
     def ndim(self) -> int:
         return len(self.block_shape)
+
+    def is_bounded(self, axis: int) -> bool:
+        return self.bounded is None or self.bounded[axis]
 
 
 @dataclass(frozen=True)

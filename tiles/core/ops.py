@@ -170,8 +170,8 @@ DOCS: dict[Op, str] = {
     Op.STORE: "*p = v where mask",
     Op.ATOMIC: "r = old *p; *p = op(*p, v) where mask, atomically",
     Op.ATOMIC_CAS: "r = old *p; *p = v if old == cmp, atomically",
-    Op.DESC_LOAD: ("r[i] = base[sum((off + i) * strides)] where 0 <= off + i < shape on every axis, else 0  "
-                   "(operands: base, shape..., strides..., offsets...; a `block_shape` tile)"),
+    Op.DESC_LOAD: ("r[i] = base[sum((off + i) * strides)] where 0 <= off + i < shape on every bounded axis, "
+                   "else 0  (operands: base, shape..., strides..., offsets...; a `block_shape` tile)"),
     Op.DESC_STORE: ("base[sum((off + i) * strides)] = v[i] where 0 <= off + i < shape on every axis; "
                     "other elements are not written (operands: base, shape..., strides..., offsets..., v)"),
     Op.FOR: "for iv in range(lb, ub, step): carried = body(iv, carried); r = carried",

@@ -165,7 +165,7 @@ def _store(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarra
 
 def _descriptor_tile(instr: Instr, args: list[np.ndarray], elem: DType) -> tuple[DeferredPtr, np.ndarray]:
     """The addresses of a descriptor access's block (``base + sum(int64(off + i) * stride)``, as
-    DESC_LOAD's doc says) and its in-bounds mask ``0 <= off + i < shape`` on every axis."""
+    DESC_LOAD's doc says) and its in-bounds mask ``0 <= off + i < shape`` on every bounded axis."""
     a: Descriptor = instr.attrs
     n = a.ndim
     base = addresses(args[0])
@@ -179,7 +179,8 @@ def _descriptor_tile(instr: Instr, args: list[np.ndarray], elem: DType) -> tuple
         idx = np.add(offsets[d].astype(np.int32).reshape(col), np.arange(size, dtype=np.int32).reshape(view))
         wide = idx.astype(np.int64)
         total = total + wide * strides[d].astype(np.int64).reshape(col)
-        mask = mask & (idx >= 0) & (wide < shape[d].astype(np.int64).reshape(col))
+        if a.is_bounded(d):
+            mask = mask & (idx >= 0) & (wide < shape[d].astype(np.int64).reshape(col))
     full = (lead, *a.block_shape)
     size = np.dtype(np.uint8).itemsize if elem.is_bool else elem.np.itemsize
     return (DeferredPtr(base.reshape((-1,) + (1,) * n), np.broadcast_to(total, full), size),
@@ -191,7 +192,8 @@ def _desc_load(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.nd
     elem = instr.results[0].type.dtype
     assert isinstance(elem, DType)
     ptrs, mask = _descriptor_tile(instr, args, elem)
-    return (ctx.launch.memory.load(ptrs, mask, None, elem, ctx.site(instr, "descriptor load")),)
+    what = "descriptor load" if instr.attrs.bounded is None else "block pointer load"
+    return (ctx.launch.memory.load(ptrs, mask, None, elem, ctx.site(instr, what)),)
 
 
 @_rule(Op.DESC_STORE)

@@ -210,6 +210,19 @@ def _index_tiles(block_shape: tuple[int, ...], offsets: list[Any], shape: list[A
     return total, mask
 
 
+def _descriptor_scalars(base: tensor, shape: list[Any], strides: list[Any], offsets: list[Any]) -> list[tensor]:
+    """A descriptor access's operands: base, shapes and strides as int64, offsets as int32."""
+    scalars = [*((s, D.int64) for s in (*shape, *strides)), *((o, D.int32) for o in offsets)]
+    out = [base]
+    for v, dtype in scalars:
+        t = S.cast(v, dtype) if isinstance(v, tensor) else S.const(S.unwrap(v), dtype)
+        if t.shape:
+            raise S.error(f"descriptor shapes, strides and offsets must be scalars, got a tile "
+                          f"of shape {list(t.shape)}")
+        out.append(t)
+    return out
+
+
 class block_ptr:  # noqa: N801
     """``tl.make_block_ptr``: a window of ``block_shape`` over a strided tensor."""
 
@@ -235,13 +248,16 @@ class block_ptr:  # noqa: N801
         return checks
 
     def load(self, boundary_check: Any, padding_option: str) -> tensor:
-        offs, mask = _index_tiles(self.block_shape, self.offsets, self.shape, self.strides,
-                                  self._checks(boundary_check))
+        """A descriptor load bounded on the checked axes (TMA can copy it, ``tma_rebase.py``);
+        NaN padding as masked pointer loads."""
+        checks = self._checks(boundary_check)
+        if S.unwrap(padding_option) != "nan":
+            bounded = tuple(d in checks for d in range(len(self.block_shape)))
+            return S.emit(Op.DESC_LOAD, _descriptor_scalars(self.base, self.shape, self.strides, self.offsets),
+                          A.Descriptor(self.block_shape, bounded))
+        offs, mask = _index_tiles(self.block_shape, self.offsets, self.shape, self.strides, checks)
         ptrs = S.add(self.base, offs)
-        if mask is None:
-            return load(ptrs)
-        other = float("nan") if padding_option == "nan" else 0
-        return load(ptrs, mask, other)
+        return load(ptrs) if mask is None else load(ptrs, mask, float("nan"))
 
     def store(self, value: Any, boundary_check: Any) -> None:
         offs, mask = _index_tiles(self.block_shape, self.offsets, self.shape, self.strides,
@@ -311,15 +327,7 @@ class tensor_descriptor:  # noqa: N801
         if len(offs) != len(self.block_shape):
             raise S.error(f"a {len(self.block_shape)}D tensor descriptor needs {len(self.block_shape)} offsets, "
                           f"got {len(offs)}")
-        scalars = [*((s, D.int64) for s in (*self.shape, *self.strides)), *((o, D.int32) for o in offs)]
-        out = [self.base]
-        for v, dtype in scalars:
-            t = S.cast(v, dtype) if isinstance(v, tensor) else S.const(S.unwrap(v), dtype)
-            if t.shape:
-                raise S.error(f"tensor descriptor shapes, strides and offsets must be scalars, got a tile "
-                              f"of shape {list(t.shape)}")
-            out.append(t)
-        return out
+        return _descriptor_scalars(self.base, self.shape, self.strides, offs)
 
     def load(self, offsets: Any) -> tensor:
         """The ``block_shape`` tile at ``offsets``; elements outside ``shape`` read 0."""

@@ -3,6 +3,7 @@ kernel as the benchmark launches it; ``benchmarks/attention_sass.py`` compares i
 each check pins one difference from Triton's loop that ``attention_sass.py`` found, and the
 simulator runs the loop long enough for each change to matter."""
 
+import contextlib
 import re
 
 import numpy as np
@@ -14,14 +15,16 @@ from tiles.backends.base import Options
 from tiles.backends.cuda import CUDABackend, nvptx_target, toolchain
 from tiles.backends.cuda.ptx_loops import loop_events, mma_loop
 from tiles.backends.cuda.variants import lower_chosen
+from tiles.backends.lowering.tensorcore import tma_claim
 
 needs_ptxas = pytest.mark.skipif(toolchain.ptxas_path() is None, reason="ptxas is not on PATH")
 Z, H, N_CTX = 4, 32, 4096
 
 
-def attention_ptx(d, bm, bn, warps, stages, causal=False):
+def attention_ptx(d, bm, bn, warps, stages, causal=False, tma=False):
     """PTX of the attention kernel on contiguous Z x H x N_CTX x d fp16 operands: strides divisible
-    by 16, unit strides specialized to 1, fp fusion as a launch compiles it."""
+    by 16, unit strides specialized to 1, fp fusion as a launch compiles it.  Without TMA unless
+    asked: the cp.async loop is what a launch TMA cannot serve runs, and what Triton runs."""
     mod = _attention_module()
     sig = {"Q": "*fp16:16", "K": "*fp16:16", "V": "*fp16:16", "sm_scale": "fp32", "M": "*fp32:16",
            "Out": "*fp16:16"}
@@ -32,7 +35,8 @@ def attention_ptx(d, bm, bn, warps, stages, causal=False):
     sig.update(Z="i32", H="i32:16", N_CTX="i32:16")
     ir = mod.attn_fwd.compile(sig, consts, backend="cuda", num_warps=warps, num_stages=stages).ir
     options = Options(warps, stages, fp_fusion=CUDABackend.fp_fusion_default)
-    return toolchain.to_ptx(lower_chosen(ir, nvptx_target("sm_90a"), options).code, "sm_90a")
+    with contextlib.nullcontext() if tma else tma_claim.disabled():
+        return toolchain.to_ptx(lower_chosen(ir, nvptx_target("sm_90a"), options).code, "sm_90a")
 
 
 @pytest.mark.parametrize("d,bn,stages", [(64, 64, 3), (128, 128, 2)])
@@ -48,10 +52,13 @@ def test_block_pointer_addresses_advance_by_one_product_per_step(d, bn, stages):
     assert len(products) <= 2, f"{len(products)} 64-bit products per step"
 
 
-def test_d64_fits_two_programs_per_sm():
+@pytest.mark.parametrize("tma", [False, True])
+def test_d64_fits_two_programs_per_sm(tma):
     """d=64, 128x64 on 8 warps (the best configuration of both compilers): two programs per SM need
     128 registers or fewer (122 with ptxas 12.8 and 13.0; Triton's 123)."""
-    info = toolchain.ptxas_info(attention_ptx(64, 128, 64, 8, 3), "sm_90a")
+    ptx = attention_ptx(64, 128, 64, 8, 3, tma=tma)
+    assert ("cp.async.bulk.tensor" in ptx) == tma
+    info = toolchain.ptxas_info(ptx, "sm_90a")
     assert info["registers"] <= 128 and info.get("spill_stores", 0) == 0
 
 

@@ -68,6 +68,8 @@ def encode_arguments(spec: MapSpec, values: Sequence[Any], address: int | None) 
         return None
     dims = [s.of(values) for s in spec.shape]
     strides = [s.of(values) for s in spec.strides]
+    if any(strides[0] <= 0 or m.of(values) % strides[0] for m in spec.multiples):
+        return None  # the base is not the parameter itself (tma_rebase.py)
     if strides[-1] != 1 or not all(1 <= d <= 2 ** 32 for d in dims) or dims[-1] * spec.itemsize % 16:
         return None
     byte_strides = [s * spec.itemsize for s in strides[:-1]]

@@ -36,9 +36,11 @@ from ..emitter import Emitter, Handle
 from .emitter import TensorCoreEmitter
 from .plan import wgmma_fits
 from .switch import ThreadSwitch
+from .tma_rebase import rewrite_dot_loops
 from .tma_spec import MapSpec, Source, box_fits
 
 HIDDEN_PARAM = "tiles_tma_maps"
+UNBOUNDED_ROWS = 2**31 - 1  # a map's extent on an axis the access does not bound
 MAX_BOX_BYTES = 64 * 1024
 _DATA_TYPE_NAMES = frozenset({"uint8", "int8", "float8e4nv", "float8e5", "uint16", "int16", "uint32", "int32",
                               "uint64", "int64", "float16", "float32", "float64", "bfloat16"})
@@ -112,6 +114,9 @@ def spec_of(instr: Instr, kernel: Kernel, defs: dict[Value, Instr]) -> MapSpec |
     ops = descriptor_operands(instr)
     index = {p.value: i for i, p in enumerate(kernel.params)}
     base = ops.base
+    rebased = instr.attrs.rebased
+    if rebased:  # param + (a remainder the host checks is 0): tma_rebase.py
+        base = defs[base].operands[0]
     if base not in index or kernel.params[index[base]].divisibility % 16:
         return None
     elem = base.type.dtype.element  # type: ignore[union-attr]
@@ -123,6 +128,8 @@ def spec_of(instr: Instr, kernel: Kernel, defs: dict[Value, Instr]) -> MapSpec |
     ints = {v: i for v, i in index.items() if not isinstance(v.type.dtype, PointerType)}
     shape = [_source(v, ints, defs) for v in ops.shape]
     strides = [_source(v, ints, defs) for v in ops.strides]
+    if rebased:  # axis 0 is not bounded: TMA's bound must not cut the rows that follow
+        shape[0] = Source(None, UNBOUNDED_ROWS)
     if any(s is None for s in (*shape, *strides)):
         return None
     if strides[-1] != Source(None, 1):
@@ -135,7 +142,8 @@ def spec_of(instr: Instr, kernel: Kernel, defs: dict[Value, Instr]) -> MapSpec |
         assert s is not None
         if s.param is None and (s.value <= 0 or s.value * elem.itemsize % 16):
             return None
-    return MapSpec(index[base], elem.name, elem.itemsize, tuple(shape), tuple(strides), box)  # type: ignore[arg-type]
+    return MapSpec(index[base], elem.name, elem.itemsize, tuple(shape), tuple(strides), box,  # type: ignore[arg-type]
+                   multiples=rebased)
 
 
 def _candidates(kernel: Kernel) -> list[Instr]:
@@ -237,14 +245,20 @@ def claim(kernel: Kernel, emitter: Emitter, threads: int) -> Callable[[Instr], b
     wanted = config.tma() and _switch.on
     if not wanted or not isinstance(emitter, TMAEmitter) or not emitter.tma_ok():
         return lambda instr: False
+    dots = [i for i in kernel.walk() if i.op is Op.DOT]
+    wgmma = isinstance(emitter, TensorCoreEmitter) and all(wgmma_fits(emitter, d, threads // 32) for d in dots)
+    keep_only: Callable[[set[int]], None] = lambda taken: None  # noqa: E731
+    if wgmma:
+        ints = {p.value: i for i, p in enumerate(kernel.params) if not isinstance(p.value.type.dtype, PointerType)}
+        keep_only = rewrite_dot_loops(kernel, lambda v, defs: _source(v, ints, defs))
     defs = {r: i for i in kernel.walk() for r in i.results}
     candidates = _candidates(kernel)
-    dots = [i for i in kernel.walk() if i.op is Op.DOT]
-    if isinstance(emitter, TensorCoreEmitter) and all(wgmma_fits(emitter, d, threads // 32) for d in dots):
+    if wgmma:
         candidates += _dot_loop_feeds(kernel)  # the plan will run every DOT as wgmma
     info = analyze(kernel)
     taken = {id(i) for i in candidates
              if spec_of(i, kernel, defs) is not None and _innermost_offset_aligned(i, info)}
+    keep_only(taken)
     if taken:
         kernel.params.append(Param(HIDDEN_PARAM, Value(TileType(PointerType(D.int8), ()), HIDDEN_PARAM), 16))
     return lambda instr: id(instr) in taken

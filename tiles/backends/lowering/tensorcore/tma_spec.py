@@ -59,16 +59,18 @@ class MapSpec:
     strides: tuple[Source, ...]
     box: tuple[int, ...]
     swizzle: int = 0           # bytes of a swizzled row (32, 64, 128; smem.py's pattern), 0: none
+    multiples: tuple[Source, ...] = ()  # each must be a multiple of strides[0] (tma_rebase.py)
 
     def to_json(self) -> dict[str, Any]:
         return {"base": self.base, "dtype": self.dtype, "itemsize": self.itemsize, "box": list(self.box),
                 "shape": [s.to_json() for s in self.shape], "strides": [s.to_json() for s in self.strides],
-                "swizzle": self.swizzle}
+                "swizzle": self.swizzle, "multiples": [m.to_json() for m in self.multiples]}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> MapSpec:
         return cls(d["base"], d["dtype"], d["itemsize"], tuple(Source.from_json(x) for x in d["shape"]),
-                   tuple(Source.from_json(x) for x in d["strides"]), tuple(d["box"]), d.get("swizzle", 0))
+                   tuple(Source.from_json(x) for x in d["strides"]), tuple(d["box"]), d.get("swizzle", 0),
+                   tuple(Source.from_json(x) for x in d.get("multiples", ())))
 
 
 def box_fits(box: Sequence[int], itemsize: int, swizzle: int = 0) -> bool:
