@@ -8,9 +8,6 @@ its case passes (the marks are strict, so a passing case fails the run).
 """
 
 EXPECTED_FAILURES: dict[str, dict[str, str]] = {
-    # torchao's MX "floor" scaling relies on Triton-on-CUDA's saturating fp32 -> float8e4nv
-    # (cvt.rn.satfinite); tiles converts as ml_dtypes does (past 448: NaN), docs/porting-from-triton.md
-    "ao_mxfp8_quantize": {"*": "fp32 -> float8e4nv past 448 gives NaN (ml_dtypes), Triton on CUDA saturates to 448"},
 }
 
 # Cases that fail in some runs only (a race being fixed): not strict.

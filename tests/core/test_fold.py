@@ -62,6 +62,7 @@ CASES = [
     (Op.ADD, D.int8), (Op.MUL, D.int64), (Op.SUB, D.uint32), (Op.UMULHI, D.uint32),
     (Op.DIV, D.float32), (Op.MOD, D.float32), (Op.MAXIMUM, D.float32), (Op.MINIMUM_NAN, D.float64),
     (Op.MUL, D.float16), (Op.LT, D.int32), (Op.LT, D.uint32), (Op.NE, D.float32),
+    (Op.ADD, D.float8e5), (Op.MUL, D.float8e4nv),
 ]
 
 
@@ -87,7 +88,8 @@ def test_folded_constants_equal_the_run_time_result(op, dtype, rng):
 
 
 @pytest.mark.parametrize("src,dst", [(D.float32, D.int8), (D.float32, D.uint32), (D.float64, D.int64),
-                                     (D.int32, D.float16), (D.float32, D.bfloat16), (D.int64, D.int8)],
+                                     (D.int32, D.float16), (D.float32, D.bfloat16), (D.int64, D.int8),
+                                     (D.float32, D.float8e4nv), (D.float64, D.float8e5), (D.bfloat16, D.float8e5)],
                          ids=str)
 def test_folded_casts_equal_the_run_time_result(src, dst, rng):
     values = _edge_values(src) + _random_values(src, rng, 8) + ([1e10, -1e10, 255.5, -128.5] if src.is_floating else [])
@@ -106,6 +108,25 @@ def test_folded_casts_equal_the_run_time_result(src, dst, rng):
         got = np.zeros(1, dst.np)
         run(kernel, got)
         assert _same(got, want).all(), f"cast {v!r} {src}->{dst}: folded {got[0]!r}, at run time {want[0]!r}"
+
+
+def _negated_constant(value, dtype):
+    ir = IR("neg_const")
+    ir.store(ir.pointer("out", dtype), ir.emit(Op.NEG, ir.const(value, dtype, (1,))))
+    return ir.kernel()
+
+
+@pytest.mark.parametrize("dtype", [D.float8e4nv, D.float8e5, D.bfloat16], ids=str)
+def test_folding_rounds_constants_as_the_run_time_does(dtype):
+    """A constant's value is rounded once (into fp8 saturating) before it is folded, as at run time."""
+    for v in [1000.0, -1e6, np.inf, -np.inf, np.nan, 3.3, 1 + 2.0 ** -4 + 2.0 ** -40, 1 + 2.0 ** -8 + 2.0 ** -40]:
+        at_run_time, folded = np.zeros(1, dtype.np), np.zeros(1, dtype.np)
+        run(_negated_constant(v, dtype), at_run_time)
+        kernel = constant_folding(_negated_constant(v, dtype))
+        assert Op.NEG not in ops_of(kernel)
+        run(kernel, folded)
+        assert _same(folded, at_run_time).all(), \
+            f"-{v!r} in {dtype}: folded {folded[0]!r}, at run time {at_run_time[0]!r}"
 
 
 def test_folding_reaches_through_chains_and_broadcasts():

@@ -6,7 +6,8 @@ no fused multiply-add.  The tools here make every conversion and FMA round once:
 
 * ``round_to_odd_f32``: float64 -> float32 rounding *to odd*; rounding that result
   again to any format with <= 22 mantissa bits equals one correct rounding.
-* ``narrow``: float64 -> any tiles float type, round-to-nearest-even or toward zero.
+* ``narrow``: float64 -> any tiles float type, round-to-nearest-even or toward zero;
+  fp8 saturates as Triton on CUDA does (``saturate_fp8``).
 * ``fma``: ``a * b + c`` with a single rounding (Boldo & Melquiond's emulation).
 * ``round_tf32``: fp32 -> tf32 (10 mantissa bits), nearest-even, kept in fp32.
 """
@@ -85,27 +86,36 @@ def _rn_from_f64(x: np.ndarray, dst: DType) -> np.ndarray:
     return round_to_odd_f32(x).astype(dst.np)
 
 
-def narrow(x: np.ndarray, dst: DType, rounding: str = "rtne") -> np.ndarray:
-    """Round float64 values to the float type ``dst`` once ("rtne" or "rtz")."""
+def saturate_fp8(x: np.ndarray, dst: DType, keep_inf: bool = True) -> np.ndarray:
+    """``x`` with magnitudes past fp8 ``dst``'s largest finite value clipped to it (NaN kept), so
+    that rounding it saturates as Triton's ``cvt.rn.satfinite``; with ``keep_inf`` float8e5's
+    infinities stay (float8e4nv has none).  Other types: ``x``."""
+    if not dst.is_fp8:
+        return x
+    big = float(dst.max())
+    clipped = np.clip(x, -big, big)
+    if keep_inf and dst == dtypes.float8e5:
+        return np.where(np.isinf(x), x, clipped)
+    return clipped
+
+
+def narrow(x: np.ndarray, dst: DType, rounding: str = "rtne", inf_to_max: bool = False) -> np.ndarray:
+    """Round float64 values to the float type ``dst`` once ("rtne" or "rtz").  fp8 saturates: a
+    finite value past the largest gives the largest; so does an infinity with ``inf_to_max`` when
+    rounding to nearest (a cast, as Triton's ``cvt.rn.satfinite``), else it stays infinite where the
+    type has infinities (float8e5)."""
     with np.errstate(all="ignore"):
-        x = np.asarray(x, _F64)
+        x = saturate_fp8(np.asarray(x, _F64), dst, keep_inf=rounding == "rtz" or not inf_to_max)
         r = np.asarray(_rn_from_f64(x, dst))
         if rounding != "rtz" or dst == dtypes.float64:
             return r
         rv = r.astype(_F64)
-        finite = np.isfinite(x)
-        too_big = finite & (np.abs(rv) > np.abs(x))  # includes finite -> inf
-        nan_from_finite = finite & np.isnan(rv)  # float8e4nv has no inf: overflow is NaN
-        if not (too_big.any() or nan_from_finite.any()):
+        too_big = np.isfinite(x) & (np.abs(rv) > np.abs(x))  # includes finite -> inf
+        if not too_big.any():
             return r
         udt = _UINT_OF_SIZE[dst.itemsize]
         bits = np.ascontiguousarray(r).view(udt)
-        bits = np.where(too_big, bits - udt.type(1), bits)
-        out = bits.view(dst.np)
-        if nan_from_finite.any():
-            big = np.copysign(float(dst.max()), x)
-            out = np.where(nan_from_finite, big.astype(dst.np), out)
-        return out
+        return np.where(too_big, bits - udt.type(1), bits).view(dst.np)
 
 
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dst: DType) -> np.ndarray:

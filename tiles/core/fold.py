@@ -61,7 +61,7 @@ def _fold(instr: Instr, values: list[A.Const]) -> A.Const | None:
     if instr.op is Op.BROADCAST:
         return A.Const(values[0].value, values[0].dtype, rt.shape)
     try:
-        args = [np.array(c.value, dtype=c.dtype.np) for c in values]
+        args = [semantics.constant(c.value, c.dtype).reshape(()) for c in values]
         with np.errstate(all="ignore"):
             out = semantics.apply(instr.op, instr.attrs, args, rt.with_shape(()))
     except Exception:  # anything the scalar rules refuse stays for run time

@@ -19,7 +19,10 @@ Rules (docs/interpreter.md lists them as text):
 * MAXIMUM/MINIMUM: a NaN operand loses (fmax/fmin); the *_NAN variants propagate it.
 * CAST: floats round to nearest even (or toward zero for fp_downcast_rounding
   "rtz"); float -> int truncates toward zero and saturates, NaN -> 0; to int1 is
-  ``!= 0``; fp8 follows ml_dtypes (float8e4nv has no inf: overflow gives NaN).
+  ``!= 0``.
+* fp8 saturates (``floats.narrow``): a cast to nearest as Triton's ``cvt.rn.satfinite`` (past the
+  largest finite value, and +-inf, give +-max; NaN stays NaN); other roundings into fp8 (toward
+  zero, arithmetic results, constants) saturate finite values but keep float8e5's infinities.
 """
 
 from __future__ import annotations
@@ -87,7 +90,8 @@ def _back(r: np.ndarray, like: np.dtype) -> np.ndarray:
     """Round a float32/float64 result back to the operand's float type."""
     if r.dtype == like:
         return r
-    return floats.narrow(r, dtypes.from_numpy(like)) if r.dtype == _F64 else r.astype(like)
+    d = dtypes.from_numpy(like)
+    return floats.narrow(r, d) if r.dtype == _F64 or d.is_fp8 else r.astype(like)
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -291,7 +295,9 @@ def _math_fn(attrs: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
     fn = mathfns.FUNCTIONS[attrs.name]
     wide = args if fn.native else [a.astype(_F64) if _is_float(a) else a for a in args]
     out = np.asarray(fn.ref(*wide))
-    return out.astype(rt.element.np) if out.dtype != rt.element.np else out
+    if out.dtype == rt.element.np:
+        return out
+    return floats.saturate_fp8(out, rt.element, keep_inf=True).astype(rt.element.np)
 
 
 @_impl(Op.ISNAN)
@@ -321,7 +327,17 @@ def convert(a: np.ndarray, dst: DType, rounding: str = "rtne") -> np.ndarray:
             return _float_to_int(a.astype(_F64), dst)
         if dst.np in _NATIVE_FLOATS and dst.mantissa >= src.mantissa:
             return _wide(a).astype(dst.np)  # widening: exact
-        return floats.narrow(_wide(a).astype(_F64), dst, rounding)
+        return floats.narrow(_wide(a).astype(_F64), dst, rounding, inf_to_max=True)
+
+
+def constant(value: bool | int | float, dtype: DType) -> np.ndarray:
+    """CONST: ``value`` as a one-element array of ``dtype``: an integer wraps; a float rounds once,
+    into fp8 saturating but keeping float8e5's infinities (``floats.narrow``)."""
+    if dtype.is_bool:
+        return np.array([bool(value)])
+    if dtype.is_int:
+        return convert(np.array([int(value) & ((1 << dtype.bits) - 1)], np.uint64), dtype)
+    return floats.narrow(np.array([float(value)], _F64), dtype)
 
 
 def _float_to_int(t: np.ndarray, dst: DType) -> np.ndarray:

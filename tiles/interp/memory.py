@@ -494,12 +494,5 @@ class Memory:
 
 def _scalar(value: Any, dtype: Any) -> np.ndarray:
     """A non-pointer argument as a uniform (1,) array of its parameter type."""
-    from ..core.semantics import convert  # local: semantics is heavier than memory
-    if dtype.is_bool:
-        return np.array([bool(value)])
-    if dtype.is_int:
-        v = int(value) & ((1 << dtype.bits) - 1)
-        if dtype.is_signed and v >= 1 << (dtype.bits - 1):
-            v -= 1 << dtype.bits
-        return np.array([v], dtype.np)
-    return convert(np.array([float(value)], np.float64), dtype)
+    from ..core.semantics import constant  # local: semantics is heavier than memory
+    return constant(value, dtype)

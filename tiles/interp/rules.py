@@ -18,7 +18,6 @@ from ..core.dtypes import DType
 from ..core.errors import KernelRuntimeError
 from ..core.ir import Instr
 from ..core.ops import Op
-from ..core.semantics import convert
 from .context import Ctx
 from .memory import DeferredPtr, addresses
 from .reductions import REDUCTION_RULES
@@ -56,12 +55,7 @@ def _const(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarra
     a: Const = instr.attrs
 
     def make() -> np.ndarray:
-        if a.dtype.is_bool:
-            one = np.array([bool(a.value)])
-        elif a.dtype.is_int:
-            one = convert(np.array([int(a.value) & ((1 << a.dtype.bits) - 1)], np.uint64), a.dtype)
-        else:
-            one = convert(np.array([float(a.value)], np.float64), a.dtype)
+        one = semantics.constant(a.value, a.dtype)
         return np.broadcast_to(one.reshape((1,) * (len(a.shape) + 1)), (1, *a.shape))
     return _cached(ctx, instr, make)
 

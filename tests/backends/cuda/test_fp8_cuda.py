@@ -1,5 +1,6 @@
 """float8 on CUDA (sm_89+): loads, stores, conversions and arithmetic through float32, against the
-interpreter bit for bit (overflow gives NaN for e4m3 and infinity for e5m2, as ml_dtypes does)."""
+interpreter bit for bit (saturating as Triton's ``cvt.rn.satfinite``; tests/language/test_fp8_saturation.py
+has the edge values on every backend)."""
 
 import ml_dtypes
 import numpy as np
@@ -33,6 +34,13 @@ def fp8_ops(x_ptr, a_ptr, b_ptr, down_ptr, up_ptr, sum_ptr, prod_ptr, neg_ptr, l
     tl.store(lt_ptr + offs, a < b, mask=mask)
 
 
+@tiles.jit
+def fp8_cast(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, x.to(out_ptr.dtype.element_ty), mask=offs < n)
+
+
 def _args(fmt, n, seed):
     rng = np.random.default_rng(seed)
     dt = FP8[fmt]
@@ -49,6 +57,24 @@ def test_fp8_ptx(fmt):
     ir = fp8_ops.warmup(*_args(fmt, 300, 0), BLOCK=128, backend="cuda", num_warps=4).ir
     ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(4, 1)), "sm_90a")
     assert f"cvt.rn.satfinite.{fmt}x2.f32" in ptx and f"cvt.rn.f16x2.{fmt}x2" in ptx
+    if not toolchain.ptxas_path():
+        pytest.skip("ptxas not installed: PTX not assembled")
+    assert toolchain.ptxas_info(ptx, "sm_90a").get("registers", 0) > 0
+
+
+@pytest.mark.parametrize("src", [np.float32, np.float16])
+@pytest.mark.parametrize("fmt", ["e4m3", "e5m2"])
+def test_fp8_cast_is_cvt_satfinite_alone(fmt, src):
+    """A cast saturates as Triton's does: the cvt.rn.satfinite result as it is, no overflow fix-up."""
+    x, out = np.ones(100, src), np.zeros(100, FP8[fmt])
+    ir = fp8_cast.warmup(x, out, 100, BLOCK=128, backend="interpreter").ir
+    llvm = lower_kernel(ir, nvptx_target("sm_90a"), Options(4, 1))
+    assert f"cvt.rn.satfinite.{fmt}x2.f32" in llvm and "fcmp" not in llvm and "select" not in llvm
+    try:
+        ptx = toolchain.to_ptx(llvm, "sm_90a")
+    except Exception as e:  # llvmlite built without the NVPTX target
+        pytest.skip(f"no NVPTX code generation here: {e}")
+    assert f"cvt.rn.satfinite.{fmt}x2.f32" in ptx
     if not toolchain.ptxas_path():
         pytest.skip("ptxas not installed: PTX not assembled")
     assert toolchain.ptxas_info(ptx, "sm_90a").get("registers", 0) > 0

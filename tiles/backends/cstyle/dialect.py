@@ -15,7 +15,8 @@ from ...core.ops import Op
 
 # Floats narrower than 32 bits, held in float registers and rounded after every op: the prefix
 # of the helpers the prelude defines for each (tiles_round_<p>[_rtz], tiles_round_<p>_d[_rtz]
-# from double, tiles_<p>_bits and tiles_<p>_from_bits between a register and memory).
+# from double, tiles_<p>_bits and tiles_<p>_from_bits between a register and memory; for fp8 also
+# tiles_round_<p>_satfinite and tiles_round_<p>_d_satfinite, the casts to nearest, and no plain _d).
 NARROW_FLOATS: Mapping[DType, str] = {D.float16: "f16", D.bfloat16: "bf16", D.float8e4nv: "f8e4",
                                       D.float8e5: "f8e5"}
 

@@ -225,14 +225,12 @@ class CStyleEmitter(CMemory, Emitter):
             return self._tmp(t, self._narrow_double(a, dst, rounding))
         if dst == D.float32:  # from a narrower float: already a float
             return a
-        suffix = "_rtz" if rounding == "rtz" else ""
-        return self._tmp(t, f"tiles_round_{NARROW_FLOATS[dst]}{suffix}({a})")
+        return self._tmp(t, f"tiles_round_{NARROW_FLOATS[dst]}{_cast_suffix(dst, rounding)}({a})")
 
     def _narrow_double(self, a: str, dst: DType, rounding: str) -> str:
         if dst == D.float32:
             return self.d.double_to_float_rtz.format(a=a) if rounding == "rtz" else f"(float)({a})"
-        suffix = "_rtz" if rounding == "rtz" else ""
-        return f"tiles_round_{NARROW_FLOATS[dst]}_d{suffix}({a})"
+        return f"tiles_round_{NARROW_FLOATS[dst]}_d{_cast_suffix(dst, rounding)}({a})"
 
     def bitcast(self, a: Handle, src: ScalarType, dst: ScalarType) -> Handle:
         if isinstance(dst, PointerType):
@@ -342,6 +340,11 @@ class CStyleEmitter(CMemory, Emitter):
 
     def unsupported(self, what: str, loc: Loc) -> UnsupportedError:
         return UnsupportedError(f"{what} is not supported by the {self.d.name} backend", loc)
+
+
+def _cast_suffix(dst: DType, rounding: str) -> str:
+    """The prelude's helper of a cast: ``_rtz``; to nearest into fp8 ``_satfinite`` (infinities too)."""
+    return "_rtz" if rounding == "rtz" else "_satfinite" if dst.is_fp8 else ""
 
 
 def float_literal(value: float, dt: DType) -> str:

@@ -2,10 +2,10 @@
 
 An fp8 value is held as its byte (``i8``).  Conversions go through PTX's paired converters: fp8 ->
 float16 is exact (``cvt.rn.f16x2.e4m3x2``), then the usual casts; anything -> float32 -> fp8
-rounds to nearest even (``cvt.rn.satfinite.e4m3x2.f32``), and values past the format's largest
-finite number give what the interpreter (ml_dtypes) gives, NaN for e4m3 (it has no infinity) and
-infinity for e5m2, instead of PTX's saturation.  Arithmetic computes in float32 and rounds back
-once, as the interpreter does.
+rounds to nearest even and saturates (``cvt.rn.satfinite.e4m3x2.f32``, as Triton): past the
+format's largest finite value, and +-inf, give +-that value; NaN gives NaN.  Arithmetic computes
+in float32 and rounds back once with the same instruction, but an infinite result stays infinite
+in e5m2, as the interpreter does (``floats.narrow``).
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from ...core.dtypes import DType, ScalarType
 from ...core.errors import UnsupportedError
 from ...core.mathfns import MathFunction
 from ...core.ops import COMPARISON, Op
+from ...core.semantics import constant
 from ..llvm.builder import LLVMBuilder, Reg
 from .mma_ops import sm_version
 
 _PTX_NAME = {"float8e4nv": "e4m3", "float8e5": "e5m2"}
-# |x| from which rounding leaves the format, and the byte (without sign) that overflow gives
-_OVERFLOW = {"float8e4nv": (464.0, "ogt", 0x7F), "float8e5": (61440.0, "oge", 0x7C)}
 
 
 def is_fp8(dtype: Any) -> bool:
@@ -43,7 +42,8 @@ class PTXFloat8Ops(LLVMBuilder):
 
     def constant(self, value: bool | int | float, dtype: DType) -> Reg:
         if is_fp8(dtype):
-            return Reg(str(int(np.array(value, dtype.np).view(np.int8))), "i8")
+            byte = constant(value, dtype).view(np.int8)[0]
+            return Reg(str(int(byte)), "i8")
         return super().constant(value, dtype)
 
     def _fp8_to_half(self, a: Reg, src: DType) -> Reg:
@@ -53,20 +53,18 @@ class PTXFloat8Ops(LLVMBuilder):
         low = self._val("i16", f"trunc {pair} to i16")
         return self._val("half", f"bitcast {low} to half")
 
-    def _float_to_fp8(self, x: Reg, dst: DType) -> Reg:
-        """``x`` (float) rounded to ``dst``."""
+    def _float_to_fp8(self, x: Reg, dst: DType, keep_inf: bool = True) -> Reg:
+        """``x`` (float) rounded to ``dst``, saturating; with ``keep_inf`` e5m2 keeps infinities."""
         self._need_fp8()
         pair = self._val("i16", f'call i16 asm "cvt.rn.satfinite.{_PTX_NAME[dst.name]}x2.f32 $0, $1, $2;", '
                                 f'"=h,f,f"(float 0.0, {x})')
         byte = self._val("i8", f"trunc {pair} to i8")
-        limit, cmp, code = _OVERFLOW[dst.name]
+        if not keep_inf or dst != D.float8e5:
+            return byte
         ax = self._call("llvm.fabs.f32", "float", [x])
-        over = self._val("i1", f"fcmp {cmp} {ax}, {float(limit)!r}")
-        bits = self._val("i32", f"bitcast {x} to i32")
-        sign = self._val("i8", f"trunc {self._val('i32', f'lshr {bits}, 24')} to i8")
-        sign = self._val("i8", f"and {sign}, -128")
-        big = self._val("i8", f"or {sign}, {code}")
-        return self._val("i8", f"select {over}, {big}, {byte}")
+        inf = self._val("i1", f"fcmp oeq {ax}, 0x7FF0000000000000")
+        infinity = self._val("i8", f"or {self._val('i8', f'and {byte}, -128')}, 124")  # satfinite kept the sign
+        return self._val("i8", f"select {inf}, {infinity}, {byte}")
 
     def _widen_fp8(self, a: Reg, dtype: DType) -> Reg:
         return self._val("float", f"fpext {self._fp8_to_half(a, dtype)} to float")
@@ -80,7 +78,7 @@ class PTXFloat8Ops(LLVMBuilder):
         if rounding == "rtz":
             raise UnsupportedError(f"fp_downcast_rounding='rtz' to {dst} is not supported on cuda")
         x = a if src == D.float32 else self.cast(a, src, D.float32)
-        return self._float_to_fp8(x, dst)
+        return self._float_to_fp8(x, dst, keep_inf=False)
 
     def binary(self, op: Op, a: Any, b: Any, dtype: ScalarType) -> Reg:
         if not is_fp8(dtype):

@@ -64,8 +64,9 @@ inline float tiles_round_bf16_rtz(float x) {
 inline float tiles_bf16_from_bits(ushort b) { return as_float((uint)b << 16); }
 inline ushort tiles_bf16_bits(float x) { return (ushort)(as_uint(x) >> 16); }
 /* fp8 with `mbits` mantissa bits and exponent bias `bias`; `fn`: e4m3fn (no infinity, NaN is
-   S.1111.111, overflow gives NaN); otherwise e5m2 (IEEE-like).  As ml_dtypes converts (NaN
-   decodes to the quiet NaN 0x7fc00000 with the byte's sign). */
+   S.1111.111); otherwise e5m2 (IEEE-like).  NaN decodes to the quiet NaN 0x7fc00000 with the
+   byte's sign, as ml_dtypes does.  Encoding saturates as floats.narrow: a finite value past the
+   largest gives the largest; infinities too with `sat_inf` (a cast to nearest: PTX's satfinite). */
 inline float tiles_f8_decode(uchar b, int mbits, int bias, bool fn) {
   int e = (b & 0x7f) >> mbits, m = b & ((1 << mbits) - 1);
   float v;
@@ -74,13 +75,12 @@ inline float tiles_f8_decode(uchar b, int mbits, int bias, bool fn) {
   else v = ldexp((float)(m | (1 << mbits)), e - bias - mbits);
   return (b & 0x80) ? -v : v;
 }
-inline uchar tiles_f8_encode(float x, int mbits, int bias, bool fn, bool rtz) {
+inline uchar tiles_f8_encode(float x, int mbits, int bias, bool fn, bool rtz, bool sat_inf) {
   uchar sign = (uchar)((as_uint(x) >> 24) & 0x80);
   if (isnan(x)) return sign | (fn ? 0x7f : 0x7e);
-  if (isinf(x)) return sign | (fn ? 0x7f : 0x7c);
+  if (!fn && !sat_inf && isinf(x)) return sign | 0x7c;
   float a = fabs(x);
-  if (rtz) { if (a > (fn ? 448.0f : 57344.0f)) return sign | (fn ? 0x7e : 0x7b); }
-  else if (fn ? a > 464.0f : a >= 61440.0f) return sign | (fn ? 0x7f : 0x7c);
+  if (a > (fn ? 448.0f : 57344.0f)) return sign | (fn ? 0x7e : 0x7b);
   if (a < ldexp(1.0f, 1 - bias)) {  /* zero or subnormal: a whole number of the smallest step */
     float q = a * ldexp(1.0f, mbits + bias - 1);
     return sign | (uchar)(rtz ? trunc(q) : rint(q));
@@ -92,13 +92,17 @@ inline uchar tiles_f8_encode(float x, int mbits, int bias, bool fn, bool rtz) {
   return sign | (uchar)((e << mbits) | (u & ((1u << mbits) - 1u)));
 }
 inline float tiles_f8e4_from_bits(uchar b) { return tiles_f8_decode(b, 3, 7, true); }
-inline uchar tiles_f8e4_bits(float x) { return tiles_f8_encode(x, 3, 7, true, false); }
+inline uchar tiles_f8e4_encode(float x, bool rtz) { return tiles_f8_encode(x, 3, 7, true, rtz, true); }
+inline uchar tiles_f8e4_bits(float x) { return tiles_f8e4_encode(x, false); }
 inline float tiles_round_f8e4(float x) { return tiles_f8e4_from_bits(tiles_f8e4_bits(x)); }
-inline float tiles_round_f8e4_rtz(float x) { return tiles_f8e4_from_bits(tiles_f8_encode(x, 3, 7, true, true)); }
+inline float tiles_round_f8e4_satfinite(float x) { return tiles_round_f8e4(x); }
+inline float tiles_round_f8e4_rtz(float x) { return tiles_f8e4_from_bits(tiles_f8e4_encode(x, true)); }
 inline float tiles_f8e5_from_bits(uchar b) { return tiles_f8_decode(b, 2, 15, false); }
-inline uchar tiles_f8e5_bits(float x) { return tiles_f8_encode(x, 2, 15, false, false); }
+inline uchar tiles_f8e5_encode(float x, bool rtz, bool sat) { return tiles_f8_encode(x, 2, 15, false, rtz, sat); }
+inline uchar tiles_f8e5_bits(float x) { return tiles_f8e5_encode(x, false, false); }
 inline float tiles_round_f8e5(float x) { return tiles_f8e5_from_bits(tiles_f8e5_bits(x)); }
-inline float tiles_round_f8e5_rtz(float x) { return tiles_f8e5_from_bits(tiles_f8_encode(x, 2, 15, false, true)); }
+inline float tiles_round_f8e5_satfinite(float x) { return tiles_f8e5_from_bits(tiles_f8e5_encode(x, false, true)); }
+inline float tiles_round_f8e5_rtz(float x) { return tiles_f8e5_from_bits(tiles_f8e5_encode(x, true, false)); }
 """
 
 PRELUDE_FP64 = """\
@@ -117,8 +121,8 @@ inline float tiles_round_odd_f32(double d) {
 }
 inline float tiles_round_f16_d(double d) { return tiles_round_f16(tiles_round_odd_f32(d)); }
 inline float tiles_round_f16_d_rtz(double d) { return tiles_round_f16_rtz(convert_float_rtz(d)); }
-inline float tiles_round_f8e4_d(double d) { return tiles_round_f8e4(tiles_round_odd_f32(d)); }
+inline float tiles_round_f8e4_d_satfinite(double d) { return tiles_round_f8e4(tiles_round_odd_f32(d)); }
 inline float tiles_round_f8e4_d_rtz(double d) { return tiles_round_f8e4_rtz(convert_float_rtz(d)); }
-inline float tiles_round_f8e5_d(double d) { return tiles_round_f8e5(tiles_round_odd_f32(d)); }
+inline float tiles_round_f8e5_d_satfinite(double d) { return tiles_round_f8e5_satfinite(tiles_round_odd_f32(d)); }
 inline float tiles_round_f8e5_d_rtz(double d) { return tiles_round_f8e5_rtz(convert_float_rtz(d)); }
 """
