@@ -11,12 +11,7 @@ EXPECTED_FAILURES: dict[str, dict[str, str]] = {
 }
 
 # Cases that fail in some runs only (a race being fixed): not strict.
-INTERMITTENT_FAILURES: dict[str, dict[str, str]] = {
-    # pocl only (NVIDIA's OpenCL passes): since the float16 helpers became integer code (75453e5) the
-    # expert -1 block's zero stores land in other rows' odd columns on pocl; the generated kernel body
-    # is unchanged and correct, and storing with vstore_half instead does not help.  To find.
-    "vllm_fused_moe": {"opencl": "pocl: the expert -1 block's float16 stores land in other rows (2026-12-02)"},
-}
+INTERMITTENT_FAILURES: dict[str, dict[str, str]] = {}
 
 
 def reason(table: dict[str, dict[str, str]], name: str, backend: str) -> str | None:

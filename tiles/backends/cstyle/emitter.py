@@ -303,14 +303,30 @@ class CStyleEmitter(CMemory, Emitter):
                 then: Callable[[], list[Handle]],
                 otherwise: Callable[[], list[Handle]]) -> list[Handle]:
         names = [self._decl(self.reg(dt)) for dt in result_types]
-        for i, branch in enumerate((then, otherwise)):
-            self._line(f"if ({cond}) {{" if i == 0 else "} else {")
-            self.indent += 1
-            for n, h in zip(names, branch()):
-                self._line(f"{n} = {h};")
-            self.indent -= 1
+        self._line(f"if ({cond}) {{")
+        first = self._branch(names, then)
+        split = len(self.lines)
+        self._line("} else {")
+        second = self._branch(names, otherwise)
         self._line("}")
+        if first and second and any(line.strip() == self.d.barrier for line in first + second):
+            # Branches that hold barriers (so ``cond`` is uniform) become ``if (c) {..} barrier;
+            # if (!c) {..}``.  Under a plain else, clang sinks what both branches end with (a
+            # masked store) into a block they share, and pocl's work-item loops then take that
+            # block's per-work-item branch as uniform: work-item 0's mask decided for the whole
+            # work-group (vLLM's fused MoE).  The barrier stops clang threading the ifs together.
+            pad = "  " * self.indent
+            self.lines[split:split + 1] = [f"{pad}}}", f"{pad}{self.d.barrier}", f"{pad}if (!({cond})) {{"]
         return names
+
+    def _branch(self, names: Sequence[str], body: Callable[[], list[Handle]]) -> list[str]:
+        """Emit ``body`` one level in, assigning its results to ``names``; the lines it took."""
+        start = len(self.lines)
+        self.indent += 1
+        for n, h in zip(names, body()):
+            self._line(f"{n} = {h};")
+        self.indent -= 1
+        return self.lines[start:]
 
     def when(self, cond: Handle, body: Callable[[], None]) -> None:
         self._line(f"if ({cond}) {{")
