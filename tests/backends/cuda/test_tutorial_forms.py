@@ -2,6 +2,7 @@
 wrapped with ``%``, K masks, grouped program order) takes the wgmma + cp.async path: PTX for
 sm_90a, the numpy simulator everywhere, numerics on a GPU."""
 
+import contextlib
 import re
 
 import numpy as np
@@ -13,6 +14,7 @@ import tiles.language as tl
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
 from tiles.backends.cuda.emitter import lower_kernel
+from tiles.backends.lowering.tensorcore import tma_claim
 
 rng = np.random.default_rng(13)
 
@@ -378,16 +380,21 @@ def _attention_case(n, d, causal):
     return args, o, want
 
 
+@pytest.mark.parametrize("tma", [True, False])
 @pytest.mark.parametrize("causal", [False, True])
-def test_tutorial_attention_pipelines_k_as_rows(causal):
-    """K comes as a (HEAD_DIM, BLOCK_N) block pointer with order (0, 1): the load is rebuilt
-    transposed (lowering/transpose_loads.py) so K and V stream through cp.async stages."""
+def test_tutorial_attention_pipelines_k_as_rows(causal, tma):
+    """K comes as a (HEAD_DIM, BLOCK_N) block pointer with order (0, 1): it is staged as the
+    transpose of a row-read block, K and V through TMA stages (tensorcore/tma_rebase.py) or,
+    without TMA, through cp.async stages (lowering/transpose_loads.py)."""
     mod = _attention_module()
     args, _, _ = _attention_case(256, 64, causal)
     ir = mod.attn_fwd.warmup(*args, backend="cuda", HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64,
                              STAGE=3 if causal else 1, num_warps=8, num_stages=3).ir
-    ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(8, 3)), "sm_90a")
-    assert "wgmma.mma_async" in ptx and "cp.async.cg.shared.global" in ptx
+    with contextlib.nullcontext() if tma else tma_claim.disabled():
+        ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(8, 3)), "sm_90a")
+    copies = "cp.async.bulk.tensor.2d" if tma else "cp.async.cg.shared.global"
+    assert "wgmma.mma_async" in ptx and copies in ptx
+    assert ("cp.async.cg.shared.global" in ptx) != tma
 
 
 @pytest.mark.parametrize("causal", [False, True])
