@@ -119,20 +119,25 @@ def _dot(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         rows.append(lw.idx(lw.iop(Op.MUL, row, k)))
         cols.append(lw.idx(lw.iop(Op.ADD, lw.iop(Op.MUL, bat, k * n), col)))
 
+    # a narrow float result is accumulated in float32 and rounded once, as the interpreter's
+    # float64 sum is (rounding every product's sum to float16 cost 4x its error)
+    sum_dt = D.float32 if out_dt.is_floating and out_dt.bits < 32 else out_dt
+
     def step(kk: Handle, accs: list[Handle]) -> list[Handle]:
         out = []
         for j, c in enumerate(accs):
             x = e.local_load(0, e.binary(Op.ADD, rows[j], kk, D.int32), adt)
             y = e.local_load(a_size, e.binary(Op.ADD, cols[j], e.binary(
                 Op.MUL, kk, lw.const(n, D.int32), D.int32), D.int32), adt)
-            if adt != out_dt:
-                x, y = e.cast(x, adt, out_dt), e.cast(y, adt, out_dt)
-            if out_dt.is_floating:
-                out.append(e.fma(x, y, c, out_dt))
+            if adt != sum_dt:
+                x, y = e.cast(x, adt, sum_dt), e.cast(y, adt, sum_dt)
+            if sum_dt.is_floating:
+                out.append(e.fma(x, y, c, sum_dt))
             else:
-                out.append(e.binary(Op.ADD, c, e.binary(Op.MUL, x, y, out_dt), out_dt))
+                out.append(e.binary(Op.ADD, c, e.binary(Op.MUL, x, y, sum_dt), sum_dt))
         return out
+    start = [h if sum_dt == out_dt else e.cast(h, out_dt, sum_dt) for h in lw.env[acc]]
     res = e.for_range(lw.const(0, D.int32), lw.const(k, D.int32), lw.const(1, D.int32), D.int32,
-                      [(h, out_dt) for h in lw.env[acc]], lw.in_scope(step))
+                      [(h, sum_dt) for h in start], lw.in_scope(step))
     e.barrier()
-    return [res]
+    return [res if sum_dt == out_dt else [e.cast(h, sum_dt, out_dt) for h in res]]

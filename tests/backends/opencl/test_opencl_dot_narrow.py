@@ -1,0 +1,38 @@
+"""``tl.dot`` with a float16 result on OpenCL: the sum is carried in float32 and rounded
+once, as the interpreter's is, not rounded after every product."""
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+from tiles.backends import registry
+
+ok, why = registry.status("opencl")
+pytestmark = pytest.mark.skipif(not ok, reason=f"OpenCL backend unavailable: {why}")
+
+
+@tiles.jit
+def narrow_dot(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr, OUT: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    acc = tl.load(c_ptr + rm[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, acc, out_dtype=OUT))
+
+
+def test_float16_result_is_rounded_once(rng):
+    m, n, k = 16, 16, 128
+    a = (rng.standard_normal((m, k)) * 2).astype(np.float16)
+    b = (rng.standard_normal((k, n)) * 2).astype(np.float16)
+    c0 = (rng.standard_normal((m, n)) * 50).astype(np.float16)
+    want = (a.astype(np.float64) @ b.astype(np.float64) + c0.astype(np.float64)).astype(np.float32)
+    results = {}
+    for backend in ("interpreter", "opencl"):
+        c = c0.copy()
+        narrow_dot[(1,)](a, b, c, M=m, N=n, K=k, OUT=tl.float16, backend=backend)
+        results[backend] = c.astype(np.float32)
+    ulp = np.abs(np.spacing(want.astype(np.float16))).astype(np.float32)
+    err = {name: np.abs(got - want) / ulp for name, got in results.items()}
+    assert err["interpreter"].max() <= 0.5 + 1e-6  # one rounding of the exact sum
+    assert err["opencl"].max() <= 1.0, f"{err['opencl'].max():.1f} ulp"  # float32 sum, rounded once
