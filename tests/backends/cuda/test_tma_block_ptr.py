@@ -203,6 +203,28 @@ def test_block_pointer_attention_matches_torch(tma_on, monkeypatch, pad, causal)
 
 
 @needs_gpu
+def test_a_launch_whose_heads_are_not_whole_rows_runs_without_tma(tma_on, monkeypatch):
+    """The same shapes and strides as a launch TMA served, but heads 16 elements apart from
+    whole rows: the maps' check differs, so this launch must not reuse the first one's maps."""
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TILES_CUDA_ARCH", "")
+    z, h, n_ctx, d = 1, 2, 256, 64
+    gen = torch.Generator(device="cuda").manual_seed(11)
+    for pad in (0, 16):
+        head = n_ctx * d + pad
+        q, k, v = (torch.randn(z * h * head, device="cuda", generator=gen).half() for _ in range(3))
+        o = torch.full_like(q, float("nan"))
+        block_attention[(n_ctx // 128, z * h)](q, k, v, o, 0.125, h * head, head, d, 1, h, n_ctx, HEAD_DIM=d,
+                                               BLOCK_M=128, BLOCK_N=64, CAUSAL=False, num_warps=8,
+                                               num_stages=3, backend="cuda")
+
+        def heads(x, head=head):
+            return x.view(z * h, head)[:, :n_ctx * d].reshape(z, h, n_ctx, d).float()
+        want = torch.nn.functional.scaled_dot_product_attention(heads(q), heads(k), heads(v), scale=0.125)
+        torch.testing.assert_close(heads(o), want, atol=2e-2, rtol=2e-2)
+
+
+@needs_gpu
 def test_block_pointer_matmul_matches_torch(tma_on, monkeypatch):
     torch = pytest.importorskip("torch")
     monkeypatch.setenv("TILES_CUDA_ARCH", "")

@@ -54,7 +54,7 @@ def with_tensor_maps(compiled: CompiledKernel, plan: Plan, make: Callable[[Compi
         by_param = [values[i] for i, *_ in plan]
         places = [runtime.device_address(LaunchArg(plan[s.base][1], by_param[s.base], True))
                   for s in specs]
-        key = tuple((None if p is None else p[0], *(x.of(by_param) for x in (*s.shape, *s.strides)))
+        key = tuple((None if p is None else p[0], *(x.of(by_param) for x in (*s.shape, *s.strides, *s.multiples)))
                     for s, p in zip(specs, places))
         address = known.get(key)
         if address is None:
