@@ -1,16 +1,18 @@
 """Barriers out of run-time conditionals: the C-style emitter's ``if`` blocks, split at each barrier.
 
 A tile IR ``if`` has a scalar condition, the same in every thread of a program, so its branch
-may hold work-group barriers (a reduction's exchange through local memory).  pocl compiles a
-barrier under a conditional by replicating the code that follows it, once per such barrier, and
-a ``tl.static_range`` loop whose body is ``if i < n:`` around reductions unrolls into dozens of
-them: Liger's attention residuals with 4 blocks took over 5 minutes to compile.  Here a barrier
-reached inside open ``if`` blocks closes them, is emitted unconditionally, and reopens them:
+may hold work-group barriers (a reduction's exchange through local memory).  pocl's work-group
+compiler copies the code that follows a barrier under a conditional (its barrier tail
+replication), and its compile time grows far faster than the number of such barriers: a
+``tl.static_range`` whose body is ``if i < n:`` around reductions unrolls into dozens of them
+(Liger's attention residuals: a 4-block forward took 66 s to compile, 8 blocks over 10 minutes).
+Here a barrier reached inside open ``if`` blocks closes them, is emitted unconditionally, and
+reopens them:
 
     if (c) { A; barrier; B; }   ->   if (c) { A; } barrier; if (c) { B; }
 
-which is the same program when ``c`` is uniform (every thread takes the barrier either way, and
-only where all of them would have).  Variables declared inside the blocks are then declared
+which computes the same when ``c`` is uniform: all threads take each barrier together, now also
+when ``c`` is false, where it only costs a wait.  Variables declared inside the blocks are then declared
 before the outermost one, so that ``B`` still sees ``A``'s; until a block meets a barrier its
 declarations stay where they are, and code without barriers under an ``if`` is unchanged.
 
