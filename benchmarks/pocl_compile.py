@@ -8,6 +8,9 @@ work-group code) and the size of the generated OpenCL C.  ``--before REF`` runs 
 cases, side by side in this run, on the tiles of a git commit (exported to a temp folder).
 
     python benchmarks/pocl_compile.py --before 333f4c2 [--cases matmul,attention] [--timeout 600]
+
+The ``attn_res MAX_BLOCKS=n`` cases run ``liger2_attn_res``'s forward and backward with
+``n - n // 4`` blocks (a tl.static_range of n whose body's reductions sit under a run-time ``if``).
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ EXAMPLES = {p.stem.split("_", 1)[1]: p for p in sorted((ROOT / "examples").glob(
 CORPUS = ["tut02_fused_softmax", "tut03_matmul_swizzle2d", "tut05_layer_norm_fwd", "liger_rms_norm",
           "liger_cross_entropy", "fg_topk", "fla_chunk_scan_dot", "tut06_fused_attention"]
 BIG_ADD_BLOCKS = [2**16, 2**20]
+ATTN_RES_MAX_BLOCKS = [1, 2, 4, 8]  # liger2_attn_res: reductions under a run-time if in a static_range
 
 CHILD = r"""
 import importlib.util, json, sys, time
@@ -86,6 +90,9 @@ if kind == "example":
     load(what).main(backend="opencl")
 elif kind == "corpus":
     load(what).check(np.random.default_rng(0))
+elif kind == "attn-res":
+    max_blocks = int(what)
+    load({attn_res!r}).run(np.random.default_rng(0), max_blocks - max_blocks // 4, max_blocks)
 else:
     add_kernel = load({add_example!r}).add_kernel
     n = int(what)
@@ -102,6 +109,7 @@ def cases(selected: set[str] | None) -> list[tuple[str, str, str]]:
     found = [(name, "example", str(path)) for name, path in EXAMPLES.items()]
     found += [(name, "corpus", str(ROOT / "tests" / "compat" / "kernels" / f"{name}.py")) for name in CORPUS]
     found += [(f"add BLOCK=2**{block.bit_length() - 1}", "big-add", str(block)) for block in BIG_ADD_BLOCKS]
+    found += [(f"attn_res MAX_BLOCKS={n}", "attn-res", str(n)) for n in ATTN_RES_MAX_BLOCKS]
     return [c for c in found if selected is None or c[0] in selected]
 
 
@@ -110,7 +118,8 @@ def run_case(tiles_root: Path, kind: str, what: str, timeout: float) -> dict[str
         env = {**os.environ, "TILES_CACHE_DIR": tiles_cache, "TILES_ALWAYS_COMPILE": "1",
                "POCL_CACHE_DIR": pocl_cache, "TILES_BACKEND": "opencl"}
         script = CHILD.format(tiles_root=str(tiles_root), compat=str(ROOT / "tests" / "compat"), kind=kind,
-                              what=what, add_example=str(EXAMPLES["vector_add"]))
+                              what=what, add_example=str(EXAMPLES["vector_add"]),
+                              attn_res=str(ROOT / "tests" / "compat" / "kernels" / "liger2_attn_res.py"))
         try:
             done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                                   env=env, timeout=timeout, cwd=tempfile.gettempdir())

@@ -1,8 +1,9 @@
 """Run time on a CPU OpenCL device (pocl) with ``num_warps * 32`` work-items per program beside
 the CPU rule (enough work-items that each holds at most 4 (the default), or 8, elements of the
-largest tile).
+largest tile), and the CPU rule with reduction trees that take one level per barrier instead of
+``OpenCLBackend.cpu_tree_levels_per_barrier``.
 
-Both variants launch the same kernels on the same pyopencl arrays; outputs are checked
+Every variant launches the same kernels on the same pyopencl arrays; outputs are checked
 against NumPy first; each timing is the median of ``--repeat`` launches + ``queue.finish()``
 after two warm-up launches.  Compile times (pocl build and the first launch) are printed too.
 
@@ -43,6 +44,13 @@ class CPURule(OpenCLBackend):
     def __init__(self, elements: int) -> None:
         self.cpu_elements_per_work_item = elements
         self.name = f"opencl-{elements}-per-item"
+
+
+class OneLevelTrees(OpenCLBackend):
+    """The CPU rule, reductions combining one tree level between barriers (as on GPUs)."""
+
+    name = "opencl-one-level-trees"
+    cpu_tree_levels_per_barrier = 1
 
 
 def example(name: str):
@@ -91,8 +99,9 @@ def main() -> None:
     from tiles.backends.opencl import runtime
     _, queue, device = runtime.device()
     print(f"device: {device.platform.name} / {device.name}")
-    variants = {"num_warps*32": WarpThreads(), "CPU rule, 8": CPURule(8), "CPU rule, 4": OpenCLBackend()}
-    print(f"{'kernel':36s} {'variant':13s} {'threads':>7s} {'first launch s':>15s} {'run ms':>9s}")
+    variants = {"num_warps*32": WarpThreads(), "CPU rule, 8": CPURule(8), "CPU rule, 4": OpenCLBackend(),
+                "4, 1-level trees": OneLevelTrees()}
+    print(f"{'kernel':36s} {'variant':16s} {'threads':>7s} {'first launch s':>15s} {'run ms':>9s}")
     for name, launch, check in cases(queue, np.random.default_rng(0)):
         for label, backend in variants.items():
             start = time.perf_counter()
@@ -108,7 +117,7 @@ def main() -> None:
                 launch(backend)
                 queue.finish()
                 times.append(time.perf_counter() - start)
-            print(f"{name:36s} {label:13s} {compiled.metadata['threads']:7d} {first:15.1f} "
+            print(f"{name:36s} {label:16s} {compiled.metadata['threads']:7d} {first:15.1f} "
                   f"{statistics.median(times) * 1e3:9.3f}", flush=True)
 
 

@@ -196,3 +196,40 @@ def histogram_gather_kernel(x_ptr, hist_ptr, g_ptr, N: tl.constexpr, BINS: tl.co
     tl.store(hist_ptr + tl.arange(0, BINS), tl.histogram(x, BINS))
     src = offs * 3
     tl.store(g_ptr + offs, tl.gather(src, (N - 1) - offs, 0))
+
+
+@tiles.jit
+def guarded_reductions_kernel(x_ptr, out_ptr, stats_ptr, n_blocks, D, MAX_BLOCKS: tl.constexpr,
+                              BLOCK_D: tl.constexpr, LOOP: tl.constexpr):
+    """Liger's attention residuals' shape: each iteration of a ``tl.static_range`` guarded by a
+    run-time ``if`` around reductions, here also in a nested ``if``, an ``else`` and (``LOOP``) a
+    loop inside the ``if``."""
+    row = tl.program_id(0)
+    cols = tl.arange(0, BLOCK_D)
+    mask = cols < D
+    idx = tl.arange(0, MAX_BLOCKS)
+    sums = tl.zeros((MAX_BLOCKS,), dtype=tl.float32)
+    best = tl.full((), float("-inf"), dtype=tl.float32)
+    best_at = tl.full((), -1, dtype=tl.int32)
+    h = tl.zeros((BLOCK_D,), dtype=tl.float32)
+    for i in tl.static_range(0, MAX_BLOCKS):
+        at = (row * MAX_BLOCKS + i) * D + cols
+        if i < n_blocks:
+            x = tl.load(x_ptr + at, mask=mask, other=0.0)
+            s = tl.sum(x, axis=0)
+            sums = tl.where(idx == i, s, sums)
+            masked = tl.where(mask, x, float("-inf"))
+            if tl.max(masked, axis=0) > best:
+                best = tl.max(masked, axis=0)
+                best_at = i * BLOCK_D + tl.argmax(masked, axis=0)
+            if LOOP:
+                for j in range(i, n_blocks):
+                    h += tl.sum(tl.where(cols == j, x, 0.0), axis=0) * x
+            tl.store(out_ptr + at, x - s / D, mask=mask)
+        else:
+            h = h * 0.5 + tl.max(tl.where(mask, h, float("-inf")), axis=0)
+    stats = stats_ptr + row * (MAX_BLOCKS + 3)
+    tl.store(stats + idx, sums)
+    tl.store(stats + MAX_BLOCKS, best)
+    tl.store(stats + MAX_BLOCKS + 1, best_at.to(tl.float32))
+    tl.store(stats + MAX_BLOCKS + 2, tl.sum(tl.where(mask, h, 0.0), axis=0))

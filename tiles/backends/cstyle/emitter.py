@@ -22,6 +22,7 @@ from ...core.ops import COMPARISON, Op
 from ..base import Target
 from ..lowering.emitter import Carried, Emitter, Handle
 from .dialect import NARROW_FLOATS, CDialect
+from .guards import GuardedBlocks
 from .memory import CMemory
 
 _CMP = {Op.EQ: "==", Op.NE: "!=", Op.LT: "<", Op.LE: "<=", Op.GT: ">", Op.GE: ">="}
@@ -34,7 +35,7 @@ def is_literal(h: Handle) -> bool:
         "U", "").isdigit()
 
 
-class CStyleEmitter(CMemory, Emitter):
+class CStyleEmitter(GuardedBlocks, CMemory, Emitter):
     """One kernel as C source in the dialect ``d``."""
 
     def __init__(self, target: Target, dialect: CDialect, fp64: bool) -> None:
@@ -47,6 +48,7 @@ class CStyleEmitter(CMemory, Emitter):
         self.header = ""
         self.name = ""
         self.helpers: dict[str, str] = {}  # helper name -> C source some call needs
+        GuardedBlocks.__init__(self)
 
     # ------------------------------------------------------------ types and text
     def reg(self, dt: ScalarType) -> str:
@@ -62,16 +64,10 @@ class CStyleEmitter(CMemory, Emitter):
         self.lines.append("  " * self.indent + text)
 
     def _tmp(self, ctype: str, expr: str) -> str:
-        self.count += 1
-        name = f"v{self.count}"
-        self._line(f"{ctype} {name} = {expr};")
-        return name
+        return self._declare(ctype, expr)
 
     def _decl(self, ctype: str) -> str:
-        self.count += 1
-        name = f"v{self.count}"
-        self._line(f"{ctype} {name};")
-        return name
+        return self._declare(ctype, None)
 
     def _round(self, dt: DType, expr: str) -> str:
         """A float expression rounded to ``dt`` (16- and 8-bit floats live in float variables)."""
@@ -105,7 +101,7 @@ class CStyleEmitter(CMemory, Emitter):
             pragmas = [*self.d.fp64_pragmas, *pragmas]
             prelude += self.d.fp64_prelude
         prelude += "".join(self.helpers.values())
-        body = list(self.lines)
+        body = [line for line in self.lines if line]  # guards.py empties a declaration it moved
         if local_bytes:
             body.insert(0, "  " + self.d.local_buffer.format(bytes=local_bytes))
         return "\n".join([*pragmas, prelude, self.header + " {", *body, "}", ""])
@@ -274,7 +270,8 @@ class CStyleEmitter(CMemory, Emitter):
             self._line(f"#pragma unroll {unroll}")
         self._line(f"for ({self.d.register[iv_dtype]} {iv} = {lb}; {cond}; {iv} += {step}) {{")
         self.indent += 1
-        self._assign(names, body(iv, list(names)), carried)
+        with self._loop_body():
+            self._assign(names, body(iv, list(names)), carried)
         self.indent -= 1
         self._line("}")
         return names
@@ -293,8 +290,9 @@ class CStyleEmitter(CMemory, Emitter):
         go = self._tmp("bool", cond(list(names)))
         self._line(f"while ({go}) {{")
         self.indent += 1
-        self._assign(names, body(list(names)), carried)
-        self._line(f"{go} = {cond(list(names))};")
+        with self._loop_body():
+            self._assign(names, body(list(names)), carried)
+            self._line(f"{go} = {cond(list(names))};")
         self.indent -= 1
         self._line("}")
         return names
@@ -303,37 +301,33 @@ class CStyleEmitter(CMemory, Emitter):
                 then: Callable[[], list[Handle]],
                 otherwise: Callable[[], list[Handle]]) -> list[Handle]:
         names = [self._decl(self.reg(dt)) for dt in result_types]
-        self._line(f"if ({cond}) {{")
-        first = self._branch(names, then)
-        split = len(self.lines)
-        self._line("} else {")
-        second = self._branch(names, otherwise)
-        self._line("}")
-        if first and second and any(line.strip() == self.d.barrier for line in first + second):
-            # Branches that hold barriers (so ``cond`` is uniform) become ``if (c) {..} barrier;
-            # if (!c) {..}``.  Under a plain else, clang sinks what both branches end with (a
-            # masked store) into a block they share, and pocl's work-item loops then take that
-            # block's per-work-item branch as uniform: work-item 0's mask decided for the whole
-            # work-group (vLLM's fused MoE).  The barrier stops clang threading the ifs together.
-            pad = "  " * self.indent
-            self.lines[split:split + 1] = [f"{pad}}}", f"{pad}{self.d.barrier}", f"{pad}if (!({cond})) {{"]
+        self._open(cond)
+        before = self.barriers
+        for n, h in zip(names, then()):
+            self._line(f"{n} = {h};")
+        if self.barriers == before:
+            self._otherwise()
+        else:
+            # A branch that holds barriers (so ``cond`` is uniform) is followed by ``barrier;
+            # if (!c) {..}``, not ``else``.  Under an else, clang sinks what both branches end
+            # with (a masked store) into a block they share, and pocl's work-item loops then take
+            # that block's per-work-item branch as uniform: work-item 0's mask decided for the
+            # whole work-group (vLLM's fused MoE).  The barrier keeps clang from rejoining them.
+            self._close()
+            self._barrier(self.d.barrier)
+            self._open(f"!({cond})")
+        for n, h in zip(names, otherwise()):
+            self._line(f"{n} = {h};")
+        self._close()
         return names
 
-    def _branch(self, names: Sequence[str], body: Callable[[], list[Handle]]) -> list[str]:
-        """Emit ``body`` one level in, assigning its results to ``names``; the lines it took."""
-        start = len(self.lines)
-        self.indent += 1
-        for n, h in zip(names, body()):
-            self._line(f"{n} = {h};")
-        self.indent -= 1
-        return self.lines[start:]
-
     def when(self, cond: Handle, body: Callable[[], None]) -> None:
-        self._line(f"if ({cond}) {{")
-        self.indent += 1
+        self._open(cond)
         body()
-        self.indent -= 1
-        self._line("}")
+        self._close()
+
+    def barrier(self) -> None:
+        self._barrier(self.d.barrier)
 
     def device_print(self, prefix: str, values: Sequence[tuple[Handle, ScalarType]]) -> None:
         fmts, args = [], []

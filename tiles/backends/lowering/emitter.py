@@ -157,6 +157,10 @@ class Emitter(abc.ABC):
         return None
 
     # ------------------------------------------------------------ local memory
+    # Levels of a reduction tree done between two barriers: with n, each thread that carries on
+    # combines 2**n partials, and at the end every thread combines the last levels itself.
+    tree_levels_per_barrier = 1
+
     def local_itemsize(self, dtype: ScalarType) -> int:
         """Bytes one element of ``dtype`` takes in local memory."""
         return 8 if isinstance(dtype, PointerType) else dtype.itemsize

@@ -141,30 +141,46 @@ def _tree(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequence[S
         for o, h, t in zip(offsets, partial[row], types):
             e.local_store(o, lw.idx(lw.iop(Op.ADD, lw.tid, row * width)), h, t, in_tree)
     e.barrier()
+    levels = e.tree_levels_per_barrier
     step = width // 2
     while step:
-        def level(step: int = step) -> None:
+        first_alone = step * 2 > active  # the first level, where some slots hold no partial
+        n = 1 if first_alone else min(levels, step.bit_length())  # levels before the next barrier
+        spacing = step >> (n - 1)
+        if levels > 1 and spacing == 1 and not first_alone:
+            break  # every thread combines the last levels itself, below
+
+        def level(n: int = n, spacing: int = spacing) -> None:
             for row in range(rows):
-                mine = lw.idx(lw.iop(Op.ADD, lw.tid, row * width))
-                theirs = lw.idx(lw.iop(Op.ADD, lw.tid, row * width + step))
-                a = [e.local_load(o, mine, t) for o, t in zip(offsets, types)]
-                b = [e.local_load(o, theirs, t) for o, t in zip(offsets, types)]
-                for o, h, t in zip(offsets, combine(a, b), types):
-                    e.local_store(o, mine, h, t, None)
-        cond = e.binary(Op.LT, lw.tid, lw.const(step, D.int32), D.int32)
-        if step * 2 > active:
+                at = [lw.idx(lw.iop(Op.ADD, lw.tid, row * width + m * spacing)) for m in range(2 ** n)]
+                for o, h, t in zip(offsets, _gather(lw, offsets, types, combine, at), types):
+                    e.local_store(o, at[0], h, t, None)
+        cond = e.binary(Op.LT, lw.tid, lw.const(spacing, D.int32), D.int32)
+        if first_alone:
             cond = e.binary(Op.AND, cond, e.binary(Op.LT, lw.tid, lw.const(active - step, D.int32),
                                                    D.int32), D.int1)
         e.when(cond, lw.in_scope(level))
         e.barrier()
-        step //= 2
+        step = spacing // 2
     outs: list[list[Handle]] = [[] for _ in types]
     for j in range(dst.per_thread):
-        at = lw.idx(lw.iop(Op.MUL, lw.flat_index(dst, j), width))
-        for k, (o, t) in enumerate(zip(offsets, types)):
-            outs[k].append(e.local_load(o, at, t))
+        at = lw.iop(Op.MUL, lw.flat_index(dst, j), width)
+        last = [lw.idx(lw.iop(Op.ADD, at, m)) for m in range(2 * step or 1)]
+        for k, h in enumerate(_gather(lw, offsets, types, combine, last)):
+            outs[k].append(h)
     e.barrier()
     return outs
+
+
+def _gather(lw: Lowering, offsets: Sequence[int], types: Sequence[ScalarType], combine: Combine,
+            at: Sequence[Handle]) -> list[Handle]:
+    """The partials at indices ``at`` (a power of two of them) in local memory, combined as
+    len(at) / 2, then len(at) / 4... threads of the tree would: the same order, the same roundings."""
+    values = [[lw.e.local_load(o, i, t) for o, t in zip(offsets, types)] for i in at]
+    while len(values) > 1:
+        half = len(values) // 2
+        values = [combine(values[m], values[m + half]) for m in range(half)]
+    return values[0]
 
 
 def _across_warps(lw: Lowering, dst: Layout, rows: int, types: Sequence[ScalarType], combine: Combine,

@@ -32,6 +32,7 @@ def largest_tile(kernel: Kernel) -> int:
 class OpenCLBackend(Backend):
     name = "opencl"
     cpu_elements_per_work_item = 4  # see _threads
+    cpu_tree_levels_per_barrier = 3  # see _generate
 
     def available(self) -> tuple[bool, str]:
         try:
@@ -106,11 +107,15 @@ class OpenCLBackend(Backend):
         return min(threads, self.target().max_threads_per_block)
 
     def _generate(self, compiled: CompiledKernel, options: Options) -> str:
+        """The OpenCL C.  On a CPU device a reduction's tree does ``cpu_tree_levels_per_barrier``
+        levels between barriers instead of one: pocl's compile time grows faster than the number
+        of barriers (a 64-element sum: 3 barriers instead of 8)."""
         from ..lowering import lower
         from . import runtime
         from .emit_c import OpenCLEmitter
         threads = self._threads(options, compiled.ir)
-        lowered = lower(compiled.ir, OpenCLEmitter(self.target(), runtime.has_fp64()),
+        levels = self.cpu_tree_levels_per_barrier if runtime.is_cpu() else 1
+        lowered = lower(compiled.ir, OpenCLEmitter(self.target(), runtime.has_fp64(), levels),
                         dataclasses.replace(options, num_warps=threads // 32))
         compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
         compiled.not_applied = lowered.not_applied

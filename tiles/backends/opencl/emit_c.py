@@ -43,8 +43,9 @@ class OpenCLEmitter(CStyleEmitter):
     # NVIDIA's 64-bit saturating conversions give INT64_MIN for NaN: legalize.py tests for it
     legality = Legality(float_to_int_nan_is_zero=False)
 
-    def __init__(self, target: Target, fp64: bool) -> None:
+    def __init__(self, target: Target, fp64: bool, tree_levels_per_barrier: int = 1) -> None:
         super().__init__(target, OPENCL, fp64)
+        self.tree_levels_per_barrier = tree_levels_per_barrier
 
     def math_fn(self, fn: MathFunction, args: Sequence[Handle], dtypes: Sequence[DType]) -> Handle:
         d = dtypes[0]
