@@ -10,6 +10,7 @@ from .core.errors import (
     TilesError,
     UnsupportedError,
 )
+from .language.constexpr import constexpr_function
 from .language.core import constexpr
 from .runtime.autotune import AutotuneError, Autotuner, Config, autotune
 from .runtime.errors import InterpreterError, OutOfResources, TritonError
@@ -44,6 +45,6 @@ __all__ = [
     "AutotuneError", "Autotuner", "Config", "Heuristics", "autotune", "heuristics", "testing",
     "CompilationError", "InterpreterError", "JITFunction", "KernelInterface", "KernelRuntimeError", "LaunchError",
     "MockTensor", "OutOfResources", "OutOfResourcesError", "TilesError", "TritonError", "UnsupportedError",
-    "cdiv", "compiler", "constexpr", "jit", "language", "next_power_of_2", "runtime", "set_allocator",
-    "set_backend",
+    "cdiv", "compiler", "constexpr", "constexpr_function", "jit", "language", "next_power_of_2", "runtime",
+    "set_allocator", "set_backend",
 ]

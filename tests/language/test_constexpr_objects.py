@@ -161,3 +161,35 @@ def test_helper_gets_dtype_arguments_as_constexpr_objects(rng, dtype):
     o = np.zeros(2, dtype)
     dtype_to_helper_kernel[(1,)](x, o, 5, N=8)
     np.testing.assert_array_equal(o, [x[:5].max(), np.iinfo(dtype).min if dtype == np.int16 else -np.inf])
+
+
+@tiles.constexpr_function
+def _padded_width(k, dtype):
+    return max(16, 1 << (k - 1).bit_length()) * (2 if dtype.primitive_bitwidth <= 16 else 1)
+
+
+@tiles.jit
+def constexpr_function_kernel(out_ptr, K: tl.constexpr):
+    W: tl.constexpr = _padded_width(K, out_ptr.dtype.element_ty)
+    tl.static_assert(isinstance(W, tl.constexpr))
+    o = tl.arange(0, W)
+    tl.store(out_ptr + o, o, mask=o < K)
+
+
+@tiles.jit
+def constexpr_function_on_tile_kernel(out_ptr, k):
+    W: tl.constexpr = _padded_width(k, out_ptr.dtype.element_ty)
+    tl.store(out_ptr, W)
+
+
+def test_constexpr_function_gets_plain_values_and_gives_a_constexpr():
+    """``@triton.constexpr_function`` (triton_kernels' helpers): ``int.bit_length`` works on the
+    argument, the result is a constexpr, the host call is the plain function."""
+    assert _padded_width(40, tl.float32) == 64 and _padded_width(40, tl.float16) == 128
+    assert type(_padded_width(3, tl.int8)) is int
+    out = np.full(64, -1, np.int32)
+    constexpr_function_kernel[(1,)](out, K=40)
+    np.testing.assert_array_equal(out[:40], np.arange(40))
+    assert (out[40:] == -1).all()
+    with pytest.raises(CompilationError, match="constexpr_function.*run-time tile"):
+        constexpr_function_on_tile_kernel[(1,)](out, 40)

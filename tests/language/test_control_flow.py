@@ -181,3 +181,32 @@ def test_nested_loops_with_branch():
     out = np.empty(1, np.int32)
     nested_loops_kernel[(1,)](out, 6, 9)
     assert out[0] == sum(i * j for i in range(6) for j in range(i, 9) if (i + j) % 2 == 0)
+
+
+@tiles.jit
+def lazy_conditional_kernel(cu_ptr, out_ptr):
+    pid = tl.program_id(0)
+    start = 0 if pid == 0 else tl.load(cu_ptr + pid - 1)   # p[-1] must not be read
+    block = tl.zeros([4], tl.float32) if pid > 1 else tl.full([4], 2.0, tl.float32)
+    tl.store(out_ptr + pid * 5, start.to(tl.float32))
+    tl.store(out_ptr + pid * 5 + 1 + tl.arange(0, 4), block)
+
+
+def test_conditional_expression_evaluates_only_the_branch_taken():
+    """Triton lowers ``a if c else b`` on a run-time scalar to an scf.if: the other branch's load
+    never runs (vLLM's rejection sampler loads ``cu[req - 1]`` only for ``req > 0``)."""
+    cu = np.array([3, 5, 9], np.int32)
+    out = np.empty(15, np.float32)
+    lazy_conditional_kernel[(3,)](cu, out)
+    np.testing.assert_array_equal(out.reshape(3, 5), [[0, 2, 2, 2, 2], [3, 2, 2, 2, 2], [5, 0, 0, 0, 0]])
+
+
+@tiles.jit
+def conditional_types_kernel(out_ptr):
+    pid = tl.program_id(0)
+    tl.store(out_ptr + pid, 0.5 if pid == 0 else 1)
+
+
+def test_conditional_expression_branches_must_agree_in_type():
+    with pytest.raises(tiles.CompilationError, match="conditional expression.*float32 in the then-branch but int32"):
+        conditional_types_kernel[(2,)](np.empty(2, np.float32))

@@ -137,3 +137,51 @@ def int_math_kernel(x_ptr, out_ptr):
 def test_math_on_ints_is_rejected():
     with pytest.raises(tiles.CompilationError, match="floating-point"):
         int_math_kernel[(1,)](np.ones(4, np.int32), np.ones(4, np.int32))
+
+
+@tiles.jit
+def directed_division_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    from tiles.language.extra.cuda import libdevice
+    o = tl.arange(0, BLOCK)
+    m = o < n
+    x = tl.load(x_ptr + o, mask=m)
+    y = tl.load(y_ptr + o, mask=m)
+    tl.store(out_ptr + o, libdevice.div_rd(x, y), mask=m)
+    tl.store(out_ptr + n + o, libdevice.div_ru(x, y), mask=m)
+    tl.store(out_ptr + 2 * n + o, libdevice.div_rz(x, y), mask=m)
+
+
+def test_directed_division_is_the_exact_quotient_rounded():
+    """libdevice.div_rd/div_ru/div_rz (FlagGems' floor and trunc division) against exact rational
+    arithmetic: ties to a float32, overflow, subnormal quotients, signed zeros, inf and NaN."""
+    from fractions import Fraction
+    rng = np.random.default_rng(5)
+    n = 200
+    x = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(np.float32)
+    y = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)).astype(np.float32)
+    edges = [(1, 3), (-1, 3), (6, 3), (1e-45, 3), (-1e-45, 3), (3e38, 1e-10), (-3e38, 1e-10), (1e-30, -1e30),
+             (-0.0, 5), (0.0, -5), (np.inf, 2), (-7, np.inf), (np.nan, 1), (1, 0), (-1, 0)]
+    x[:len(edges)], y[:len(edges)] = zip(*edges)
+    out = np.zeros(3 * n, np.float32)
+    directed_division_kernel[(1,)](x, y, out, n, BLOCK=256)
+    top = Fraction(float(np.finfo(np.float32).max))
+    for i, (a, b) in enumerate(zip(x.tolist(), y.tolist())):
+        got = out[i::n].tolist()
+        if not (math.isfinite(a) and math.isfinite(b)) or b == 0:
+            with np.errstate(all="ignore"):
+                want = float(np.float32(a) / np.float32(b))
+            assert all(g == want or (math.isnan(g) and math.isnan(want)) for g in got), (a, b, got)
+            continue
+        q = Fraction(a) / Fraction(b)
+        if abs(q) > top:
+            big, inf = np.float32(math.copysign(top, q)), np.float32(math.copysign(math.inf, q))
+            lower, upper = (big, inf) if q > 0 else (inf, big)
+        else:
+            near = np.float32(float(q))
+            lower = near if Fraction(float(near)) <= q else np.nextafter(near, np.float32(-np.inf))
+            upper = near if Fraction(float(near)) >= q else np.nextafter(near, np.float32(np.inf))
+        toward_zero = upper if q < 0 else lower
+        if q == 0:
+            lower = upper = toward_zero = np.float32(math.copysign(0.0, a) * math.copysign(1.0, b))
+        assert got == [float(lower), float(upper), float(toward_zero)], (a, b, got)
+        assert [math.copysign(1, g) for g in got] == [math.copysign(1, float(v)) for v in (lower, upper, toward_zero)]

@@ -181,6 +181,22 @@ def _div_rz(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(over, (r.view(np.int32) - 1).view(np.float32), r)
 
 
+def _div_directed(up: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
+    """float32 x / y rounded toward +inf (``up``) or -inf: exact for the reason _div_rz is."""
+    def f(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+        q = x / y
+        r = q.astype(np.float32)
+        with np.errstate(invalid="ignore"):
+            wrong = r.astype(np.float64) < q if up else r.astype(np.float64) > q
+        return np.where(wrong, np.nextafter(r, np.float32(np.inf if up else -np.inf)), r)
+    return f
+
+
+def _directed_div_opencl(toward: str, cmp: str) -> str:
+    q = "((double){0} / {1})"
+    return f"((double)(float){q} {cmp} {q} ? nextafter((float){q}, {toward}) : (float){q})"
+
+
 def _remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.frompyfunc(_or_nan(math.remainder), 2, 1)(x, y).astype(np.float64)
 
@@ -344,6 +360,12 @@ ROWS: tuple[MathFunction, ...] = (
                  opencl="(fabs((double)(float)((double){0} / {1})) > fabs((double){0} / {1}) ? "
                         "nextafter((float)((double){0} / {1}), 0.0f) : (float)((double){0} / {1}))",
                  nv=("__nv_fdiv_rz", ""), llvm="div_rz", f32_only=True, domain=(-1e3, 1e3)),
+    MathFunction("div_rd", "ff>f", _div_directed(False), "x / y rounded toward -inf (float32)",
+                 opencl=_directed_div_opencl("-INFINITY", ">"), nv=("__nv_fdiv_rd", ""), llvm="div_rd",
+                 f32_only=True, domain=(-1e3, 1e3)),
+    MathFunction("div_ru", "ff>f", _div_directed(True), "x / y rounded toward +inf (float32)",
+                 opencl=_directed_div_opencl("INFINITY", "<"), nv=("__nv_fdiv_ru", ""), llvm="div_ru",
+                 f32_only=True, domain=(-1e3, 1e3)),
     MathFunction("saturatef", "f>f", _saturate, "clamp to [0, 1] (NaN and -0.0: +0.0)",
                  opencl="(fmin(fmax({0}, 0.0f), 1.0f) + 0.0f)", llvm="saturate", f32_only=True,
                  domain=(-2.0, 2.0)),

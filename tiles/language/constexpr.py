@@ -10,6 +10,7 @@ Specialization and cache keys always use plain values (``unwrap``).
 
 from __future__ import annotations
 
+import functools
 import operator
 from collections.abc import Callable
 from typing import Any
@@ -144,3 +145,25 @@ class constexpr:  # noqa: N801  (Triton's spelling)
     __pos__ = _unary(operator.pos)
     __invert__ = _unary(operator.invert)
     __abs__ = _unary(abs)
+
+
+def constexpr_function(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """Triton's ``@triton.constexpr_function``: a plain Python function that kernels call on
+    compile-time values (constexpr arguments, dtypes, shapes).  Inside a kernel its arguments
+    arrive as plain values and its result is a constexpr; called from the host it is the function
+    itself.  A run-time tile as an argument is a CompilationError naming the kernel line."""
+    from ..core.builder import is_tracing
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        for a in (*args, *kwargs.values()):
+            if _is_tile(a):
+                from .semantic import error
+                raise error(f"{fn.__name__} is a constexpr_function: its arguments must be compile-time "
+                            f"values (tl.constexpr parameters, dtypes, Python numbers), not the run-time "
+                            f"tile {a.type}; make the argument a tl.constexpr or compute it with tl ops")
+        result = fn(*map(unwrap, args), **{k: unwrap(v) for k, v in kwargs.items()})
+        return as_constexpr(result) if is_tracing() else result
+
+    call.__tiles_constexpr_function__ = True  # type: ignore[attr-defined]
+    return call

@@ -362,9 +362,16 @@ def _as_bool(x: Any) -> tensor:
 
 
 def ifexp(c: Any, a: Callable[[], Any], b: Callable[[], Any]) -> Any:
-    if isinstance(c, tensor):
-        return S.where(c, a(), b())
-    return a() if c else b()
+    """``a if c else b``.  A run-time scalar condition evaluates only the branch taken, as Triton's
+    (an scf.if): ``0 if i == 0 else tl.load(p + i - 1)`` never loads p[-1].  A tile condition
+    chooses elementwise (tl.where), with both branches evaluated."""
+    cond = S.unwrap(c)
+    if isinstance(cond, tensor) and not cond.shape:
+        name = "the conditional expression (x if c else y)"
+        return if_(cond, lambda _: (a(),), lambda _: (b(),), (name,), (None,))[0]
+    if isinstance(cond, tensor):
+        return S.where(cond, a(), b())
+    return a() if cond else b()
 
 
 def builtin_min(*args: Any, **kwargs: Any) -> Any:

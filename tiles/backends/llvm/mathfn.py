@@ -80,6 +80,21 @@ def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg]
         less = b._val("i32", f"sub {bits}, 1")
         down = b._val("float", f"bitcast {less} to float")
         return b._val("float", f"select {over}, {down}, {r}")
+    if spelling in ("div_rd", "div_ru"):  # the float64 quotient rounded, stepped once if on the wrong side
+        wide = [b._val("double", f"fpext {a} to double") for a in args]
+        q = b._val("double", f"fdiv {wide[0]}, {wide[1].name}")
+        r = b._val("float", f"fptrunc {q} to float")
+        back = b._val("double", f"fpext {r} to double")
+        wrong = b._val("i1", f"fcmp {'olt' if spelling == 'div_ru' else 'ogt'} {back}, {q.name}")
+        bits = b._val("i32", f"bitcast {r} to i32")
+        negative = b._val("i1", f"icmp slt {bits}, 0")
+        # one step toward +inf is +1 on a positive float's bits, -1 on a negative one's (and back for -inf);
+        # a wrong -0.0 or +0.0 only ever needs the step away from zero, which these give
+        toward_zero = b._val("i1", f"xor {negative}, {'true' if spelling == 'div_rd' else 'false'}")
+        step = b._val("i32", f"select {toward_zero}, i32 -1, i32 1")
+        moved = b._val("i32", f"add {bits}, {step.name}")
+        stepped = b._val("float", f"bitcast {moved} to float")
+        return b._val("float", f"select {wrong}, {stepped}, {r}")
     if spelling == "fdim":  # NaN in, NaN out; else x - y when x > y, +0 otherwise
         y = args[1]
         diff = b._val(ty, f"fsub {x}, {y.name}")
