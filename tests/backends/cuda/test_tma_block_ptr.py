@@ -157,6 +157,37 @@ def test_a_bounded_row_axis_keeps_an_offset_base_on_pointers(tma_on, rng):
     assert 0 not in [MapSpec.from_json(m).base for m in c.metadata.get("tensor_maps", ())]  # X
 
 
+def test_a_loop_tma_does_not_take_keeps_its_block_pointers_as_traced(tma_on, rng):
+    """K through a block pointer with a per-head base, V through a pointer tile (which keeps the loop
+    on cp.async): no tensor map, and the K block pointer rewritten for TMA and then restored still
+    reads the right rows."""
+    @tiles.jit
+    def mixed(Q, K, V, Out, stride_h, N_CTX: tl.constexpr, D: tl.constexpr, BLOCK: tl.constexpr):
+        off = tl.program_id(0).to(tl.int64) * stride_h
+        rows, cols = tl.arange(0, BLOCK), tl.arange(0, D)
+        q = tl.load(Q + off + rows[:, None] * D + cols[None, :])
+        k_blocks = tl.make_block_ptr(K + off, (D, N_CTX), (1, D), (0, 0), (D, BLOCK), (0, 1))
+        acc = tl.zeros((BLOCK, D), dtype=tl.float32)
+        for start in range(0, N_CTX, BLOCK):
+            p = tl.dot(q, tl.load(k_blocks)).to(tl.float16)
+            acc = tl.dot(p, tl.load(V + off + (start + rows)[:, None] * D + cols[None, :]), acc)
+            k_blocks = tl.advance(k_blocks, (0, BLOCK))
+        tl.store(Out + off + rows[:, None] * D + cols[None, :], acc.to(tl.float16))
+    heads, n_ctx, d, block = 2, 128, 64, 64
+    q, k, v = ((rng.standard_normal(heads * n_ctx * d) / 4).astype(np.float16) for _ in range(3))
+    out = np.zeros_like(q)
+    args = (q, k, v, out, n_ctx * d)
+    c = mixed.warmup(*args, N_CTX=n_ctx, D=d, BLOCK=block, num_warps=4, num_stages=2, backend="cuda", grid=(1,))
+    assert not c.metadata.get("tensor_maps") and "cp.async.cg" in c.asm["ptx"]
+    from tma_sim import run
+    run(c.ir, [*args[:4], np.int32(args[4])], (heads,), 128, num_stages=2)
+    qf, kf, vf = (x.reshape(heads, n_ctx, d).astype(np.float32) for x in (q, k, v))
+    p = (qf[:, :block] @ np.swapaxes(kf, 1, 2)).astype(np.float16).astype(np.float32)
+    want = sum(p[:, :, s:s + block] @ vf[:, s:s + block] for s in range(0, n_ctx, block))
+    np.testing.assert_allclose(out.reshape(heads, n_ctx, d)[:, :block].astype(np.float32), want,
+                               atol=0.05, rtol=0.02)
+
+
 def test_the_host_refuses_a_map_whose_base_offset_is_not_whole_rows():
     spec = MapSpec(0, "float16", 2, (Source(None, 2**31 - 1), Source(None, 64)), (Source(1), Source(None, 1)),
                    (64, 64), multiples=(Source(2),))
