@@ -22,13 +22,6 @@ needs_gpu = pytest.mark.skipif(not GPU, reason=f"no CUDA GPU: {WHY}")
 needs_ptxas = pytest.mark.skipif(shutil.which("ptxas") is None, reason="ptxas is not on PATH")
 
 
-@pytest.fixture
-def tma_on(monkeypatch):
-    monkeypatch.setenv("TILES_TMA", "1")
-    monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
-    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_90a")
-
-
 @tiles.jit
 def desc_copy(x_ptr, out_ptr, M, N, sx, so, dm, dn, BM: tl.constexpr, BN: tl.constexpr):
     """out block (pm, pn) = 2 * x block moved by (dm, dn); both through descriptors."""

@@ -23,13 +23,6 @@ GPU, WHY = registry.status("cuda")
 needs_gpu = pytest.mark.skipif(not GPU, reason=f"no CUDA GPU: {WHY}")
 
 
-@pytest.fixture
-def tma_on(monkeypatch):
-    monkeypatch.setenv("TILES_TMA", "1")
-    monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
-    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_90a")
-
-
 @tiles.jit
 def block_attention(Q, K, V, Out, sm_scale, stride_z, stride_h, stride_n, stride_d, H, N_CTX,
                     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):

@@ -14,14 +14,6 @@ from test_tma import desc_copy
 from tiles.backends.cuda import tensor_map
 from tiles.backends.lowering.tensorcore.tma_spec import MapSpec, Source
 
-
-@pytest.fixture
-def tma_on(monkeypatch):
-    monkeypatch.setenv("TILES_TMA", "1")
-    monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
-    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_90a")
-
-
 # ---------------------------------------------------------------- host encoding
 
 SPEC = MapSpec(base=0, dtype="float16", itemsize=2, shape=(Source(1), Source(2)),

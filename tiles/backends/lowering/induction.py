@@ -15,6 +15,7 @@ pointer's base, shape and strides become) are replaced by their initial value th
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 from ...core import attrs as A
 from ...core import dtypes as D  # noqa: N812
@@ -75,18 +76,20 @@ def _step_of(y: Value, arg: Value, producers: dict[Value, Instr]) -> Value | Non
     return None
 
 
-class _Emit:
+class Emit:
+    """Appends typed instructions, all at one source location, to ``instrs``."""
+
     def __init__(self, loc: object) -> None:
         self.instrs: list[Instr] = []
         self.loc = loc
 
-    def __call__(self, op: Op, operands: list[Value], type: TileType, attrs: object = None) -> Value:
+    def __call__(self, op: Op, operands: Sequence[Value], type: TileType, attrs: object = None) -> Value:
         out = Value(type)
         self.instrs.append(Instr(op, tuple(operands), (out,), attrs, loc=self.loc))  # type: ignore[arg-type]
         return out
 
 
-def _closed_form(emit: _Emit, loop: Instr, body: Block, init: Value, inc: Value,
+def _closed_form(emit: Emit, loop: Instr, body: Block, init: Value, inc: Value,
                  defs: dict[Value, Instr], cache: dict[str, Value]) -> Value:
     iv = body.args[0]
     lb, step = loop.operands[0], loop.operands[2]
@@ -118,7 +121,7 @@ def _rewrite_loop(loop: Instr, uses_after: set[Value], defs: dict[Value, Instr])
     inside = _defined_in(body)
     producers = {r: i for i in body.instrs for r in i.results}
     hoist: list[Instr] = []
-    emit = _Emit(loop.loc)
+    emit = Emit(loop.loc)
     mapping: dict[Value, Value] = {}
     cache: dict[str, Value] = {}
     for arg, init, y in zip(body.args[1:], loop.operands[3:], body.yields):

@@ -27,29 +27,16 @@ from ....core import attrs as A  # noqa: N812
 from ....core import dtypes as D  # noqa: N812
 from ....core.descriptors import descriptor_operands
 from ....core.dtypes import PointerType
-from ....core.ir import Block, Instr, Kernel, Loc, TileType, Value
+from ....core.ir import Block, Instr, Kernel, TileType, Value
 from ....core.ops import Op
-from ..induction import close_induction_pointers
+from ..induction import Emit, close_induction_pointers
 from .tma_spec import Source
 
 
-class _Emit:
-    def __init__(self, loc: Loc) -> None:
-        self.loc = loc
-        self.instrs: list[Instr] = []
-
-    def __call__(self, op: Op, operands: tuple[Value, ...], type: TileType, attrs: object = None) -> Value:
-        out = Value(type)
-        self.instrs.append(Instr(op, operands, (out,), attrs, loc=self.loc))
-        return out
-
-    def const(self, value: int, dtype: D.DType) -> Value:
-        return self(Op.CONST, (), TileType(dtype, ()), A.Const(value, dtype, ()))
-
-    def int64(self, v: Value) -> Value:
-        if v.type.element == D.int64:  # type: ignore[union-attr]
-            return v
-        return self(Op.CAST, (v,), TileType(D.int64, ()), A.Cast(D.int64))
+def _int64(emit: Emit, v: Value) -> Value:
+    if v.type.element == D.int64:  # type: ignore[union-attr]
+        return v
+    return emit(Op.CAST, (v,), TileType(D.int64, ()), A.Cast(D.int64))
 
 
 def _factors(v: Value, host: Callable[[Value], Source | None], defs: dict[Value, Instr],
@@ -78,7 +65,7 @@ def _factors(v: Value, host: Callable[[Value], Source | None], defs: dict[Value,
     return None
 
 
-def _swapped(emit: _Emit, instr: Instr) -> tuple[Instr, Value]:
+def _swapped(instr: Instr) -> tuple[Instr, Value]:
     """``instr``'s block with its two axes swapped, and the value it loads (before the permute)."""
     ops = descriptor_operands(instr)
     a: A.Descriptor = instr.attrs
@@ -97,14 +84,14 @@ def rewrite_load(instr: Instr, kernel: Kernel, defs: dict[Value, Instr],
     a: A.Descriptor = instr.attrs
     if a.bounded is None or a.rebased:
         return None
-    emit = _Emit(instr.loc)
+    emit = Emit(instr.loc)
     load = instr
     ops = descriptor_operands(load)
     changed = False
     permute: Instr | None = None
     unit = Source(None, 1)
     if len(a.block_shape) == 2 and host(ops.strides[0]) == unit and host(ops.strides[1]) != unit:
-        load, loaded = _swapped(emit, load)
+        load, loaded = _swapped(load)
         permute = Instr(Op.PERMUTE, (loaded,), instr.results, A.Permute((1, 0)), loc=instr.loc)
         changed = True
     ops = descriptor_operands(load)
@@ -116,9 +103,9 @@ def rewrite_load(instr: Instr, kernel: Kernel, defs: dict[Value, Instr],
     rebased = [_factors(t, host, defs) for t in terms]
     if terms and base in params and not load.attrs.is_bounded(0) and None not in rebased \
             and not isinstance(base.type.dtype.element, PointerType):  # type: ignore[union-attr]
-        total = emit.int64(terms[0])
+        total = _int64(emit, terms[0])
         for t in terms[1:]:
-            total = emit(Op.ADD, (total, emit.int64(t)), TileType(D.int64, ()))
+            total = emit(Op.ADD, (total, _int64(emit, t)), TileType(D.int64, ()))
         scalar64, scalar32 = TileType(D.int64, ()), TileType(D.int32, ())
         q = emit(Op.IDIV, (total, ops.strides[0]), scalar64)
         rest = emit(Op.SUB, (total, emit(Op.MUL, (q, ops.strides[0]), scalar64)), scalar64)
