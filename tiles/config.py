@@ -23,6 +23,8 @@
 | ``TILES_APPROX_DIV=1/0`` | cuda: a float32 ``/`` is ``div.full.f32`` (2 ulp, as Triton's; the default), or IEEE's |
 | ``TILES_INFLIGHT=1/0`` | tensor cores: a pipelined loop (3+ stages) with several products leaves the last in |
 |   | flight into the next iteration where it costs no occupancy (the default), or never |
+| ``TILES_PRODUCER=1/0`` | cuda, sm_90: TMA-pipelined ``tl.dot`` loops get one more warp that only issues their |
+|   | copies (tensorcore/tma_producer.py; the default), or thread 0 of the consumers issues them |
 | ``TILES_OCCUPANCY=1/0`` | cuda: reload a register-bound kernel capped for one more program per SM when that |
 |   | spills little (backends/cuda/occupancy.py; the default), or never |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
@@ -84,6 +86,12 @@ def approximate_division() -> bool:
     """Whether a float32 ``/`` may use the backend's declared fast division (TILES_APPROX_DIV, default
     on, as Triton's ``div.full.f32`` on CUDA); off, every ``/`` is IEEE's (``tl.math.div_rn``)."""
     return os.environ.get("TILES_APPROX_DIV", "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def producer_warp() -> bool:
+    """Whether TMA-pipelined tensor-core loops get a producer warp that issues their copies
+    (TILES_PRODUCER, default on; backends/lowering/tensorcore/tma_producer.py)."""
+    return os.environ.get("TILES_PRODUCER", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def occupancy() -> bool:

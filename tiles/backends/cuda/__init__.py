@@ -109,10 +109,11 @@ class CUDABackend(Backend):
             return runtime.device_arch()
         return "sm_90"
 
-    def target_key(self) -> tuple[str, int, bool]:
-        """(arch, device, TILES_TMA): a kernel compiled with TMA differs from one without."""
+    def target_key(self) -> tuple[str, int, bool, bool]:
+        """(arch, device, TILES_TMA, TILES_PRODUCER): a kernel compiled with TMA, or a producer
+        warpgroup, differs from one without."""
         from ... import config
-        return (self.arch(), self.current_device(), config.tma())
+        return (self.arch(), self.current_device(), config.tma(), config.producer_warp())
 
     def target(self) -> Target:
         return Target("cuda", arch=self.arch(), warp_size=32, max_threads_per_block=1024,
@@ -124,6 +125,7 @@ class CUDABackend(Backend):
         return (toolchain.toolchain_version() + (" tma" if config.tma() else "")
                 + ("" if config.stmatrix() else " no-stmatrix")
                 + ("" if config.approximate_division() else " ieee-div")
+                + ("" if config.producer_warp() else " no-producer")
                 # ptxas picks between lowerings (variants.py): with and without it they may differ
                 + (" no-inflight" if not config.inflight() else "" if toolchain.ptxas_path() else " no-ptxas"))
 

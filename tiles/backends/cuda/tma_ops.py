@@ -9,7 +9,7 @@ Coordinates are int32 handles, innermost axis first (TMA's order).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ...core import dtypes as D
@@ -21,9 +21,49 @@ WAIT_TRIES = 1 << 26
 
 
 class PTXTensorMemoryOps(LLVMBuilder, TMAEmitter):
+    consumer_threads: int | None = None  # set: ``barrier`` leaves the producer warp out
+
     def tma_ok(self) -> bool:
         sm = sm_version(self.t.arch)
         return sm is not None and sm >= 90
+
+    def producer_ok(self) -> bool:
+        return self.tma_ok()
+
+    def consumer_barriers(self, threads: int) -> None:
+        self.consumer_threads = threads
+
+    def barrier(self) -> None:
+        """Every thread's (``bar.sync 0``), or after ``consumer_barriers`` the consumers' (named
+        barrier 1 with their count)."""
+        if self.consumer_threads is None:
+            super().barrier()  # type: ignore[misc]
+        else:
+            self._named_barrier(1, self.consumer_threads)
+
+    def join_barrier(self, threads: int) -> None:
+        self._named_barrier(2, threads)
+
+    def _named_barrier(self, ident: int, threads: int) -> None:
+        name = self._declare("llvm.nvvm.barrier.cta.sync.aligned.count", "void", ["i32", "i32"])
+        self._emit(f"call void @{name}(i32 {ident}, i32 {threads})")
+
+    def return_where(self, cond: Any, body: Callable[[], None]) -> None:
+        then, rest = self._new_block("producer"), self._new_block("consumer")
+        self._branch(cond, then, rest)
+        self.cur = then
+        body()
+        self._emit("ret void")
+        self.cur = rest
+
+    def set_max_registers(self, count: int, grow: bool) -> None:
+        self._emit(f'call void asm sideeffect "setmaxnreg.{"inc" if grow else "dec"}.sync.aligned.u32 {count};", '
+                   '"~{memory}"()')
+
+    def mbarrier_arrive(self, byte_offset: int, index: Any = None) -> None:
+        """One arrival on the barrier (no transaction bytes)."""
+        self._emit('call void asm sideeffect "mbarrier.arrive.shared::cta.b64 _, [$0];", '
+                   f'"r,~{{memory}}"({self._smem(byte_offset, index)})')
 
     def _smem(self, byte_offset: int, index: Any = None) -> Reg:
         """The shared address of byte ``byte_offset`` (+ the i32 handle ``index``) of the arena."""

@@ -16,15 +16,19 @@ from ...core.ir import Kernel
 from ..base import Options, Target
 from ..llvm.target import LLVMTarget
 from ..lowering import Lowered
-from ..lowering.tensorcore import inflight
+from ..lowering.tensorcore import inflight, tma_producer
 from . import occupancy, toolchain
 from .emitter import lower_module
 
 
 def lower_chosen(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> Lowered:
     """``lower_module``'s result, or its lowering without products left in flight where that keeps
-    more programs per SM or less local memory (module doc)."""
+    more programs per SM or less local memory (module doc), without a producer warpgroup unless
+    ptxas gives the kernel the registers its ``setmaxnreg`` balance assumes."""
     lowered = lower_module(kernel, target, options, caps)
+    if tma_producer.VARIANT in lowered.variants and not _producer_fits(lowered, target.arch):
+        with tma_producer.disabled():
+            return lower_chosen(kernel, target, options, caps)
     if inflight.VARIANT not in lowered.variants:
         return lowered
     with inflight.disabled():
@@ -39,3 +43,11 @@ def lower_chosen(kernel: Kernel, target: LLVMTarget, options: Options, caps: Tar
     base = occupancy.settled(toolchain.to_ptx(plain.code, arch), arch, plain.threads, plain.shared_bytes)
     assert base is not None
     return lowered if late[0] >= base[0] and late[1] <= base[1] else plain
+
+
+def _producer_fits(lowered: Lowered, arch: str) -> bool:
+    """ptxas launches the kernel with exactly the registers ``tma_producer`` divides, unspilled."""
+    if toolchain.ptxas_path() is None:
+        return False
+    info = toolchain.ptxas_info(toolchain.to_ptx(lowered.code, arch), arch)
+    return info.get("registers") == tma_producer.LAUNCH_REGISTERS and not info.get("spill_stores", 0)

@@ -52,8 +52,8 @@ def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = L
     lowering = walker(prepared, emitter, threads, options)
     code = lowering.run()
     maps = tuple(spec.to_json() for spec in tma.recorded_maps(lowering))
-    return Lowered(code, emitter.name or kernel.name, threads, lowering.local_bytes, tuple(lowering.not_applied),
-                   maps, frozenset(lowering.variants))
+    return Lowered(code, emitter.name or kernel.name, lowering.launch_threads, lowering.local_bytes,
+                   tuple(lowering.not_applied), maps, frozenset(lowering.variants))
 
 
 def _tensor_core_walker(kernel: Kernel, emitter: TensorCoreEmitter, threads: int,

@@ -58,6 +58,7 @@ class Lowering:
         self.kernel = kernel
         self.e = emitter
         self.threads = threads
+        self.launch_threads = threads  # threads per program at launch (a producer warp adds to them)
         self.options = options
         self.not_applied: list[str] = []  # options the code does not follow, each with its file:line
         self.variants: set[str] = set()  # optional code shapes chosen that a backend may lower without
@@ -71,12 +72,16 @@ class Lowering:
     def run(self) -> str:
         """The emitter's code for the whole kernel; ``local_bytes`` is then final."""
         params = [(p.name, p.value.type.dtype) for p in self.kernel.params]
-        handles = self.e.begin_kernel(self.kernel.name, params, self.threads)
+        handles = self.e.begin_kernel(self.kernel.name, params, self.launch_threads)
         self.tid = self.e.thread_id()
         for p, h in zip(self.kernel.params, handles):
             self.env[p.value] = [h]
+        self.begin_body()
         self.lower_block(self.kernel.body)
         return self.e.finish(self.local_bytes)
+
+    def begin_body(self) -> None:
+        """Code that goes before the kernel's body (a subclass's)."""
 
     def lower_block(self, block: Block) -> list[list[Handle]]:
         for instr in block.instrs:

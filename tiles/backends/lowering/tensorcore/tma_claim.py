@@ -84,6 +84,30 @@ class TMAEmitter:
     def fence_proxy_async(self) -> None:
         raise NotImplementedError
 
+    # -- a producer warp (tma_producer.py) ------------------------------------------------
+    def producer_ok(self) -> bool:
+        """Whether one more warp may issue the copies while the others only consume them."""
+        return False
+
+    def mbarrier_arrive(self, byte_offset: int, index: Handle | None = None) -> None:
+        raise NotImplementedError
+
+    def consumer_barriers(self, threads: int) -> None:
+        """From here on ``barrier`` synchronizes the first ``threads`` threads only."""
+        raise NotImplementedError
+
+    def join_barrier(self, threads: int) -> None:
+        """A barrier of all ``threads`` threads, producer warp included."""
+        raise NotImplementedError
+
+    def set_max_registers(self, count: int, grow: bool) -> None:
+        """This warpgroup's registers per thread become ``count`` (more when ``grow``, else fewer)."""
+        raise NotImplementedError
+
+    def return_where(self, cond: Handle, body: Callable[[], None]) -> None:
+        """Threads where ``cond`` holds run ``body`` and leave the kernel; the others go on."""
+        raise NotImplementedError
+
 
 _ARITH = {Op.ADD: "add", Op.SUB: "sub", Op.MUL: "mul"}
 

@@ -47,7 +47,7 @@ from .tma import map_handle
 from .tma_claim import TMAEmitter, dot_feeds
 from .wgmma import operands
 
-_MBARRIER_BYTES = 8
+MBARRIER_BYTES = 8
 
 
 @dataclass(frozen=True)
@@ -141,10 +141,17 @@ def find_tma_pipe(lw: TensorCoreLowering, instr: Instr) -> TMAPipe | None:
                    max(1, stages), at)
 
 
-def _issue(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
-           slot: Handle, mbar_base: int, first: Handle) -> None:
-    """Thread 0 starts the copies of the iteration at ``iv`` into stage ``slot`` (nothing past
-    the loop's end)."""
+def stage_barriers(pipe: TMAPipe) -> tuple[int, int]:
+    """Byte offsets of the stages' "full" mbarriers and of the "empty" ones a producer warp
+    waits on (``tma_producer.py``), after the stages."""
+    full = pipe.stages * pipe.stage_bytes
+    return full, full + pipe.stages * MBARRIER_BYTES
+
+
+def issue_copies(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handle, iv_dtype: DType,
+                 slot: Handle, mbar_base: int, go: Handle) -> None:
+    """The thread where ``go`` holds starts the copies of the iteration at ``iv`` into stage
+    ``slot``; the slice computing their offsets runs in every thread."""
     e = lw.e
     assert isinstance(e, TMAEmitter)
     lw.env[iv_arg] = [iv]
@@ -155,8 +162,7 @@ def _issue(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handle, ub:
     maps = [map_handle(lw, f.load, (f.tile.rows, f.tile.width // f.tile.itemsize), f.tile.width)
             for f in pipe.feeds]
     stage = lw.e.binary(Op.MUL, slot, lw.const(pipe.stage_bytes, D.int32), D.int32)
-    mbar = lw.e.binary(Op.MUL, slot, lw.const(_MBARRIER_BYTES, D.int32), D.int32)
-    go = lw.e.binary(Op.AND, first, lw.e.binary(Op.LT, iv, ub, iv_dtype), D.int1)
+    mbar = lw.e.binary(Op.MUL, slot, lw.const(MBARRIER_BYTES, D.int32), D.int32)
 
     def copies() -> None:
         e.mbarrier_expect_tx(mbar_base, pipe.tx_bytes, mbar)
@@ -166,6 +172,14 @@ def _issue(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handle, ub:
                 c = col if j == 0 else lw.e.binary(Op.ADD, col, lw.const(j * per_block, D.int32), D.int32)
                 e.tma_load(f.at + j * f.tile.block_bytes, tensor_map, [c, row], mbar_base, stage, mbar)
     lw.e.when(go, copies)
+
+
+def _issue(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
+           slot: Handle, mbar_base: int, first: Handle) -> None:
+    """Thread 0 starts the copies of the iteration at ``iv`` into stage ``slot`` (nothing past
+    the loop's end)."""
+    go = lw.e.binary(Op.AND, first, lw.e.binary(Op.LT, iv, ub, iv_dtype), D.int1)
+    issue_copies(lw, pipe, iv_arg, iv, iv_dtype, slot, mbar_base, go)
 
 
 def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos: set[int]) -> list[Any]:
@@ -183,9 +197,10 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         hoist_a(lw, dot, plan.dots[dot], lay)
     S = pipe.stages  # noqa: N806
     keep = _keep(lw, Pipe(pipe.dots, [], [], [], pipe.step, S), body) if S >= 2 else 0
-    ahead_by = S - 1  # stages in flight ahead of the one being read
-    mbar_base = S * pipe.stage_bytes
-    lw.reserve_local(mbar_base + S * _MBARRIER_BYTES)
+    fed = st.producer is not None and instr in st.producer.loops  # a producer warp copies (tma_producer.py)
+    ahead_by = 0 if fed else S - 1  # stages this program's thread 0 copies ahead of the one read
+    mbar_base, empty_base = stage_barriers(pipe)
+    lw.reserve_local(empty_base + (S * MBARRIER_BYTES if fed else 0))
     st.async_loads.update(f.load for f in pipe.feeds)
     if keep:
         st.wg_keep[pipe.dots[0]] = keep
@@ -200,14 +215,21 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
 
     def init() -> None:
         for s in range(S):
-            e.mbarrier_init(mbar_base + s * _MBARRIER_BYTES, 1)
+            e.mbarrier_init(mbar_base + s * MBARRIER_BYTES, 1)
+            if fed:  # released by one arrival per consumer warp
+                e.mbarrier_init(empty_base + s * MBARRIER_BYTES, lw.threads // 32)
 
     def inval() -> None:
         for s in range(S):
-            e.mbarrier_inval(mbar_base + s * _MBARRIER_BYTES)
+            e.mbarrier_inval(mbar_base + s * MBARRIER_BYTES)
+            if fed:
+                e.mbarrier_inval(empty_base + s * MBARRIER_BYTES)
     e.fence_proxy_async()  # generic accesses of the arena before TMA writes it
     lw.e.when(first, init)
-    lw.e.barrier()
+    if fed:
+        e.join_barrier(lw.threads + 32)  # the producer warp starts copying after this
+    else:
+        lw.e.barrier()
     for s in range(ahead_by):
         iv_s = lb if s == 0 else lw.e.binary(Op.ADD, lb, ivc(s * pipe.step), iv_dtype)
         _issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s), mbar_base, first)
@@ -218,16 +240,16 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
         slot, parity, failed = regs[-3:]
-        mbar = lw.e.binary(Op.MUL, slot, i32(_MBARRIER_BYTES), D.int32)
+        mbar = lw.e.binary(Op.MUL, slot, i32(MBARRIER_BYTES), D.int32)
 
         def refill() -> None:  # iteration i + S - 1 into the stage iteration i - 1 read
             ahead = lw.e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
             _issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, rotated(lw, slot, ahead_by, S), mbar_base, first)
-        if not ahead_by:  # one stage: copy this iteration's tiles and wait for them
+        if not ahead_by and not fed:  # one stage: copy this iteration's tiles and wait for them
             lw.e.barrier()  # every warp is past the MMAs that read it
             _issue(lw, pipe, iv_arg, iv, ub, iv_dtype, slot, mbar_base, first)
         gave_up = e.mbarrier_wait_or_give_up(mbar_base, parity, failed, mbar)
-        if ahead_by and not keep:
+        if ahead_by and not keep and not fed:
             lw.e.barrier()  # every warp is past the MMAs (all waited for) that read that stage
             refill()
         here = lw.e.binary(Op.MUL, slot, i32(pipe.stage_bytes), D.int32)
@@ -235,7 +257,16 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
             st.wg_staged.setdefault(f.dot, {})[f.operand] = lw.e.binary(Op.ADD, here, i32(f.at), D.int32)
         lw.env[iv_arg] = [iv]
         flat = lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-3]))
-        if keep:  # the MMAs' wait completed the previous group, which read that stage ...
+        if fed:  # this warp's MMAs that read the stage (the previous one's, if in flight) are done
+            lane0 = lw.e.binary(Op.EQ, lw.e.binary(Op.AND, lw.tid, i32(31), D.int32), i32(0), D.int32)
+            if keep:
+                read = rotated(lw, slot, S - 1, S)
+                lw.e.when(lw.e.binary(Op.AND, lane0, lw.e.binary(Op.NE, iv, lb, iv_dtype), D.int1),
+                          lambda: e.mbarrier_arrive(empty_base, lw.e.binary(Op.MUL, read, i32(MBARRIER_BYTES),
+                                                                                  D.int32)))
+            else:
+                lw.e.when(lane0, lambda: e.mbarrier_arrive(empty_base, mbar))
+        elif keep:  # the MMAs' wait completed the previous group, which read that stage ...
             lw.e.barrier()  # ... in every warpgroup
             refill()
         last = lw.e.binary(Op.EQ, slot, i32(S - 1), D.int32)
