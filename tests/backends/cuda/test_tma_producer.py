@@ -63,6 +63,15 @@ def test_d64_attention_keeps_two_programs_per_sm_without_a_producer(tma_on, rng)
     assert "cp.async.bulk.tensor" in compiled.asm["ptx"]
 
 
+def test_a_launch_with_maxnreg_gets_no_producer(tma_on, rng):
+    """``setmaxnreg`` divides the registers the kernel is launched with; a cap would break that."""
+    (q, k, v), o, strides = _attention_args(rng, 1, 2, 256, 128)
+    compiled = block_attention.warmup(q, k, v, o, 0.125, *strides, 2, 256, HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128,
+                                      CAUSAL=True, num_warps=8, num_stages=2, maxnreg=160, backend="cuda",
+                                      grid=(1,))
+    assert compiled.threads == 256 and "setmaxnreg" not in compiled.asm["ptx"]
+
+
 def test_switched_off_or_without_ptxas_thread_0_issues(tma_on, rng, monkeypatch):
     monkeypatch.setenv("TILES_PRODUCER", "0")
     compiled = _attention(rng, 128, 128, 2)

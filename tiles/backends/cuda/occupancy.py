@@ -141,6 +141,8 @@ def one_more_program(text: str, registers: int, local: int, threads: int, shared
     pays (module doc), or None to keep it as it is; ``registers``/``local``: its registers and local
     bytes per thread, ``capped(ptx)`` those of the capped version (from the driver at load time,
     from ptxas when choosing between lowerings)."""
+    if "setmaxnreg" in text:  # its warpgroups divide the registers it was launched with (tma_producer.py)
+        return None
     wanted = wanted_programs(registers, threads, shared, limits)
     # a hot loop's accumulators alone near the cap (a 128x256 tile on 8 warps holds 128) spill inside it
     if wanted is None or room_for(threads, wanted, limits) < 2 * largest_accumulator(text):

@@ -73,7 +73,7 @@ class Producer:
 def find_producer(lw: TensorCoreLowering) -> Producer | None:
     e = lw.e
     if not config.producer_warp() or not _switch.on or not isinstance(e, TMAEmitter) or not e.producer_ok() \
-            or not lw.tc.plan.wgmma or lw.threads != CONSUMERS:
+            or not lw.tc.plan.wgmma or lw.threads != CONSUMERS or lw.options.maxnreg is not None:
         return None
     top = lw.kernel.body
     loops: dict[Instr, TMAPipe] = {}
