@@ -100,8 +100,10 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   `disable_licm=True` keeps the interpreter's loop-invariant hoisting out of the
   loop.  `flatten`, `warp_specialize` and `disallow_acc_multi_buffer` steer
   Triton's Hopper/Blackwell pipelines (loop-nest flattening, warp-specialized
-  partitions, accumulator buffering); tiles has none of those, records them on
-  the loop and otherwise ignores them.
+  partitions, accumulator buffering); tiles records them on the loop and
+  otherwise ignores them.  On CUDA sm_90 an 8-warp kernel whose TMA-fed `tl.dot`
+  loops are at its top level gets a producer warpgroup for their copies whether
+  or not `warp_specialize` is set (`TILES_PRODUCER=0` turns it off).
 - **Debug.** `tl.device_assert` is kept only when the kernel is compiled with
   `debug=True` (`@tiles.jit(debug=True)` or `TILES_DEBUG=1`), as in Triton.
 
