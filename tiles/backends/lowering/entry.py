@@ -18,7 +18,7 @@ from . import memory, reductions, relayout, sorting  # noqa: F401  (register the
 from .emitter import Emitter
 from .lower import Lowering
 from .prepare import prepare
-from .tensorcore import TensorCoreEmitter, TensorCoreLowering, epilogue, tma, tma_claim
+from .tensorcore import TensorCoreEmitter, TensorCoreLowering, epilogue, tma, tma_claim, tma_producer
 from .tensorcore.tma_pipeline import lower_tma_pipelined  # noqa: F401  (registers the FOR rule)
 
 
@@ -60,6 +60,9 @@ def _tensor_core_walker(kernel: Kernel, emitter: TensorCoreEmitter, threads: int
                         options: Options) -> TensorCoreLowering:
     lowering = TensorCoreLowering(kernel, emitter, threads, options)
     lowering.tc.stores = epilogue.claim_stores(lowering)  # reads the plan the constructor made
+    lowering.tc.producer = tma_producer.find_producer(lowering)
+    if lowering.tc.producer is not None:
+        lowering.launch_threads = lowering.threads + lowering.tc.producer.threads
     return lowering
 
 

@@ -46,7 +46,7 @@ class TensorCoreState:
         self.wg_staged: dict[Instr, dict[int, Handle]] = {}  # DOT -> operand -> byte base in its stage
         self.defs = {r: i for i in kernel.walk() for r in i.results}
         self.stores: dict[Instr, Layout] = {}  # STOREs written from fragments (epilogue.py) -> their layout
-        self.producer: Any = None  # tma_producer.Producer: a warp that issues the TMA pipelines' copies
+        self.producer: Any = None  # tma_producer.Producer: a warpgroup that issues the TMA pipelines' copies
 
 
 class TensorCoreLowering(Lowering):
@@ -60,17 +60,9 @@ class TensorCoreLowering(Lowering):
         if self.tc.plan.wgmma and any(d.operands[0].type.element.itemsize == 1 for d in self.tc.plan.dots):
             self.max_vec = max(self.max_vec, 16)  # 8-bit operands: 16 bytes per chunk, per cp.async
 
-    def run(self) -> str:
-        from .tma_producer import find_producer
-        self.tc.producer = find_producer(self)
-        if self.tc.producer is not None:
-            self.launch_threads = self.threads + self.tc.producer.threads
-        return super().run()
-
     def begin_body(self) -> None:
         if self.tc.producer is not None:
-            from .tma_producer import split_off_producer
-            split_off_producer(self, self.tc.producer)
+            self.tc.producer.split_off(self)
 
     def lower_instr(self, instr: Instr) -> list[list[Handle]]:
         fn = TC_RULES.get(instr.op)

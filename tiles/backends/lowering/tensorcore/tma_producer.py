@@ -69,6 +69,9 @@ class Producer:
     prefix: list[Instr]
     threads: int = field(default=WARPGROUP)
 
+    def split_off(self, lw: TensorCoreLowering) -> None:
+        split_off_producer(lw, self)
+
 
 def find_producer(lw: TensorCoreLowering) -> Producer | None:
     e = lw.e
