@@ -542,3 +542,36 @@ def test_tma_attention_matches_torch(tma_on, monkeypatch, d, bm, bn, warps, stag
                                          BLOCK_N=bn, num_warps=warps, num_stages=stages, backend="cuda")
     want = torch.softmax(q.float() @ k.float().transpose(-1, -2) * 0.125, -1) @ v.float()
     torch.testing.assert_close(o.float(), want, atol=2e-2, rtol=2e-2)
+
+
+@tiles.jit
+def store_then_reread(x_ptr, out_ptr, total_ptr, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    """A descriptor store, then a load of what it wrote (the same program reads it back)."""
+    dst = tl.make_tensor_descriptor(out_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN])
+    rows, cols = tl.arange(0, BM)[:, None], tl.arange(0, BN)[None, :]
+    dst.store([0, 0], tl.load(x_ptr + rows * N + cols) + 1)
+    tl.store(total_ptr, tl.sum(tl.sum(tl.load(out_ptr + rows * N + cols).to(tl.float32), 1), 0))
+
+
+def test_a_store_nothing_reads_after_waits_only_for_its_reads(tma_on):
+    """The bulk store's group is waited for with ``.read`` (the arena may be reused; the writes
+    land by the kernel's end) unless the program may read memory after it, as here."""
+    x = np.zeros((64, 64), np.float16)
+    last = _compiled(desc_copy, _copy_args(64, 64), BM=32, BN=32).asm["ptx"]
+    assert "cp.async.bulk.wait_group.read 0" in last
+    reread = _compiled(store_then_reread, (x, x.copy(), np.zeros(1, np.float32), 64, 64), BM=64, BN=64,
+                       grid=(1,)).asm["ptx"]
+    assert "cp.async.bulk.tensor.2d.global" in reread
+    assert "cp.async.bulk.wait_group 0" in reread and ".read" not in reread
+
+
+@needs_gpu
+def test_a_store_read_back_by_its_program_matches(tma_on, monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TILES_CUDA_ARCH", "")
+    x = torch.randn((64, 64), device="cuda").half()
+    out = torch.full_like(x, float("nan"))
+    total = torch.zeros(1, device="cuda")
+    store_then_reread[(1,)](x, out, total, 64, 64, BM=64, BN=64, backend="cuda", num_warps=4)
+    torch.testing.assert_close(out, x + 1)
+    torch.testing.assert_close(total, (x + 1).float().sum().reshape(1), rtol=1e-3, atol=1e-2)

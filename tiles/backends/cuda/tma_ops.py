@@ -129,14 +129,15 @@ class PTXTensorMemoryOps(LLVMBuilder, TMAEmitter):
         args = ", ".join([str(self._smem(dst_offset, dst_index)), str(tensor_map),
                           str(self._smem(mbar_offset, mbar_index)), *map(str, coords)])
         self._emit(f'call void asm sideeffect "{text}", "{cons}"({args})')
-    def tma_store(self, tensor_map: Any, coords: Sequence[Any], src_offset: int) -> None:
+    def tma_store(self, tensor_map: Any, coords: Sequence[Any], src_offset: int, visible: bool = True) -> None:
         """Copy shared memory at ``src_offset`` to the box at ``coords``; out-of-bounds elements are
-        not written.  One bulk group, waited for until its writes are done (so later accesses of
-        this program see them and the shared memory may be reused)."""
+        not written.  One bulk group, waited for until its writes are done (``visible``: later
+        accesses of this program see them) or only until it has read the shared memory, which may
+        then be reused (the writes land on their own, by the kernel's end at the latest)."""
         n = len(coords)
         places = ", ".join(f"${2 + i}" for i in range(n))
         text = (f"cp.async.bulk.tensor.{n}d.global.shared::cta.bulk_group [$0, {{{places}}}], [$1]; "
-                "cp.async.bulk.commit_group; cp.async.bulk.wait_group 0;")
+                f"cp.async.bulk.commit_group; cp.async.bulk.wait_group{'' if visible else '.read'} 0;")
         cons = ",".join(["l", "r"] + ["r"] * n + ["~{memory}"])
         args = ", ".join([str(tensor_map), str(self._smem(src_offset)), *map(str, coords)])
         self._emit(f'call void asm sideeffect "{text}", "{cons}"({args})')

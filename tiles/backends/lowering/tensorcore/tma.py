@@ -10,7 +10,8 @@ the local-memory arena (row-major box, no swizzle), completing on an mbarrier ev
 waits on; each thread then reads its slots.  TMA zero-fills the box outside the tensor, which
 is DESC_LOAD's meaning.  A store: owners write the tile row-major into the arena, every thread
 fences its writes for the async proxy, and after a barrier thread 0 issues the bulk store (TMA
-drops elements outside the tensor) and waits for it.  Both end with a barrier, like every
+drops elements outside the tensor) and waits for it: for its writes where the program may read
+memory later (``_read_later``), else only until it has read the arena.  Both end with a barrier, like every
 other user of the arena.  Loads that feed ``tl.dot`` in a loop are staged by
 ``tma_pipeline.py`` instead (these rules then return nothing for them).
 """
@@ -22,7 +23,7 @@ import math
 
 from ....core import dtypes as D  # noqa: N812
 from ....core.descriptors import descriptor_operands
-from ....core.ir import Instr
+from ....core.ir import Block, Instr, walk_block
 from ....core.ops import Op
 from ..emitter import Handle
 from ..lower import Lowering
@@ -119,6 +120,29 @@ def _desc_store(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
     e.fence_proxy_async()
     lw.e.barrier()
     tensor_map, coords = map_handle(lw, instr), _coords(lw, instr)
-    lw.e.when(_first_thread(lw), lambda: e.tma_store(tensor_map, coords, 0))
+    visible = _read_later(lw.kernel.body, instr)
+    lw.e.when(_first_thread(lw), lambda: e.tma_store(tensor_map, coords, 0, visible))
     lw.e.barrier()
     return []
+
+
+_READS = (Op.LOAD, Op.DESC_LOAD, Op.ATOMIC, Op.ATOMIC_CAS)
+
+
+def _read_later(block: Block, store: Instr) -> bool:
+    """Whether memory may be read (or an atomic ordered) after ``store`` in this program: an access
+    later in its block or in a block around it, or anywhere in a loop around it."""
+    for k, instr in enumerate(block.instrs):
+        if instr is store:
+            return any(i.op in _READS for later in block.instrs[k + 1:] for i in _walk(later))
+        inside = [r for r in instr.regions if any(i is store for i in walk_block(r))]
+        if inside:
+            if instr.op in (Op.FOR, Op.WHILE) and any(i.op in _READS for i in _walk(instr)):
+                return True
+            return _read_later(inside[0], store) or any(
+                i.op in _READS for later in block.instrs[k + 1:] for i in _walk(later))
+    return True
+
+
+def _walk(instr: Instr) -> list[Instr]:
+    return [instr, *(i for r in instr.regions for i in walk_block(r))]

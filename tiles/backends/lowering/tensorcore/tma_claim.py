@@ -78,7 +78,7 @@ class TMAEmitter:
                  dst_index: Handle | None = None, mbar_index: Handle | None = None) -> None:
         raise NotImplementedError
 
-    def tma_store(self, tensor_map: Handle, coords: list[Handle], src_offset: int) -> None:
+    def tma_store(self, tensor_map: Handle, coords: list[Handle], src_offset: int, visible: bool = True) -> None:
         raise NotImplementedError
 
     def fence_proxy_async(self) -> None:
