@@ -141,7 +141,7 @@ class TMASimEmitter(SimEmitter, TMAEmitter):
         self._complete(bar)
         self.loads += 1
 
-    def tma_store(self, tensor_map: H, coords: list[H], src_offset: int) -> None:
+    def tma_store(self, tensor_map: H, coords: list[H], src_offset: int, visible: bool = True) -> None:
         t = self._one("cp.async.bulk.tensor store")
         if t is None:
             return
