@@ -66,6 +66,16 @@ class PTXFloat8Ops(LLVMBuilder):
         infinity = self._val("i8", f"or {self._val('i8', f'and {byte}, -128')}, 124")  # satfinite kept the sign
         return self._val("i8", f"select {inf}, {infinity}, {byte}")
 
+    def _float_to_e5m2_toward_zero(self, x: Reg) -> Reg:
+        """float32 -> float16 toward zero (``cvt.rz``), then its high byte: e5m2 is float16 without
+        its low 8 mantissa bits, so dropping them truncates again, and two truncations are one.
+        Finite overflow gives the largest finite value, infinities stay; NaN is made e5m2's NaN."""
+        half = self.cast(x, D.float32, D.float16, "rtz")
+        bits = self._val("i16", f"bitcast {half} to i16")
+        high = self._val("i8", f"trunc {self._val('i16', f'lshr {bits}, 8')} to i8")
+        nan = self._val("i1", f"fcmp uno {x}, 0.0")
+        return self._val("i8", f"select {nan}, i8 127, {high}")
+
     def _widen_fp8(self, a: Reg, dtype: DType) -> Reg:
         return self._val("float", f"fpext {self._fp8_to_half(a, dtype)} to float")
 
@@ -75,8 +85,11 @@ class PTXFloat8Ops(LLVMBuilder):
         if is_fp8(src):
             half = self._fp8_to_half(a, src)
             return half if dst == D.float16 else self.cast(half, D.float16, dst, rounding)
+        if rounding == "rtz" and dst == D.float8e5:
+            return self._float_to_e5m2_toward_zero(a if src == D.float32 else self.cast(a, src, D.float32, "rtz"))
         if rounding == "rtz":
-            raise UnsupportedError(f"fp_downcast_rounding='rtz' to {dst} is not supported on cuda")
+            raise UnsupportedError(f"fp_downcast_rounding='rtz' to {dst} is not supported on cuda (as in Triton, "
+                                   "only float8e5 has it): cast to float8e5, or round to nearest")
         x = a if src == D.float32 else self.cast(a, src, D.float32)
         return self._float_to_fp8(x, dst, keep_inf=False)
 

@@ -6,8 +6,8 @@ LLVM's ``fptrunc`` rounds to nearest even only, so these go through PTX's ``cvt.
 float16 or bfloat16, float64 to float32.  float64 to a 16-bit float truncates to float32 first:
 float32 holds every 16-bit float, so the two truncations give the one.  As IEEE round toward zero
 (and the interpreter's ``floats.narrow``): a finite value past the format's largest gives that
-largest finite value, infinities and NaNs stay what they are.  fp8 destinations stay refused
-(``fp8_ops.py``).
+largest finite value, infinities and NaNs stay what they are.  fp8 destinations: float8e5 from
+the float16 truncation (``fp8_ops.py``), float8e4nv refused as Triton does.
 """
 
 from __future__ import annotations
