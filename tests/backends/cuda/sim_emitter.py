@@ -120,6 +120,7 @@ class SimEmitter(TensorCoreEmitter):
     # frame
     def begin_kernel(self, name: str, params: Sequence[tuple[str, Any]], threads: int) -> list[Any]:
         self.threads = threads
+        self.present = np.ones(threads, bool)  # threads that have not left the kernel
         return [self._h(a, dt) for a, (_n, dt) in zip(self.args, params)]
 
     def finish(self, local_bytes: int) -> Any:
@@ -317,9 +318,13 @@ class SimEmitter(TensorCoreEmitter):
                 out[rows, cols + e] = vals[:, e]
         return out
 
+    def _warps(self) -> list[int]:
+        """The warps still in the kernel (warp-wide instructions run in these)."""
+        return [w for w in range(self.threads // WARP) if self.present[w * WARP:(w + 1) * WARP].all()]
+
     def ldmatrix(self, byte_offset: int, byte_index: H, count: int, trans: bool) -> list[Any]:
         regs = [np.zeros(self.threads, np.uint32) for _ in range(count)]
-        for w in range(self.threads // WARP):
+        for w in self._warps():
             for i in range(count):
                 mat = np.zeros((8, 8), np.uint16)
                 for r in range(8):
@@ -344,8 +349,8 @@ class SimEmitter(TensorCoreEmitter):
         # (low 16 bits) and 2 * (l % 4) + 1 (high 16 bits): the mma accumulator layout, packed in
         # pairs; .trans stores each matrix column-major (stored row r is the matrix's column r)
         assert len(regs) in (1, 2, 4), len(regs)
-        assert not self.active or self._mask(None).all(), "stmatrix under a condition: all lanes execute it"
-        for w in range(self.threads // WARP):
+        assert (self._mask(None) == self.present).all(), "stmatrix under a condition: all lanes execute it"
+        for w in self._warps():
             for i, reg in enumerate(regs):
                 words = reg.v[w * WARP:(w + 1) * WARP].astype(np.uint32)  # int32 handles: same bits
                 mat = np.zeros((8, 8), np.uint16)
@@ -362,7 +367,7 @@ class SimEmitter(TensorCoreEmitter):
 
     def cp_async(self, byte_offset: int, byte_index: H, p: H, nbytes: int, mask: H | None) -> bool:
         ok = self._mask(mask)
-        for t in range(self.threads):
+        for t in np.nonzero(self.present)[0]:
             at = byte_offset + int(byte_index.v[t])
             src = self.mem[p.v[t]:p.v[t] + nbytes] if ok[t] else np.zeros(nbytes, np.uint8)
             self.smem[at:at + nbytes] = src
@@ -406,7 +411,7 @@ class SimEmitter(TensorCoreEmitter):
         # pending outputs of earlier wgmmas are kept as handles: they complete first
         acc_in = [c if isinstance(c, _Pending) else np.array(c.v) for c in acc]
         op = _WGMMA(n, k, in_dtype, a_in, np.array(b_desc.v), acc_in, trans_a, trans_b)
-        for g in range(self.threads // 128):  # its operands must have landed when it is issued
+        for g in self._warpgroups():  # its operands must have landed when it is issued
             reads = [self._operand_addresses(self._desc(op.b, g), n, k, in_dtype, trans_b)]
             if isinstance(a_in, np.ndarray):
                 reads.append(self._operand_addresses(self._desc(a_in, g), 64, k, in_dtype, trans_a))
@@ -424,6 +429,10 @@ class SimEmitter(TensorCoreEmitter):
             for op in self.wg_groups.pop(0):
                 self._wgmma_complete(op)
         return [H(r.v) if isinstance(r, _Pending) and r.op.out is not None else r for r in regs]
+
+    def _warpgroups(self) -> list[int]:
+        """The warpgroups running here (a producer warpgroup's threads have left, tma_sim.py)."""
+        return [g for g in range(self.threads // 128) if self.present[128 * g:128 * g + 128].all()]
 
     def _desc(self, vals: np.ndarray, g: int) -> int:
         ws = [int(x) & 0xFFFF_FFFF_FFFF_FFFF for x in vals[128 * g:128 * g + 128]]
@@ -466,7 +475,7 @@ class SimEmitter(TensorCoreEmitter):
         rows = 16 * w + lane // 4 + 8 * ((i % 4) // 2)  # (n/2, 128): element of D each register holds
         cols = 8 * (i // 4) + 2 * (lane % 4) + i % 2
         out = np.zeros((n // 2, self.threads), acc_np)
-        for g in range(self.threads // 128):
+        for g in self._warpgroups():
             if isinstance(op.a, list):
                 A = np.concatenate([self._frag_a(op.a, 128 * g + 32 * wi, dt) for wi in range(4)])
             else:

@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 import pytest
-from test_tma_block_ptr import _attention_args, block_attention
+from test_tma_block_ptr import _attention_args, _attention_reference, _heads, _sim_args, block_attention
 
 import tiles
 import tiles.language as tl
@@ -80,6 +80,40 @@ def test_switched_off_or_without_ptxas_thread_0_issues(tma_on, rng, monkeypatch)
     monkeypatch.setattr(toolchain, "ptxas_path", lambda: None)
     compiled = _attention(rng, 128, 64, 2)  # (a specialization no other test compiles)
     assert compiled.threads == 256 and "cp.async.bulk.tensor" in compiled.asm["ptx"]
+
+
+@pytest.mark.parametrize("causal,stages", [(False, 2), (True, 3)])
+def test_attention_with_a_producer_simulated(tma_on, rng, causal, stages):
+    """The simulator lands each stage fill as soon as the producer could issue it (after the
+    consumers released the stage), so a stage released early is overwritten under its MMAs."""
+    from tma_sim import run
+    z, h, n_ctx, d = 1, 1, 384, 64
+    (q, k, v), o, strides = _attention_args(rng, z, h, n_ctx, d)
+    args = (q, k, v, o, 0.125, *strides, h, n_ctx)
+    c = block_attention.warmup(*args, HEAD_DIM=d, BLOCK_M=128, BLOCK_N=64, CAUSAL=causal, num_warps=8,
+                               num_stages=stages, backend="cuda", grid=(1,))
+    sims = run(c.ir, _sim_args(c, args), (n_ctx // 128, z * h), 256, num_stages=stages)
+    assert all(s.joins[0] == 1 and s.arrivals for s in sims)  # the producer fed the loop
+    want = _attention_reference(*(_heads(x, z, h, n_ctx, d) for x in (q, k, v)), 0.125, causal)
+    np.testing.assert_allclose(_heads(o, z, h, n_ctx, d), want, atol=3e-3, rtol=1e-2)
+
+
+def test_matmul_with_a_producer_simulated(tma_on, rng):
+    """One product kept in flight: the consumers release a stage one iteration late."""
+    from tma_sim import run
+    m, n, k = 130, 136, 328
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    args = (a, b, c, m, n, k, k, n, n)
+    compiled = wide_matmul.warmup(*args, BM=128, BN=128, BK=64, num_warps=8, num_stages=3, backend="cuda",
+                                  grid=(1,))
+    values = [x if isinstance(x, np.ndarray) else np.int32(x)
+              for x in (dict(zip(wide_matmul.arg_names, args))[p.name] for p in compiled.ir.params)]
+    sims = run(compiled.ir, values, (2, 2), 256, num_stages=3)
+    assert all(s.joins[0] == 1 and s.arrivals for s in sims)
+    np.testing.assert_allclose(c.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32), atol=0.1,
+                               rtol=1e-2)
 
 
 @needs_gpu

@@ -10,6 +10,13 @@ phase completes when arrivals and bytes reach zero, and a wait for parity P must
 phase's parity different from P (a wait that would spin forever fails here).  The copy lands when
 issued, and ``wgmma`` reads its operands when its group completes, so a stage refilled while a
 group still reads it gives wrong sums.
+
+A producer warpgroup (``tma_producer.py``) runs here before the consumers, since the lowering
+emits it first: its joins and stage fills are queued in order, each fill with the "empty" phase
+it waited for, and a fill lands as soon as the producer could have issued it: the consumers have
+reached that loop's join and completed that empty phase (each consumer arrival, init, join and
+wait lets the queue go on).  So a stage released before the MMAs reading it have completed is
+overwritten under them, and a wait for a phase no one completes leaves the queue stuck.
 """
 
 from __future__ import annotations
@@ -29,6 +36,25 @@ from tiles.backends.lowering.tensorcore.tma_spec import MapSpec
 
 
 @dataclass
+class Copy:
+    """A producer's copy, recorded when issued: destination byte, map, coordinates."""
+
+    dst: int
+    spec: MapSpec
+    coords: list[int]
+
+
+@dataclass
+class Issue:
+    """A producer's stage fill: its full barrier, the empty phase it waited for, bytes, copies."""
+
+    full: int
+    released: tuple[int, int] | None  # (empty barrier, parity whose phase must have completed)
+    nbytes: int
+    copies: list[Copy] = field(default_factory=list)
+
+
+@dataclass
 class Barrier:
     count: int
     pending: int
@@ -43,6 +69,74 @@ class TMASimEmitter(SimEmitter, TMAEmitter):
         self.maps: dict[int, MapSpec] = {}
         self.barriers: dict[int, Barrier] = {}
         self.loads = self.stores = 0
+        self.producing = False  # inside the producer warpgroup's program
+        self.released: tuple[int, int] | None = None  # the producer's last wait on an empty barrier
+        self.queue: list[Issue | int] = []  # the producer's fills and joins (their number), in order
+        self.joins = [0, 0]  # joins reached by the producer, by the consumers
+        self.arrivals = 0
+
+    def producer_ok(self) -> bool:
+        return True
+
+    def return_where(self, cond: H, body: Any) -> None:
+        taken = cond.v.astype(bool)
+        self.active.append(taken)
+        outer, self.producing = self.producing, self.producing or bool(taken[self._mask(None)].all())
+        try:
+            body()
+        finally:
+            self.active.pop()
+            self.producing = outer
+        self.active.insert(0, ~taken)  # those threads have left the kernel
+        self.present &= ~taken
+
+    def set_max_registers(self, count: int, grow: bool) -> None:
+        assert count % 8 == 0 and 24 <= count <= 256
+
+    def consumer_barriers(self, threads: int) -> None:
+        pass
+
+    def join_barrier(self, threads: int) -> None:
+        if self.producing:
+            self.queue.append(self.joins[0])
+            self.joins[0] += 1
+        else:
+            self.joins[1] += 1
+            self._advance()
+
+    def mbarrier_arrive(self, byte_offset: int, index: H | None = None) -> None:
+        m = self._mask(None)
+        ats = {self._at(byte_offset, index, t) for t in np.nonzero(m)[0]}
+        assert len(ats) <= 1, "threads arrive on different barriers"
+        if not ats:
+            return
+        bar = self.barriers[ats.pop()]
+        n = int(m.sum())
+        assert bar.pending >= n, f"more arrivals than the barrier counts: {bar} (+{n})"
+        bar.pending -= n
+        self.arrivals += n
+        self._complete(bar)
+        self._advance()
+
+    def _advance(self) -> None:
+        """Land the producer's fills, in order, as far as its joins and empty waits let it go."""
+        while self.queue:
+            head = self.queue[0]
+            if isinstance(head, int):
+                if self.joins[1] <= head:
+                    return
+            else:
+                if head.released is not None:
+                    empty, parity = head.released
+                    if empty not in self.barriers or self.barriers[empty].phase % 2 == parity:
+                        return
+                bar = self.barriers[head.full]
+                assert bar.pending > 0, f"a fill of a stage whose last one no one waited for: {bar}"
+                bar.pending -= 1
+                bar.tx += head.nbytes
+                for c in head.copies:
+                    self._copy(c.dst, c.spec, c.coords, head.full)
+            self.queue.pop(0)
 
     def tma_ok(self) -> bool:
         return True
@@ -71,6 +165,8 @@ class TMASimEmitter(SimEmitter, TMAEmitter):
         if self._one("mbarrier.inval") is None:
             return
         bar = self.barriers.pop(byte_offset)
+        assert not any(isinstance(f, Issue) and f.full == byte_offset for f in self.queue), \
+            "invalidated with the producer's copies not landed"
         assert bar.tx == 0 and bar.pending == bar.count, f"invalidated with copies in flight: {bar}"
 
     def _complete(self, bar: Barrier) -> None:
@@ -82,14 +178,22 @@ class TMASimEmitter(SimEmitter, TMAEmitter):
         t = self._one("mbarrier.arrive.expect_tx")
         if t is None:
             return
+        if self.producing:
+            self.queue.append(Issue(self._at(byte_offset, index, t), self.released, nbytes))
+            return
         bar = self.barriers[self._at(byte_offset, index, t)]
         assert bar.pending > 0
         bar.pending -= 1
         bar.tx += nbytes
 
     def mbarrier_wait(self, byte_offset: int, parity: H, index: H | None = None) -> None:
-        at = {self._at(byte_offset, index, t) for t in range(self.threads)}
+        active = np.nonzero(self._mask(None))[0]
+        at = {self._at(byte_offset, index, t) for t in active}
         assert len(at) == 1, "threads wait on different barriers"
+        if self.producing:  # checked when the fill it guards lands
+            self.released = (at.pop(), {int(parity.v[t]) for t in active}.pop())
+            return
+        self._advance()
         bar = self.barriers[at.pop()]
         p = {int(x) for x in parity.v}
         assert len(p) == 1 and bar.phase % 2 != p.pop(), f"this wait would never return: {bar}"
@@ -130,12 +234,21 @@ class TMASimEmitter(SimEmitter, TMAEmitter):
         spec = self.maps[int(tensor_map.v[t])]
         dst = self._at(dst_offset, dst_index, t)
         assert dst % 128 == 0, f"TMA destination {dst} not 128-byte aligned"
-        src, inside = self._box(spec, [int(c.v[t]) for c in coords])
+        at = self._at(mbar_offset, mbar_index, t)
+        if self.producing:
+            fill = self.queue[-1]
+            assert isinstance(fill, Issue) and fill.full == at, "a copy without its expect_tx"
+            fill.copies.append(Copy(dst, spec, [int(c.v[t]) for c in coords]))
+            return
+        self._copy(dst, spec, [int(c.v[t]) for c in coords], at)
+
+    def _copy(self, dst: int, spec: MapSpec, coords: list[int], at: int) -> None:
+        src, inside = self._box(spec, coords)
         s = spec.itemsize
         byte = np.arange(s)
         d = self._smem_addresses(spec, dst)[:, None] + byte
         self.smem[d] = np.where(inside[:, None], self.mem[np.where(inside, src, 0)[:, None] + byte], 0)
-        bar = self.barriers[self._at(mbar_offset, mbar_index, t)]
+        bar = self.barriers[at]
         bar.tx -= s * len(src)
         assert bar.tx >= 0, "more bytes arrived than expected"
         self._complete(bar)
@@ -178,6 +291,7 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
                 sim = TMASimEmitter(values, (x, y, z), g, mem)
                 lower_with_tensor_cores(kernel, sim, Options(num_warps=threads // WARP, num_stages=num_stages))
                 assert not any(b.tx for b in sim.barriers.values()), "copies left in flight"
+                assert not sim.queue, f"the producer's fills never landed: {sim.queue[:2]}"
                 sims.append(sim)
     for a, at in zip(args, addresses(args)):
         if isinstance(a, np.ndarray):
