@@ -148,6 +148,14 @@ def stage_barriers(pipe: TMAPipe) -> tuple[int, int]:
     return full, full + pipe.stages * MBARRIER_BYTES
 
 
+def next_stage(lw: TensorCoreLowering, slot: Handle, parity: Handle, stages: int) -> tuple[Handle, Handle]:
+    """The stage after ``slot`` and its phase parity (flipped when the ring wraps)."""
+    last = lw.e.binary(Op.EQ, slot, lw.const(stages - 1, D.int32), D.int32)
+    one = lw.const(1, D.int32)
+    return (lw.e.select(last, lw.const(0, D.int32), lw.e.binary(Op.ADD, slot, one, D.int32), D.int32),
+            lw.e.select(last, lw.e.binary(Op.XOR, parity, one, D.int32), parity, D.int32))
+
+
 def issue_copies(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handle, iv_dtype: DType,
                  slot: Handle, mbar_base: int, go: Handle) -> None:
     """The thread where ``go`` holds starts the copies of the iteration at ``iv`` into stage
@@ -259,19 +267,16 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         flat = lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-3]))
         if fed:  # this warp's MMAs that read the stage (the previous one's, if in flight) are done
             lane0 = lw.e.binary(Op.EQ, lw.e.binary(Op.AND, lw.tid, i32(31), D.int32), i32(0), D.int32)
-            if keep:
-                read = rotated(lw, slot, S - 1, S)
-                lw.e.when(lw.e.binary(Op.AND, lane0, lw.e.binary(Op.NE, iv, lb, iv_dtype), D.int1),
-                          lambda: e.mbarrier_arrive(empty_base, lw.e.binary(Op.MUL, read, i32(MBARRIER_BYTES),
-                                                                                  D.int32)))
+            if keep:  # the stage the previous iteration read
+                read = lw.e.binary(Op.MUL, rotated(lw, slot, S - 1, S), i32(MBARRIER_BYTES), D.int32)
+                not_first = lw.e.binary(Op.NE, iv, lb, iv_dtype)
+                lw.e.when(lw.e.binary(Op.AND, lane0, not_first, D.int1), lambda: e.mbarrier_arrive(empty_base, read))
             else:
                 lw.e.when(lane0, lambda: e.mbarrier_arrive(empty_base, mbar))
         elif keep:  # the MMAs' wait completed the previous group, which read that stage ...
             lw.e.barrier()  # ... in every warpgroup
             refill()
-        last = lw.e.binary(Op.EQ, slot, i32(S - 1), D.int32)
-        flat.append(lw.e.select(last, i32(0), lw.e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
-        flat.append(lw.e.select(last, lw.e.binary(Op.XOR, parity, i32(1), D.int32), parity, D.int32))
+        flat.extend(next_stage(lw, slot, parity, S))
         flat.append(gave_up)
         return flat
 

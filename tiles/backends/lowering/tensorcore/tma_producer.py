@@ -1,5 +1,5 @@
-"""A producer warp for the TMA-pipelined ``tl.dot`` loops (``tma_pipeline.py``): warp
-specialization as FlashAttention-3 and Triton's ``warp_specialize`` do it, with one warp.
+"""A producer warpgroup for the TMA-pipelined ``tl.dot`` loops (``tma_pipeline.py``): warp
+specialization as FlashAttention-3 and Triton's ``warp_specialize`` do it; one of its warps copies.
 
 Without it, thread 0 of the warps that run the MMAs also issues every copy, behind a barrier
 of all threads each iteration, which re-aligns the warpgroups every time.  With it the program
@@ -41,7 +41,7 @@ from ..emitter import Handle
 from .base import TensorCoreLowering
 from .switch import ThreadSwitch
 from .tma_claim import TMAEmitter
-from .tma_pipeline import MBARRIER_BYTES, TMAPipe, find_tma_pipe, issue_copies, stage_barriers
+from .tma_pipeline import MBARRIER_BYTES, TMAPipe, find_tma_pipe, issue_copies, next_stage, stage_barriers
 
 _PURE = ELEMENTWISE | {Op.CONST, Op.PROGRAM_ID, Op.NUM_PROGRAMS}
 WARP = 32
@@ -145,7 +145,6 @@ def _produce(lw: TensorCoreLowering, loop: Instr, pipe: TMAPipe, lane0: Handle) 
     iv_arg = loop.regions[0].args[0]
     iv_dtype = loop.operands[0].type.element
     full, empty = stage_barriers(pipe)
-    S = pipe.stages  # noqa: N806
     e.join_barrier(lw.threads + WARP)  # the consumers' thread 0 has initialized the mbarriers
 
     def i32(x: int) -> Handle:
@@ -156,8 +155,6 @@ def _produce(lw: TensorCoreLowering, loop: Instr, pipe: TMAPipe, lane0: Handle) 
         at = lw.e.binary(Op.MUL, slot, i32(MBARRIER_BYTES), D.int32)
         e.mbarrier_wait(empty, lw.e.binary(Op.XOR, parity, i32(1), D.int32), at)  # the consumers released it
         issue_copies(lw, pipe, iv_arg, iv, iv_dtype, slot, full, lane0)
-        last = lw.e.binary(Op.EQ, slot, i32(S - 1), D.int32)
-        return [lw.e.select(last, i32(0), lw.e.binary(Op.ADD, slot, i32(1), D.int32), D.int32),
-                lw.e.select(last, lw.e.binary(Op.XOR, parity, i32(1), D.int32), parity, D.int32)]
+        return list(next_stage(lw, slot, parity, pipe.stages))
     lw.e.for_range(lb, ub, step, iv_dtype, [(i32(0), D.int32), (i32(0), D.int32)], lw.in_scope(run))
 
