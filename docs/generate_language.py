@@ -103,7 +103,9 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   partitions, accumulator buffering); tiles records them on the loop and
   otherwise ignores them.  On CUDA sm_90 an 8-warp kernel whose TMA-fed `tl.dot`
   loops are at its top level gets a producer warpgroup for their copies whether
-  or not `warp_specialize` is set (`TILES_PRODUCER=0` turns it off).
+  or not `warp_specialize` is set (`TILES_PRODUCER=0` turns it off), and its
+  programs run persistent, at most one launched per SM, unless it has atomics
+  or its loops' bounds depend on the program id (`TILES_PERSISTENT=0`).
 - **Debug.** `tl.device_assert` is kept only when the kernel is compiled with
   `debug=True` (`@tiles.jit(debug=True)` or `TILES_DEBUG=1`), as in Triton.
 

@@ -94,6 +94,12 @@ def producer_warp() -> bool:
     return os.environ.get("TILES_PRODUCER", "").strip().lower() not in ("0", "false", "no", "off")
 
 
+def persistent() -> bool:
+    """Whether kernels with a producer warpgroup run several programs per launched program, at most
+    one launched per SM (TILES_PERSISTENT, default on; backends/lowering/tensorcore/persistent.py)."""
+    return os.environ.get("TILES_PERSISTENT", "").strip().lower() not in ("0", "false", "no", "off")
+
+
 def occupancy() -> bool:
     """Whether the CUDA backend may reload a register-bound kernel with a register cap that fits one
     more program per SM (TILES_OCCUPANCY, default on; backends/cuda/occupancy.py)."""

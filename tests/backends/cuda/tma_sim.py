@@ -21,6 +21,7 @@ overwritten under them, and a wait for a phase no one completes leaves the queue
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from sim_emitter import WARP, H, SimEmitter, addresses
 
 from tiles.backends.base import Options
 from tiles.backends.lowering.entry import lower_with_tensor_cores
+from tiles.backends.lowering.tensorcore import persistent
 from tiles.backends.lowering.tensorcore.tma_claim import TMAEmitter
 from tiles.backends.lowering.tensorcore.tma_spec import MapSpec
 
@@ -269,10 +271,12 @@ class TMASimEmitter(SimEmitter, TMAEmitter):
         pass
 
 
-def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, num_stages: int = 1
-        ) -> list[TMASimEmitter]:
+def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, num_stages: int = 1,
+        programs: int | None = None) -> list[TMASimEmitter]:
     """``sim_emitter.run`` with TMA: the hidden maps parameter gets a dummy value; the emitters
-    (one per program) come back for their counts."""
+    (one per program) come back for their counts.  With ``programs``, the kernel must take
+    persistent programs (``persistent.py``, with an H100's shared memory) and that many are
+    launched, given ``grid`` as the launch does; without it, it is lowered without them."""
     arrays = [a for a in args if isinstance(a, np.ndarray)]
     mem = np.zeros(sum(a.nbytes + 256 for a in arrays), np.uint8)
     values: list[Any] = []
@@ -284,12 +288,22 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
             values.append(a)
     values.append(np.int64(0))  # tiles_tma_maps: the simulator keeps the maps itself
     g = (tuple(grid) + (1, 1, 1))[:3]
+    launched = g if programs is None else (programs, 1, 1)
+    if programs is not None:
+        values += [np.int32(n) for n in g]
     sims = []
-    for z in range(g[2]):
-        for y in range(g[1]):
-            for x in range(g[0]):
-                sim = TMASimEmitter(values, (x, y, z), g, mem)
-                lower_with_tensor_cores(kernel, sim, Options(num_warps=threads // WARP, num_stages=num_stages))
+    for z in range(launched[2]):
+        for y in range(launched[1]):
+            for x in range(launched[0]):
+                sim = TMASimEmitter(values, (x, y, z), launched, mem)
+                options = Options(num_warps=threads // WARP, num_stages=num_stages)
+                if programs is None:
+                    with persistent.disabled():
+                        lower_with_tensor_cores(kernel, sim, options)
+                else:
+                    sim.target = dataclasses.replace(sim.target, shared_memory=227 * 1024)
+                    lowered = lower_with_tensor_cores(kernel, sim, options)
+                    assert persistent.VARIANT in lowered.variants, "the kernel did not take persistent programs"
                 assert not any(b.tx for b in sim.barriers.values()), "copies left in flight"
                 assert not sim.queue, f"the producer's fills never landed: {sim.queue[:2]}"
                 sims.append(sim)

@@ -126,6 +126,7 @@ class CUDABackend(Backend):
                 + ("" if config.stmatrix() else " no-stmatrix")
                 + ("" if config.approximate_division() else " ieee-div")
                 + ("" if config.producer_warp() else " no-producer")
+                + ("" if config.persistent() else " no-persistent")
                 # ptxas picks between lowerings (variants.py): with and without it they may differ
                 + (" no-inflight" if not config.inflight() else "" if toolchain.ptxas_path() else " no-ptxas"))
 
@@ -133,12 +134,15 @@ class CUDABackend(Backend):
         arch = self.arch()
 
         def llir(kernel: Any, compiled: CompiledKernel) -> str:
+            from ..lowering.tensorcore import persistent
             from .variants import lower_chosen
             lowered = lower_chosen(compiled.ir, nvptx_target(arch), options, self.target())
             compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
             compiled.arch, compiled.not_applied = arch, lowered.not_applied
             if lowered.tensor_maps:  # TMA: launched with the maps as a hidden argument (tma_launch.py)
                 compiled.extra["tensor_maps"] = list(lowered.tensor_maps)
+            if persistent.VARIANT in lowered.variants:  # ... and the grid as three more
+                compiled.extra["persistent"] = True
             return lowered.code
 
         def ptx(text: str, compiled: CompiledKernel) -> str:
@@ -168,6 +172,8 @@ class CUDABackend(Backend):
             params = [p.value.type.dtype for p in compiled.ir.params]
             if compiled.extra.get("tensor_maps"):
                 params.append(D.PointerType(D.int8))  # the tensor maps' address
+            if compiled.extra.get("persistent"):
+                params += [D.int32] * 3  # the grid (tma_launch.py)
             loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, params, compiled.shared,
                                           compiled.threads)
             compiled.loaded["cuda"] = loaded
@@ -200,7 +206,8 @@ class CUDABackend(Backend):
             return self.make_launcher(compiled, plan)
         if compiled.extra.get("tensor_maps"):
             return self._with_tensor_maps(
-                compiled, plan, lambda c, p: launcher.keyed(c, self._loaded(c), p, [*example, 0]))
+                compiled, plan,
+                lambda c, p: launcher.keyed(c, self._loaded(c), p, [*example, *[0] * (len(p) - len(plan))]))
         return launcher.keyed(compiled, self._loaded(compiled), plan, example)
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],

@@ -10,7 +10,7 @@ from ..llvm.emitter import LLVMEmitter
 from ..llvm.target import LLVMTarget
 from ..lowering import Lowered
 from ..lowering.entry import lower_with_tensor_cores
-from ..lowering.tensorcore import TensorCoreEmitter
+from ..lowering.tensorcore import TensorCoreEmitter, persistent
 from .fp8_ops import PTXFloat8Ops
 from .mma_ops import PTXMMAOps
 from .print_ops import PTXPrintOps
@@ -29,7 +29,11 @@ class CUDAEmitter(PTXFloat8Ops, PTXRoundingOps, PTXPrintOps, PTXMMAOps, PTXStore
 def lower_module(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> Lowered:
     """The kernel as an NVPTX LLVM module (``dot`` on tensor cores where the arch has them), with
     its threads and shared memory per program."""
-    return lower_with_tensor_cores(kernel, CUDAEmitter(caps or default_caps(target), target), options)
+    try:
+        return lower_with_tensor_cores(kernel, CUDAEmitter(caps or default_caps(target), target), options)
+    except persistent.NoRoomError:
+        with persistent.disabled():
+            return lower_with_tensor_cores(kernel, CUDAEmitter(caps or default_caps(target), target), options)
 
 
 def lower_kernel(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> str:

@@ -152,6 +152,16 @@ PROPERTY_ATTRIBUTES = {"max_threads_per_block": 1, "warpSize": 10, "max_num_regs
                        "max_shared_mem": 97}  # 97: the opt-in maximum per block
 
 
+_sm_counts: dict[int, int] = {}
+
+
+def multiprocessor_count(device: int) -> int:
+    count = _sm_counts.get(device)
+    if count is None:
+        count = _sm_counts[device] = driver().device_attribute(PROPERTY_ATTRIBUTES["multiprocessor_count"], device)
+    return count
+
+
 def device_properties(device: int) -> dict[str, int]:
     drv = driver()
     return {key: drv.device_attribute(attribute, device) for key, attribute in PROPERTY_ATTRIBUTES.items()}

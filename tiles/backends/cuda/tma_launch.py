@@ -8,7 +8,9 @@ appended.  When a launch's tensors break TMA's rules (host arrays, a base not 16
 stride that is not a positive multiple of 16 bytes...), it uses the same kernel compiled without
 TMA instead, built on first need.  A launch with tensors not seen before copies their maps to
 the device and waits for the copy (``cuStreamSynchronize``): under CUDA graph capture, launch
-once with the same tensors before capturing.
+once with the same tensors before capturing.  A kernel whose programs are persistent
+(``compiled.extra["persistent"]``, ``lowering/tensorcore/persistent.py``) takes the launch's grid as
+three more int32 parameters and is launched with at most one program per SM.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..base import CompiledKernel, LaunchArg
+from ..lowering.tensorcore.persistent import GRID_PARAMS
 from ..lowering.tensorcore.tma_claim import HIDDEN_PARAM
 from ..lowering.tensorcore.tma_spec import MapSpec
 from . import runtime
@@ -38,7 +41,9 @@ def with_tensor_maps(compiled: CompiledKernel, plan: Plan, make: Callable[[Compi
     launchers, of ``compiled`` with the maps' address appended to the plan and values, and of
     ``compile_without_tma()`` for launches TMA cannot serve."""
     specs = tensor_maps(compiled)
-    with_maps = make(compiled, [*plan, (-1, HIDDEN_PARAM, False, False)])
+    persistent = bool(compiled.extra.get("persistent"))
+    hidden = [HIDDEN_PARAM, *(GRID_PARAMS if persistent else ())]
+    with_maps = make(compiled, [*plan, *((i - len(hidden), name, False, False) for i, name in enumerate(hidden))])
     fallback: list[Launcher] = []
     lock = threading.Lock()
     known: dict[tuple[Any, ...], int] = {}
@@ -61,7 +66,14 @@ def with_tensor_maps(compiled: CompiledKernel, plan: Plan, make: Callable[[Compi
             address = known[key] = _encode_all(specs, by_param, places, stream) or 0
         if not address:
             return plain(grid, values, stream)
-        with_maps(grid, [*values, address], stream)
+        if not persistent:
+            return with_maps(grid, [*values, address], stream)
+        programs = grid[0] * grid[1] * grid[2]
+        place = places[0]
+        if programs > 0 and place is not None:
+            launched = min(programs, runtime.multiprocessor_count(place[1]))
+            with_maps((launched, 1, 1), [*values, address, *grid], stream)
+        return None
     return launcher
 
 

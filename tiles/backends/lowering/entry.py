@@ -18,7 +18,7 @@ from . import memory, reductions, relayout, sorting  # noqa: F401  (register the
 from .emitter import Emitter
 from .lower import Lowering
 from .prepare import prepare
-from .tensorcore import TensorCoreEmitter, TensorCoreLowering, epilogue, tma, tma_claim, tma_producer
+from .tensorcore import TensorCoreEmitter, TensorCoreLowering, epilogue, persistent, tma, tma_claim, tma_producer
 from .tensorcore.tma_pipeline import lower_tma_pipelined  # noqa: F401  (registers the FOR rule)
 
 
@@ -49,7 +49,11 @@ def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = L
     threads = options.threads(emitter.target)
     prepared = prepare(kernel, emitter, options.fp_fusion,
                        None if claim is None else lambda k, e: claim(k, e, threads))
-    lowering = walker(prepared, emitter, threads, options)
+    try:
+        lowering = walker(prepared, emitter, threads, options)
+    except persistent.TopLoadsUnusedError:  # (nothing emitted yet)
+        with tma_claim.top_loads_disabled():
+            return lower(kernel, emitter, options, walker, claim)
     code = lowering.run()
     maps = tuple(spec.to_json() for spec in tma.recorded_maps(lowering))
     return Lowered(code, emitter.name or kernel.name, lowering.launch_threads, lowering.local_bytes,
@@ -63,6 +67,8 @@ def _tensor_core_walker(kernel: Kernel, emitter: TensorCoreEmitter, threads: int
     lowering.tc.producer = tma_producer.find_producer(lowering)
     if lowering.tc.producer is not None:
         lowering.launch_threads = lowering.threads + lowering.tc.producer.threads
+        lowering.tc.persistent = persistent.find_persistent(lowering)
+    persistent.check_top_loads(lowering)
     return lowering
 
 

@@ -63,6 +63,10 @@ class Lowering:
         self.not_applied: list[str] = []  # options the code does not follow, each with its file:line
         self.variants: set[str] = set()  # optional code shapes chosen that a backend may lower without
         self.env: dict[Value, list[Handle]] = {}
+        # a program's ids and the launch's program counts per axis, where the code computes them
+        # (tensorcore/persistent.py: one launched program runs several of the kernel's programs)
+        self.program_ids: list[Handle] | None = None
+        self.program_counts: list[Handle] | None = None
         self.local_bytes = 0
         self._scopes: list[dict[Any, Handle]] = [{}]
         self.info = analyze(kernel)
@@ -77,11 +81,15 @@ class Lowering:
         for p, h in zip(self.kernel.params, handles):
             self.env[p.value] = [h]
         self.begin_body()
-        self.lower_block(self.kernel.body)
+        self.lower_body()
         return self.e.finish(self.local_bytes)
 
     def begin_body(self) -> None:
         """Code that goes before the kernel's body (a subclass's)."""
+
+    def lower_body(self) -> None:
+        """The kernel's body (a subclass may run it more than once per launched program)."""
+        self.lower_block(self.kernel.body)
 
     def lower_block(self, block: Block) -> list[list[Handle]]:
         for instr in block.instrs:
@@ -209,12 +217,14 @@ def _arange(lw: Lowering, instr: Instr) -> list[list[Handle]]:
 
 @rule(Op.PROGRAM_ID)
 def _program_id(lw: Lowering, instr: Instr) -> list[list[Handle]]:
-    return [[lw.e.program_id(instr.attrs.axis)]]
+    axis = instr.attrs.axis
+    return [[lw.e.program_id(axis) if lw.program_ids is None else lw.program_ids[axis]]]
 
 
 @rule(Op.NUM_PROGRAMS)
 def _num_programs(lw: Lowering, instr: Instr) -> list[list[Handle]]:
-    return [[lw.e.num_programs(instr.attrs.axis)]]
+    axis = instr.attrs.axis
+    return [[lw.e.num_programs(axis) if lw.program_counts is None else lw.program_counts[axis]]]
 
 
 # ---------------------------------------------------------------- elementwise

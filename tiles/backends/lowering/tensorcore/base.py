@@ -47,6 +47,7 @@ class TensorCoreState:
         self.defs = {r: i for i in kernel.walk() for r in i.results}
         self.stores: dict[Instr, Layout] = {}  # STOREs written from fragments (epilogue.py) -> their layout
         self.producer: Any = None  # tma_producer.Producer: a warpgroup that issues the TMA pipelines' copies
+        self.persistent: Any = None  # persistent.Persistent: each launched program runs several of the kernel's
 
 
 class TensorCoreLowering(Lowering):
@@ -63,6 +64,12 @@ class TensorCoreLowering(Lowering):
     def begin_body(self) -> None:
         if self.tc.producer is not None:
             self.tc.producer.split_off(self)
+
+    def lower_body(self) -> None:
+        if self.tc.persistent is None:
+            super().lower_body()
+        else:
+            self.tc.persistent.lower_programs(self)
 
     def lower_instr(self, instr: Instr) -> list[list[Handle]]:
         fn = TC_RULES.get(instr.op)

@@ -56,12 +56,12 @@ def map_handle(lw: TensorCoreLowering, instr: Instr, box: tuple[int, ...] | None
     return e.tensor_map(lw.env[param][0], maps.index(spec))
 
 
-def _coords(lw: TensorCoreLowering, instr: Instr) -> list[Handle]:
+def tma_coords(lw: TensorCoreLowering, instr: Instr) -> list[Handle]:
     """The block's offsets, innermost first (TMA's order)."""
     return [lw.env[v][0] for v in reversed(descriptor_operands(instr).offsets)]
 
 
-def _width(vec: int, itemsize: int) -> int:
+def chunk_width(vec: int, itemsize: int) -> int:
     """Elements per local-memory access: the layout's chunk, at most 16 bytes."""
     w = vec
     while w > 1 and w * itemsize > 16:
@@ -78,13 +78,15 @@ def _first_thread(lw: TensorCoreLowering) -> Handle:
 def _desc_load(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
     if instr in lw.tc.async_loads:
         return [None]  # type: ignore[list-item]  # copied into a pipeline stage (tma_pipeline.py)
+    if lw.tc.persistent is not None and instr in lw.tc.persistent.singles:
+        return lw.tc.persistent.load_single(lw, instr)  # copied by the producer (persistent.py)
     e = lw.e
     assert isinstance(e, TMAEmitter)
     dtype = instr.results[0].type.element
     nbytes = math.prod(instr.attrs.block_shape) * dtype.itemsize
     mbar = -(-nbytes // _MBARRIER_BYTES) * _MBARRIER_BYTES
     lw.reserve_local(mbar + _MBARRIER_BYTES)
-    tensor_map, coords, first = map_handle(lw, instr), _coords(lw, instr), _first_thread(lw)
+    tensor_map, coords, first = map_handle(lw, instr), tma_coords(lw, instr), _first_thread(lw)
     lw.e.when(first, lambda: e.mbarrier_init(mbar, 1))
     lw.e.barrier()
 
@@ -95,7 +97,7 @@ def _desc_load(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
     lw.e.when(first, issue)
     e.mbarrier_wait(mbar, lw.const(0, D.int32))
     lay = lw.layout(instr.results[0])
-    w = _width(lay.vec, dtype.itemsize)
+    w = chunk_width(lay.vec, dtype.itemsize)
     values = [h for j in range(0, lay.per_thread, w)
               for h in lw.e.local_load_vector(0, lw.idx(lw.flat_index(lay, j)), w, dtype)]
     lw.e.barrier()
@@ -114,12 +116,12 @@ def _desc_store(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
     lw.reserve_local(math.prod(instr.attrs.block_shape) * dtype.itemsize)
     lay = lw.layout(value)
     handles = lw.env[value]
-    w = _width(lay.vec, dtype.itemsize)
+    w = chunk_width(lay.vec, dtype.itemsize)
     for j in range(0, lay.per_thread, w):
         lw.e.local_store_vector(0, lw.idx(lw.flat_index(lay, j)), handles[j:j + w], dtype, lw.owner(lay, j))
     e.fence_proxy_async()
     lw.e.barrier()
-    tensor_map, coords = map_handle(lw, instr), _coords(lw, instr)
+    tensor_map, coords = map_handle(lw, instr), tma_coords(lw, instr)
     visible = _read_later(lw.kernel.body, instr)
     lw.e.when(_first_thread(lw), lambda: e.tma_store(tensor_map, coords, 0, visible))
     lw.e.barrier()

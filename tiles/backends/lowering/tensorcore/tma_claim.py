@@ -247,12 +247,19 @@ def _dot_loop_feeds(kernel: Kernel) -> list[Instr]:
 
 
 _switch = ThreadSwitch()
+_top_loads = ThreadSwitch()
 
 
 def disabled() -> contextlib.AbstractContextManager[None]:
     """Compile without TMA in this thread (the CUDA launcher's variant for launches whose
     tensors TMA cannot describe)."""
     return _switch.off()
+
+
+def top_loads_disabled() -> contextlib.AbstractContextManager[None]:
+    """Leave the top-level descriptor loads of kernels with DOTs to pointer loads, in this thread
+    (``persistent.py``: taken for a producer that copies them, kept only where it does)."""
+    return _top_loads.off()
 
 
 def _innermost_offset_aligned(instr: Instr, info: dict[Value, AxisInfo]) -> bool:
@@ -279,6 +286,8 @@ def claim(kernel: Kernel, emitter: Emitter, threads: int) -> Callable[[Instr], b
     candidates = _candidates(kernel)
     if wgmma:
         candidates += _dot_loop_feeds(kernel)  # the plan will run every DOT as wgmma
+        if dots and threads == 256 and _top_loads.on and config.producer_warp() and config.persistent():
+            candidates += [i for i in kernel.body.instrs if i.op is Op.DESC_LOAD]  # a producer may copy them
     info = analyze(kernel)
     taken = {id(i) for i in candidates
              if spec_of(i, kernel, defs) is not None and _innermost_offset_aligned(i, info)}

@@ -68,6 +68,12 @@ class TMAPipe:
     step: int
     stages: int
     stage_bytes: int
+    base: int = 0  # byte offset of stage 0 in the arena (``persistent.py`` moves the ring to the top)
+    stride: int = 0  # bytes from one stage to the next (0: ``stage_bytes``)
+
+    @property
+    def stage_stride(self) -> int:
+        return self.stride or self.stage_bytes
 
     @property
     def tx_bytes(self) -> int:
@@ -144,7 +150,7 @@ def find_tma_pipe(lw: TensorCoreLowering, instr: Instr) -> TMAPipe | None:
 def stage_barriers(pipe: TMAPipe) -> tuple[int, int]:
     """Byte offsets of the stages' "full" mbarriers and of the "empty" ones a producer warp
     waits on (``tma_producer.py``), after the stages."""
-    full = pipe.stages * pipe.stage_bytes
+    full = pipe.base + pipe.stages * pipe.stage_stride
     return full, full + pipe.stages * MBARRIER_BYTES
 
 
@@ -169,7 +175,7 @@ def issue_copies(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handl
     coords = [[lw.env[o][0] for o in descriptor_operands(f.load).offsets] for f in pipe.feeds]
     maps = [map_handle(lw, f.load, (f.tile.rows, f.tile.width // f.tile.itemsize), f.tile.width)
             for f in pipe.feeds]
-    stage = lw.e.binary(Op.MUL, slot, lw.const(pipe.stage_bytes, D.int32), D.int32)
+    stage = lw.e.binary(Op.MUL, slot, lw.const(pipe.stage_stride, D.int32), D.int32)
     mbar = lw.e.binary(Op.MUL, slot, lw.const(MBARRIER_BYTES, D.int32), D.int32)
 
     def copies() -> None:
@@ -178,8 +184,32 @@ def issue_copies(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handl
             per_block = f.tile.width // f.tile.itemsize
             for j in range(f.tile.cols // per_block):
                 c = col if j == 0 else lw.e.binary(Op.ADD, col, lw.const(j * per_block, D.int32), D.int32)
-                e.tma_load(f.at + j * f.tile.block_bytes, tensor_map, [c, row], mbar_base, stage, mbar)
+                e.tma_load(pipe.base + f.at + j * f.tile.block_bytes, tensor_map, [c, row], mbar_base, stage,
+                           mbar)
     lw.e.when(go, copies)
+
+
+def init_stage_barriers(lw: TensorCoreLowering, pipe: TMAPipe, fed: bool) -> None:
+    """Thread 0's part: each stage's "full" mbarrier (one arrival: the expect_tx) and, when a
+    producer warp copies, its "empty" one (one arrival per consumer warp)."""
+    e = lw.e
+    assert isinstance(e, TMAEmitter)
+    full, empty = stage_barriers(pipe)
+    for s in range(pipe.stages):
+        e.mbarrier_init(full + s * MBARRIER_BYTES, 1)
+        if fed:
+            e.mbarrier_init(empty + s * MBARRIER_BYTES, lw.threads // 32)
+
+
+def release_last(lw: TensorCoreLowering, pipe: TMAPipe, ran: Handle, slot: Handle) -> None:
+    """After a loop whose product stayed in flight, each consumer warp releases the stage its last
+    iteration read (the one before ``slot``) where the loop ran at all."""
+    e = lw.e
+    assert isinstance(e, TMAEmitter)
+    i32 = D.int32
+    lane0 = e.binary(Op.EQ, e.binary(Op.AND, lw.tid, lw.const(31, i32), i32), lw.const(0, i32), i32)
+    read = e.binary(Op.MUL, rotated(lw, slot, pipe.stages - 1, pipe.stages), lw.const(MBARRIER_BYTES, i32), i32)
+    e.when(e.binary(Op.AND, lane0, ran, D.int1), lambda: e.mbarrier_arrive(stage_barriers(pipe)[1], read))
 
 
 def _issue(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
@@ -206,9 +236,11 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
     S = pipe.stages  # noqa: N806
     keep = _keep(lw, Pipe(pipe.dots, [], [], [], pipe.step, S), body) if S >= 2 else 0
     fed = st.producer is not None and instr in st.producer.loops  # a producer warp copies (tma_producer.py)
+    ring = st.persistent  # the programs' loop (persistent.py) initialized the stages' mbarriers once
     ahead_by = 0 if fed else S - 1  # stages this program's thread 0 copies ahead of the one read
     mbar_base, empty_base = stage_barriers(pipe)
-    lw.reserve_local(empty_base + (S * MBARRIER_BYTES if fed else 0))
+    if ring is None:
+        lw.reserve_local(empty_base + (S * MBARRIER_BYTES if fed else 0))
     st.async_loads.update(f.load for f in pipe.feeds)
     if keep:
         st.wg_keep[pipe.dots[0]] = keep
@@ -221,30 +253,26 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
 
     first = lw.e.binary(Op.EQ, lw.e.thread_id(), i32(0), D.int32)
 
-    def init() -> None:
-        for s in range(S):
-            e.mbarrier_init(mbar_base + s * MBARRIER_BYTES, 1)
-            if fed:  # released by one arrival per consumer warp
-                e.mbarrier_init(empty_base + s * MBARRIER_BYTES, lw.threads // 32)
-
     def inval() -> None:
         for s in range(S):
             e.mbarrier_inval(mbar_base + s * MBARRIER_BYTES)
             if fed:
                 e.mbarrier_inval(empty_base + s * MBARRIER_BYTES)
-    e.fence_proxy_async()  # generic accesses of the arena before TMA writes it
-    lw.e.when(first, init)
-    if fed:
-        e.join_barrier(lw.threads + 32)  # the producer warp starts copying after this
-    else:
-        lw.e.barrier()
+    if ring is None:
+        e.fence_proxy_async()  # generic accesses of the arena before TMA writes it
+        lw.e.when(first, lambda: init_stage_barriers(lw, pipe, fed))
+        if fed:
+            e.join_barrier(lw.threads + 32)  # the producer warp starts copying after this
+        else:
+            lw.e.barrier()
     for s in range(ahead_by):
         iv_s = lb if s == 0 else lw.e.binary(Op.ADD, lb, ivc(s * pipe.step), iv_dtype)
         _issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s), mbar_base, first)
 
     state = carried_values(lw, instr, pos, mma_handles)
     # + the stage read, its parity, whether a wait gave up (trapped on after the loop)
-    carried = [*state.handles, (i32(0), D.int32), (i32(0), D.int32), (i32(0), D.int32)]
+    slot0, parity0 = (i32(0), i32(0)) if ring is None else ring.state
+    carried = [*state.handles, (slot0, D.int32), (parity0, D.int32), (i32(0), D.int32)]
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
         slot, parity, failed = regs[-3:]
@@ -260,7 +288,8 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         if ahead_by and not keep and not fed:
             lw.e.barrier()  # every warp is past the MMAs (all waited for) that read that stage
             refill()
-        here = lw.e.binary(Op.MUL, slot, i32(pipe.stage_bytes), D.int32)
+        here = lw.e.binary(Op.ADD, lw.e.binary(Op.MUL, slot, i32(pipe.stage_stride), D.int32), i32(pipe.base),
+                           D.int32)
         for f in pipe.feeds:
             st.wg_staged.setdefault(f.dot, {})[f.operand] = lw.e.binary(Op.ADD, here, i32(f.at), D.int32)
         lw.env[iv_arg] = [iv]
@@ -281,9 +310,16 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         return flat
 
     outs = lw.e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
+    if ring is not None:
+        ring.state = (outs[-3], outs[-2])
 
     def drain() -> None:  # (no wgmma group in flight any more)
         lw.e.when(lw.e.binary(Op.NE, outs[-1], i32(0), D.int32), e.trap)  # a copy never landed
+        if ring is not None:  # the stages stay for the next loop and program; the one still held goes back
+            if keep:
+                release_last(lw, pipe, lw.e.binary(Op.LT, lb, ub, iv_dtype), outs[-3])
+            lw.e.barrier()
+            return
         lw.e.barrier()
         lw.e.when(first, inval)
         lw.e.barrier()
@@ -293,7 +329,9 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
 @tc_rule(Op.FOR)
 def _for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     pos = lw.tc.plan.loops.get(instr)
-    pipe = find_tma_pipe(lw, instr) if pos else None
+    producer = lw.tc.producer
+    pipe = (producer.loops[instr] if producer is not None and instr in producer.loops
+            else find_tma_pipe(lw, instr) if pos else None)
     if pipe is None:
         return lower_for(lw, instr)
     assert pos is not None

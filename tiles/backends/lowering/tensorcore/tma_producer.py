@@ -91,15 +91,27 @@ def find_producer(lw: TensorCoreLowering) -> Producer | None:
             if any(i.op is Op.FOR and lw.tc.plan.loops.get(i) and find_tma_pipe(lw, i) is not None
                    for i in walk_block(region)):
                 return None  # a pipelined loop inside a branch or another loop
-    defined = {r: i for i in top.instrs for r in i.results}
-    params = {p.value for p in lw.kernel.params}
     todo: list[Value] = []
     for loop, pipe in loops.items():
         inside = {r for i in pipe.slice for r in i.results} | {loop.regions[0].args[0]}
         todo += loop.operands[:3]
         todo += [o for i in pipe.slice for o in i.operands if o not in inside]
         todo += [o for f in pipe.feeds for o in descriptor_operands(f.load).offsets if o not in inside]
-    needed: set[Instr] = set()
+    prefix = top_level_slice(lw, todo, set())
+    if prefix is None:
+        return None
+    lw.variants.add(VARIANT)
+    return Producer(loops, prefix)
+
+
+def top_level_slice(lw: TensorCoreLowering, values: list[Value], have: set[Instr]) -> list[Instr] | None:
+    """The top-level instructions ``values`` come from, with ``have`` and in the kernel's order,
+    or None where one is not a pure scalar instruction (or not at the top level)."""
+    top = lw.kernel.body
+    defined = {r: i for i in top.instrs for r in i.results}
+    params = {p.value for p in lw.kernel.params}
+    needed = set(have)
+    todo = list(values)
     while todo:
         v = todo.pop()
         if v in params:
@@ -113,8 +125,7 @@ def find_producer(lw: TensorCoreLowering) -> Producer | None:
             return None
         needed.add(p)
         todo.extend(p.operands)
-    lw.variants.add(VARIANT)
-    return Producer(loops, [i for i in top.instrs if i in needed])
+    return [i for i in top.instrs if i in needed]
 
 
 def split_off_producer(lw: TensorCoreLowering, producer: Producer) -> None:
@@ -124,15 +135,26 @@ def split_off_producer(lw: TensorCoreLowering, producer: Producer) -> None:
     assert isinstance(e, TMAEmitter)
     consumers = lw.const(lw.threads, D.int32)
 
+    ring = lw.tc.persistent  # (persistent.py)
+
     def produce() -> None:
         e.set_max_registers(PRODUCER_REGISTERS, grow=False)
         e.return_where(lw.e.binary(Op.GE, lw.tid, lw.const(lw.threads + WARP, D.int32), D.int32), lambda: None)
-        for instr in producer.prefix:
-            for v, hs in zip(instr.results, lw.lower_instr(instr)):
-                lw.env[v] = hs
         lane0 = lw.e.binary(Op.EQ, lw.tid, consumers, D.int32)
-        for loop, pipe in producer.loops.items():
-            _produce(lw, loop, pipe, lane0)
+
+        def program() -> None:
+            for instr in producer.prefix:
+                for v, hs in zip(instr.results, lw.lower_instr(instr)):
+                    lw.env[v] = hs
+            if ring is not None:
+                ring.produce_singles(lw, lane0)
+            for loop, pipe in producer.loops.items():
+                _produce(lw, loop, pipe, lane0)
+        if ring is None:
+            program()
+            return
+        e.join_barrier(lw.threads + WARP)  # the consumers' thread 0 has initialized the mbarriers
+        ring.each_program(lw, program)
     e.return_where(lw.e.binary(Op.GE, lw.tid, consumers, D.int32), lw.in_scope(produce))
     e.set_max_registers(CONSUMER_REGISTERS, grow=True)
     e.consumer_barriers(lw.threads)
@@ -145,7 +167,9 @@ def _produce(lw: TensorCoreLowering, loop: Instr, pipe: TMAPipe, lane0: Handle) 
     iv_arg = loop.regions[0].args[0]
     iv_dtype = loop.operands[0].type.element
     full, empty = stage_barriers(pipe)
-    e.join_barrier(lw.threads + WARP)  # the consumers' thread 0 has initialized the mbarriers
+    ring = lw.tc.persistent
+    if ring is None:
+        e.join_barrier(lw.threads + WARP)  # the consumers' thread 0 has initialized the mbarriers
 
     def i32(x: int) -> Handle:
         return lw.const(x, D.int32)
@@ -156,5 +180,8 @@ def _produce(lw: TensorCoreLowering, loop: Instr, pipe: TMAPipe, lane0: Handle) 
         e.mbarrier_wait(empty, lw.e.binary(Op.XOR, parity, i32(1), D.int32), at)  # the consumers released it
         issue_copies(lw, pipe, iv_arg, iv, iv_dtype, slot, full, lane0)
         return list(next_stage(lw, slot, parity, pipe.stages))
-    lw.e.for_range(lb, ub, step, iv_dtype, [(i32(0), D.int32), (i32(0), D.int32)], lw.in_scope(run))
+    start = (i32(0), i32(0)) if ring is None else ring.state
+    outs = lw.e.for_range(lb, ub, step, iv_dtype, [(start[0], D.int32), (start[1], D.int32)], lw.in_scope(run))
+    if ring is not None:
+        ring.state = (outs[0], outs[1])
 
