@@ -41,6 +41,19 @@ def desc_attention(Q, K, V, Out, sm_scale, Z, H, N_CTX, HEAD_DIM: tl.constexpr, 
     o_desc.store([first_row + start_m * BLOCK_M, 0], (acc / l_i[:, None]).to(tl.float16))
 
 
+def _count_single_loads(monkeypatch) -> list[object]:
+    """Each load the consumers take from a producer's buffer, as the walk lowers it."""
+    from tiles.backends.lowering.tensorcore import persistent
+    seen: list[object] = []
+    real = persistent.load_single
+
+    def spy(lw, instr):
+        seen.append(instr)
+        return real(lw, instr)
+    monkeypatch.setattr(persistent, "load_single", spy)
+    return seen
+
+
 def _desc_run(rng, programs, stages=2, z=1, h=2, n_ctx=384, d=64):
     from tma_sim import run
     q, k, v = (rng.standard_normal((z, h, n_ctx, d)).astype(np.float16) for _ in range(3))
@@ -57,10 +70,12 @@ def _desc_run(rng, programs, stages=2, z=1, h=2, n_ctx=384, d=64):
 
 
 @pytest.mark.parametrize("stages,programs", [(2, 4), (3, 1), (3, 5)])
-def test_attention_programs_simulated(tma_on, rng, stages, programs):
+def test_attention_programs_simulated(tma_on, rng, monkeypatch, stages, programs):
     """Six programs (three row blocks, two heads) on fewer launched ones: each launched program
-    runs one, two or all six, its ring's parity flipping at different points of each."""
+    runs one, two or all six, its ring's parity flipping at different points of each; Q's block
+    pointer (its base ``Q + off``) rebased for the producer to copy."""
     from tma_sim import run
+    singles = _count_single_loads(monkeypatch)
     z, h, n_ctx, d = 1, 2, 384, 64
     (q, k, v), o, strides = _attention_args(rng, z, h, n_ctx, d)
     o[:] = np.nan
@@ -68,17 +83,18 @@ def test_attention_programs_simulated(tma_on, rng, stages, programs):
     c = block_attention.warmup(*args, HEAD_DIM=d, BLOCK_M=128, BLOCK_N=64, CAUSAL=False, num_warps=8,
                                num_stages=stages, backend="cuda", grid=(1,))
     sims = run(c.ir, _sim_args(c, args), (n_ctx // 128, z * h), 256, num_stages=stages, programs=programs)
-    assert len(sims) == programs and all(s.joins[0] == 1 and s.arrivals for s in sims)
+    assert len(sims) == programs and all(s.joins[0] == 1 and s.arrivals for s in sims) and singles
     want = _attention_reference(*(_heads(x, z, h, n_ctx, d) for x in (q, k, v)), 0.125, False)
     np.testing.assert_allclose(_heads(o, z, h, n_ctx, d), want, atol=3e-3, rtol=1e-2)
 
 
 @pytest.mark.parametrize("stages,programs,h,n_ctx", [(2, 1, 2, 384), (3, 4, 2, 384), (2, 1, 3, 128)])
-def test_descriptor_attention_programs_simulated(tma_on, rng, stages, programs, h, n_ctx):
+def test_descriptor_attention_programs_simulated(tma_on, rng, monkeypatch, stages, programs, h, n_ctx):
     """The producer copies Q too, into its own buffer, once the consumers have read the previous
     program's; six (three) programs on fewer launched ones."""
+    singles = _count_single_loads(monkeypatch)
     sims, got, want = _desc_run(rng, programs, stages, h=h, n_ctx=n_ctx)
-    assert len(sims) == programs and all(s.joins[0] == 1 for s in sims)
+    assert len(sims) == programs and all(s.joins[0] == 1 for s in sims) and singles
     np.testing.assert_allclose(got, want, atol=3e-3, rtol=1e-2)
 
 

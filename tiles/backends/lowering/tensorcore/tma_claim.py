@@ -279,15 +279,18 @@ def claim(kernel: Kernel, emitter: Emitter, threads: int) -> Callable[[Instr], b
     dots = [i for i in kernel.walk() if i.op is Op.DOT]
     wgmma = isinstance(emitter, TensorCoreEmitter) and all(wgmma_fits(emitter, d, threads // 32) for d in dots)
     keep_only: Callable[[set[int]], None] = lambda taken: None  # noqa: E731
+    # a producer warpgroup may copy the top-level loads too (persistent.py; else prepared again without)
+    top_loads = wgmma and bool(dots) and threads == 256 and _top_loads.on and config.producer_warp() \
+        and config.persistent()
     if wgmma:
         ints = {p.value: i for i, p in enumerate(kernel.params) if not isinstance(p.value.type.dtype, PointerType)}
-        keep_only = rewrite_dot_loops(kernel, lambda v, defs: _source(v, ints, defs))
+        keep_only = rewrite_dot_loops(kernel, lambda v, defs: _source(v, ints, defs), top_loads)
     defs = {r: i for i in kernel.walk() for r in i.results}
     candidates = _candidates(kernel)
     if wgmma:
         candidates += _dot_loop_feeds(kernel)  # the plan will run every DOT as wgmma
-        if dots and threads == 256 and _top_loads.on and config.producer_warp() and config.persistent():
-            candidates += [i for i in kernel.body.instrs if i.op is Op.DESC_LOAD]  # a producer may copy them
+    if top_loads:
+        candidates += [i for i in kernel.body.instrs if i.op is Op.DESC_LOAD]
     info = analyze(kernel)
     taken = {id(i) for i in candidates
              if spec_of(i, kernel, defs) is not None and _innermost_offset_aligned(i, info)}

@@ -127,9 +127,10 @@ def _dot_loops(kernel: Kernel) -> list[Instr]:
     return [i for i in kernel.walk() if i.op is Op.FOR and any(d.op is Op.DOT for d in i.regions[0].instrs)]
 
 
-def rewrite_dot_loops(kernel: Kernel, source: Callable[[Value, dict[Value, Instr]], Source | None]
-                      ) -> Callable[[set[int]], None]:
-    """Rewrites (in place) the block-pointer loads directly in the bodies of loops that run a DOT;
+def rewrite_dot_loops(kernel: Kernel, source: Callable[[Value, dict[Value, Instr]], Source | None],
+                      top_level: bool = False) -> Callable[[set[int]], None]:
+    """Rewrites (in place) the block-pointer loads directly in the bodies of loops that run a DOT
+    (and with ``top_level`` those at the kernel's top level, for a producer: ``persistent.py``);
     returns ``keep_only(taken)``, which restores every such body whose new loads are not all in
     ``taken`` (ids of the DESC_LOADs TMA takes).  Such loops first get their carried offsets in
     closed form (``induction.py``): TMA's coordinates must be known ahead, and whether they are
@@ -143,8 +144,7 @@ def rewrite_dot_loops(kernel: Kernel, source: Callable[[Value, dict[Value, Instr
         """How the host computes ``v`` (``tma_claim._source``), or None."""
         return source(v, defs)
     done: list[tuple[Block, list[Instr], list[Instr]]] = []
-    for loop in _dot_loops(kernel):
-        body = loop.regions[0]
+    for body in [loop.regions[0] for loop in _dot_loops(kernel)] + ([kernel.body] if top_level else []):
         out: list[Instr] = []
         new_loads: list[Instr] = []
         for instr in body.instrs:
