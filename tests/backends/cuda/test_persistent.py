@@ -209,3 +209,37 @@ def test_persistent_descriptor_attention_matches_torch(tma_on, monkeypatch, shap
     desc_attention[grid](q, k, v, o, 0.125, z, h, n_ctx, **meta)
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.125)
     torch.testing.assert_close(o, want, atol=3e-3, rtol=1e-2)
+
+
+@tiles.jit
+def marked_matmul(a_ptr, b_ptr, c_ptr, flags_ptr, M, N, K, stride_am, stride_bk, stride_cm,
+                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    """``wide_matmul`` that first stores a flag per program: a store before the pipelined loop."""
+    pid_m, pid_n = tl.program_id(0), tl.program_id(1)
+    tl.store(flags_ptr + pid_m * tl.num_programs(1) + pid_n, 1)
+    a_desc = tl.make_tensor_descriptor(a_ptr, [M, K], [stride_am, 1], [BM, BK])
+    b_desc = tl.make_tensor_descriptor(b_ptr, [K, N], [stride_bk, 1], [BK, BN])
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        acc += tl.dot(a_desc.load([pid_m * BM, k * BK]), b_desc.load([k * BK, pid_n * BN]))
+    offs_m = pid_m * BM + tl.arange(0, BM)
+    offs_n = pid_n * BN + tl.arange(0, BN)
+    tl.store(c_ptr + offs_m[:, None] * stride_cm + offs_n[None, :], acc.to(tl.float16),
+             mask=(offs_m[:, None] < M) & (offs_n[None, :] < N))
+
+
+def test_a_store_before_the_loop_keeps_one_program_per_launch(tma_on):
+    """The producer copies as soon as a stage is free: with persistent programs it would run
+    ahead of the program's own earlier stores, so such kernels keep one program per launch."""
+    from tiles.backends.base import Options, Target
+    from tiles.backends.cuda import nvptx_target
+    from tiles.backends.cuda.emitter import lower_module
+    caps = Target("cuda", arch="sm_90a", shared_memory=227 * 1024)
+    sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "flags_ptr": "*i32:16", "M": "i32",
+           "N": "i32", "K": "i32", "stride_am": "i32:16", "stride_bk": "i32:16", "stride_cm": "i32:16"}
+    for kernel, persistent in ((wide_matmul, True), (marked_matmul, False)):
+        names = [n for n in kernel.arg_names if n in sig]
+        ir = kernel.compile({n: sig[n] for n in names}, dict(BM=128, BN=128, BK=64), backend="cuda", num_warps=8,
+                            num_stages=3).ir
+        lowered = lower_module(ir, nvptx_target("sm_90a"), Options(8, 3), caps)
+        assert "producer" in lowered.variants and ("persistent" in lowered.variants) == persistent

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from .... import config
 from ....core import dtypes as D  # noqa: N812
 from ....core.descriptors import descriptor_operands
-from ....core.ir import Instr, Param, TileType, Value
+from ....core.ir import Instr, Param, TileType, Value, walk_block
 from ....core.ops import Op
 from ..emitter import Handle
 from .base import TensorCoreLowering
@@ -125,9 +125,12 @@ def find_persistent(lw: TensorCoreLowering) -> Persistent | None:
     stages = pipes[0].stages
     stride = _aligned(max(p.stage_bytes for p in pipes))
     size = stages * (stride + 2 * MBARRIER_BYTES)
+    if _written_before(kernel.body.instrs, set(producer.loops)):
+        return None  # the producer would copy ahead of the program's own stores
     singles: dict[Instr, Single] = {}
     for instr in kernel.body.instrs:
-        if instr.op is Op.DESC_LOAD:  # (every one left in the prepared kernel is TMA's)
+        if instr.op is Op.DESC_LOAD and not _written_before(kernel.body.instrs, {instr}):
+            # (every DESC_LOAD left in the prepared kernel is TMA's)
             prefix = top_level_slice(lw, list(descriptor_operands(instr).offsets), set(producer.prefix))
             if prefix is not None:
                 producer.prefix = prefix
@@ -148,6 +151,19 @@ def find_persistent(lw: TensorCoreLowering) -> Persistent | None:
 
 def _aligned(n: int) -> int:
     return -(-n // _ALIGN) * _ALIGN
+
+
+_WRITES = (Op.STORE, Op.DESC_STORE, Op.ATOMIC, Op.ATOMIC_CAS)
+
+
+def _written_before(top: list[Instr], reads: set[Instr]) -> bool:
+    """Whether the program may write memory before one of the top-level instructions ``reads``."""
+    for instr in top:
+        if instr in reads:
+            return False
+        if instr.op in _WRITES or any(i.op in _WRITES for r in instr.regions for i in walk_block(r)):
+            return True
+    return False
 
 
 def _from_program_id(lw: TensorCoreLowering, v: Value) -> bool:
