@@ -25,6 +25,8 @@
 |   | flight into the next iteration where it costs no occupancy (the default), or never |
 | ``TILES_PRODUCER=1/0`` | cuda, sm_90: TMA-pipelined ``tl.dot`` loops get one more warp that only issues their |
 |   | copies (tensorcore/tma_producer.py; the default), or thread 0 of the consumers issues them |
+| ``TILES_PERSISTENT=1/0`` | cuda, sm_90: kernels with that warp run persistent, at most one program launched |
+|   | per SM, each running several of the kernel's (tensorcore/persistent.py; the default), or not |
 | ``TILES_OCCUPANCY=1/0`` | cuda: reload a register-bound kernel capped for one more program per SM when that |
 |   | spills little (backends/cuda/occupancy.py; the default), or never |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
