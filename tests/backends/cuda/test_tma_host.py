@@ -177,6 +177,39 @@ def test_launcher_appends_the_maps_and_falls_back(monkeypatch):
     assert len(drv.lib.calls) == 1
 
 
+def test_persistent_kernels_launch_one_program_per_sm_with_the_grid(monkeypatch):
+    """``compiled.extra["persistent"]``: at most one program per SM along x, the kernel's grid as
+    three more values after the maps' address; an empty grid launches nothing, and a grid whose
+    program counter would wrap (2**31 programs) runs the kernel without TMA."""
+    from tiles.backends.base import CompiledKernel
+    from tiles.backends.cuda import tma_launch
+    drv = FakeDriver()
+    monkeypatch.setattr(tma_launch.runtime, "driver", lambda: drv)
+    monkeypatch.setattr(tma_launch.runtime, "device_address",
+                        lambda a: (a.value.address, 0, 7) if isinstance(a.value, DeviceArray) else None)
+    monkeypatch.setattr(tma_launch.runtime, "make_current", lambda context: False)
+    monkeypatch.setattr(tma_launch.runtime, "stream_handle", lambda stream, device: 0)
+    monkeypatch.setattr(tma_launch.runtime, "multiprocessor_count", lambda device: 132)
+    monkeypatch.setattr(tma_launch, "_TABLE", tensor_map.MapTable())
+    compiled = CompiledKernel("k", None, None)  # type: ignore[arg-type]
+    compiled.extra.update(tensor_maps=[SPEC.to_json()], persistent=True)
+    launched = []
+
+    def make(kernel, plan):
+        return lambda grid, values, stream=None: launched.append((kernel, grid, [values[i] for i, *_ in plan]))
+    fallback = CompiledKernel("k-without-tma", None, None)  # type: ignore[arg-type]
+    plan = [(0, "x", True, False), (1, "M", False, False), (2, "N", False, False), (3, "s", False, False)]
+    launcher = tma_launch.with_tensor_maps(compiled, plan, make, lambda: fallback)
+    x = DeviceArray(0x7000_0000_1000)
+    launcher((32, 128, 1), [x, 100, 64, 72])
+    launcher((3, 5, 1), [x, 100, 64, 72])
+    launcher((0, 5, 1), [x, 100, 64, 72])
+    launcher((2**16, 2**15, 1), [x, 100, 64, 72])
+    assert launched == [(compiled, (132, 1, 1), [x, 100, 64, 72, 0xD100, 32, 128, 1]),
+                        (compiled, (15, 1, 1), [x, 100, 64, 72, 0xD100, 3, 5, 1]),
+                        (fallback, (2**16, 2**15, 1), [x, 100, 64, 72])]
+
+
 # ---------------------------------------------------------------- the real launchers over a fake libcuda
 
 

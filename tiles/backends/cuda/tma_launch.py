@@ -70,10 +70,12 @@ def with_tensor_maps(compiled: CompiledKernel, plan: Plan, make: Callable[[Compi
             return with_maps(grid, [*values, address], stream)
         programs = grid[0] * grid[1] * grid[2]
         place = places[0]
-        if programs > 0 and place is not None:
-            launched = min(programs, runtime.multiprocessor_count(place[1]))
-            with_maps((launched, 1, 1), [*values, address, *grid], stream)
-        return None
+        if programs <= 0 or place is None:
+            return None
+        launched = min(programs, runtime.multiprocessor_count(place[1]))
+        if programs + launched >= 2**31:  # the programs' int32 counter would wrap
+            return plain(grid, values, stream)
+        return with_maps((launched, 1, 1), [*values, address, *grid], stream)
     return launcher
 
 
