@@ -12,12 +12,14 @@ in the producer and in the consumers alike.  Descriptor loads at the kernel's to
 offsets the producer can compute (attention's Q block) are copied by the producer too, into a
 buffer of their own after the ring, as soon as the consumers have read the previous program's:
 the consumers find the next program's block there when they get to it.  The rest of the arena is
-the consumers' as before;
-where it would reach the ring the backend lowers the kernel again without this (``NoRoomError``).
+the consumers' as before; where it would reach the ring the backend lowers the kernel again
+without this (``NoRoomError``).
 
-Taken only where no program may wait for another (no atomics) and the pipelined loops' bounds do
-not depend on the program's id: programs of different lengths (causal attention's) are balanced
-better by the hardware's order than by a fixed round robin.  ``TILES_PERSISTENT=0`` turns it off.
+Taken only where no program may wait for another (no atomics), the program writes no memory
+before what the producer copies (it would copy ahead of those stores), and the pipelined loops'
+bounds do not depend on the program's id: programs of different lengths (causal attention's)
+are balanced better by the hardware's order than by a fixed round robin.  ``TILES_PERSISTENT=0``
+turns it off.
 """
 
 from __future__ import annotations

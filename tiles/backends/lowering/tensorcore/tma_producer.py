@@ -22,6 +22,10 @@ registers per thread (a kernel that needs fewer gets fewer, and the consumers' r
 wait forever), so the CUDA backend keeps this lowering only where ptxas says so
 (``cuda/variants.py``) and lowers the kernel again under ``disabled()`` otherwise.
 
+With persistent programs (``persistent.py``) the producer joins once, then loops over the
+programs: per program the scalar instructions, the top-level loads it copies, then the loops,
+the stage ring's slot and parity carried on.
+
 It applies to kernels of 8 warps whose pipelined loops are all at the kernel's top level and
 take what the producer needs from kernel parameters and pure scalar instructions at that
 level; otherwise thread 0 issues the copies as before.  ``TILES_PRODUCER=0`` turns it off.
