@@ -40,7 +40,7 @@ from .base import TensorCoreLowering
 from .switch import ThreadSwitch
 from .tma import chunk_width, map_handle, tma_coords
 from .tma_claim import TMAEmitter
-from .tma_pipeline import MBARRIER_BYTES, init_stage_barriers
+from .tma_pipeline import MBARRIER_BYTES, WARP, init_stage_barriers
 from .tma_producer import top_level_slice
 
 GRID_PARAMS = ("tiles_grid_x", "tiles_grid_y", "tiles_grid_z")
@@ -222,7 +222,7 @@ def lower_programs(lw: TensorCoreLowering) -> None:
             e.mbarrier_init(single.empty, lw.threads)  # every consumer thread, once it has read its part
     e.fence_proxy_async()
     e.when(first, init)
-    e.join_barrier(lw.threads + 32)  # the producer starts copying after this
+    e.join_barrier(lw.threads + WARP)  # the producer starts copying after this
 
     def program() -> None:
         lw.lower_block(lw.kernel.body)

@@ -40,7 +40,7 @@ from ..emitter import Handle
 from ..lower import loop_stages
 from .base import TensorCoreLowering, tc_rule
 from .pipeline import Pipe, _keep, _moves_nothing, carried_values, finish_carried, hoistable, rotated
-from .plan import MMALayout
+from .plan import WARP, MMALayout
 from .rules import hoist_a, lower_carried_body, lower_for, mma_handles
 from .smem import Swizzled
 from .tma import map_handle
@@ -198,7 +198,7 @@ def init_stage_barriers(lw: TensorCoreLowering, pipe: TMAPipe, fed: bool) -> Non
     for s in range(pipe.stages):
         e.mbarrier_init(full + s * MBARRIER_BYTES, 1)
         if fed:
-            e.mbarrier_init(empty + s * MBARRIER_BYTES, lw.threads // 32)
+            e.mbarrier_init(empty + s * MBARRIER_BYTES, lw.threads // WARP)
 
 
 def release_last(lw: TensorCoreLowering, pipe: TMAPipe, ran: Handle, slot: Handle) -> None:
@@ -207,9 +207,14 @@ def release_last(lw: TensorCoreLowering, pipe: TMAPipe, ran: Handle, slot: Handl
     e = lw.e
     assert isinstance(e, TMAEmitter)
     i32 = D.int32
-    lane0 = e.binary(Op.EQ, e.binary(Op.AND, lw.tid, lw.const(31, i32), i32), lw.const(0, i32), i32)
     read = e.binary(Op.MUL, rotated(lw, slot, pipe.stages - 1, pipe.stages), lw.const(MBARRIER_BYTES, i32), i32)
-    e.when(e.binary(Op.AND, lane0, ran, D.int1), lambda: e.mbarrier_arrive(stage_barriers(pipe)[1], read))
+    e.when(e.binary(Op.AND, lane0(lw), ran, D.int1), lambda: e.mbarrier_arrive(stage_barriers(pipe)[1], read))
+
+
+def lane0(lw: TensorCoreLowering) -> Handle:
+    """Whether this thread is its warp's first."""
+    i32 = D.int32
+    return lw.e.binary(Op.EQ, lw.e.binary(Op.AND, lw.tid, lw.const(WARP - 1, i32), i32), lw.const(0, i32), i32)
 
 
 def _issue(lw: TensorCoreLowering, pipe: TMAPipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
@@ -262,7 +267,7 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         e.fence_proxy_async()  # generic accesses of the arena before TMA writes it
         lw.e.when(first, lambda: init_stage_barriers(lw, pipe, fed))
         if fed:
-            e.join_barrier(lw.threads + 32)  # the producer warp starts copying after this
+            e.join_barrier(lw.threads + WARP)  # the producer warp starts copying after this
         else:
             lw.e.barrier()
     for s in range(ahead_by):
@@ -295,13 +300,14 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         lw.env[iv_arg] = [iv]
         flat = lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-3]))
         if fed:  # this warp's MMAs that read the stage (the previous one's, if in flight) are done
-            lane0 = lw.e.binary(Op.EQ, lw.e.binary(Op.AND, lw.tid, i32(31), D.int32), i32(0), D.int32)
+            first_lane = lane0(lw)
             if keep:  # the stage the previous iteration read
                 read = lw.e.binary(Op.MUL, rotated(lw, slot, S - 1, S), i32(MBARRIER_BYTES), D.int32)
                 not_first = lw.e.binary(Op.NE, iv, lb, iv_dtype)
-                lw.e.when(lw.e.binary(Op.AND, lane0, not_first, D.int1), lambda: e.mbarrier_arrive(empty_base, read))
+                lw.e.when(lw.e.binary(Op.AND, first_lane, not_first, D.int1),
+                          lambda: e.mbarrier_arrive(empty_base, read))
             else:
-                lw.e.when(lane0, lambda: e.mbarrier_arrive(empty_base, mbar))
+                lw.e.when(first_lane, lambda: e.mbarrier_arrive(empty_base, mbar))
         elif keep:  # the MMAs' wait completed the previous group, which read that stage ...
             lw.e.barrier()  # ... in every warpgroup
             refill()

@@ -45,10 +45,9 @@ from ..emitter import Handle
 from .base import TensorCoreLowering
 from .switch import ThreadSwitch
 from .tma_claim import TMAEmitter
-from .tma_pipeline import MBARRIER_BYTES, TMAPipe, find_tma_pipe, issue_copies, next_stage, stage_barriers
+from .tma_pipeline import MBARRIER_BYTES, WARP, TMAPipe, find_tma_pipe, issue_copies, next_stage, stage_barriers
 
 _PURE = ELEMENTWISE | {Op.CONST, Op.PROGRAM_ID, Op.NUM_PROGRAMS}
-WARP = 32
 WARPGROUP = 128
 CONSUMERS = 256   # two consumer warpgroups (num_warps=8) ...
 LAUNCH_REGISTERS = 168  # ... and the producer's: ptxas's registers per thread for 384 threads
