@@ -167,8 +167,10 @@ def test_matmul_programs_without_the_last_release_hang(tma_on, rng, monkeypatch)
 def test_which_kernels_take_persistent_programs(tma_on, rng, monkeypatch):
     plain = _attention(rng, 128, 128, 2)
     assert plain.extra.get("persistent") and plain.shared > 200 * 1024  # the ring sits at the top
+    assert {m["base"] for m in plain.extra["tensor_maps"]} == {0, 1, 2}  # Q (the producer's), K, V
     causal = _attention(rng, 128, 128, 2, causal=True)  # programs of different lengths
     assert causal.threads == 384 and not causal.extra.get("persistent")
+    assert {m["base"] for m in causal.extra["tensor_maps"]} == {1, 2}  # Q prepared again as pointer loads
     monkeypatch.setenv("TILES_PERSISTENT", "0")
     off = _attention(rng, 128, 32, 2)  # (a specialization no other test compiles)
     assert off.threads == 384 and not off.extra.get("persistent")
