@@ -17,6 +17,9 @@ it waited for, and a fill lands as soon as the producer could have issued it: th
 reached that loop's join and completed that empty phase (each consumer arrival, init, join and
 wait lets the queue go on).  So a stage released before the MMAs reading it have completed is
 overwritten under them, and a wait for a phase no one completes leaves the queue stuck.
+Persistent programs (``persistent.py``) run the same way: ``run(..., programs=n)`` launches ``n``
+programs with the kernel's grid as the hidden values, and each one's producer queues the fills
+of all the programs it runs (Q's buffer included) before its consumers start.
 """
 
 from __future__ import annotations
