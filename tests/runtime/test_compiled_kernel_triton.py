@@ -49,6 +49,15 @@ def test_interpreter_reports_occupancy_inputs():
     assert scale.warmup(np.float32, np.float32, 10, 2.0, BLOCK=16).metadata.shared == 0  # no reduction
 
 
+def test_metadata_names_the_options_as_triton_does():
+    compiled = rows_softmax.warmup(np.float32, np.float32, 8, 100, BLOCK=128, num_stages=2, num_warps=2, grid=(1,))
+    meta = compiled.metadata
+    assert (meta.name, meta.num_warps, meta.num_stages, meta.num_ctas) == ("rows_softmax", 2, 2, 1)
+    assert meta.maxnreg is None and meta.debug is False and meta.enable_fp_fusion is compiled.options.fp_fusion
+    restored = type(compiled).restore(compiled.ir, compiled.options, compiled.asm, dict(meta))
+    assert restored.metadata == meta and "num_warps" not in restored.extra  # options are not saved facts
+
+
 def test_metadata_attribute_errors_name_the_keys():
     compiled = scale.warmup(np.float32, np.float32, 10, 2.0, BLOCK=16)
     with pytest.raises(AttributeError, match="no 'nonexistent'.*shared"):
