@@ -1,5 +1,5 @@
 """Testing and benchmarking helpers with ``triton.testing``'s signatures and defaults:
-``do_bench``, ``assert_close``, ``perf_report``/``Benchmark``/``Mark``.
+``do_bench``, ``do_bench_cudagraph``, ``assert_close``, ``perf_report``/``Benchmark``/``Mark``.
 
 ``do_bench`` times on the CPU with ``time.perf_counter`` unless kernels run on CUDA
 and torch or pycuda is importable; then it uses CUDA events and flushes the L2
@@ -164,6 +164,52 @@ def do_bench(fn: Callable[[], Any], warmup: float = 25, rep: float = 100,
     return _summarize(times, quantiles, return_mode)
 
 
+def do_bench_cudagraph(fn: Callable[[], Any], rep: float = 20, grad_to_none: Sequence[Any] | None = None,
+                       quantiles: Sequence[float] | None = None, return_mode: str = "mean") -> Any:
+    """``fn``'s time in ms from replays of a CUDA graph that calls it back to back (Triton's
+    signature and defaults): no launch cost and no L2 flush between calls.  ``rep`` is the time
+    budget of one replay in ms; ten replays are timed, each divided by its number of calls.
+    Needs torch with a CUDA device (tiles' launches are captured on the capturing stream);
+    without one it falls back to ``do_bench(fn, rep=rep, ...)``, which times launches too."""
+    if return_mode not in RETURN_MODES:
+        raise ValueError(f"return_mode must be one of {RETURN_MODES}, got {return_mode!r}")
+    try:
+        import torch
+        graphs = torch.cuda.is_available()
+    except ImportError:
+        graphs = False
+    if not graphs:
+        return do_bench(fn, rep=rep, grad_to_none=grad_to_none, quantiles=quantiles, return_mode=return_mode)
+
+    def captured(calls: int) -> Any:
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            for _ in range(calls):
+                for tensor in grad_to_none or ():
+                    tensor.grad = None
+                fn()
+        return graph
+
+    def replay_ms(graph: Any) -> float:
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        return float(start.elapsed_time(end))
+
+    with torch.cuda.stream(torch.cuda.Stream()):
+        fn()  # compiles and loads outside the capture
+        torch.cuda.synchronize()
+        estimate_calls = 5
+        estimate_ms = max(replay_ms(captured(estimate_calls)) / estimate_calls, 1e-6)
+        calls = max(1, int(rep / estimate_ms))
+        graph = captured(calls)
+        replay_ms(graph)  # warm-up
+        times = [replay_ms(graph) / calls for _ in range(10)]
+    return _summarize(times, quantiles, return_mode)
+
+
 # ---------------------------------------------------------------- assert_close
 
 
@@ -227,4 +273,4 @@ def assert_close(x: Any, y: Any, atol: Any = None, rtol: Any = None, err_msg: st
         f"(|diff| = {diff[worst_index]})")
 
 
-__all__ = ["Benchmark", "Mark", "assert_close", "do_bench", "perf_report"]
+__all__ = ["Benchmark", "Mark", "assert_close", "do_bench", "do_bench_cudagraph", "perf_report"]

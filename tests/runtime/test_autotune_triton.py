@@ -71,6 +71,20 @@ def test_do_bench_gets_quantiles_and_the_median_ranks():
     np.testing.assert_allclose(out, 2 * x + y, rtol=1e-6)
 
 
+@pytest.mark.parametrize("graphs", [False, True])
+def test_use_cuda_graph_times_with_do_bench_cudagraph(monkeypatch, graphs):
+    from tiles import testing
+    seen = []
+    monkeypatch.setattr(testing, "do_bench", lambda fn, **kw: seen.append(("do_bench", kw)) or [1.0, 1.0, 1.0])
+    monkeypatch.setattr(testing, "do_bench_cudagraph",
+                        lambda fn, **kw: seen.append(("cudagraph", kw)) or [1.0, 1.0, 1.0])
+    tuner = Autotuner(kernels.add_kernel, kernels.add_kernel.arg_names, [tiles.Config({"BLOCK": 16})], ["n"],
+                      None, None, rep=7, use_cuda_graph=graphs)
+    tuner._time(lambda: None)
+    expected = {"rep": 7, "quantiles": (0.5, 0.2, 0.8)}
+    assert seen == ([("cudagraph", expected)] if graphs else [("do_bench", {"warmup": 25, **expected})])
+
+
 def test_user_hooks_replace_reset_to_zero_and_see_exceptions():
     events = []
 

@@ -39,6 +39,24 @@ def test_do_bench_times_a_cuda_kernel():
     assert 0.005 < ms < 5
 
 
+def test_do_bench_cudagraph_replays_a_tiles_launch(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setenv("TILES_BACKEND", "cuda")
+    n = 1 << 20
+    x, y = torch.randn(n, device="cuda"), torch.randn(n, device="cuda")
+    out = torch.full_like(x, float("nan"))
+    counter = torch.zeros(1, device="cuda")
+
+    def step():
+        kernels.add_kernel[(tiles.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024)
+        counter.add_(1)
+    ms = tiles.testing.do_bench_cudagraph(step, rep=5)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(out, 2 * x + y)
+    assert 0.001 < ms < 5
+    assert counter.item() > 1 + 5 + 10  # eager call, the 5-call estimate, then >= 10 timed replays
+
+
 def test_cpu_tensor_on_the_cuda_backend_is_a_clear_error():
     torch = pytest.importorskip("torch")
     x = torch.randn(64)

@@ -93,6 +93,17 @@ def test_do_bench_rejects_unknown_modes_and_resets_grads():
     assert p.grad is None
 
 
+def test_do_bench_cudagraph_without_cuda_torch_is_do_bench(monkeypatch, fake_clock, rng):
+    times = list(rng.uniform(0.5, 3.0, size=10))
+    monkeypatch.setattr(testing, "_pick_timer", lambda device: FakeTimer(times))
+    no_gpu = types.SimpleNamespace(cuda=types.SimpleNamespace(is_available=lambda: False))
+    monkeypatch.setitem(sys.modules, "torch", no_gpu)
+    assert testing.do_bench_cudagraph(fake_clock.call, rep=20, return_mode="median") == statistics.median(times)
+    assert fake_clock.calls == 1 + 5 + 12 + 10  # do_bench's default warm-up budget, then rep=20 ms
+    with pytest.raises(ValueError, match="return_mode"):
+        testing.do_bench_cudagraph(fake_clock.call, return_mode="average")
+
+
 # ---------------------------------------------------------------- assert_close
 
 

@@ -22,6 +22,8 @@ P = "POSITIONAL_OR_KEYWORD"
 TRITON_PARAMETERS = {  # (name, kind, repr of the default), "self" left out
     "do_bench": [("fn", P, R), ("warmup", P, "25"), ("rep", P, "100"), ("grad_to_none", P, "None"),
                  ("quantiles", P, "None"), ("return_mode", P, "'mean'")],
+    "do_bench_cudagraph": [("fn", P, R), ("rep", P, "20"), ("grad_to_none", P, "None"), ("quantiles", P, "None"),
+                           ("return_mode", P, "'mean'")],
     "assert_close": [("x", P, R), ("y", P, R), ("atol", P, "None"), ("rtol", P, "None"), ("err_msg", P, "''")],
     "perf_report": [("benchmarks", P, R)],
     "Benchmark": [("x_names", P, R), ("x_vals", P, R), ("line_arg", P, R), ("line_vals", P, R),
@@ -60,7 +62,8 @@ def parameters(fn):
 
 
 def ours():
-    return {"do_bench": testing.do_bench, "assert_close": testing.assert_close,
+    return {"do_bench": testing.do_bench, "do_bench_cudagraph": testing.do_bench_cudagraph,
+            "assert_close": testing.assert_close,
             "perf_report": testing.perf_report, "Benchmark": testing.Benchmark.__init__,
             "Mark.run": testing.Mark.run}
 
@@ -96,7 +99,8 @@ def test_recorded_signatures_are_tritons():
         "    return [(p.name, p.kind.name, 'REQUIRED' if p.default is inspect.Parameter.empty "
         "else repr(p.default)) for p in inspect.signature(f).parameters.values() if p.name != 'self']\n"
         "print(json.dumps({'version': __import__('triton').__version__, 'params': {n: params(f) for n, f in "
-        "{'do_bench': tt.do_bench, 'assert_close': tt.assert_close, 'perf_report': tt.perf_report, "
+        "{'do_bench': tt.do_bench, 'do_bench_cudagraph': tt.do_bench_cudagraph, "
+        "'assert_close': tt.assert_close, 'perf_report': tt.perf_report, "
         "'Benchmark': tt.Benchmark.__init__, 'Mark.run': tt.Mark.run}.items()}}))\n")
     assert found["version"].startswith("3.9")
     assert found["params"] == {k: [list(p) for p in v] for k, v in TRITON_PARAMETERS.items()}

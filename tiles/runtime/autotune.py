@@ -136,7 +136,7 @@ class Autotuner(KernelInterface):
         self.post_hook: Callable[..., Any] = post_hook or self._default_post_hook
         self.warmup_ms = 25 if warmup is None else warmup
         self.rep_ms = 100 if rep is None else rep
-        self.use_cuda_graph = use_cuda_graph  # accepted; timing is always by plain launches
+        self.use_cuda_graph = use_cuda_graph  # time by CUDA graph replays (testing.do_bench_cudagraph)
         self.cache_results = cache_results
         self.custom_do_bench = do_bench
         self.cache: dict[tuple[Any, ...], Config] = {}
@@ -233,7 +233,9 @@ class Autotuner(KernelInterface):
 
     def _time(self, kernel_call: Callable[[], None]) -> Any:
         if self.custom_do_bench is None:
-            from ..testing import do_bench
+            from ..testing import do_bench, do_bench_cudagraph
+            if self.use_cuda_graph:
+                return do_bench_cudagraph(kernel_call, rep=self.rep_ms, quantiles=QUANTILES)
             return do_bench(kernel_call, warmup=self.warmup_ms, rep=self.rep_ms, quantiles=QUANTILES)
         if _takes_quantiles(self.custom_do_bench):
             return self.custom_do_bench(kernel_call, quantiles=QUANTILES)
@@ -399,7 +401,8 @@ def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: di
     ``reset_to_zero``: arguments zeroed before every trial (and before the real launch);
     ``restore_value``: arguments copied before each trial and restored after it.
     ``pre_hook(nargs, reset_only=False)`` / ``post_hook(nargs, exception)`` replace those defaults.
-    ``do_bench(fn, quantiles=...)``: the timer (``warmup``/``rep``: ms budgets of the default one).
+    ``do_bench(fn, quantiles=...)``: the timer (``warmup``/``rep``: ms budgets of the default one;
+    ``use_cuda_graph``: the default is ``testing.do_bench_cudagraph``).
     ``cache_results``: keep the choice in a JSON under ``TILES_CACHE_DIR/autotune``.
     """
     return lambda fn: Autotuner(fn, unwrap(fn).arg_names, configs, key, reset_to_zero, restore_value,
