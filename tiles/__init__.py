@@ -16,6 +16,7 @@ from .runtime.autotune import AutotuneError, Autotuner, Config, autotune
 from .runtime.errors import InterpreterError, OutOfResources, TritonError
 from .runtime.heuristics import Heuristics, heuristics
 from .runtime.jit import JITFunction, KernelInterface, MockTensor, jit
+from .runtime.reinterpret import reinterpret
 from .version import __version__
 
 
@@ -45,6 +46,6 @@ __all__ = [
     "AutotuneError", "Autotuner", "Config", "Heuristics", "autotune", "heuristics", "testing",
     "CompilationError", "InterpreterError", "JITFunction", "KernelInterface", "KernelRuntimeError", "LaunchError",
     "MockTensor", "OutOfResources", "OutOfResourcesError", "TilesError", "TritonError", "UnsupportedError",
-    "cdiv", "compiler", "constexpr", "constexpr_function", "jit", "language", "next_power_of_2", "runtime",
-    "set_allocator", "set_backend",
+    "cdiv", "compiler", "constexpr", "constexpr_function", "jit", "language", "next_power_of_2", "reinterpret",
+    "runtime", "set_allocator", "set_backend",
 ]

@@ -1,0 +1,32 @@
+"""Triton's ``reinterpret``: an array's memory seen as elements of another dtype."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core import dtypes as D
+
+_TORCH_NAMES = {"int1": "bool", "float8e4nv": "float8_e4m3fn", "float8e5": "float8_e5m2"}
+
+
+def reinterpret(tensor: Any, dtype: D.DType | str) -> Any:
+    """A view of ``tensor``'s memory as ``dtype`` elements (e.g. a uint8 buffer as ``tl.float8e5``).
+
+    Triton wraps the tensor and changes only the pointer type kernels see; tiles returns the
+    array library's own view (NumPy's ``view`` with ml_dtypes, torch's ``view(dtype)``), which
+    kernels, the interpreter and NumPy code all read the same way.  Views between element sizes
+    follow the library's rules (the last axis must be contiguous and is rescaled)."""
+    target = dtype if isinstance(dtype, D.DType) else D.BY_NAME.get(str(dtype))
+    if target is None:
+        raise TypeError(f"reinterpret: {dtype!r} is not an element dtype (use tl.float8e5, tl.uint8, ...)")
+    if isinstance(tensor, np.ndarray):
+        return tensor.view(target.np)
+    if type(tensor).__module__.startswith("torch"):
+        import torch
+        torch_dtype = getattr(torch, _TORCH_NAMES.get(target.name, target.name), None)
+        if not isinstance(torch_dtype, torch.dtype):
+            raise TypeError(f"reinterpret: this torch has no dtype for {target.name}")
+        return tensor.view(torch_dtype)
+    raise TypeError(f"reinterpret: expected a NumPy array or a torch tensor, got {type(tensor).__name__}")
