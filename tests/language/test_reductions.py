@@ -184,6 +184,54 @@ def test_scans(rng, reverse):
 
 
 @tiles.jit
+def affine_compose(a1, b1, a2, b2):
+    """(h -> a1 h + b1) then (h -> a2 h + b2): associative, not commutative (Mamba's recurrence)."""
+    return a1 * a2, b1 * a2 + b2
+
+
+@tiles.jit
+def recurrence_kernel(a_ptr, b_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, REVERSE: tl.constexpr):
+    offs = tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :]
+    _, h = tl.associative_scan((tl.load(a_ptr + offs), tl.load(b_ptr + offs)), 1, affine_compose, reverse=REVERSE)
+    tl.store(out_ptr + offs, h)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_linear_recurrence_scan_keeps_operand_order(rng, reverse):
+    R, C = 4, 32
+    a = rng.integers(-3, 4, (R, C)).astype(np.int32)
+    b = rng.integers(-1000, 1000, (R, C)).astype(np.int32)
+    out = np.empty((R, C), np.int32)
+    recurrence_kernel[(1,)](a, b, out, R=R, C=C, REVERSE=reverse)
+    expected = np.empty((R, C), np.int64)
+    h = np.zeros(R, np.int64)
+    for c in (range(C - 1, -1, -1) if reverse else range(C)):  # h = a h + b, wrapped to int32 as it goes
+        h = (a[:, c] * h + b[:, c] + 2**31) % 2**32 - 2**31
+        expected[:, c] = h
+    np.testing.assert_array_equal(out, expected.astype(np.int32))
+
+
+@tiles.jit
+def long_cumsum_kernel(x_ptr, i_ptr, out_ptr, iout_ptr, n, N: tl.constexpr, REVERSE: tl.constexpr):
+    offs = tl.arange(0, N)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.cumsum(tl.load(x_ptr + offs, mask=mask, other=0.0), 0, reverse=REVERSE), mask=mask)
+    tl.store(iout_ptr + offs, tl.cumsum(tl.load(i_ptr + offs, mask=mask, other=0), 0, reverse=REVERSE), mask=mask)
+
+
+@pytest.mark.parametrize("reverse", [False, True])
+def test_long_masked_cumsum(rng, reverse):
+    n, N = 1000, 1024  # ten rounds, eight elements a thread, a masked tail
+    x = rng.standard_normal(n).astype(np.float32)
+    xi = rng.integers(np.iinfo(np.int32).min, np.iinfo(np.int32).max, n, dtype=np.int32)
+    out, iout = np.full(n, np.nan, np.float32), np.zeros(n, np.int32)
+    long_cumsum_kernel[(1,)](x, xi, out, iout, n, N=N, REVERSE=reverse)
+    flip = (lambda v: v[::-1]) if reverse else (lambda v: v)
+    np.testing.assert_allclose(out, flip(np.cumsum(flip(x.astype(np.float64)))), rtol=1e-4, atol=1e-4)
+    np.testing.assert_array_equal(iout, flip(np.cumsum(flip(xi), dtype=np.int32)))  # wraps as int32
+
+
+@tiles.jit
 def int8_cumsum_kernel(x_ptr, out_ptr, N: tl.constexpr):
     offs = tl.arange(0, N)
     tl.store(out_ptr + offs, tl.cumsum(tl.load(x_ptr + offs), 0))

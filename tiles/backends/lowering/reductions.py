@@ -6,7 +6,8 @@ one element, or the axis is the last one and every round of the layout lies in
 one row, each thread first combines the elements it holds (no data moves), then
 the threads combine their partials in a tree through local memory.  Otherwise
 (*staged*), the source goes to local memory and each result element is combined
-serially by the threads that hold it.  Scans, sort, histogram and dot are staged.
+serially by the threads that hold it.  Sort, histogram and dot are staged; scans run
+Hillis-Steele rounds over the staged tile.
 """
 
 from __future__ import annotations
@@ -284,32 +285,46 @@ def _staged(lw: Lowering, instr: Instr, types: Sequence[ScalarType], combine: Co
 
 @rule(Op.SCAN)
 def _scan(lw: Lowering, instr: Instr) -> list[list[Handle]]:
+    """Hillis-Steele in local memory: in round r (ceil(log2 n) rounds, a run-time loop) every
+    element combines with the one 2**r before it along the axis (after it, reversed), the earlier
+    partial on the left (the later, reversed), so a custom combine sees its operands in order."""
     types, combine = combiner(lw, instr)
     src = instr.operands[0]
     axis, reverse = instr.attrs.axis, instr.attrs.reverse
     shape = src.type.shape
     stride, length = row_major_strides(shape)[axis], shape[axis]
     lay = lw.layout(src)
-    offsets = _stage_all(lw, src, types, _inputs(lw, instr, types))
-    e = lw.e
-    outs: list[list[Handle]] = [[] for _ in types]
-    for j in range(lay.per_thread):
-        flat = lw.flat_index(lay, j)
-        pos = lw.coords(shape, flat)[axis]
-        base = lw.idx(_row_start(lw, shape, axis, flat, keep_axis=True))
-        first = lw.iop(Op.ADD, base, (length - 1) * stride if reverse else 0)
-        init = [e.local_load(o, lw.idx(first), t) for o, t in zip(offsets, types)]
+    values = _inputs(lw, instr, types)
+    if length == 1:
+        return _finish(lw, instr, values)
+    offsets = _stage_all(lw, src, types, values)
+    e, width = lw.e, len(types)
+    flats = [lw.idx(lw.flat_index(lay, j)) for j in range(lay.per_thread)]
+    positions = [lw.idx(lw.coords(shape, lw.flat_index(lay, j))[axis]) for j in range(lay.per_thread)]
+    owners = [lw.owner(lay, j) for j in range(lay.per_thread)]
+    carried = [(values[k][j], types[k]) for j in range(lay.per_thread) for k in range(width)]
 
-        def body(k: Handle, acc: list[Handle], base: Handle = base) -> list[Handle]:
-            at = e.binary(Op.ADD, base, e.binary(Op.MUL, k, lw.const(stride, D.int32), D.int32), D.int32)
-            return combine(acc, [e.local_load(o, at, t) for o, t in zip(offsets, types)])
-        if reverse:
-            lb, ub, step = lw.const(length - 2, D.int32), lw.idx(lw.iop(Op.SUB, pos, 1)), -1
-        else:
-            lb, ub, step = lw.const(1, D.int32), lw.idx(lw.iop(Op.ADD, pos, 1)), 1
-        res = e.for_range(lb, ub, lw.const(step, D.int32), D.int32, list(zip(init, types)),
-                          lw.in_scope(body))
-        for k, h in enumerate(res):
-            outs[k].append(h)
-    e.barrier()
-    return _finish(lw, instr, outs)
+    def round_(r: Handle, acc: list[Handle]) -> list[Handle]:
+        distance = e.binary(Op.SHL, lw.const(1, D.int32), r, D.int32)
+        step = e.binary(Op.MUL, distance, lw.const(stride, D.int32), D.int32)
+        merged = []
+        for j, (flat, pos) in enumerate(zip(flats, positions)):
+            own = acc[j * width:(j + 1) * width]
+            if reverse:
+                has = e.binary(Op.LT, e.binary(Op.ADD, pos, distance, D.int32), lw.const(length, D.int32), D.int32)
+                other_at = e.select(has, e.binary(Op.ADD, flat, step, D.int32), flat, D.int32)
+            else:
+                has = e.binary(Op.GE, pos, distance, D.int32)
+                other_at = e.select(has, e.binary(Op.SUB, flat, step, D.int32), flat, D.int32)
+            other = [e.local_load(o, other_at, t) for o, t in zip(offsets, types)]
+            merged += [e.select(has, m, x, t) for m, x, t in zip(combine(other, own), own, types)]
+        e.barrier()
+        for j, flat in enumerate(flats):
+            for k, (o, t) in enumerate(zip(offsets, types)):
+                e.local_store(o, flat, merged[j * width + k], t, owners[j])
+        e.barrier()
+        return merged
+    rounds = (length - 1).bit_length()
+    done = e.for_range(lw.const(0, D.int32), lw.const(rounds, D.int32), lw.const(1, D.int32), D.int32, carried,
+                       lw.in_scope(round_))
+    return _finish(lw, instr, [[done[j * width + k] for j in range(lay.per_thread)] for k in range(width)])
