@@ -122,6 +122,35 @@ def test_reduce_with_custom_combine_functions(rng):
 
 
 @tiles.jit
+def row_reductions_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, R)[:, None] * C + tl.arange(0, C)[None, :])
+    rows = tl.arange(0, R)
+    tl.store(out_ptr + rows, tl.sum(x, axis=1))
+    tl.store(out_ptr + R + rows, tl.max(x, axis=1))
+    tl.store(out_ptr + 2 * R + rows, tl.argmin(x, axis=1).to(tl.float32))
+    tl.store(out_ptr + 3 * R + rows, tl.reduce(x, 1, running_max_abs))
+
+
+@tiles.jit
+def running_max_abs(a, b):
+    return tl.maximum(tl.abs(a), tl.abs(b))
+
+
+@pytest.mark.parametrize("R, C, warps", [(4, 128, 4), (32, 16, 4), (8, 256, 4), (64, 8, 8), (2, 8, 4), (16, 4, 1)])
+def test_reductions_of_rows_shorter_than_the_thread_block(rng, R, C, warps):
+    """Rows that a few lanes, a warp, or two warps hold (the shuffle path on CUDA), and tiles smaller
+    than the block (threads hold copies); ties for argmin."""
+    x = rng.integers(-50, 50, (R, C)).astype(np.float32) + rng.choice([0.0, 0.25], (R, C)).astype(np.float32)
+    x[0, :] = -0.0
+    out = np.full(4 * R, np.nan, np.float32)
+    row_reductions_kernel[(1,)](x, out, R=R, C=C, num_warps=warps)
+    np.testing.assert_allclose(out[:R], x.sum(1), rtol=1e-6)
+    np.testing.assert_array_equal(out[R:2 * R], x.max(1))
+    np.testing.assert_array_equal(out[2 * R:3 * R], x.argmin(1).astype(np.float32))
+    np.testing.assert_array_equal(out[3 * R:], np.abs(x).max(1))
+
+
+@tiles.jit
 def either(a, b):
     return a or b
 

@@ -107,7 +107,63 @@ def _reduce(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     last = axis == len(src.type.shape) - 1
     if dst.numel == 1 or (last and length % (lay.threads * lay.vec) == 0):
         return _finish(lw, instr, _tree(lw, lay, dst, length, types, combine, inputs))
+    grouped = _row_groups(lw, lay, dst, length, types, combine, inputs) if last else None
+    if grouped is not None:
+        return _finish(lw, instr, grouped)
     return _finish(lw, instr, _staged(lw, instr, types, combine, inputs))
+
+
+def _row_groups(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequence[ScalarType],
+                combine: Combine, inputs: list[list[Handle]]) -> list[list[Handle]] | None:
+    """A last-axis reduction whose rows are shorter than a round of the layout: a row's chunks lie
+    on ``length / vec`` consecutive threads (a power of two).  Each thread combines its chunk,
+    butterfly shuffles over the lanes of its row's group combine the group's (at most a warp's),
+    and the groups' totals meet in local memory, where every thread combines the parts of the rows
+    it holds.  None where the target has no shuffle or a chunk would straddle two rows."""
+    e, threads = lw.e, lw.threads
+    warp = e.target.warp_size
+    per_row = length // lay.vec  # chunks, hence threads of one round, per row
+    if length % lay.vec or per_row >= threads or warp <= 1 or threads % warp or warp & (warp - 1):
+        return None
+    lanes = min(per_row, warp)
+    parts = per_row // lanes  # warps one row spans
+    totals = []
+    for r in range(lay.rounds):
+        values = [ins[r * lay.vec] for ins in inputs]
+        for k in range(1, lay.vec):
+            values = combine(values, [ins[r * lay.vec + k] for ins in inputs])
+        step = lanes // 2
+        while step:
+            other = [e.shuffle_xor(v, step, t) for v, t in zip(values, types)]
+            if any(o is None for o in other):
+                return None
+            values = combine(values, other)
+            step //= 2
+        totals.append(values)
+    offsets, off = [], 0
+    for t in types:
+        offsets.append(off)
+        off += lw.local_size(t, dst.numel * parts)
+    lw.reserve_local(off)
+    first_lane = e.binary(Op.EQ, lw.idx(lw.iop(Op.MOD, lw.tid, lanes)), lw.const(0, D.int32), D.int32)
+    for r, values in enumerate(totals):
+        chunk = lw.chunk(lay, r * lay.vec)
+        at = lw.idx(lw.iop(Op.IDIV, chunk, lanes))  # row * parts + the part of the row this warp holds
+        own = lw.owner(lay, r * lay.vec)
+        mask = first_lane if own is None else e.binary(Op.AND, first_lane, own, D.int1)
+        for o, h, t in zip(offsets, values, types):
+            e.local_store(o, at, h, t, mask)
+    e.barrier()
+    outs: list[list[Handle]] = [[] for _ in types]
+    for j in range(dst.per_thread):
+        base = lw.iop(Op.MUL, lw.flat_index(dst, j), parts)
+        acc = [e.local_load(o, lw.idx(base), t) for o, t in zip(offsets, types)]
+        for p in range(1, parts):
+            acc = combine(acc, [e.local_load(o, lw.idx(lw.iop(Op.ADD, base, p)), t) for o, t in zip(offsets, types)])
+        for k, h in enumerate(acc):
+            outs[k].append(h)
+    e.barrier()
+    return outs
 
 
 def _tree(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequence[ScalarType],
