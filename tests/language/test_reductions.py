@@ -225,9 +225,9 @@ def recurrence_kernel(a_ptr, b_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, R
     tl.store(out_ptr + offs, h)
 
 
+@pytest.mark.parametrize("R, C", [(4, 32), (8, 128)])  # one element a thread; chunks of four scanned in registers
 @pytest.mark.parametrize("reverse", [False, True])
-def test_linear_recurrence_scan_keeps_operand_order(rng, reverse):
-    R, C = 4, 32
+def test_linear_recurrence_scan_keeps_operand_order(rng, reverse, R, C):
     a = rng.integers(-3, 4, (R, C)).astype(np.int32)
     b = rng.integers(-1000, 1000, (R, C)).astype(np.int32)
     out = np.empty((R, C), np.int32)

@@ -341,9 +341,14 @@ def _staged(lw: Lowering, instr: Instr, types: Sequence[ScalarType], combine: Co
 
 @rule(Op.SCAN)
 def _scan(lw: Lowering, instr: Instr) -> list[list[Handle]]:
-    """Hillis-Steele in local memory: in round r (ceil(log2 n) rounds, a run-time loop) every
-    element combines with the one 2**r before it along the axis (after it, reversed), the earlier
-    partial on the left (the later, reversed), so a custom combine sees its operands in order."""
+    """Along the last axis, each thread first scans the ``vec`` elements of each chunk it holds;
+    then the chunks' totals (the elements themselves on other axes) run Hillis-Steele rounds in
+    local memory (ceil(log2 n) rounds of a run-time loop; two buffers and one barrier a round for
+    chunk totals, one buffer and two barriers for elements): in
+    round r every unit combines with the one 2**r before it along the axis (after it, reversed).
+    Last, each element combines its unit's exclusive prefix (the neighbour's total) with its own
+    partial.  The earlier partial is always the left operand (the later one, reversed), so a
+    custom combine sees its operands in order."""
     types, combine = combiner(lw, instr)
     src = instr.operands[0]
     axis, reverse = instr.attrs.axis, instr.attrs.reverse
@@ -353,34 +358,79 @@ def _scan(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     values = _inputs(lw, instr, types)
     if length == 1:
         return _finish(lw, instr, values)
-    offsets = _stage_all(lw, src, types, values)
     e, width = lw.e, len(types)
-    flats = [lw.idx(lw.flat_index(lay, j)) for j in range(lay.per_thread)]
-    positions = [lw.idx(lw.coords(shape, lw.flat_index(lay, j))[axis]) for j in range(lay.per_thread)]
-    owners = [lw.owner(lay, j) for j in range(lay.per_thread)]
-    carried = [(values[k][j], types[k]) for j in range(lay.per_thread) for k in range(width)]
+    group = lay.vec if stride == 1 and length % lay.vec == 0 else 1  # elements scanned in registers
+    units = length // group  # per row
+    step_units = 1 if group > 1 else stride
+    partial = [[ins[j] for ins in values] for j in range(lay.per_thread)]  # per slot, per type
+    keys, positions, owners, totals = [], [], [], []
+    for r in range(lay.per_thread // group):
+        first = r * group
+        order = range(first + group - 1, first - 1, -1) if reverse else range(first, first + group)
+        previous = None
+        for j in order:
+            if previous is not None:
+                partial[j] = combine(partial[previous], partial[j])
+            previous = j
+        totals.append(partial[previous])  # type: ignore[index]
+        key = lw.chunk(lay, first) if group > 1 else lw.flat_index(lay, first)
+        keys.append(lw.idx(key))
+        positions.append(lw.idx(lw.iop(Op.MOD, key, units) if group > 1 else lw.coords(shape, key)[axis]))
+        owners.append(lw.owner(lay, first))
+    count = lay.numel // group
+    buffers = 2 if group > 1 else 1  # one buffer (and two barriers a round) where units are elements
+    offsets, off = [], 0
+    for t in types:
+        offsets.append(off)
+        off += lw.local_size(t, buffers * count)
+    lw.reserve_local(off)
+    for key, own, total in zip(keys, owners, totals):
+        for o, h, t in zip(offsets, total, types):
+            e.local_store(o, key, h, t, own)
+    e.barrier()
+
+    def neighbour(pos: Handle, key: Handle, distance: Handle, buffer: Handle) -> tuple[Handle, list[Handle]]:
+        """(whether the unit ``distance`` before, after when reversed, is in the row; its value)."""
+        if reverse:
+            has = e.binary(Op.LT, e.binary(Op.ADD, pos, distance, D.int32), lw.const(units, D.int32), D.int32)
+            at = e.binary(Op.ADD, key, e.binary(Op.MUL, distance, lw.const(step_units, D.int32), D.int32), D.int32)
+        else:
+            has = e.binary(Op.GE, pos, distance, D.int32)
+            at = e.binary(Op.SUB, key, e.binary(Op.MUL, distance, lw.const(step_units, D.int32), D.int32), D.int32)
+        at = e.binary(Op.ADD, e.select(has, at, key, D.int32), buffer, D.int32)
+        return has, [e.local_load(o, at, t) for o, t in zip(offsets, types)]
 
     def round_(r: Handle, acc: list[Handle]) -> list[Handle]:
         distance = e.binary(Op.SHL, lw.const(1, D.int32), r, D.int32)
-        step = e.binary(Op.MUL, distance, lw.const(stride, D.int32), D.int32)
+        read = write = lw.const(0, D.int32)
+        if buffers == 2:
+            parity = e.binary(Op.AND, r, lw.const(1, D.int32), D.int32)
+            read = e.binary(Op.MUL, parity, lw.const(count, D.int32), D.int32)
+            write = e.binary(Op.SUB, lw.const(count, D.int32), read, D.int32)
         merged = []
-        for j, (flat, pos) in enumerate(zip(flats, positions)):
-            own = acc[j * width:(j + 1) * width]
-            if reverse:
-                has = e.binary(Op.LT, e.binary(Op.ADD, pos, distance, D.int32), lw.const(length, D.int32), D.int32)
-                other_at = e.select(has, e.binary(Op.ADD, flat, step, D.int32), flat, D.int32)
-            else:
-                has = e.binary(Op.GE, pos, distance, D.int32)
-                other_at = e.select(has, e.binary(Op.SUB, flat, step, D.int32), flat, D.int32)
-            other = [e.local_load(o, other_at, t) for o, t in zip(offsets, types)]
+        for u, (key, pos) in enumerate(zip(keys, positions)):
+            own = acc[u * width:(u + 1) * width]
+            has, other = neighbour(pos, key, distance, read)
             merged += [e.select(has, m, x, t) for m, x, t in zip(combine(other, own), own, types)]
-        e.barrier()
-        for j, flat in enumerate(flats):
+        if buffers == 1:
+            e.barrier()
+        for u, (key, owner) in enumerate(zip(keys, owners)):
+            at = e.binary(Op.ADD, key, write, D.int32)
             for k, (o, t) in enumerate(zip(offsets, types)):
-                e.local_store(o, flat, merged[j * width + k], t, owners[j])
+                e.local_store(o, at, merged[u * width + k], t, owner)
         e.barrier()
         return merged
-    rounds = (length - 1).bit_length()
-    done = e.for_range(lw.const(0, D.int32), lw.const(rounds, D.int32), lw.const(1, D.int32), D.int32, carried,
-                       lw.in_scope(round_))
-    return _finish(lw, instr, [[done[j * width + k] for j in range(lay.per_thread)] for k in range(width)])
+    rounds = (units - 1).bit_length()
+    carried = [(h, t) for total in totals for h, t in zip(total, types)]
+    if rounds:
+        e.for_range(lw.const(0, D.int32), lw.const(rounds, D.int32), lw.const(1, D.int32), D.int32, carried,
+                    lw.in_scope(round_))
+    final = lw.const((rounds % 2) * count if buffers == 2 else 0, D.int32)
+    outs: list[list[Handle]] = [[] for _ in types]
+    for u, (key, pos) in enumerate(zip(keys, positions)):
+        has, before = neighbour(pos, key, lw.const(1, D.int32), final)
+        for j in range(u * group, (u + 1) * group):
+            for k, (m, x, t) in enumerate(zip(combine(before, partial[j]), partial[j], types)):
+                outs[k].append(e.select(has, m, x, t))
+    e.barrier()
+    return _finish(lw, instr, outs)
