@@ -52,8 +52,22 @@ TILES_ASSERT_CLOSE_DIFFERENCES = {  # documented in docs/porting-from-triton.md
 }
 
 TRITON_PYTHON = Path(os.environ.get("TILES_TRITON_PYTHON", "/tmp/tritonvenv/bin/python"))
-needs_triton = pytest.mark.skipif(not TRITON_PYTHON.exists(),
-                                  reason=f"no Triton venv at {TRITON_PYTHON} (set TILES_TRITON_PYTHON)")
+
+
+def _usable_triton_python() -> bool:
+    """TILES_TRITON_PYTHON when set (a broken one then fails the tests); else the default venv, if it
+    imports Triton and NumPy."""
+    if "TILES_TRITON_PYTHON" in os.environ:
+        return True
+    if not TRITON_PYTHON.exists():
+        return False
+    probe = subprocess.run([str(TRITON_PYTHON), "-c", "import numpy, triton"], capture_output=True, timeout=120,
+                           env={**os.environ, "PYTHONPATH": ""}, check=False)
+    return probe.returncode == 0
+
+
+needs_triton = pytest.mark.skipif(not _usable_triton_python(),
+                                  reason=f"no Triton venv with NumPy at {TRITON_PYTHON} (set TILES_TRITON_PYTHON)")
 
 
 def parameters(fn):
