@@ -344,8 +344,8 @@ def _scan(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     """Along the last axis, each thread first scans the ``vec`` elements of each chunk it holds;
     then the chunks' totals (the elements themselves on other axes) run Hillis-Steele rounds in
     local memory (ceil(log2 n) rounds of a run-time loop; two buffers and one barrier a round for
-    chunk totals, one buffer and two barriers for elements): in
-    round r every unit combines with the one 2**r before it along the axis (after it, reversed).
+    chunk totals, one buffer and two barriers for elements): in round r every unit combines with
+    the one 2**r before it along the axis (after it, reversed).
     Last, each element combines its unit's exclusive prefix (the neighbour's total) with its own
     partial.  The earlier partial is always the left operand (the later one, reversed), so a
     custom combine sees its operands in order."""
@@ -367,12 +367,9 @@ def _scan(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     for r in range(lay.per_thread // group):
         first = r * group
         order = range(first + group - 1, first - 1, -1) if reverse else range(first, first + group)
-        previous = None
-        for j in order:
-            if previous is not None:
-                partial[j] = combine(partial[previous], partial[j])
-            previous = j
-        totals.append(partial[previous])  # type: ignore[index]
+        for previous, j in zip(order, order[1:]):
+            partial[j] = combine(partial[previous], partial[j])
+        totals.append(partial[order[-1]])
         key = lw.chunk(lay, first) if group > 1 else lw.flat_index(lay, first)
         keys.append(lw.idx(key))
         positions.append(lw.idx(lw.iop(Op.MOD, key, units) if group > 1 else lw.coords(shape, key)[axis]))
