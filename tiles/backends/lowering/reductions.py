@@ -132,14 +132,10 @@ def _row_groups(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequ
         values = [ins[r * lay.vec] for ins in inputs]
         for k in range(1, lay.vec):
             values = combine(values, [ins[r * lay.vec + k] for ins in inputs])
-        step = lanes // 2
-        while step:
-            other = [e.shuffle_xor(v, step, t) for v, t in zip(values, types)]
-            if any(o is None for o in other):
-                return None
-            values = combine(values, other)
-            step //= 2
-        totals.append(values)
+        total = _butterfly(lw, values, types, combine, lanes)
+        if total is None:
+            return None
+        totals.append(total)
     offsets, off = [], 0
     for t in types:
         offsets.append(off)
@@ -254,14 +250,10 @@ def _across_warps(lw: Lowering, dst: Layout, rows: int, types: Sequence[ScalarTy
         return None
     totals: dict[int, list[Handle]] = {}
     for row, values in partial.items():
-        step = warp // 2
-        while step:
-            other = [e.shuffle_xor(v, step, t) for v, t in zip(values, types)]
-            if any(o is None for o in other):
-                return None
-            values = combine(values, other)
-            step //= 2
-        totals[row] = values
+        total = _butterfly(lw, values, types, combine, warp)
+        if total is None:
+            return None
+        totals[row] = total
     nwarps = threads // warp
     if nwarps == 1 and rows == 1:
         return [[totals[0][k]] * dst.per_thread for k in range(len(types))]
@@ -288,6 +280,21 @@ def _across_warps(lw: Lowering, dst: Layout, rows: int, types: Sequence[ScalarTy
             outs[k].append(h)
     e.barrier()
     return outs
+
+
+def _butterfly(lw: Lowering, values: list[Handle], types: Sequence[ScalarType], combine: Combine,
+               lanes: int) -> list[Handle] | None:
+    """``values`` combined over each aligned group of ``lanes`` lanes (a power of two, at most a
+    warp) by xor shuffles: every lane of a group ends with the group's total.  None when the
+    target has no shuffle."""
+    step = lanes // 2
+    while step:
+        other = [lw.e.shuffle_xor(v, step, t) for v, t in zip(values, types)]
+        if any(o is None for o in other):
+            return None
+        values = combine(values, other)
+        step //= 2
+    return values
 
 
 def _stage_all(lw: Lowering, src: Value, types: Sequence[ScalarType],
