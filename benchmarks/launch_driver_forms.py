@@ -24,7 +24,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from launch_overhead import per_launch_us  # noqa: E402
+from launch_overhead import print_rows  # noqa: E402
 
 PARAMS_16 = ", ".join(f".param .u64 p{i}" for i in range(16))
 EMPTY_PTX = f"""
@@ -108,15 +108,7 @@ def main() -> None:
             lambda: launch(f4, 1, 1, 1, 128, 1, 1, 0, STREAM_PER_THREAD, p4, None),
         "cuLaunchKernel, 16 params, kernelParams, stream 0": lambda: launch(f16, 1, 1, 1, 128, 1, 1, 0, 0, p16, None),
     }
-    for name, fn in rows.items():
-        status = fn()
-        if type(status) is int and status:
-            sys.exit(f"{name}: status {status}")
-    sync = torch.cuda.synchronize
-    print(f"{'call':62s} {'host':>8s} {'+sync':>8s}  (us per call)")
-    for name, fn in rows.items():
-        host, total = per_launch_us(fn, sync, opts.n, opts.repeats, opts.window)
-        print(f"{name:62s} {host:8.2f} {total:8.2f}")
+    print_rows(rows, torch.cuda.synchronize, opts, 62)
     print(f"torch {torch.__version__}, device {torch.cuda.get_device_name()}")
 
 

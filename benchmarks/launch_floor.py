@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from launch_overhead import per_launch_us  # noqa: E402
+from launch_overhead import print_rows  # noqa: E402
 
 EMPTY_PTX = """
 .version 8.0
@@ -109,15 +109,7 @@ def main() -> None:
         "tiles direct launch, Python arguments + current stream": lambda: direct(None, (1,), a, b, c, 1024),
         "torch out.copy_(x), 1024 floats": lambda: out.copy_(x),
     }
-    for name, fn in rows.items():
-        status = fn()
-        if type(status) is int and status:
-            sys.exit(f"{name}: status {status}")
-    sync = torch.cuda.synchronize
-    print(f"{'call':58s} {'host':>8s} {'+sync':>8s}  (us per call)")
-    for name, fn in rows.items():
-        host, total = per_launch_us(fn, sync, opts.n, opts.repeats, opts.window)
-        print(f"{name:58s} {host:8.2f} {total:8.2f}")
+    print_rows(rows, torch.cuda.synchronize, opts, 58)
     print(f"torch {torch.__version__}, device {torch.cuda.get_device_name()}")
 
 

@@ -72,6 +72,19 @@ def per_launch_us(fn, sync, n: int, repeats: int, window: int) -> tuple[float, f
     return statistics.median(issue), statistics.median(total)
 
 
+def print_rows(rows, sync, opts, width: int) -> None:
+    """Call each row once (a non-zero int status ends the run, naming the row), then print its
+    ``per_launch_us`` with ``opts``' n, repeats and window."""
+    for name, fn in rows.items():
+        status = fn()
+        if type(status) is int and status:
+            sys.exit(f"{name}: status {status}")
+    print(f"{'call':{width}s} {'host':>8s} {'+sync':>8s}  (us per call)")
+    for name, fn in rows.items():
+        host, total = per_launch_us(fn, sync, opts.n, opts.repeats, opts.window)
+        print(f"{name:{width}s} {host:8.2f} {total:8.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("-n", type=int, default=2000)
