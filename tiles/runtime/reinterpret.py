@@ -7,8 +7,9 @@ from typing import Any
 import numpy as np
 
 from ..core import dtypes as D
+from .specialize import TORCH_ALIASES
 
-_TORCH_NAMES = {"int1": "bool", "float8e4nv": "float8_e4m3fn", "float8e5": "float8_e5m2"}
+_TORCH_NAMES = {tiles_name: torch_name for torch_name, tiles_name in TORCH_ALIASES.items()}
 
 
 def reinterpret(tensor: Any, dtype: D.DType | str) -> Any:

@@ -12,6 +12,9 @@ from ..core.dtypes import DType, PointerType, ScalarType
 from ..language.constexpr import constexpr as constexpr_object
 from ..tools.tensor_descriptor import TensorDescriptor, problem
 
+# torch dtype names that differ from tiles' (the rest are the same words)
+TORCH_ALIASES = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5"}
+
 
 @dataclass(frozen=True)
 class ArgSpec:
@@ -39,6 +42,7 @@ class ArgSpec:
         return (self.name, str(self.type), self.divisibility)
 
 
+
 def _hashable(v: Any) -> Any:
     try:
         hash(v)
@@ -57,8 +61,7 @@ def array_dtype(value: Any) -> DType | None:
     mod = type(value).__module__
     if mod.startswith("torch") or (hasattr(value, "__dlpack__") and not isinstance(dt, np.dtype)):
         name = str(dt).replace("torch.", "")
-        alias = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5"}
-        return D.BY_NAME.get(alias.get(name, name))
+        return D.BY_NAME.get(TORCH_ALIASES.get(name, name))
     if hasattr(value, "shape") and (hasattr(value, "gpudata") or hasattr(value, "data")
                                     or hasattr(value, "__cuda_array_interface__")
                                     or hasattr(value, "__dlpack__")):
@@ -104,8 +107,7 @@ class MockArray:
             except TypeError:
                 return None
         name = str(self.dtype).replace("torch.", "")
-        alias = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5"}
-        return D.BY_NAME.get(alias.get(name, name))
+        return D.BY_NAME.get(TORCH_ALIASES.get(name, name))
 
 
 def mock_dtype_argument(value: Any) -> Any:
