@@ -58,8 +58,6 @@ class Options:
 
 # CompiledKernel's typed launch facts, also readable through its ``metadata`` view.
 LAUNCH_FIELDS = ("threads", "shared", "entry", "arch", "not_applied")
-# What ``metadata`` also says of the options compiled with, under Triton's names (never saved).
-OPTION_FIELDS = ("name", "num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "enable_fp_fusion")
 
 
 class Metadata(dict[str, Any]):
@@ -112,10 +110,14 @@ class CompiledKernel:
         """The JSON-able facts (the launch fields, the options under Triton's names, then ``extra``), read-only."""
         facts = {name: getattr(self, name) for name in LAUNCH_FIELDS}
         facts["not_applied"] = list(self.not_applied)
+        return Metadata({**facts, **self._option_facts(), **self.extra})
+
+    def _option_facts(self) -> dict[str, Any]:
+        """The options compiled with, under Triton's metadata names (derived, never saved)."""
         options = self.options
-        facts.update(name=self.name, num_warps=options.num_warps, num_stages=options.num_stages, num_ctas=1,
-                     maxnreg=options.maxnreg, debug=options.debug, enable_fp_fusion=options.fp_fusion)
-        return Metadata({**facts, **self.extra})
+        return {"name": self.name, "num_warps": options.num_warps, "num_stages": options.num_stages,
+                "num_ctas": 1, "maxnreg": options.maxnreg, "debug": options.debug,
+                "enable_fp_fusion": options.fp_fusion}
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """``kernel.warmup(...)[grid](*args)`` launches it as Triton's ``CompiledKernel[grid]``: every
@@ -169,7 +171,7 @@ class CompiledKernel:
         for name in LAUNCH_FIELDS:
             if name in self.extra:
                 setattr(self, name, self.extra.pop(name))
-        for name in OPTION_FIELDS:
+        for name in self._option_facts():
             self.extra.pop(name, None)
         self.not_applied = tuple(self.not_applied)
 
