@@ -58,6 +58,7 @@ class Options:
 
 # CompiledKernel's typed launch facts, also readable through its ``metadata`` view.
 LAUNCH_FIELDS = ("threads", "shared", "entry", "arch", "not_applied")
+OPTION_FACTS = ("name", "num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "enable_fp_fusion")
 
 
 class Metadata(dict[str, Any]):
@@ -115,9 +116,9 @@ class CompiledKernel:
     def _option_facts(self) -> dict[str, Any]:
         """The options compiled with, under Triton's metadata names (derived, never saved)."""
         options = self.options
-        return {"name": self.name, "num_warps": options.num_warps, "num_stages": options.num_stages,
-                "num_ctas": 1, "maxnreg": options.maxnreg, "debug": options.debug,
-                "enable_fp_fusion": options.fp_fusion}
+        values = (self.name, options.num_warps, options.num_stages, 1, options.maxnreg, options.debug,
+                  options.fp_fusion)
+        return dict(zip(OPTION_FACTS, values, strict=True))
 
     def __getitem__(self, grid: Any) -> Callable[..., None]:
         """``kernel.warmup(...)[grid](*args)`` launches it as Triton's ``CompiledKernel[grid]``: every
@@ -171,7 +172,7 @@ class CompiledKernel:
         for name in LAUNCH_FIELDS:
             if name in self.extra:
                 setattr(self, name, self.extra.pop(name))
-        for name in self._option_facts():
+        for name in OPTION_FACTS:
             self.extra.pop(name, None)
         self.not_applied = tuple(self.not_applied)
 
