@@ -28,7 +28,7 @@
 | ``TILES_PERSISTENT=1/0`` | cuda, sm_90: kernels with that warp run persistent, at most one program launched |
 |   | per SM, each running several of the kernel's (tensorcore/persistent.py; the default), or not |
 | ``TILES_OCCUPANCY=1/0`` | cuda: reload a register-bound kernel capped for one more program per SM when that |
-|   | spills little (backends/cuda/occupancy.py; the default), or never |
+|   | spills little, and a heavily spilling one uncapped (backends/cuda/occupancy.py; the default), or never |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
@@ -103,8 +103,8 @@ def persistent() -> bool:
 
 
 def occupancy() -> bool:
-    """Whether the CUDA backend may reload a register-bound kernel with a register cap that fits one
-    more program per SM (TILES_OCCUPANCY, default on; backends/cuda/occupancy.py)."""
+    """Whether the CUDA backend may reload a kernel with a register cap that fits one more program per
+    SM, or without ptxas' own cap where that spilled heavily (TILES_OCCUPANCY, default on; cuda/occupancy.py)."""
     return os.environ.get("TILES_OCCUPANCY", "").strip().lower() not in ("0", "false", "no", "off")
 
 

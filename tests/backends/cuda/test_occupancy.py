@@ -4,12 +4,20 @@ the tutorial's causal attention at d=64 (198 registers, one program per SM, alth
 shared memory would let three share an SM) brought to two programs with its spills outside loops."""
 
 
+import importlib.util
+import sys
+from pathlib import Path
+
 import pytest
 from test_attention_codegen import attention_ptx, needs_ptxas
 from test_cuda import needs_gpu
 
+from tiles.backends.base import Options
+from tiles.backends.cuda import CUDABackend, nvptx_target, occupancy, toolchain
 from tiles.backends.cuda import driver as cu
-from tiles.backends.cuda import occupancy, toolchain
+from tiles.backends.cuda.variants import lower_chosen
+
+CORPUS = Path(__file__).resolve().parents[2] / "compat" / "kernels"
 
 H200 = occupancy.SMLimits()
 
@@ -117,6 +125,62 @@ def test_load_once_when_registers_are_not_the_limit(monkeypatch):
     monkeypatch.setenv("TILES_OCCUPANCY", "0")
     drv = StandInDriver([(198, 0)])
     assert occupancy.load(drv, PTX, "k", 256, 64 * 1024).function == 101 and len(drv.images) == 1
+
+
+def test_load_asks_for_one_program_per_sm_where_ptxas_spilled_for_occupancy():
+    drv = StandInDriver([(32, 2232), (255, 96)])
+    loaded = occupancy.load(drv, PTX, "k", 128, 16)
+    assert (loaded.function, loaded.asked) == (102, 1) and drv.unloaded == [1]
+    assert b".minnctapersm 1" in drv.images[1]
+
+
+@pytest.mark.parametrize("first,second", [
+    ((32, 2232), (255, 600)),                    # still spills more than a quarter as much
+    ((32, occupancy.HEAVY_SPILL - 8), None),     # spills too little to try
+])
+def test_load_keeps_a_spilling_kernel_unless_one_program_per_sm_removes_most(first, second):
+    drv = StandInDriver([first] + ([second] if second else []))
+    loaded = occupancy.load(drv, PTX, "k", 128, 16)
+    assert (loaded.function, loaded.asked) == (101, 0)
+    assert len(drv.images) == (2 if second else 1) and drv.unloaded == ([2] if second else [])
+
+
+def test_no_second_compile_for_spills_with_every_register_taken():
+    def refuse(ptx):
+        raise AssertionError("compiled again")
+    assert occupancy.fewer_spills(PTX.decode(), occupancy.MAX_REGISTERS, 2232, refuse) is None
+
+
+def group_norm_ptx(block):
+    """PTX of the corpus' Liger-style group norm forward (one program of 4 warps per (batch, group)) with
+    a ``block``-wide tile, as a launch on 16-byte aligned fp32 rows compiles it."""
+    sys.path.insert(0, str(CORPUS.parent))  # the corpus modules import compat_harness
+    spec = importlib.util.spec_from_file_location("corpus_group_norm", CORPUS / "liger_group_norm.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    sig = {"Y_ptr": "*fp32:16", "Y_row_stride": "i32:16", "Y_col_stride": "i32:16", "X_ptr": "*fp32:16",
+           "X_row_stride": "i32:16", "X_col_stride": "i32:16", "Mean_ptr": "*fp32:16", "Mean_row_stride": "i32",
+           "Mean_col_stride": "i32", "RSTD_ptr": "*fp32:16", "RSTD_row_stride": "i32", "RSTD_col_stride": "i32",
+           "W_ptr": "*fp32:16", "B_ptr": "*fp32:16", "hidden_size": "i32:16", "channels_per_group": "i32",
+           "eps": "fp32"}
+    ir = module._group_norm_forward.compile(sig, {"BLOCK_SIZE": block}, backend="cuda", num_warps=4).ir
+    options = Options(4, 3, fp_fusion=CUDABackend.fp_fusion_default)
+    return toolchain.to_ptx(lower_chosen(ir, nvptx_target("sm_90a"), options).code, "sm_90a")
+
+
+@needs_ptxas
+@pytest.mark.slow
+def test_group_norm_32768_wide_keeps_its_values_in_registers():
+    """ptxas sizes this kernel for 16 programs per SM (32 registers) and spills kilobytes a thread;
+    asked for one program per SM it takes the registers and spills almost nothing (Triton's PTX of
+    the same kernel: 255 registers, 216 bytes)."""
+    ptx = group_norm_ptx(32768)
+    before = toolchain.ptxas_info(ptx, "sm_90a")
+    if before.get("stack_frame", 0) < 1024:
+        pytest.skip(f"this ptxas gives the kernel {before['registers']} registers and spills little")
+    programs, local = occupancy.settled(ptx, "sm_90a", 128, 16)
+    assert programs == 1 and 4 * local <= before["stack_frame"], (before, programs, local)
 
 
 @needs_ptxas

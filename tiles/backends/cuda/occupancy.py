@@ -11,8 +11,13 @@ keeps that version if it spills at most ``SPILL_ALLOWANCE`` more bytes per threa
 (values that live across a loop spill outside it) and the cap leaves room for twice its largest
 warpgroup-MMA accumulator (a 128x256 fp8 tile on 8 warps capped to 128 registers ran at a fifth of
 its speed with fewer spilled bytes than that).
-``TILES_OCCUPANCY=0`` switches it off; a kernel launched with ``maxnreg=`` (PTX ``.maxnreg``) is left as
-its author capped it.  ``one_more_program`` is that decision; ``settled`` takes it with ptxas instead
+The opposite case is handled the same way: where ptxas sized a kernel for many programs per SM
+and spilled heavily to get there (``HEAVY_SPILL`` bytes per thread or more with registers left
+unused: Liger's group norm, a 32768-wide tile on 4 warps, got 32 registers and 2.2 KB of stack a
+thread), it loads the PTX again with ``.minnctapersm 1`` and keeps that version if it spills at most
+a quarter as much.
+``TILES_OCCUPANCY=0`` switches both off; a kernel launched with ``maxnreg=`` (PTX ``.maxnreg``) is left as
+its author capped it.  ``second_compile`` is that decision; ``settled`` takes it with ptxas instead
 of the driver, at compile time, where ``variants.py`` compares two lowerings of one kernel.
 """
 
@@ -27,6 +32,8 @@ from . import driver as cu
 from .driver import Driver
 
 SPILL_ALLOWANCE = 128  # bytes per thread
+HEAVY_SPILL = 512  # bytes per thread spilled with registers to spare: worth one program per SM
+MAX_REGISTERS = 255  # per thread
 FEW_WARPS = 8  # per SM: at or below this, one more program is worth a few spilled registers
 REGISTER_UNIT = 256  # registers are given to warps in units of this many
 
@@ -155,6 +162,28 @@ def one_more_program(text: str, registers: int, local: int, threads: int, shared
     return (wanted, capped_local) if fits and capped_local - local <= SPILL_ALLOWANCE else None
 
 
+def fewer_spills(text: str, registers: int, local: int,
+                 capped: Callable[[str], tuple[int, int]]) -> tuple[int, int] | None:
+    """(1, local bytes per thread) of ``text`` asked for one program per SM where ptxas spilled
+    ``HEAVY_SPILL`` bytes or more with registers to spare and that removes most of it (module doc),
+    or None to keep it as it is; ``capped`` as for ``one_more_program``."""
+    if local < HEAVY_SPILL or registers >= MAX_REGISTERS or "setmaxnreg" in text:
+        return None
+    ptx = with_min_programs(text, 1)
+    if ptx is None:
+        return None
+    _, uncapped_local = capped(ptx)
+    return (1, uncapped_local) if 4 * uncapped_local <= local else None
+
+
+def second_compile(text: str, registers: int, local: int, threads: int, shared: int, limits: SMLimits,
+                   capped: Callable[[str], tuple[int, int]]) -> tuple[int, int] | None:
+    """(programs per SM asked of ptxas, local bytes per thread) of the version of ``text`` to keep
+    instead of it (fewer spills first, else one more program), or None to keep ``text``."""
+    return (fewer_spills(text, registers, local, capped)
+            or one_more_program(text, registers, local, threads, shared, limits, capped))
+
+
 def _with_one_more_program(drv: Driver, first: Loaded, text: str, name: str, threads: int,
                            shared: int) -> Loaded:
     registers = drv.function_attribute(first.function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS)
@@ -167,21 +196,21 @@ def _with_one_more_program(drv: Driver, first: Loaded, text: str, name: str, thr
     def load_capped(ptx: str) -> tuple[int, int]:
         module = drv.load_module(ptx.encode())
         held.append(Loaded(module, drv.get_function(module, name)))
-        return (drv.function_attribute(held[0].function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS) or registers,
-                drv.function_attribute(held[0].function, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) or 0)
+        return (drv.function_attribute(held[-1].function, cu.CU_FUNC_ATTRIBUTE_NUM_REGS) or registers,
+                drv.function_attribute(held[-1].function, cu.CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES) or 0)
     try:
-        kept = one_more_program(text, registers, local, threads, shared + static,
-                                device_limits(drv, drv.context_device()), load_capped)
+        kept = second_compile(text, registers, local, threads, shared + static,
+                              device_limits(drv, drv.context_device()), load_capped)
     except cu.CUDAError:
-        for second in held:
-            drv.unload_module(second.module)
-        raise
-    if kept is None:
-        for second in held:
-            drv.unload_module(second.module)
-        return first
-    drv.unload_module(first.module)
-    return Loaded(held[0].module, held[0].function, kept[0])
+        kept = None
+        if not held:
+            raise
+    # a decision that keeps a version keeps the last one it loaded
+    chosen = held.pop() if kept is not None else first
+    for other in (*held, first):
+        if other is not chosen:
+            drv.unload_module(other.module)
+    return first if kept is None else Loaded(chosen.module, chosen.function, kept[0])
 
 
 def settled(ptx: str, arch: str, threads: int, shared: int, cap: bool = True,
@@ -199,7 +228,7 @@ def settled(ptx: str, arch: str, threads: int, shared: int, cap: bool = True,
         def capped(text: str) -> tuple[int, int]:
             more = toolchain.ptxas_info(text, arch)
             return more.get("registers", registers), more.get("stack_frame", 0)
-        kept = one_more_program(ptx, registers, local, threads, shared, limits, capped)
+        kept = second_compile(ptx, registers, local, threads, shared, limits, capped)
         if kept is not None:
             return kept
     return min(programs_per_sm(registers, threads, shared, limits)), local
