@@ -12,7 +12,7 @@ Hillis-Steele rounds over the staged tile.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from ...core import dtypes as D  # noqa: N812
 from ...core.dtypes import DType, ScalarType
@@ -24,8 +24,7 @@ from .layout import Layout, row_major_strides
 from .legalize import legal_op
 from .lower import Index, Lowering, rule
 from .relayout import stage
-
-Combine = Callable[[list[Handle], list[Handle]], list[Handle]]
+from .warp_scan import Combine, warp_scan
 
 
 def _wide(dt: ScalarType, kind: ReduceKind) -> ScalarType:
@@ -381,6 +380,16 @@ def _scan(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         keys.append(lw.idx(key))
         positions.append(lw.idx(lw.iop(Op.MOD, key, units) if group > 1 else lw.coords(shape, key)[axis]))
         owners.append(lw.owner(lay, first))
+    if stride == 1 and group == lay.vec:
+        prefixes = warp_scan(lw, lay, units, reverse, types, combine, totals)
+        if prefixes is not None:
+            scanned: list[list[Handle]] = [[] for _ in types]
+            for u, (before, has) in enumerate(prefixes):
+                for j in range(u * group, (u + 1) * group):
+                    done = combine(before, partial[j])
+                    for k, (m, x, t) in enumerate(zip(done, partial[j], types)):
+                        scanned[k].append(m if has is None else e.select(has, m, x, t))
+            return _finish(lw, instr, scanned)
     count = lay.numel // group
     buffers = 2 if group > 1 else 1  # one buffer (and two barriers a round) where units are elements
     offsets, off = [], 0
