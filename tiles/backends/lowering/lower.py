@@ -71,6 +71,7 @@ class Lowering:
         self._scopes: list[dict[Any, Handle]] = [{}]
         self.info = analyze(kernel)
         self.max_vec = _widest_chunk(kernel)
+        self._definitions: dict[Value, Instr] | None = None
 
     # ------------------------------------------------------------ driver
     def run(self) -> str:
@@ -140,6 +141,12 @@ class Lowering:
         if op is Op.MUL and (_is(a, 0) or _is(b, 0)) or op is Op.MOD and _is(b, 1):
             return 0
         return self.e.binary(op, self.idx(a), self.idx(b), D.int32)
+
+    def definitions(self) -> dict[Value, Instr]:
+        """The instruction that defines each value of the kernel."""
+        if self._definitions is None:
+            self._definitions = {v: instr for instr in self.kernel.walk() for v in instr.results}
+        return self._definitions
 
     def cached(self, key: Any, make: Callable[[], Handle]) -> Handle:
         for scope in reversed(self._scopes):

@@ -18,6 +18,7 @@ from ...core.ops import Op
 from .emitter import Handle
 from .layout import Layout
 from .lower import Index, Lowering, rule
+from .recompute import recomputable, recompute
 
 
 def stage(lw: Lowering, handles: Sequence[Handle], lay: Layout, dtype: ScalarType,
@@ -60,6 +61,8 @@ def _broadcast(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     def index(j: int, flat: Index) -> Index:
         cs = lw.coords(dst.shape, flat)
         return lw.flatten(shape, [0 if d == 1 else c for d, c in zip(shape, cs)])
+    if recomputable(lw, src):
+        return [[recompute(lw, src, index(j, lw.flat_index(dst, j))) for j in range(dst.per_thread)]]
     return [gather_local(lw, [src], dst, index)]
 
 
@@ -68,6 +71,8 @@ def _reshape(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     src, dst = instr.operands[0], lw.layout(instr.result)
     if same_layout(lw.layout(src), dst):
         return [[lw.env[src][0]] * dst.per_thread] if dst.numel == 1 else [list(lw.env[src])]
+    if recomputable(lw, src):
+        return [[recompute(lw, src, lw.flat_index(dst, j)) for j in range(dst.per_thread)]]
     return [gather_local(lw, [src], dst, lambda j, flat: flat)]
 
 
