@@ -335,3 +335,55 @@ def test_gather(rng):
     gather_kernel[(1,)](src, idx, out, R=4, C=8)
     np.testing.assert_array_equal(out[:32].reshape(4, 8), np.take_along_axis(src, idx, 1))
     np.testing.assert_array_equal(out[32:].reshape(4, 8), np.take_along_axis(src, idx % 4, 0))
+
+
+@tiles.jit
+def narrow_max_kernel(x_ptr, out_ptr, idx_ptr, N: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, N))
+    top = tl.max(x, 0)
+    tl.static_assert(top.dtype == (tl.float32 if x.dtype.is_floating() else tl.int32))
+    low, where = tl.min(x, 0, return_indices=True)
+    tl.static_assert(low.dtype == x.dtype)  # with indices the values keep their type
+    tl.store(out_ptr + tl.arange(0, 2), tl.where(tl.arange(0, 2) == 0, top, low.to(top.dtype)))
+    tl.store(idx_ptr, where)
+    tl.store(out_ptr + 2 + tl.arange(0, N), x - top)  # in float32 / int32, as Triton computes it
+
+
+@pytest.mark.parametrize("dtype", [np.float16, np.int8, np.uint8])
+def test_max_min_of_narrow_types_reduce_in_32_bits(rng, dtype):
+    """Triton reduces values alone (no indices) of types under 32 bits as float32 / int32."""
+    n = 64
+    if dtype == np.float16:
+        x = (rng.standard_normal(n) * 300).astype(np.float16)
+        x[5] = np.float16(65504)
+        wide = np.float32
+    else:
+        info = np.iinfo(dtype)
+        x = rng.integers(info.min, info.max, n, endpoint=True).astype(dtype)
+        x[7], x[9] = info.max, info.min
+        wide = np.int32
+    out = np.empty(n + 2, wide)
+    idx = np.empty(1, np.int32)
+    narrow_max_kernel[(1,)](x, out, idx, N=n)
+    np.testing.assert_array_equal(out[:2], [x.max(), x.min()])
+    assert idx[0] == np.argmin(x)
+    np.testing.assert_array_equal(out[2:], x.astype(wide) - wide(x.max()))
+
+
+@tiles.jit
+def mask_count_kernel(x_ptr, out_ptr, N: tl.constexpr):
+    mask = tl.load(x_ptr + tl.arange(0, N)) > 0
+    count = tl.sum(mask, 0)
+    tl.static_assert(count.dtype == tl.uint32)  # Triton counts a bool tile as unsigned
+    tl.static_assert(tl.cumsum(mask, 0).dtype == tl.uint32)
+    tl.store(out_ptr, count - 1)  # wraps when nothing is set, as on Triton
+    tl.store(out_ptr + 1 + tl.arange(0, N), tl.cumsum(mask, 0))
+
+
+@pytest.mark.parametrize("empty", [False, True])
+def test_sum_of_a_mask_is_unsigned(rng, empty):
+    x = np.full(32, -1, np.int32) if empty else rng.integers(-5, 5, 32).astype(np.int32)
+    out = np.empty(33, np.uint32)
+    mask_count_kernel[(1,)](x, out, N=32)
+    assert out[0] == np.uint32((x > 0).sum() - 1 if not empty else 2**32 - 1)
+    np.testing.assert_array_equal(out[1:], np.cumsum(x > 0).astype(np.uint32))

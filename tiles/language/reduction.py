@@ -58,11 +58,20 @@ DTypeArg = Any
 
 
 def sum(input: Any, axis: Any = None, keep_dims: Any = False, dtype: Any = None) -> tensor:  # noqa: A001
-    """Sum of ``input`` along ``axis`` (of every element when ``axis`` is None)."""
+    """Sum of ``input`` along ``axis`` (of every element when ``axis`` is None); integers under 32 bits
+    sum as 32-bit ones of their signedness, a bool mask as uint32."""
     t = S.to_tensor(input)
-    if dtype is None and t.dtype.is_int and t.dtype.bits < 32:
-        dtype = D.uint32 if t.dtype.kind is D.Kind.UINT else D.int32
+    if dtype is None:
+        dtype = _sum_type(t.dtype)
     return _reduce_kind(t, axis, "sum", keep_dims, dtype)
+
+
+def _sum_type(dtype: D.ScalarType) -> D.ScalarType | None:
+    """Triton's accumulator for sums and scans: integers under 32 bits widen to 32 keeping their
+    signedness (bool counts as unsigned, so ``tl.sum(mask)`` is uint32); None keeps the type."""
+    if dtype.is_int and dtype.bits < 32:
+        return D.uint32 if dtype.kind is D.Kind.UINT or dtype.is_bool else D.int32
+    return None
 
 
 def xor_sum(input: Any, axis: Any = None, keep_dims: Any = False) -> tensor:
@@ -76,23 +85,26 @@ def xor_sum(input: Any, axis: Any = None, keep_dims: Any = False) -> tensor:
 def _minmax(kind: str, input: Any, axis: Any, return_indices: Any, tie_break_left: Any,
             keep_dims: Any) -> Any:
     t = S.to_tensor(input)
-    if t.dtype.is_bool:
-        t = S.cast(t, D.int8)
-    values = _reduce_kind(t, axis, kind, keep_dims)
     if S.unwrap(return_indices):
-        return values, _arg(kind, t, axis, keep_dims)
-    return values
+        if t.dtype.is_bool:
+            t = S.cast(t, D.int8)
+        return _reduce_kind(t, axis, kind, keep_dims), _arg(kind, t, axis, keep_dims)
+    if t.dtype.bits < 32:  # as Triton: values alone reduce narrow types as float32 / int32
+        t = S.cast(t, D.float32 if t.dtype.is_floating else D.int32)
+    return _reduce_kind(t, axis, kind, keep_dims)
 
 
 def max(input: Any, axis: Any = None, return_indices: Any = False,  # noqa: A001
         return_indices_tie_break_left: Any = True, keep_dims: Any = False) -> Any:
-    """Largest element along ``axis``; with ``return_indices`` also where it is."""
+    """Largest element along ``axis`` (types under 32 bits as float32/int32); with ``return_indices``
+    also where it is, in the input's type."""
     return _minmax("max", input, axis, return_indices, return_indices_tie_break_left, keep_dims)
 
 
 def min(input: Any, axis: Any = None, return_indices: Any = False,  # noqa: A001
         return_indices_tie_break_left: Any = True, keep_dims: Any = False) -> Any:
-    """Smallest element along ``axis``; with ``return_indices`` also where it is."""
+    """Smallest element along ``axis`` (types under 32 bits as float32/int32); with ``return_indices``
+    also where it is, in the input's type."""
     return _minmax("min", input, axis, return_indices, return_indices_tie_break_left, keep_dims)
 
 
@@ -172,10 +184,9 @@ def associative_scan(input: Any, axis: Any, combine_fn: Any, reverse: Any = Fals
 
 def _scan_kind(kind: str, input: Any, axis: Any, reverse: Any, dtype: Any) -> tensor:
     t = S.to_tensor(input)
-    if dtype is not None:
-        t = S.cast(t, dtype)
-    elif t.dtype.is_int and t.dtype.bits < 32:
-        t = S.cast(t, D.uint32 if t.dtype.kind is D.Kind.UINT else D.int32)
+    wide = dtype if dtype is not None else _sum_type(t.dtype)
+    if wide is not None:
+        t = S.cast(t, wide)
     ax = _axis(t, axis)
     (r,) = current().emit(Op.SCAN, [t.handle], A.Reduce(ax, ReduceKind(kind), bool(S.unwrap(reverse))))
     return S.wrap(r)
