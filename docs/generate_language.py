@@ -57,6 +57,10 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   e.g. `_log2`), `tl.random` and `tl.math` mirror Triton 3.x's modules.  Names
   tiles does not implement exist and raise a `CompilationError` saying why at
   the line that uses them (marked "not supported" below).
+- **Assignment** follows Triton: `name = <Python number>` binds a scalar tile of
+  the number's literal type (`third = 0.3333` is float32, so `x_fp16 * third` is
+  float32 while `x_fp16 * 0.3333` stays float16; `one = 1` has `.to(...)`);
+  constexprs stay constexprs (`n = BLOCK`, where Triton would make a tile).
 - **Promotion** follows Triton: a Python number does not widen a tile of the
   same or higher kind (`uint8_tile + 1` stays `uint8`); fp16 with bf16 gives
   fp32; `/` on integers gives fp32; `//` and `%` on integers follow C

@@ -14,7 +14,8 @@ assigns::
 
 ``and``/``or``/``not``, chained comparisons, ``x if c else y``, ``min``/``max``,
 ``print`` and ``assert`` become helper calls that work on tiles and on Python
-values alike.  An ``if`` that returns early takes the rest of the block into its
+values alike; the value of every plain assignment goes through ``assigned`` (a Python
+number binds as a scalar tile, as in Triton).  An ``if`` that returns early takes the rest of the block into its
 other branch, so ``if pid >= n: return`` needs no special IR.  Line numbers are
 kept, so every op records the user's file:line.
 """
@@ -169,7 +170,10 @@ class _Rewriter:
             return [ast.copy_location(ast.Expr(call), s)]
         if isinstance(s, (ast.FunctionDef, ast.ClassDef)):
             return [s]
-        return [_Exprs().visit(s)]
+        s = _Exprs().visit(s)
+        if isinstance(s, ast.Assign) and not any(isinstance(t, ast.Name) and t.id == RET for t in s.targets):
+            s.value = ast.copy_location(_call("assigned", s.value), s.value)  # numbers bind as tiles
+        return [s]
 
     def _def(self, name: str, params: list[str], body: list[ast.stmt], returns: list[str],
              at: ast.stmt) -> ast.FunctionDef:

@@ -50,6 +50,17 @@ class _Undefined:
     __getitem__ = __call__ = __neg__ = __bool__ = __and__ = __or__ = _fail
 
 
+def assigned(value: Any) -> Any:
+    """What ``name = value`` binds, as Triton binds it: a Python bool, int or float becomes a scalar
+    tile of its literal type (``third = 0.3333`` is float32, so ``x_fp16 * third`` is float32, and
+    ``one = 1`` has ``.to``), elementwise through a tuple; tiles, constexprs and the rest unchanged."""
+    if type(value) is tuple:
+        return tuple(assigned(v) for v in value)
+    if type(value) in (bool, int, float):
+        return S.to_tensor(value)
+    return value
+
+
 def lookup(scope: dict[str, Any], names: Sequence[str]) -> tuple[Any, ...]:
     return tuple(scope.get(n, _Undefined(n)) for n in names)
 
