@@ -67,6 +67,10 @@ class CMemory:
             return self._tmp(t, self._read(p, dtype))
         return self._tmp(t, f"({mask} ? {self._read(p, dtype)} : {other if other is not None else self._zero(dtype)})")
 
+    def load_volatile(self, p: Handle, dtype: DType, mask: Handle | None, other: Handle | None) -> Handle:
+        fresh = f"(({self._atomic_ptr(self.d.memory[dtype])}){p})"
+        return self.load(fresh, dtype, mask, other)
+
     def store(self, p: Handle, value: Handle, dtype: DType, mask: Handle | None) -> None:
         stmt = self._write(p, value, dtype)
         self._line(stmt if mask is None else f"if ({mask}) {{ {stmt} }}")

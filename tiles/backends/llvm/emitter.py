@@ -101,6 +101,15 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, Emitter):
             return self._from_mem(v, dtype)
         return self._guarded(mask, self.ty(dtype), make, other)
 
+    def load_volatile(self, p: Any, dtype: DType, mask: Any, other: Any) -> Reg:
+        mt = self.mem_ty(dtype)
+        other = other if other is not None else self._zero(dtype)
+
+        def make() -> Reg:
+            v = self._val(mt, f"load volatile {mt}, {p}, align {max(dtype.itemsize, 1)}")
+            return self._from_mem(v, dtype)
+        return self._guarded(mask, self.ty(dtype), make, other)
+
     def load_vector(self, p: Any, dtype: DType, width: int, mask: Any, others: Any) -> list[Any]:
         mt = self.mem_ty(dtype)
         vt = f"<{width} x {mt}>"

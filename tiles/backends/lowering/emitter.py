@@ -121,6 +121,11 @@ class Emitter(abc.ABC):
     def load(self, p: Handle, dtype: DType, mask: Handle | None, other: Handle | None) -> Handle:
         """mask ? *p : other  (other defaults to 0; *p is not touched when mask is false)."""
 
+    def load_volatile(self, p: Handle, dtype: DType, mask: Handle | None, other: Handle | None) -> Handle:
+        """``load`` that reads memory each time it runs (``volatile=True``: another program may be
+        writing it, as in a spin-wait); a target whose loads are never cached keeps ``load``."""
+        return self.load(p, dtype, mask, other)
+
     @abc.abstractmethod
     def load_vector(self, p: Handle, dtype: DType, width: int, mask: Handle | None,
                     others: Sequence[Handle] | None) -> list[Handle]:

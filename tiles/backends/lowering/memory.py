@@ -48,6 +48,9 @@ def _load(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     elem = instr.result.type.element
     masks = lw.env[instr.operands[1]] if a.masked else None
     others = lw.env[instr.operands[2]] if a.has_other else None
+    if a.volatile:
+        return [[lw.e.load_volatile(p, elem, masks[j] if masks else None, others[j] if others else None)
+                 for j, p in enumerate(ptrs)]]
     out: list[Handle] = []
     for j, w in _groups(lw, instr, 1 if a.masked else None, 2 if a.has_other else None):
         m = masks[j] if masks else None
