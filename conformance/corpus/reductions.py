@@ -37,6 +37,10 @@ def reduce_kernel(x_ptr, out_ptr, KIND: tl.constexpr, AXIS: tl.constexpr,
         r = tl.max(x, axis=AXIS)
     elif KIND == "min":
         r = tl.min(x, axis=AXIS)
+    elif KIND == "max_with_index":  # values keep a narrow type only next to their indices
+        r, _ = tl.max(x, axis=AXIS, return_indices=True)
+    elif KIND == "min_with_index":
+        r, _ = tl.min(x, axis=AXIS, return_indices=True)
     elif KIND == "xor_sum":
         r = tl.xor_sum(x, axis=AXIS)
     elif KIND == "argmax":
@@ -85,8 +89,10 @@ def _result_dtype(kind: str, d: DType) -> DType:
     if kind.startswith("arg") or kind == "argmax_custom":
         return D.int32
     if kind == "sum" and d.is_int and d.bits < 32:
-        return D.uint32 if d.kind is D.Kind.UINT else D.int32
-    if kind in ("max", "min") and d.is_bool:
+        return D.uint32 if d.kind is D.Kind.UINT or d.is_bool else D.int32
+    if kind in ("max", "min") and d.bits < 32:  # Triton reduces narrow values as float32 / int32
+        return D.float32 if d.is_floating else D.int32
+    if kind in ("max_with_index", "min_with_index") and d.is_bool:
         return D.int8
     return d
 
@@ -110,7 +116,7 @@ def _reduce_case(kind: str, d: DType, m: int, n: int, axis: int | None) -> Case:
         if kind == "argmax_custom" and d.is_floating:
             x[np.isnan(x.astype(np.float64))] = 0
         return [x, np.zeros(out_shape, rd.np)]
-    rule = tol(0.0) if float_sum else (EXACT_ZERO_SIGN_FREE if kind in ("max", "min") else EXACT)
+    rule = tol(0.0) if float_sum else (EXACT_ZERO_SIGN_FREE if kind.startswith(("max", "min")) else EXACT)
 
     def bounds(args: list) -> dict:
         x = args[0].astype(np.float64)
@@ -160,6 +166,8 @@ def cases(profile: Profile) -> list[Case]:
                     continue
                 for axis in (0, 1, None):
                     out.append(_reduce_case(kind, d, m, n, axis))
+            if d.bits < 32:  # narrow values reduce in their own type only next to their indices
+                out += [_reduce_case(kind, d, m, n, 1) for kind in ("max_with_index", "min_with_index")]
             for kind in ("cumsum", "cumprod", "custom", "sort", "gather"):
                 if d.is_bool or (kind == "cumprod" and d.is_int and d.bits < 32):
                     continue
