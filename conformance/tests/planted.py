@@ -199,9 +199,10 @@ class AtomicAddIsLoadAddStore(Planted):
 
     @staticmethod
     def replace(original: Any) -> Any:
-        def atomic_rmw(self: Any, kind: str, p: Any, value: Any, dtype: Any, mask: Any, loc: Any) -> Any:
+        def atomic_rmw(self: Any, kind: str, p: Any, value: Any, dtype: Any, mask: Any, loc: Any,
+                       *order: Any) -> Any:
             if kind != "add" or not dtype.is_int:
-                return original(self, kind, p, value, dtype, mask, loc)
+                return original(self, kind, p, value, dtype, mask, loc, *order)
             t = self.d.register[dtype]
             q = f"(({self._atomic_ptr(t)})({p}))"
             old = self._tmp(t, f"({t})0")

@@ -69,7 +69,13 @@ def _layer_norm_bwd_dwdb(DW, DB, FINAL_DW, FINAL_DB, M, N, BLOCK_SIZE_M: tl.cons
 
 
 def check(rng):
-    M, N, GROUP_SIZE_M = 11, 77, 4
+    _run(rng, 11, 77, 4, 128)
+    # Contended: 64 programs per lock.  The release must publish the partial sums (a relaxed
+    # release on CUDA lost 185-892 of 8192 elements on an H100).
+    _run(rng, 512, 300, 8, 512, num_warps=4)
+
+
+def _run(rng, M, N, GROUP_SIZE_M, BLOCK_SIZE_N, num_warps=None):
     x = rng.standard_normal((M, N)).astype(np.float32)
     dy = rng.standard_normal((M, N)).astype(np.float32)
     w = rng.standard_normal(N).astype(np.float32)
@@ -79,8 +85,9 @@ def check(rng):
     _dw = np.zeros((GROUP_SIZE_M, N), np.float32)
     _db = np.zeros((GROUP_SIZE_M, N), np.float32)
     dx = np.empty_like(x)
+    options = {} if num_warps is None else {"num_warps": num_warps}
     _layer_norm_bwd_dx_fused[(M,)](dx, dy, _dw, _db, x, w, mean, rstd, locks, stride(x, 0), N,
-                                   GROUP_SIZE_M=GROUP_SIZE_M, BLOCK_SIZE_N=128)
+                                   GROUP_SIZE_M=GROUP_SIZE_M, BLOCK_SIZE_N=BLOCK_SIZE_N, **options)
     dw = np.empty(N, np.float32)
     db = np.empty(N, np.float32)
     grid = lambda meta: (tiles.cdiv(N, meta["BLOCK_SIZE_N"]),)  # noqa: E731
@@ -90,6 +97,6 @@ def check(rng):
     c1 = (xhat * wdy).mean(1, keepdims=True)
     c2 = wdy.mean(1, keepdims=True)
     close(dx, (wdy - (xhat * c1 + c2)) * rstd[:, None], rtol=1e-4, atol=1e-4)
-    close(dw, (dy * xhat).sum(0), rtol=1e-4, atol=1e-4)
-    close(db, dy.sum(0), rtol=1e-4, atol=1e-4)
+    close(dw, (dy * xhat).sum(0), rtol=1e-4, atol=2e-4)
+    close(db, dy.sum(0), rtol=1e-4, atol=2e-4)
     close(locks[:GROUP_SIZE_M], np.zeros(GROUP_SIZE_M, np.int32))

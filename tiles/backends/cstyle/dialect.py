@@ -55,6 +55,11 @@ class CDialect:
     atomic_rmw: Mapping[int, str] = field(default_factory=dict)  # "{kind}" is add/max/min/and/or/xor/xchg
     atomic_cmpxchg: Mapping[int, str] = field(default_factory=dict)
     atomic_pointer: str = "volatile {space}{t}*"
+    # ``tl.debug_barrier()``: as ``barrier``, also ordering global memory ("": ``barrier`` does)
+    program_barrier: str = ""
+    # a statement ordering this thread's global memory accesses before and after it (the fence
+    # around an atomic whose ``sem`` is not relaxed; "": the atomics are ordered already)
+    global_fence: str = ""
     # the text every program starts with
     pragmas: tuple[str, ...] = ()
     fp64_pragmas: tuple[str, ...] = ()

@@ -270,11 +270,21 @@ class CStyleEmitter(GuardedBlocks, CMemory, Emitter):
             self._line(f"#pragma unroll {unroll}")
         self._line(f"for ({self.d.register[iv_dtype]} {iv} = {lb}; {cond}; {iv} += {step}) {{")
         self.indent += 1
+        before = self.barriers
         with self._loop_body():
             self._assign(names, body(iv, list(names)), carried)
         self.indent -= 1
         self._line("}")
+        self._barrier_after_loop(before)
         return names
+
+    def _barrier_after_loop(self, barriers_before: int) -> None:
+        # pocl's work-item loops ran the code after a loop that holds barriers (and whose carried
+        # values a later loop reads) once per work-item for a branch only work-item 0 takes: Liger's
+        # group-norm backward added its scalar atomic 32 times (num_warps=1).  A barrier at the
+        # loop's exit ends that region; the loop is uniform (it holds barriers), so all arrive.
+        if self.barriers != barriers_before:
+            self._barrier(self.d.barrier)
 
     def _assign(self, names: Sequence[str], new: Sequence[Handle], carried: Carried) -> None:
         temps = [self._tmp(self.reg(dt), h) for h, (_, dt) in zip(new, carried)]
@@ -290,11 +300,13 @@ class CStyleEmitter(GuardedBlocks, CMemory, Emitter):
         go = self._tmp("bool", cond(list(names)))
         self._line(f"while ({go}) {{")
         self.indent += 1
+        before = self.barriers
         with self._loop_body():
             self._assign(names, body(list(names)), carried)
             self._line(f"{go} = {cond(list(names))};")
         self.indent -= 1
         self._line("}")
+        self._barrier_after_loop(before)
         return names
 
     def if_else(self, cond: Handle, result_types: Sequence[ScalarType],
@@ -328,6 +340,9 @@ class CStyleEmitter(GuardedBlocks, CMemory, Emitter):
 
     def barrier(self) -> None:
         self._barrier(self.d.barrier)
+
+    def program_barrier(self) -> None:
+        self._barrier(self.d.program_barrier or self.d.barrier)
 
     def device_print(self, prefix: str, values: Sequence[tuple[Handle, ScalarType]]) -> None:
         fmts, args = [], []

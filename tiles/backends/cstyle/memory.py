@@ -93,16 +93,17 @@ class CMemory:
 
     # ------------------------------------------------------------ atomics
     def atomic_rmw(self, kind: str, p: Handle, value: Handle, dtype: DType,
-                   mask: Handle | None, loc: Loc) -> Handle:
+                   mask: Handle | None, loc: Loc, sem: str = "acq_rel", scope: str = "gpu") -> Handle:
         kind = AtomicKind(kind)
         t = self.d.register[dtype]
         if dtype in NARROW_FLOATS and 32 in self.d.atomic_cmpxchg:
-            return self._narrow_float_atomic(kind, p, value, dtype, mask)
+            return self._narrow_float_atomic(kind, p, value, dtype, mask, sem)
         if dtype.bits not in self.d.atomic_cmpxchg:
             raise UnsupportedError(f"atomics on {dtype} are not supported by the {self.d.name} backend; "
                                    f"use a {' or '.join(f'{b}-bit' for b in self.d.atomic_cmpxchg)} type", loc)
         old = self._tmp(t, f"({t})0")
         self._line(f"if ({mask or 'true'}) {{")
+        self._fence_before(sem)
         if dtype.is_int:
             fn = self.d.atomic_rmw[dtype.bits].format(kind=kind)
             self._line(f"  {old} = {fn}(({self._atomic_ptr(t)})({p}), {value});")
@@ -116,17 +117,29 @@ class CMemory:
             as_u = self.d.reinterpret.format(t=u, a=f"({t})({new})")
             self._line(f"  do {{ seen = cur; cur = {cas}(q, seen, {as_u}); }} while (cur != seen);")
             self._line(f"  {old} = {seen};")
+        self._fence_after(sem)
         self._line("}")
         return old
 
+    def _fence_before(self, sem: str) -> None:
+        """Release: this thread's earlier accesses are seen before the atomic (the dialect's atomics
+        are relaxed, of device scope, which covers ``cta`` and, for device buffers, ``sys``)."""
+        if self.d.global_fence and sem in ("release", "acq_rel"):
+            self._line(f"  {self.d.global_fence}")
+
+    def _fence_after(self, sem: str) -> None:
+        if self.d.global_fence and sem in ("acquire", "acq_rel"):
+            self._line(f"  {self.d.global_fence}")
+
     def _narrow_float_atomic(self, kind: AtomicKind, p: Handle, value: Handle, dtype: DType,
-                             mask: Handle | None) -> Handle:
+                             mask: Handle | None, sem: str) -> Handle:
         """A 16- or 8-bit float atomic as a compare-and-swap loop on the 32-bit word that holds it
         (little-endian: the element's byte offset in the word is its shift)."""
         n, u, a = NARROW_FLOATS[dtype], self.d.unsigned[32], self.d.address
         cas, bits = self.d.atomic_cmpxchg[32], dtype.bits
         old = self._tmp("float", "0.0f")
         self._line(f"if ({mask or 'true'}) {{")
+        self._fence_before(sem)
         self._line(f"  {self._atomic_ptr(u)} q = ({self._atomic_ptr(u)})(({a})({p}) & ~({a})3);")
         self._line(f"  uint shift = (uint)((({a})({p}) & 3) * 8), field = ((1u << {bits}) - 1u) << shift;")
         self._line(f"  {u} cur = *q, seen;")
@@ -138,6 +151,7 @@ class CMemory:
         self._line(f"    cur = {cas}(q, seen, (seen & ~field) | (put << shift));")
         self._line(f"    {old} = was;")
         self._line("  } while (cur != seen);")
+        self._fence_after(sem)
         self._line("}")
         return old
 
@@ -145,7 +159,7 @@ class CMemory:
         return self.d.atomic_pointer.format(space=self.d.global_space, t=t)
 
     def atomic_cas(self, p: Handle, cmp: Handle, value: Handle, dtype: DType,
-                   mask: Handle | None, loc: Loc) -> Handle:
+                   mask: Handle | None, loc: Loc, sem: str = "acq_rel", scope: str = "gpu") -> Handle:
         t = self.d.register[dtype]
         if dtype.bits not in self.d.atomic_cmpxchg:
             raise UnsupportedError(f"atomic_cas on {dtype} is not supported by the {self.d.name} backend", loc)
@@ -155,7 +169,11 @@ class CMemory:
         c, v = (x if dtype.is_int else self.d.reinterpret.format(t=u, a=x) for x in (cmp, value))
         call = f"{fn}(({self._atomic_ptr(u)})({p}), {c}, {v})"
         result = call if dtype.is_int else self.d.reinterpret.format(t=t, a=call)
-        self._line(f"if ({mask or 'true'}) {{ {old} = {result}; }}")
+        self._line(f"if ({mask or 'true'}) {{")
+        self._fence_before(sem)
+        self._line(f"  {old} = {result};")
+        self._fence_after(sem)
+        self._line("}")
         return old
 
     # ------------------------------------------------------------ local memory

@@ -72,6 +72,7 @@ def nvptx_target(arch: str) -> LLVMTarget:
         block_id=("llvm.nvvm.read.ptx.sreg.ctaid.x", "llvm.nvvm.read.ptx.sreg.ctaid.y",
                   "llvm.nvvm.read.ptx.sreg.ctaid.z"),
         barrier="llvm.nvvm.barrier0",
+        fence_ordered_rmw=True,
         shuffle_xor="llvm.nvvm.shfl.sync.bfly.i32",
         math_f32={"log2": "llvm.nvvm.lg2.approx.f", "exp2": "llvm.nvvm.ex2.approx.ftz.f",
                   **(LIBDEVICE_F32 if libdevice else {})},

@@ -22,6 +22,9 @@ from .builder import _INT_TY, LLVMBuilder, Reg
 from .target import LLVMTarget
 from .warp import LLVMWarpOps
 
+# LLVM's ordering for each Triton ``sem``.
+_ORDER = {"relaxed": "monotonic", "acquire": "acquire", "release": "release", "acq_rel": "acq_rel"}
+
 
 class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, Emitter):
     def __init__(self, target: Target, llvm_target: LLVMTarget) -> None:
@@ -156,12 +159,13 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, Emitter):
         self._jump(done)
         self.cur = done
 
-    def atomic_rmw(self, kind: str, p: Any, value: Any, dtype: DType, mask: Any, loc: Loc) -> Reg:
+    def atomic_rmw(self, kind: str, p: Any, value: Any, dtype: DType, mask: Any, loc: Loc,
+                   sem: str = "acq_rel", scope: str = "gpu") -> Reg:
         ty = self.ty(dtype)
 
         def make() -> Reg:
             if dtype.is_floating and kind in ("max", "min"):
-                return self._cas_loop(p, value, dtype, Op.MAXIMUM if kind == "max" else Op.MINIMUM)
+                return self._cas_loop(p, value, dtype, Op.MAXIMUM if kind == "max" else Op.MINIMUM, sem, scope)
             if dtype.is_floating:
                 op = {"add": "fadd", "xchg": "xchg"}.get(kind)
                 if op is None:
@@ -170,12 +174,38 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, Emitter):
                 op = {"add": "add", "and": "and", "or": "or", "xor": "xor", "xchg": "xchg",
                       "max": "max" if dtype.is_signed else "umax",
                       "min": "min" if dtype.is_signed else "umin"}[kind]
-            return self._val(ty, f"atomicrmw {op} {p}, {value} acq_rel, align {dtype.itemsize}")
+            if not self.t.fence_ordered_rmw:
+                return self._val(ty, f"atomicrmw {op} {p}, {value}{self._scope(scope)} {_ORDER[sem]}, "
+                                     f"align {dtype.itemsize}")
+            self._fence_before(sem, scope)
+            old = self._val(ty, f"atomicrmw {op} {p}, {value}{self._scope(scope)} monotonic, "
+                                f"align {dtype.itemsize}")
+            self._fence_after(sem, scope)
+            return old
         return self._guarded(mask, ty, make, self._zero(dtype))
 
-    def _cas_loop(self, p: Reg, value: Reg, dtype: DType, op: Op) -> Reg:
+    def _scope(self, scope: str) -> str:
+        name = self.t.sync_scopes[scope]
+        return f' syncscope("{name}")' if name else ""
+
+    def _fence_before(self, sem: str, scope: str) -> None:
+        if sem in ("release", "acq_rel"):
+            self._emit(f"fence{self._scope(scope)} release")
+
+    def _fence_after(self, sem: str, scope: str) -> None:
+        if sem in ("acquire", "acq_rel"):
+            self._emit(f"fence{self._scope(scope)} acquire")
+
+    def _cmpxchg(self, p: Reg, cmp: Any, new: Any, it: str, align: int, sem: str, scope: str) -> Reg:
+        """``cmpxchg`` with Triton's ordering; the pair {old, swapped}."""
+        failure = "acquire" if sem in ("acquire", "acq_rel") else "monotonic"
+        return self._val(f"{{ {it}, i1 }}", f"cmpxchg {p}, {cmp}, {new}{self._scope(scope)} {_ORDER[sem]} "
+                                            f"{failure}, align {align}")
+
+    def _cas_loop(self, p: Reg, value: Reg, dtype: DType, op: Op, sem: str, scope: str) -> Reg:
         it = _INT_TY[dtype.bits]
-        init = self._val(self.ty(dtype), f"load atomic {self.ty(dtype)}, {p} monotonic, align {dtype.itemsize}")
+        init = self._val(self.ty(dtype), f"load atomic {self.ty(dtype)}, {p}{self._scope(scope)} monotonic, "
+                                         f"align {dtype.itemsize}")
         before = self.cur
         loop, done = self._new_block("cas"), self._new_block("casend")
         self._jump(loop)
@@ -186,7 +216,7 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, Emitter):
         new = self.binary(op, old, value, dtype)
         oi = self._val(it, f"bitcast {old} to {it}")
         ni = self._val(it, f"bitcast {new} to {it}")
-        pair = self._val(f"{{ {it}, i1 }}", f"cmpxchg {p}, {oi}, {ni} acq_rel monotonic, align {dtype.itemsize}")
+        pair = self._cmpxchg(p, oi, ni, it, dtype.itemsize, sem, scope)
         got = self._val(it, f"extractvalue {pair}, 0")
         ok = self._val("i1", f"extractvalue {pair}, 1")
         got_f = self._val(self.ty(dtype), f"bitcast {got} to {self.ty(dtype)}")
@@ -196,7 +226,8 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, Emitter):
         self.cur = done
         return got_f
 
-    def atomic_cas(self, p: Any, cmp: Any, value: Any, dtype: DType, mask: Any, loc: Loc) -> Reg:
+    def atomic_cas(self, p: Any, cmp: Any, value: Any, dtype: DType, mask: Any, loc: Loc,
+                   sem: str = "acq_rel", scope: str = "gpu") -> Reg:
         ty = self.ty(dtype)
         it = _INT_TY[dtype.bits]
 
@@ -205,7 +236,7 @@ class LLVMEmitter(LLVMArithmetic, LLVMWarpOps, Emitter):
             if dtype.is_floating:
                 c = self._val(it, f"bitcast {cmp} to {it}")
                 v = self._val(it, f"bitcast {value} to {it}")
-            pair = self._val(f"{{ {it}, i1 }}", f"cmpxchg {p}, {c}, {v} acq_rel monotonic, align {dtype.itemsize}")
+            pair = self._cmpxchg(p, c, v, it, dtype.itemsize, sem, scope)
             old = self._val(it, f"extractvalue {pair}, 0")
             return self._val(ty, f"bitcast {old} to {ty}") if dtype.is_floating else old
         return self._guarded(mask, ty, make, self._zero(dtype))

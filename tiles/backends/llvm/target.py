@@ -30,6 +30,11 @@ class LLVMTarget:
     barrier: str = ""              # intrinsic called with no arguments
     # Memory scope of the fences around the barrier ("" when the barrier orders shared memory itself).
     barrier_fence_scope: str = ""
+    # LLVM syncscope of each Triton atomic scope ("" is LLVM's system scope).
+    sync_scopes: dict[str, str] = field(default_factory=lambda: {"cta": "block", "gpu": "device", "sys": ""})
+    # The code generator drops the ordering of ``atomicrmw`` (LLVM's NVPTX keeps only cmpxchg's), so
+    # an acquire/release atomic is written as fences around a monotonic one.
+    fence_ordered_rmw: bool = False
     # i32 butterfly shuffle intrinsic (membermask, value, lane mask, clamp), "" when absent.
     shuffle_xor: str = ""
     # fp32 math intrinsics that replace the generic llvm.<name>.f32 ones (e.g. NVPTX has no

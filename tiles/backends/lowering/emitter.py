@@ -143,13 +143,14 @@ class Emitter(abc.ABC):
 
     @abc.abstractmethod
     def atomic_rmw(self, kind: str, p: Handle, value: Handle, dtype: DType,
-                   mask: Handle | None, loc: Loc) -> Handle:
+                   mask: Handle | None, loc: Loc, sem: str = "acq_rel", scope: str = "gpu") -> Handle:
         """old = *p; *p = kind(old, value) atomically where mask (add/max/min/and/or/
-        xor/xchg; float max/min ignore NaN); returns old (unspecified where masked)."""
+        xor/xchg; float max/min ignore NaN); returns old (unspecified where masked).
+        ``sem`` (relaxed/acquire/release/acq_rel) and ``scope`` (cta/gpu/sys) as Triton's."""
 
     @abc.abstractmethod
     def atomic_cas(self, p: Handle, cmp: Handle, value: Handle, dtype: DType,
-                   mask: Handle | None, loc: Loc) -> Handle:
+                   mask: Handle | None, loc: Loc, sem: str = "acq_rel", scope: str = "gpu") -> Handle:
         """old = *p; if old == cmp (bitwise): *p = value; atomically; returns old."""
 
     def vector_ok(self, dtype: DType, width: int) -> bool:
@@ -182,6 +183,11 @@ class Emitter(abc.ABC):
     @abc.abstractmethod
     def barrier(self) -> None:
         """Work-group barrier that also orders local memory."""
+
+    def program_barrier(self) -> None:
+        """``tl.debug_barrier()``: a work-group barrier that also orders global memory among the
+        program's threads (CUDA's ``bar.sync`` does both; OpenCL needs the global fence)."""
+        self.barrier()
 
     def local_store_vector(self, byte_offset: int, index: Handle, values: Sequence[Handle],
                            dtype: DType, mask: Handle | None) -> None:

@@ -417,7 +417,7 @@ def _if(lw: Lowering, instr: Instr) -> list[list[Handle]]:
 
 @rule(Op.BARRIER)
 def _barrier(lw: Lowering, instr: Instr) -> list[list[Handle]]:
-    lw.e.barrier()
+    lw.e.program_barrier()
     return []
 
 

@@ -105,7 +105,7 @@ def _atomic(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     olds = []
     for j in range(lay.per_thread):
         m = lw.and_mask(lw.owner(lay, j), masks[j] if masks else None)
-        olds.append(lw.e.atomic_rmw(a.kind, ptrs[j], values[j], elem, m, instr.loc))
+        olds.append(lw.e.atomic_rmw(a.kind, ptrs[j], values[j], elem, m, instr.loc, a.sem, a.scope))
     return [_share_from_owners(lw, instr, olds)]
 
 
@@ -116,6 +116,7 @@ def _atomic_cas(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     lay = lw.layout(ptr)
     ptrs, cmps, values = (lw.env[v] for v in instr.operands)
     elem = ptr.type.dtype.element
-    olds = [lw.e.atomic_cas(ptrs[j], cmps[j], values[j], elem, lw.owner(lay, j), instr.loc)
+    a: A.Atomic = instr.attrs
+    olds = [lw.e.atomic_cas(ptrs[j], cmps[j], values[j], elem, lw.owner(lay, j), instr.loc, a.sem, a.scope)
             for j in range(lay.per_thread)]
     return [_share_from_owners(lw, instr, olds)]

@@ -26,6 +26,8 @@ OPENCL = CDialect(
     local_buffer="__local uchar tiles_local[{bytes}] __attribute__((aligned(16)));",
     thread_id="(int)get_local_id(0)", program_id="(int)get_group_id({axis})",
     num_programs="(int)get_num_groups({axis})", barrier="barrier(CLK_LOCAL_MEM_FENCE);",
+    program_barrier="barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);",
+    global_fence="mem_fence(CLK_GLOBAL_MEM_FENCE);",
     math={Op.EXP: "exp", Op.EXP2: "exp2", Op.LOG: "log", Op.LOG2: "log2", Op.SQRT: "sqrt",
           Op.RSQRT: "rsqrt", Op.SIN: "sin", Op.COS: "cos", Op.ERF: "erf", Op.FLOOR: "floor",
           Op.CEIL: "ceil", Op.ABS: "fabs"},

@@ -86,6 +86,7 @@ def llvm_target(arch: str, code_object_version: int, max_workgroup_size: int = M
         num_blocks=("", "", ""),
         barrier=BARRIER,
         barrier_fence_scope="workgroup",
+        sync_scopes={"cta": "workgroup", "gpu": "agent", "sys": ""},
         kernel_attributes={"amdgpu-flat-work-group-size": f"1,{max_workgroup_size}"},
         module_flags=(toolchain.code_object_version_flag(code_object_version),),
     )

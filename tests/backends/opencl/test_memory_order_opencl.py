@@ -1,0 +1,47 @@
+"""OpenCL C atomics are relaxed (OpenCL 1.2's ``atomic_*``): a ``sem`` other than relaxed puts a
+global-memory fence before (release) and after (acquire) the atomic, and ``tl.debug_barrier()``
+fences global memory too, so a lock's release publishes the stores made under it.  A loop that
+holds barriers ends with one (pocl ran a scalar atomic after such a loop once per work-item)."""
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+
+FENCE = "mem_fence(CLK_GLOBAL_MEM_FENCE);"
+
+
+@tiles.jit
+def locked_increment(lock_ptr, out_ptr, SEM: tl.constexpr):
+    while tl.atomic_cas(lock_ptr, 0, 1, sem=SEM) == 1:
+        pass
+    tl.store(out_ptr, tl.load(out_ptr) + 1)
+    tl.debug_barrier()
+    tl.atomic_xchg(lock_ptr, 0, sem=SEM)
+
+
+def _run(sem, programs=97):
+    lock, out = np.zeros(1, np.int32), np.full(1, 5, np.int32)
+    tiles.set_backend("opencl")
+    try:
+        source = locked_increment.warmup(lock, out, SEM=sem, grid=(programs,)).asm["opencl"]
+        locked_increment[(programs,)](lock, out, SEM=sem)
+    finally:
+        tiles.set_backend(None)
+    return source, lock, out
+
+
+@pytest.mark.parametrize("sem", ["acq_rel", "acquire", "release", "relaxed"])
+def test_fences_follow_sem(sem):
+    source, lock, out = _run(sem)
+    body = source[source.index("__kernel"):]
+    cas_at = body.index("atomic_cmpxchg")
+    xchg_at = body.index("atomic_xchg")
+    after_cas = body[cas_at:cas_at + 120]
+    before_xchg = body[xchg_at - 120:xchg_at]
+    assert (FENCE in after_cas) == (sem in ("acquire", "acq_rel"))
+    assert (FENCE in before_xchg) == (sem in ("release", "acq_rel"))
+    assert "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);" in body  # tl.debug_barrier()
+    if sem == "acq_rel":  # Triton's default: the lock works
+        assert out[0] == 5 + 97 and lock[0] == 0
