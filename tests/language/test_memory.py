@@ -45,6 +45,23 @@ def test_strided_view_load(rng):
 
 
 @tiles.jit
+def contiguous_fill_kernel(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, offs.to(tl.float32) + 0.5, mask=offs < n)
+
+
+def test_contiguous_write_through_a_strided_view_lands_where_a_gpu_puts_it(rng):
+    """A kernel that ignores a view's strides writes the bytes after the view's first element, as
+    on a GPU with a device tensor: every backend changes the same bytes (the gaps included), and
+    leaves every byte the kernel did not write alone."""
+    base = rng.standard_normal(47).astype(np.float32) + 2.0
+    want = base.copy()
+    want[:10] = np.arange(10, dtype=np.float32) + 0.5
+    contiguous_fill_kernel[(1,)](base[::4], 10, BLOCK=16)
+    np.testing.assert_array_equal(base, want)
+
+
+@tiles.jit
 def scalar_pointer_kernel(x_ptr, out_ptr, i):
     v = tl.load(x_ptr + i)
     tl.store(out_ptr, v + 1)

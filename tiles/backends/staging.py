@@ -5,9 +5,11 @@ contiguous (a slice with a step, a transpose, a column) it copies the *span* of 
 view: every byte from the view's lowest to its highest element, gaps included, so the
 kernel's own strides still address the right elements.  The kernel receives the device
 address of the view's first element (``offset`` bytes into the span; non-zero only
-with negative strides).  After a launch that may write the argument, only the view's
-elements are copied back: bytes in the gaps (which may belong to another view of the
-same array, itself an argument) are never overwritten.
+with negative strides).  After a launch that may write the argument, the bytes of the span
+that the kernel changed are copied back, gaps included: a kernel that writes through the view's
+address as if it were contiguous changes the same bytes as on the interpreter or with a device
+tensor (a GPU's memory effect).  Bytes the kernel left alone are not written, so another view of
+the same array in the gaps (itself an argument, written back after this one) keeps its values.
 """
 
 from __future__ import annotations
@@ -54,6 +56,7 @@ class HostSpan:
         self.offset = view.__array_interface__["data"][0] - lo
         self.nbytes = hi - lo
         self.bytes = np.asarray(_Raw(lo, self.nbytes, True, view))
+        self.sent = self.bytes.copy()  # what the device starts from: changed bytes go back
 
     @property
     def negative_strides(self) -> bool:
@@ -71,9 +74,9 @@ class HostSpan:
             if self.view.size and host_pointer(received) != host_pointer(self.view):
                 self.view.reshape(-1, order="A").view(np.uint8)[...] = received
             return
-        elements = np.ndarray(self.view.shape, self.view.dtype, buffer=received,
-                              offset=self.offset, strides=self.view.strides)
-        self.view[...] = elements
+        changed = received != self.sent
+        span = np.asarray(_Raw(host_pointer(self.bytes), self.nbytes, False, self.view))
+        span[changed] = received[changed]
 
 
 def host_pointer(array: np.ndarray) -> int:
