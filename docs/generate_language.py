@@ -35,6 +35,27 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
 
 - **Programs.** `tl.program_id(axis)` / `tl.num_programs(axis)` identify the
   program; programs do not communicate except through atomics.
+- **Memory order** (Triton's rules, on every backend).  Programs communicate
+  through atomics; each atomic has a `sem` (`acq_rel` by default, `acquire`,
+  `release`, `relaxed`) and a `scope` (`gpu` by default, `cta`, `sys`).  A
+  release makes this thread's earlier loads and stores visible before the
+  atomic; an acquire makes its later ones see what the releasing program
+  published.  A scalar atomic (on a scalar pointer) runs once per program and
+  every thread gets its result.  `tl.debug_barrier()` is a barrier of the
+  program's threads that also orders their global memory, so the Triton
+  tutorial-05 lock (`while tl.atomic_cas(L, 0, 1) == 1: pass`; plain loads and
+  stores; `tl.debug_barrier()`; `tl.atomic_xchg(L, 0)`) publishes what all the
+  program's threads stored.  `tl.load(..., volatile=True)` reads memory every
+  time it runs (a spin-wait on another program's flag).  Plain loads and
+  stores are not ordered with other programs except through these.  CUDA:
+  `cmpxchg` carries the order itself, read-modify-write atomics get
+  `fence.acq_rel.<scope>` before (release) and after (acquire) a relaxed
+  `atom` (LLVM's NVPTX drops the order of `atomicrmw`); ROCm: LLVM's ordered
+  atomics with `workgroup`/`agent`/system scopes; OpenCL: the OpenCL 1.2
+  atomics are relaxed and of device scope, so `mem_fence(CLK_GLOBAL_MEM_FENCE)`
+  goes before and after as `sem` says (device scope serves `cta`, and `sys`
+  for tiles' device buffers, which the host does not read during a launch);
+  the interpreter runs atomics in program-id order, which every `sem` allows.
 - **Tiles** have a static shape (every dimension a power of two where Triton
   requires it, e.g. `tl.arange`) and one element type.  Shapes and dtypes are
   decided while tracing; tile sizes are `tl.constexpr` parameters.
