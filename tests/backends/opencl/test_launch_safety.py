@@ -160,3 +160,15 @@ def test_stream_is_a_command_queue_of_the_backends_context():
     np.testing.assert_array_equal(out, x + y)
     with pytest.raises(LaunchError, match="CommandQueue made on its context"):
         launch((2, 1, 1), [x, y, out, n], stream=12345)
+
+
+def test_a_grid_of_2_to_the_32_programs_is_refused_on_a_cpu_device():
+    """pocl counts work-groups in 32 bits: (2**16, 2**16) ended the process with SIGILL."""
+    from tiles.backends.opencl import runtime
+    if not runtime.is_cpu():
+        pytest.skip("the limit is pocl's (a CPU device)")
+    out = np.zeros(1, np.int32)
+    with pytest.raises(LaunchError, match=r"4294967296 programs.*fewer than 2\*\*32"):
+        K.first_program_flag[(2**16, 2**16)](out, backend="opencl")
+    K.first_program_flag[(2**10, 3)](out, backend="opencl")
+    assert out[0] == 1

@@ -76,6 +76,10 @@ def build(source: str) -> Any:
     return program
 
 
+# pocl counts a launch's work-groups in 32 bits: 2**32 of them end the process (SIGILL).
+CPU_MAX_PROGRAMS = 2**32
+
+
 def is_cpu() -> bool:
     import pyopencl as cl
     return bool(device()[2].type & cl.device_type.CPU)
@@ -196,6 +200,10 @@ def _prints(compiled: CompiledKernel) -> bool:
 def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[LaunchArg],
            stream: Any = None) -> None:
     import pyopencl as cl
+    if is_cpu() and grid[0] * grid[1] * grid[2] >= CPU_MAX_PROGRAMS:
+        raise LaunchError(f"{compiled.name}: a grid of {grid} is {grid[0] * grid[1] * grid[2]} programs; the "
+                          f"CPU OpenCL device runs fewer than 2**32 in one launch (pocl stops the process "
+                          f"beyond); launch in parts, or give each program more of the work")
     queue = _queue(stream)
     kernel = _kernel(compiled)
     _release_finished()
