@@ -101,7 +101,8 @@ def main() -> None:
 
     backends = [b for b in args.backends.split(",") if b]
     tmp = Path(tempfile.mkdtemp())
-    tk, tr = load_kernels("tiles", tmp, KERNELS, "atomic_kernels"), load_kernels("triton", tmp, KERNELS, "atomic_kernels")
+    tk = load_kernels("tiles", tmp, KERNELS, "atomic_kernels")
+    tr = load_kernels("triton", tmp, KERNELS, "atomic_kernels")
     dev = torch.device("cuda")
     M, N, G, BLOCK_N = 4096, 4096, 128, 4096
     x = torch.randn(M, N, device=dev)
