@@ -46,3 +46,9 @@ def spin_kernel(out_ptr, n, BLOCK: tl.constexpr):
 def first_program_flag(out_ptr):
     if (tl.program_id(0) == 0) & (tl.program_id(1) == 0):
         tl.store(out_ptr, 1)
+
+
+@tiles.jit
+def fill_first(out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, offs.to(tl.float32) + 0.5, mask=offs < n)

@@ -172,3 +172,18 @@ def test_a_grid_of_2_to_the_32_programs_is_refused_on_a_cpu_device():
         K.first_program_flag[(2**16, 2**16)](out, backend="opencl")
     K.first_program_flag[(2**10, 3)](out, backend="opencl")
     assert out[0] == 1
+
+
+@pytest.mark.parametrize("past", [16, 64, 3000])
+def test_a_store_past_a_host_array_is_caught_not_written_into_the_heap(past):
+    """On a CPU device buffers live in the process's heap: 16 elements past the end went unnoticed
+    and 64 aborted the process ("double free or corruption").  Host arrays are staged between guard
+    bands; a store into one is a LaunchError and the process lives on."""
+    from tiles.backends.opencl import runtime
+    if not runtime.is_cpu():
+        pytest.skip("guard bands are for CPU devices, whose buffers are host memory")
+    out = np.full(100, -1.0, np.float32)
+    with pytest.raises(LaunchError, match=rf"outside argument out_ptr \(as far as {4 * past} bytes past its end\)"):
+        K.fill_first[(1,)](out, 100 + past, BLOCK=4096, backend="opencl")
+    np.testing.assert_array_equal(out, np.arange(100, dtype=np.float32) + 0.5)  # the array itself is written
+    K.fill_first[(1,)](out, 100, BLOCK=128, backend="opencl")  # in bounds: no error

@@ -7,6 +7,7 @@ import os
 import sys
 import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
@@ -118,7 +119,36 @@ def versions() -> str:
 _launch_lock = threading.Lock()  # clSetKernelArg + enqueue on a shared cl.Kernel is not thread-safe
 
 
-def _buffer(arg: LaunchArg, copies: list[tuple[HostSpan, Any]]) -> Any:
+# On a CPU device a buffer is host heap: a store past it would corrupt the process.  Host arrays
+# are staged with GUARD_BYTES of a known byte on each side, checked after the launch.
+GUARD_BYTES = 1 << 16
+GUARD_FILL = 0xA5
+
+
+@dataclass
+class _Guard:
+    """The guard bytes around one staged argument (its buffer is a sub-buffer of ``parent``)."""
+
+    name: str
+    parent: Any
+    nbytes: int
+
+    def check(self, queue: Any, kernel_name: str) -> None:
+        import pyopencl as cl
+        before, after = np.empty(GUARD_BYTES, np.uint8), np.empty(GUARD_BYTES, np.uint8)
+        cl.enqueue_copy(queue, before, self.parent, src_offset=0)
+        cl.enqueue_copy(queue, after, self.parent, src_offset=GUARD_BYTES + self.nbytes, is_blocking=True)
+        bad_before = np.flatnonzero(before != GUARD_FILL)
+        bad_after = np.flatnonzero(after != GUARD_FILL)
+        if bad_before.size or bad_after.size:
+            where = (f"{GUARD_BYTES - bad_before[0]} bytes before its first byte" if bad_before.size
+                     else f"{bad_after[-1] + 1} bytes past its end")
+            raise LaunchError(f"{kernel_name}: a store wrote outside argument {self.name} (as far as {where}); "
+                              f"the CPU device caught it in a guard band, so nothing else was overwritten. "
+                              f"Run with TILES_DEBUG=1 (or TILES_INTERPRET=1) to find the kernel line")
+
+
+def _buffer(arg: LaunchArg, copies: list[tuple[HostSpan, Any]], guards: list[_Guard]) -> Any:
     import pyopencl as cl
     import pyopencl.array as cla
     value = arg.value
@@ -133,12 +163,20 @@ def _buffer(arg: LaunchArg, copies: list[tuple[HostSpan, Any]]) -> Any:
         raise LaunchError(f"argument {arg.name}: a view with negative strides (such as x[::-1]); the "
                           "OpenCL backend can only pass the address of a buffer's first byte. Pass "
                           "np.ascontiguousarray(x), or index from the end inside the kernel")
-    ctx = device()[0]
+    ctx, queue, _ = device()
     flags = cl.mem_flags.READ_WRITE
-    if span.nbytes == 0:
+    if is_cpu():
+        parent = cl.Buffer(ctx, flags, 2 * GUARD_BYTES + max(span.nbytes, 16))
+        cl.enqueue_fill_buffer(queue, parent, np.uint8(GUARD_FILL), 0, parent.size)
+        if span.nbytes:
+            cl.enqueue_copy(queue, parent, span.bytes, dst_offset=GUARD_BYTES)
+        buf = parent.get_sub_region(GUARD_BYTES, max(span.nbytes, 16))
+        guards.append(_Guard(arg.name, parent, max(span.nbytes, 16)))
+    elif span.nbytes == 0:
         return cl.Buffer(ctx, flags, 16)
-    buf = cl.Buffer(ctx, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=span.bytes)
-    if arg.writable:
+    else:
+        buf = cl.Buffer(ctx, flags | cl.mem_flags.COPY_HOST_PTR, hostbuf=span.bytes)
+    if arg.writable and span.nbytes:
         copies.append((span, buf))
     return buf
 
@@ -212,11 +250,12 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
     if prints:  # the device writes to the same file descriptor: Python's earlier lines first
         sys.stdout.flush()
     copies: list[tuple[HostSpan, Any]] = []
+    guards: list[_Guard] = []
     values = []
     for param, arg in zip(compiled.ir.params, args):
         dt = param.value.type.dtype
         if isinstance(dt, PointerType):
-            values.append(_buffer(arg, copies))
+            values.append(_buffer(arg, copies, guards))
         elif dt.is_bool:
             values.append(np.uint8(bool(arg.value)))
         else:
@@ -241,3 +280,5 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
             raise
         for span, host in received:
             span.write_back(host)
+    for guard in guards:
+        guard.check(queue, compiled.name)
