@@ -167,7 +167,7 @@ def _buffer(arg: LaunchArg, copies: list[tuple[HostSpan, Any]], guards: list[_Gu
     flags = cl.mem_flags.READ_WRITE
     if is_cpu():
         parent = cl.Buffer(ctx, flags, 2 * GUARD_BYTES + max(span.nbytes, 16))
-        cl.enqueue_fill_buffer(queue, parent, np.uint8(GUARD_FILL), 0, parent.size)
+        cl.enqueue_fill_buffer(queue, parent, np.full(1, GUARD_FILL, np.uint8), 0, parent.size)
         if span.nbytes:
             cl.enqueue_copy(queue, parent, span.bytes, dst_offset=GUARD_BYTES)
         buf = parent.get_sub_region(GUARD_BYTES, max(span.nbytes, 16))
