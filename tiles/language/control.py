@@ -22,7 +22,7 @@ from ..core.ir import Block, Value
 from ..core.ops import Op
 from . import semantic as S
 from .carry_types import branch_type_error, carried_type, loop_type_error
-from .constexpr import constexpr
+from .constexpr import constexpr, unwrap
 from .tensor import tensor
 
 
@@ -365,6 +365,17 @@ def or_(a: Any, b: Callable[[], Any]) -> Any:
         return a
     v = b()
     return _as_bool(v) if isinstance(v, tensor) else v
+
+
+def is_(a: Any, b: Any) -> constexpr:
+    """``a is b`` in a kernel: identity of the values inside constexprs, a compile-time answer (as
+    Triton's code generator: ``dtype is tl.float32`` holds for a dtype passed as a constexpr)."""
+    return constexpr(unwrap(a) is unwrap(b))
+
+
+def is_not(a: Any, b: Any) -> constexpr:
+    """``a is not b`` in a kernel (see ``is_``)."""
+    return constexpr(unwrap(a) is not unwrap(b))
 
 
 def _as_bool(x: Any) -> tensor:
