@@ -4,7 +4,9 @@ Triton 3.9's rule, checked with ``triton.compile`` (its front end, for sm_90) on
 below: a pointer may be added to an integer (either side) and have an integer subtracted from
 it; every other binary operator with a pointer operand is refused at compile time, comparisons
 included (``ptr < int``, ``int < ptr``, ``ptr == 0``, even ``ptr == ptr`` and ``ptr < ptr``),
-as are ``ptr - ptr``, ``int - ptr``, ``ptr * int``, ``ptr & int`` and ``ptr + float``.
+as are ``ptr - ptr``, ``int - ptr``, ``ptr * int``, ``ptr & int`` and ``ptr + float``.  A pointer
+as a condition (``if dW:``, ``tl.where(p, ...)``, ``while p and ...``) is accepted: Triton casts
+it to int1, its address != 0.
 """
 
 import re
@@ -96,3 +98,24 @@ def test_triton_rule_for_pointer_operands(rng, op):
         return
     launch(p, q, o, n, 1.5, OP=op)
     assert o[0] == p[n]
+
+
+@tiles.jit
+def optional_outputs_kernel(x_ptr, dw_ptr, db_ptr, n, BLOCK: tl.constexpr):
+    """FlagGems' ``if dW:``: a pointer (or None) as a condition is its address != 0, as in Triton."""
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    x = tl.load(x_ptr + offs, mask=mask)
+    if dw_ptr:
+        tl.store(dw_ptr + offs, x * 2, mask=mask)
+    if db_ptr:
+        tl.store(db_ptr + offs, x + 1, mask=mask)
+
+
+def test_a_pointer_as_a_condition_is_accepted(rng):
+    x = rng.standard_normal(13).astype(np.float32)
+    dw, db = np.zeros_like(x), np.zeros_like(x)
+    optional_outputs_kernel[(1,)](x, dw, None, x.size, BLOCK=16)
+    np.testing.assert_array_equal(dw, x * 2)
+    optional_outputs_kernel[(1,)](x, None, db, x.size, BLOCK=16)
+    np.testing.assert_array_equal(db, x + 1)

@@ -249,8 +249,7 @@ def while_(cond: Callable[..., Any], body: Callable[..., tuple[Any, ...]], names
         c = S.to_tensor(cond(*carried.rebuild(cargs)))
         if c.shape:
             raise S.error(f"a while condition must be a scalar, got a tile of shape {list(c.shape)}")
-        if c.dtype != D.int1:
-            c = S.compare("ne", c, 0)
+        c = S.truth(c)
         cblock.yields = [c.handle]
     bargs = [Value(h.type) for h in carried.initial()]
     with builder.region(bargs) as bblock:
@@ -283,8 +282,7 @@ def if_(cond: Any, then: Callable[..., tuple[Any, ...]], otherwise: Callable[...
     if c.shape:
         raise S.error(f"an if condition must be a scalar, got a tile of shape {list(c.shape)}; "
                       "use tl.where for elementwise choices")
-    if c.dtype != D.int1:
-        c = S.compare("ne", c, 0)
+    c = S.truth(c)
     builder = current()
     with builder.region() as tblock:
         tvals = then(*values)
@@ -345,7 +343,9 @@ def _materialize(mine: Any, other: Any) -> tensor:
 
 def not_(x: Any) -> Any:
     if isinstance(x, tensor):
-        return S.compare("eq", x, 0) if x.dtype != D.int1 else S.invert(x)
+        if x.dtype == D.int1 or isinstance(x.dtype, PointerType):
+            return S.invert(S.truth(x))
+        return S.compare("eq", x, 0)
     return not x
 
 
@@ -379,8 +379,7 @@ def is_not(a: Any, b: Any) -> constexpr:
 
 
 def _as_bool(x: Any) -> tensor:
-    t = S.to_tensor(x)
-    return t if t.dtype == D.int1 else S.compare("ne", t, 0)
+    return S.truth(x)
 
 
 def ifexp(c: Any, a: Callable[[], Any], b: Callable[[], Any]) -> Any:

@@ -365,6 +365,14 @@ def invert(a: Operand) -> tensor:
 _CMP = {"eq": Op.EQ, "ne": Op.NE, "lt": Op.LT, "le": Op.LE, "gt": Op.GT, "ge": Op.GE}
 
 
+def truth(x: Operand) -> tensor:
+    """``x`` as a condition (int1): nonzero, a pointer by its address (Triton casts it to int1)."""
+    t = to_tensor(x)
+    if isinstance(t.dtype, PointerType):
+        t = cast(t, D.int64)
+    return t if t.dtype == D.int1 else compare("ne", t, 0)
+
+
 _CMP_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
@@ -393,9 +401,7 @@ def minmax(kind: str, a: Operand, b: Operand, propagate_nan: bool = False) -> te
 
 
 def where(cond: Operand, x: Operand, y: Operand) -> tensor:
-    c = to_tensor(cond)
-    if c.dtype != D.int1:
-        c = compare("ne", c, 0)
+    c = truth(cond)
     if _is_ptr(x) or _is_ptr(y):
         tx, ty = to_tensor(x), to_tensor(y)
         if tx.dtype != ty.dtype:
