@@ -216,3 +216,17 @@ def test_dtypes_are_interned_through_copies_and_pickle(backend):
         assert pickle.loads(pickle.dumps(d)) is d and copy.deepcopy(d) is d and copy.copy(d) is d
     p = pickle.loads(pickle.dumps(tl.pointer_type(tl.float16)))
     assert p == tl.pointer_type(tl.float16) and p.element_ty is tl.float16
+
+
+@tiles.jit
+def finfo_fallthrough_kernel(o_ptr, DT: tl.constexpr):
+    """``_get_finfo_val`` has no ``else``: for another dtype it falls off the end and gives None."""
+    tl.store(o_ptr + 0, 1.0 if _get_finfo_val(DT, True) is None else 2.0)
+    tl.store(o_ptr + 1, 1.0 if _get_finfo_val(tl.float16, False) is not None else 2.0)
+    tl.store(o_ptr + 2, _get_finfo_val(tl.float16, True))
+
+
+def test_get_finfo_val_without_a_matching_branch_returns_none():
+    o = np.zeros(3, np.float32)
+    finfo_fallthrough_kernel[(1,)](o, tl.int32)
+    np.testing.assert_array_equal(o, [1.0, 1.0, 65504.0])

@@ -130,6 +130,8 @@ class _Rewriter:
                              for b in (body, orelse))
                 s.body = self._tail_to_assign(body) or [ast.Pass()]
                 s.orelse = self._tail_to_assign(orelse)
+                if valued:  # a path that falls off the end returns None, as in Python (and Triton)
+                    out.append(ast.copy_location(ast.Assign([ast.Name(RET, ast.Store())], ast.Constant(None)), s))
                 out.append(s)
                 if valued:
                     out.append(ast.Return(ast.Name(RET, ast.Load())))

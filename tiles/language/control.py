@@ -18,6 +18,7 @@ from ..core import attrs as A
 from ..core import dtypes as D
 from ..core.builder import current
 from ..core.dtypes import DType, PointerType
+from ..core.frontend import RET
 from ..core.ir import Block, Value
 from ..core.ops import Op
 from . import semantic as S
@@ -269,6 +270,9 @@ def _merge(name: str, a: Any, b: Any) -> tuple[str, Any, Any]:
     if not _is_dynamic(a) or not _is_dynamic(b):
         if not _is_dynamic(a) and not _is_dynamic(b) and a == b:
             return ("same", a, None)
+        if name == RET and (a is None or b is None):
+            raise S.error("a function returns a value on one path of a run-time if and nothing on the "
+                          "other; return a value on every path")
         raise S.error(f"{name!r} gets different compile-time values in the two branches of a "
                       f"run-time if ({a!r} and {b!r})")
     return ("dyn", a, b)
