@@ -94,8 +94,16 @@ def test_dtype_identity_from_every_source(dtype):
 
 
 @tiles.jit
+def same_dtype(dtype):
+    return dtype  # a helper's constexpr argument handed back
+
+
+@tiles.jit
 def constexpr_dtype_kernel(o_ptr):
     half = tl.constexpr(tl.float16)
+    tl.store(o_ptr + 5, 1.0 if same_dtype(half) is tl.float16 else 2.0)
+    tl.store(o_ptr + 6, 1.0 if same_dtype(tl.float32) is not tl.float32 else 2.0)
+    tl.store(o_ptr + 7, 1.0 if same_dtype(half) == same_dtype(tl.float16) else 2.0)
     tl.store(o_ptr + 0, 1.0 if half is tl.float16 else 2.0)
     tl.store(o_ptr + 1, 1.0 if half is not tl.float16 else 2.0)
     tl.store(o_ptr + 2, 1.0 if half == tl.float16 else 2.0)
@@ -104,9 +112,9 @@ def constexpr_dtype_kernel(o_ptr):
 
 
 def test_constexpr_wrapped_dtype_is_the_dtype():
-    o = np.zeros(5, np.float32)
+    o = np.zeros(8, np.float32)
     constexpr_dtype_kernel[(1,)](o)
-    np.testing.assert_array_equal(o, [1.0, 2.0, 1.0, 2.0, 1.0])
+    np.testing.assert_array_equal(o, [1.0, 2.0, 1.0, 2.0, 1.0, 1.0, 2.0, 1.0])
 
 
 @tiles.jit
