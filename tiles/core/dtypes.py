@@ -167,6 +167,21 @@ class DType(TritonTypeQueries):
     def __str__(self) -> str:
         return self.name
 
+    # One object per dtype, as Triton's ``tl.float32``: ``x.dtype is tl.float32`` holds after a
+    # copy or a round trip through pickle (the disk cache) too.
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return _by_name, (self.name,)
+
+    def __copy__(self) -> DType:
+        return self
+
+    def __deepcopy__(self, memo: dict[int, object]) -> DType:
+        return self
+
+
+def _by_name(name: str) -> DType:
+    return BY_NAME[name]
+
 
 @dataclass(frozen=True)
 class PointerType(TritonTypeQueries):

@@ -12,8 +12,8 @@ assigns::
                                      (acc,) = __tiles__.for_(__tiles__.range(lo, hi),
                                          __tiles_for_1, ('acc',), __tiles__.lookup(locals(), ('acc',)))
 
-``and``/``or``/``not``, chained comparisons, ``x if c else y``, ``min``/``max``,
-``print`` and ``assert`` become helper calls that work on tiles and on Python
+``and``/``or``/``not``, chained comparisons, ``is``/``is not`` (on constexprs' values),
+``x if c else y``, ``min``/``max``, ``print`` and ``assert`` become helper calls that work on tiles and on Python
 values alike; the value of every plain assignment goes through ``assigned`` (a Python
 number binds as a scalar tile, as in Triton).  An ``if`` that returns early takes the rest of the block into its
 other branch, so ``if pid >= n: return`` needs no special IR.  Line numbers are
@@ -130,6 +130,8 @@ class _Rewriter:
                              for b in (body, orelse))
                 s.body = self._tail_to_assign(body) or [ast.Pass()]
                 s.orelse = self._tail_to_assign(orelse)
+                if valued:  # a path that falls off the end returns None, as in Python (and Triton)
+                    out.append(ast.copy_location(ast.Assign([ast.Name(RET, ast.Store())], ast.Constant(None)), s))
                 out.append(s)
                 if valued:
                     out.append(ast.Return(ast.Name(RET, ast.Load())))
@@ -238,6 +240,14 @@ class _Rewriter:
         return [then_fn, else_fn, self._bind(names, call, s)]
 
 
+def _comparison(left: ast.expr, op: ast.cmpop, right: ast.expr) -> ast.expr:
+    """One comparison; ``is``/``is not`` compare the values inside constexprs (as Triton's code
+    generator does), so a dtype handed to a helper as a constexpr still ``is tl.float32``."""
+    if isinstance(op, (ast.Is, ast.IsNot)):
+        return _call("is_" if isinstance(op, ast.Is) else "is_not", left, right)
+    return ast.Compare(left, [op], [right])
+
+
 class _Exprs(ast.NodeTransformer):
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:  # noqa: N802
         values = [self.visit(v) for v in node.values]
@@ -256,11 +266,11 @@ class _Exprs(ast.NodeTransformer):
     def visit_Compare(self, node: ast.Compare) -> ast.expr:  # noqa: N802
         self.generic_visit(node)
         if len(node.ops) == 1:
-            return node
+            return ast.copy_location(_comparison(node.left, node.ops[0], node.comparators[0]), node)
         parts = []
         left = node.left
         for op, right in zip(node.ops, node.comparators):
-            parts.append(ast.Compare(left, [op], [right]))
+            parts.append(_comparison(left, op, right))
             left = right
         out: ast.expr = parts[-1]
         for p in reversed(parts[:-1]):

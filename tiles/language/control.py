@@ -18,11 +18,12 @@ from ..core import attrs as A
 from ..core import dtypes as D
 from ..core.builder import current
 from ..core.dtypes import DType, PointerType
+from ..core.frontend import RET
 from ..core.ir import Block, Value
 from ..core.ops import Op
 from . import semantic as S
 from .carry_types import branch_type_error, carried_type, loop_type_error
-from .constexpr import constexpr
+from .constexpr import constexpr, unwrap
 from .tensor import tensor
 
 
@@ -249,8 +250,7 @@ def while_(cond: Callable[..., Any], body: Callable[..., tuple[Any, ...]], names
         c = S.to_tensor(cond(*carried.rebuild(cargs)))
         if c.shape:
             raise S.error(f"a while condition must be a scalar, got a tile of shape {list(c.shape)}")
-        if c.dtype != D.int1:
-            c = S.compare("ne", c, 0)
+        c = S.truth(c)
         cblock.yields = [c.handle]
     bargs = [Value(h.type) for h in carried.initial()]
     with builder.region(bargs) as bblock:
@@ -270,6 +270,9 @@ def _merge(name: str, a: Any, b: Any) -> tuple[str, Any, Any]:
     if not _is_dynamic(a) or not _is_dynamic(b):
         if not _is_dynamic(a) and not _is_dynamic(b) and a == b:
             return ("same", a, None)
+        if name == RET and (a is None or b is None):
+            raise S.error("a function returns a value on one path of a run-time if and nothing on the "
+                          "other; return a value on every path")
         raise S.error(f"{name!r} gets different compile-time values in the two branches of a "
                       f"run-time if ({a!r} and {b!r})")
     return ("dyn", a, b)
@@ -283,8 +286,7 @@ def if_(cond: Any, then: Callable[..., tuple[Any, ...]], otherwise: Callable[...
     if c.shape:
         raise S.error(f"an if condition must be a scalar, got a tile of shape {list(c.shape)}; "
                       "use tl.where for elementwise choices")
-    if c.dtype != D.int1:
-        c = S.compare("ne", c, 0)
+    c = S.truth(c)
     builder = current()
     with builder.region() as tblock:
         tvals = then(*values)
@@ -345,7 +347,9 @@ def _materialize(mine: Any, other: Any) -> tensor:
 
 def not_(x: Any) -> Any:
     if isinstance(x, tensor):
-        return S.compare("eq", x, 0) if x.dtype != D.int1 else S.invert(x)
+        if x.dtype == D.int1 or isinstance(x.dtype, PointerType):
+            return S.invert(S.truth(x))
+        return S.compare("eq", x, 0)
     return not x
 
 
@@ -367,9 +371,19 @@ def or_(a: Any, b: Callable[[], Any]) -> Any:
     return _as_bool(v) if isinstance(v, tensor) else v
 
 
+def is_(a: Any, b: Any) -> constexpr:
+    """``a is b`` in a kernel: identity of the values inside constexprs, a compile-time answer (as
+    Triton's code generator: ``dtype is tl.float32`` holds for a dtype passed as a constexpr)."""
+    return constexpr(unwrap(a) is unwrap(b))
+
+
+def is_not(a: Any, b: Any) -> constexpr:
+    """``a is not b`` in a kernel (see ``is_``)."""
+    return constexpr(unwrap(a) is not unwrap(b))
+
+
 def _as_bool(x: Any) -> tensor:
-    t = S.to_tensor(x)
-    return t if t.dtype == D.int1 else S.compare("ne", t, 0)
+    return S.truth(x)
 
 
 def ifexp(c: Any, a: Callable[[], Any], b: Callable[[], Any]) -> Any:

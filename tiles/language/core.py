@@ -284,9 +284,7 @@ def static_print(*values: Any, sep: str = " ", end: str = "\n") -> None:
 
 def device_assert(cond: Any, msg: str = "", mask: Any = None) -> None:
     """In debug mode, fail the launch with ``msg`` where the run-time ``cond`` is false."""
-    c = S.to_tensor(cond)
-    if c.dtype != D.int1:
-        c = S.compare("ne", c, 0)
+    c = S.truth(cond)
     if mask is not None:
         c = S.bitwise("or", c, S.invert(S.cast(mask, D.int1)))
     current().emit(Op.DEVICE_ASSERT, [c.handle], A.Message(str(msg)))

@@ -365,10 +365,30 @@ def invert(a: Operand) -> tensor:
 _CMP = {"eq": Op.EQ, "ne": Op.NE, "lt": Op.LT, "le": Op.LE, "gt": Op.GT, "ge": Op.GE}
 
 
+def truth(x: Operand) -> tensor:
+    """``x`` as a condition (int1): nonzero, a pointer by its address (Triton casts it to int1)."""
+    t = to_tensor(x)
+    if isinstance(t.dtype, PointerType):
+        t = cast(t, D.int64)
+    return t if t.dtype == D.int1 else compare("ne", t, 0)
+
+
+_CMP_SYMBOL = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+def _operand_type(x: Any) -> Any:
+    x = unwrap(x)
+    return x.dtype if isinstance(x, tensor) else D.literal_type(_number(x))
+
+
 def compare(kind: str, a: Operand, b: Operand) -> tensor:
-    if _is_ptr(a) or _is_ptr(b):
-        a = cast(a, D.int64) if _is_ptr(a) else a
-        b = cast(b, D.int64) if _is_ptr(b) else b
+    if _is_ptr(a) or _is_ptr(b):  # Triton 3.9 refuses every comparison with a pointer operand
+        ta, tb = _operand_type(a), _operand_type(b)
+        hint = ("compare integer offsets instead" if _is_ptr(a) and _is_ptr(b) else
+                "if the other operand is meant to be an integer (a size such as n), the launch passed "
+                "an array or tensor in its place: pass an int")
+        raise error(f"cannot compare {ta} with {tb} ({_CMP_SYMBOL[kind]}): as in Triton, comparisons "
+                    f"do not take pointers; {hint}")
     x, y, _ = _pair(a, b)
     return emit(_CMP[kind], [x, y])
 
@@ -381,9 +401,7 @@ def minmax(kind: str, a: Operand, b: Operand, propagate_nan: bool = False) -> te
 
 
 def where(cond: Operand, x: Operand, y: Operand) -> tensor:
-    c = to_tensor(cond)
-    if c.dtype != D.int1:
-        c = compare("ne", c, 0)
+    c = truth(cond)
     if _is_ptr(x) or _is_ptr(y):
         tx, ty = to_tensor(x), to_tensor(y)
         if tx.dtype != ty.dtype:

@@ -155,8 +155,8 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
     jit's dict of ``FastLaunch`` by key), ``registry`` (asked for the default backend on every
     launch), ``quick_grid``, ``max_grid``, ``launch(compiled, launcher, grid, values, num_warps,
     num_stages, stream)``, ``slow(grid, values, extra, hints, warmup, num_warps, num_stages,
-    debug, stream, backend, key)`` and ``install(entry, key, backend)`` (the hot launch).  Call
-    ``can_bind`` first."""
+    debug, stream, backend, key)``, ``install(entry, key, backend)`` (the hot launch), ``guards``
+    (a list: while not empty, each hit first calls ``check_globals()``).  Call ``can_bind`` first."""
     names = list(signature.parameters)
     namespace: dict[str, Any] = {f"{_PREFIX}tensor": tensor_type(), f"{_PREFIX}int": int,
                                  f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of, f"{_PREFIX}M": MISSING,
@@ -205,6 +205,8 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         f"    if {entry} is None or ({entry}.target is not None and "
         f"{entry}.backend.target_key() != {entry}.target):",
         f"        return {slow.format(key=key)}",
+        f"    if {_PREFIX}guards:  # module globals the code baked in (runtime/global_guards.py)",
+        f"        {_PREFIX}check_globals()",
         f"    {direct} = {entry}.direct",
         f"    if {direct} is not None:",
         f"        {status} = {direct}(stream, {g}{direct_args})",

@@ -111,6 +111,42 @@ def value_text(value: Any) -> str | None:
     return f"{type(inner).__module__}.{type(inner).__qualname__}"
 
 
+def reached_functions(jit_fn: Any) -> list[types.FunctionType]:
+    """The Python function of ``jit_fn`` and every ``@jit`` or user function it reaches,
+    transitively (by global name, closure or ``module.name``), each once."""
+    root = _wrapped_function(jit_fn)
+    pending: list[types.FunctionType] = [root if root is not None else jit_fn]
+    found: dict[int, types.FunctionType] = {}
+    while pending:
+        fn = pending.pop()
+        if id(fn) in found:
+            continue
+        found[id(fn)] = fn
+        for obj in [obj for _, obj in _globals_read(fn)] + _closure_values(fn):
+            wrapped = _wrapped_function(obj)
+            if wrapped is not None:
+                pending.append(wrapped)
+            elif _is_user_function(obj):
+                pending.append(obj)
+    return list(found.values())
+
+
+def globals_read(fn: types.FunctionType) -> Iterator[tuple[dict[str, Any], str, Any]]:
+    """(namespace, name, value) of each module global ``fn`` reads by name, and of each
+    attribute it reads of a module global (``namespace`` is then that module's ``vars``)."""
+    names = _names_read(fn)
+    for name in names:
+        if name not in fn.__globals__:
+            continue
+        obj = fn.__globals__[name]
+        yield fn.__globals__, name, obj
+        if isinstance(obj, types.ModuleType):
+            namespace = vars(obj)
+            for attr in names:
+                if attr in namespace:
+                    yield namespace, attr, namespace[attr]
+
+
 def source_fingerprint(jit_fn: Any) -> str:
     """sha256 over the source of ``jit_fn``, of every function it reaches, transitively, and of
     the values of the globals they read."""

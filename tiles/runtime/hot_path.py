@@ -65,11 +65,13 @@ def expectations(key: tuple[Any, ...], kinds: Sequence[str], tensor: type) -> li
 
 
 def install(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str], tensor: type,
-            signature: inspect.Signature, fallback: Callable[..., Any]) -> Callable[..., Any] | None:
+            signature: inspect.Signature, fallback: Callable[..., Any],
+            guards: Sequence[Any] = ()) -> Callable[..., Any] | None:
     """The hot launch of ``entry`` (a ``FastLaunch`` found under ``key``) for launches with this
     ``backend=`` (None: the default backend, as the registry chooses it now); kept on the entry
     (``hot``, ``hot_form``) and rebuilt only for another ``backend=`` or registry state.  None
-    when it cannot be built (then ``entry.hot`` is False: not tried again)."""
+    when it cannot be built (then ``entry.hot`` is False: not tried again).  ``guards``: the
+    kernel's ``global_guards.Guard`` list, checked natively on every launch."""
     state = None
     if backend is None:
         state = registry.default_state()
@@ -80,7 +82,7 @@ def install(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str]
     if entry.hot is not None and entry.hot is not NOT_BUILT and _same_form(entry.hot_form, form):
         hot: Callable[..., Any] | None = entry.hot
         return hot
-    hot = _build(entry, key, backend, kinds, tensor, signature, fallback, state)
+    hot = _build(entry, key, backend, kinds, tensor, signature, fallback, state, guards)
     retire([entry])  # the one built for another backend= or registry state
     entry.hot, entry.hot_form = (NOT_BUILT if hot is None else hot), form
     return hot
@@ -96,7 +98,8 @@ def _same_form(a: tuple[Any, Any], b: tuple[Any, Any]) -> bool:
 
 
 def _build(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str], tensor: type,
-           signature: inspect.Signature, fallback: Callable[..., Any], state: Any) -> Callable[..., Any] | None:
+           signature: inspect.Signature, fallback: Callable[..., Any], state: Any,
+           guards: Sequence[Any] = ()) -> Callable[..., Any] | None:
     make_hot = getattr(entry.launcher, "make_hot", None)
     if make_hot is None or getattr(entry.launcher, "retire_hot", None) is None or entry.target is not None \
             or entry.failed is None or key[1] is not None or key[2] is not None:
@@ -106,8 +109,13 @@ def _build(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str],
         return None
     defaults = [lf.MISSING_DEFAULT if p.default is inspect.Parameter.empty or p.default is MISSING else p.default
                 for p in signature.parameters.values()]
-    hot: Callable[..., Any] | None = make_hot(fallback, entry.compiled, entry.failed, list(signature.parameters),
-                                              defaults, expected, backend, state)
+    if guards:
+        triples = [(g.namespace, g.name, g.value) for g in guards]
+        hot: Callable[..., Any] | None = make_hot(fallback, entry.compiled, entry.failed, list(signature.parameters),
+                                                  defaults, expected, backend, state, guards=triples)
+        return hot
+    hot = make_hot(fallback, entry.compiled, entry.failed, list(signature.parameters), defaults, expected,
+                   backend, state)
     return hot
 
 

@@ -22,7 +22,7 @@ from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
 from ..language import control
 from ..language.constexpr import as_constexpr
-from . import checked_launch, descriptor_args, expanded_args, hot_path
+from . import checked_launch, descriptor_args, expanded_args, global_guards, hot_path
 from .binder import MISSING, can_bind, make_launch, tensor_type
 from .launch_options import JIT_HINTS, split_hints
 from .specialize import ArgSpec, MockArray, launch_key, mock_dtype_argument
@@ -137,6 +137,10 @@ class JITFunction(KernelInterface):
         # *facts) to a FastLaunch.
         # ``_fast_launch`` is what ``kernel[grid]`` binds: the launch function, or the first of the
         # hot launches it installed (``_hot_chain``, runtime/hot_path.py), which end in it.
+        # The module globals the first compile read (runtime/global_guards.py): filled once, then
+        # checked on every launch while not empty (the launch function holds this list).
+        self._guards: list[global_guards.Guard] = []
+        self._guards_recorded = False
         self._binder_tensor = tensor_type()
         self._launch_function = self._make_fast_launch() \
             if can_bind(self.signature) and not self._param_names & LAUNCH_KEYWORDS else None
@@ -157,7 +161,7 @@ class JITFunction(KernelInterface):
     def _make_fast_launch(self) -> Callable[..., Any]:
         hooks = {"launches": self._launches, "registry": registry, "quick_grid": quick_grid,
                  "max_grid": MAX_GRID_SIZE, "launch": self._launch, "slow": self._slow,
-                 "install": self._install_hot}
+                 "install": self._install_hot, "guards": self._guards, "check_globals": self._check_globals}
         return make_launch(self.__name__, self.signature, self._param_kinds, hooks)
 
     def _install_hot(self, entry: FastLaunch, key: tuple[Any, ...], backend: Any) -> None:
@@ -171,7 +175,7 @@ class JITFunction(KernelInterface):
         assert self._launch_function is not None
         try:
             hot = hot_path.install(entry, key, backend, self._param_kinds, self._binder_tensor, self.signature,
-                                   self._launch_function)
+                                   self._launch_function, self._guards)
         except Exception:  # the launch function keeps serving; a launch never fails for want of a hot launch
             entry.hot = hot_path.NOT_BUILT
             return
@@ -282,13 +286,31 @@ class JITFunction(KernelInterface):
         return format_kernel(self.trace(specs))
 
     # -- compile and launch -------------------------------------------------
+    def _check_globals(self) -> None:
+        """Raise if a module global the compiled code baked in was rebound (as Triton does); one
+        rebound to an equal value is taken as the new object, and the native hot launches, which
+        compare objects, are dropped to be rebuilt."""
+        if global_guards.check(self._guards, self.loc, self.__name__):
+            self._launches.clear()
+
+    def _record_globals(self) -> None:
+        """At the first compile: the globals every later launch checks (runtime/global_guards.py)."""
+        with self._lock_for("globals"):
+            if not self._guards_recorded:
+                self._guards[:] = global_guards.record(self)  # in place: the launch function holds it
+                self._guards_recorded = True
+
     def compile_for(self, specs: Sequence[ArgSpec], backend: Backend, options: Options) -> CompiledKernel:
+        if self._guards:
+            self._check_globals()
         key = (backend.name, backend.target_key(), options, *(s.key() for s in specs))
         compiled = self.cache.get(key)
         if compiled is None:
             with self._lock_for(("compile", key)):
                 compiled = self.cache.get(key)
                 if compiled is None:
+                    if not self._guards_recorded:
+                        self._record_globals()
                     with progress.compiling(self.__name__, backend.name):
                         compiled = self._compile(specs, backend, options)
                     self.cache[key] = compiled
@@ -357,6 +379,8 @@ class JITFunction(KernelInterface):
              num_warps: int | None, num_stages: int | None, debug: bool | None, stream: Any,
              backend: str | Backend | None, fast_key: tuple[Any, ...] | None) -> CompiledKernel:
         """``run`` without a binder hit: bind in general, find or build the launch plan."""
+        if self._guards:
+            self._check_globals()
         num_warps, num_stages = self._options_as_params(args, kwargs, num_warps, num_stages)
         kwargs, compile_hints = self._without_hints(kwargs)
         values = self._values(args, kwargs)

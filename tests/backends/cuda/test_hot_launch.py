@@ -544,6 +544,55 @@ def test_none_where_a_tensor_was(fake):  # noqa: F811
         hot_optional._launches.clear()
 
 
+SHIFT = tl.constexpr(2.0)
+
+
+@tiles.jit
+def guarded_mix(x, out, n, big, alpha, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out + offs, tl.load(x + offs, mask=mask) * alpha + big.to(tl.float32) + SHIFT, mask=mask)
+
+
+@needs_native
+@needs_hot
+def test_a_global_constexpr_is_checked_natively_and_a_rebinding_refused(fake):  # noqa: F811
+    """A kernel reading a module global keeps its hot launch; the hot launch declines once the
+    global is another object, and the launch function raises as Triton does (nothing launched);
+    an equal value is taken and the kernel goes native again."""
+    global SHIFT
+    guarded_mix._launches.clear()
+    guarded_mix._binder_tensor = None
+    x, out = Tensor(0x1000), Tensor(0x2000)
+
+    def launch(grid):
+        guarded_mix[grid](x, out, 1000, 2**40 + 1, 0.5, BLOCK=128, backend="cuda")
+    try:
+        for _ in range(3):
+            launch((1,))
+        assert _hot(guarded_mix) and [g.name for g in guarded_mix._guards] == ["SHIFT"]
+        with python_launches(guarded_mix) as calls:
+            launch((2,))
+        assert calls == [] and _last(fake.lib, FMT)[2] == (2, 1, 1)
+        SHIFT = tl.constexpr(3.0)
+        for _ in range(2):
+            with python_launches(guarded_mix) as calls, pytest.raises(
+                    RuntimeError, match=r"Global variable SHIFT has changed since we compiled this kernel, "
+                                        r"from constexpr\[2\.0\] to constexpr\[3\.0\]"):
+                launch((5,))
+            assert calls == [1] and _last(fake.lib, FMT)[2] == (2, 1, 1)  # declined natively, not launched
+        SHIFT = tl.constexpr(2.0)  # equal: the launch function takes it and the hot launch is rebuilt
+        for _ in range(3):
+            launch((3,))
+        assert _hot(guarded_mix) and _last(fake.lib, FMT)[2] == (3, 1, 1)
+        with python_launches(guarded_mix) as calls:
+            launch((4,))
+        assert calls == [] and _last(fake.lib, FMT)[2] == (4, 1, 1)
+    finally:
+        SHIFT = tl.constexpr(2.0)
+        guarded_mix._launches.clear()
+
+
 # -- real torch CPU tensors, in the launcher's stub mode -------------------------------------------
 @needs_native
 @needs_hot

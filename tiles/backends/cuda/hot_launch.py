@@ -18,7 +18,9 @@ is, with a ``bytes`` of constants recording the facts of that one key
    (``registry.default_state``: its generation word, bumped by ``set_backend``, and the objects
    behind ``TILES_INTERPRET`` and ``TILES_BACKEND`` in the dict behind ``os.environ``, compared by
    identity, so any write to them is seen);
-4. checks each parameter against its fact, in native code with the C API (first every type,
+4. checks that each module global the kernel's code baked in (``runtime/global_guards.py``)
+   is still the object it was compiled with (a dict lookup and an identity test each), then
+   each parameter against its fact, in native code with the C API (first every type,
    int class and constexpr, then the tensors' accessors, so a decline costs little): a tensor's
    exact type, its ``dtype`` (identity; read through the type's data descriptor), ``get_device()`` and
    ``data_ptr()``'s alignment (16, not 16, or any) — both called as the functions found on the
@@ -53,7 +55,7 @@ from typing import Any
 
 from ..launch_facts import CONSTANT, MISSING_DEFAULT, TENSOR, Expected
 from . import direct_launch, hot_launch_ir, trampoline
-from .hot_launch_ir import HEADER, OFFSETS, OPTIONS, RECORD
+from .hot_launch_ir import GUARD, HEADER, OFFSETS, OPTIONS, RECORD
 
 METH_FASTCALL_KEYWORDS = 0x0080 | 0x0002
 
@@ -114,11 +116,14 @@ def _accessors(tensor: type) -> tuple[Any, int, Any, Any] | None:
 
 def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any,
          failed: Callable[[int, Any], None], names: Sequence[str], defaults: Sequence[Any],
-         expected: Sequence[Expected], backend: Any, registry: RegistryState | None) -> Callable[..., Any] | None:
+         expected: Sequence[Expected], backend: Any, registry: RegistryState | None,
+         guards: Sequence[tuple[dict[str, Any], str, Any]] = ()) -> Callable[..., Any] | None:
     """The hot builtin of one launch key (see the module docstring).  ``direct``: the key's native
     direct launch; ``fallback``: the launch function; ``defaults``: per parameter its default,
     ``MISSING_DEFAULT`` where it has none; ``backend``: the ``backend=`` the key was made with,
-    or None with ``registry`` (``registry.default_state()`` when the key's backend was found).
+    or None with ``registry`` (``registry.default_state()`` when the key's backend was found);
+    ``guards``: (namespace, name, value) of each module global the code baked in, which must still
+    be that very object (else declined: the launch function says what changed).
     None where no builtin can be made."""
     native = _builtin.get() if enabled else None
     constants_of_direct = getattr(direct, "__self__", None)
@@ -143,16 +148,20 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
         state = (0, 0, ctypes.addressof(generation), generation.value, 0 if environ is None else id(environ),
                  id(keys[0]), 0 if values[0] is None else id(values[0]), id(keys[1]),
                  0 if values[1] is None else id(values[1]))
-    header = HEADER.pack(id(constants_of_direct), ctypes.addressof(next_cell), id(fallback), id(compiled),
-                          id(failed), len(names), len(interned), id(None), id(False), id(int), id(float), id(str),
-                          id(dtype), id(dtype_descriptor), dtype_get, id(data_ptr), id(get_device), id(num_warps),
-                          id(num_stages), *map(id, GRID_META_DEFAULTS), id(tuple), *state)
+    guarded = [(namespace, sys.intern(name), value) for namespace, name, value in guards]
+    keep.append(guarded)  # the values too: an address is never reused while the table names it
     table = b"".join(struct.pack("@Q", id(n)) for n in interned)
     records = b"".join(RECORD.pack(e.kind, id(e.type) if e.type is not None else 0,
                                     id(e.obj) if e.kind in (TENSOR, CONSTANT) else 0, e.expect,
                                     0 if d is MISSING_DEFAULT else id(d), e.alignment)
                        for e, d in zip(expected, defaults))
-    return native.bind(header + table + records, tuple(keep))
+    guard_table = b"".join(GUARD.pack(id(namespace), id(name), id(value)) for namespace, name, value in guarded)
+    header = HEADER.pack(id(constants_of_direct), ctypes.addressof(next_cell), id(fallback), id(compiled),
+                          id(failed), len(names), len(interned), id(None), id(False), id(int), id(float), id(str),
+                          id(dtype), id(dtype_descriptor), dtype_get, id(data_ptr), id(get_device), id(num_warps),
+                          id(num_stages), *map(id, GRID_META_DEFAULTS), id(tuple), *state, len(guarded),
+                          HEADER.size + len(table) + len(records))
+    return native.bind(header + table + records + guard_table, tuple(keep))
 
 
 

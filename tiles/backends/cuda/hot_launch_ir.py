@@ -4,7 +4,9 @@
 ``hot_launch``'s docstring) is compiled into one module with ``direct_launch.ir()``, whose
 ``tiles_direct_launch`` it calls.  Its ``self`` is a ``bytes`` of constants: ``HEADER_FIELDS`` (u64
 words: object addresses, counts, the registry's state), then the names (the kernel's parameters,
-then ``OPTIONS``), then one ``RECORD`` per parameter.  ``ir()`` substitutes the offsets.
+then ``OPTIONS``), then one ``RECORD`` per parameter, then one ``GUARD`` per module global the
+kernel's code baked in (``runtime/global_guards.py``: that global's namespace dict, name and
+value, compared by identity; ``GUARDS_AT`` is the table's offset).  ``ir()`` substitutes the offsets.
 """
 
 from __future__ import annotations
@@ -19,9 +21,10 @@ HEADER_FIELDS = ("DIRECT", "NEXT_CELL", "FALLBACK", "COMPILED", "FAILED", "NPARA
                   "INT_TYPE", "FLOAT_TYPE", "STR_TYPE", "DTYPE_NAME", "DTYPE_DESCR", "DTYPE_GET", "DATA_PTR",
                   "GET_DEVICE", "NUM_WARPS_NAME", "NUM_STAGES_NAME", "NUM_WARPS", "NUM_STAGES", "TUPLE_TYPE",
                   "BACKEND_MODE", "BACKEND", "GENERATION_AT", "GENERATION", "ENVIRON", "ENV_KEY0", "ENV_VALUE0",
-                  "ENV_KEY1", "ENV_VALUE1")
+                  "ENV_KEY1", "ENV_VALUE1", "NGUARDS", "GUARDS_AT")
 HEADER = struct.Struct("@" + "Q" * len(HEADER_FIELDS))
 RECORD = struct.Struct("@QQQqQQ")  # kind, type, object, expect, default (0: required), alignment
+GUARD = struct.Struct("@QQQ")  # a global's namespace dict, its name, the value the code was compiled with
 OFFSETS = {f"${name}": 8 * i for i, name in enumerate(HEADER_FIELDS)}
 OFFSETS["$NAMES"] = HEADER.size
 
@@ -195,7 +198,7 @@ backend_check:
   br i1 %by_registry, label %registry_check, label %given_backend
 given_backend:
   %same_backend = icmp eq ptr %backend, %expected_backend
-  br i1 %same_backend, label %params, label %given_backend_str
+  br i1 %same_backend, label %guards, label %given_backend_str
 given_backend_str:
   %str_type_at = getelementptr i8, ptr %c, i64 $STR_TYPE
   %str_type = load ptr, ptr %str_type_at
@@ -210,7 +213,7 @@ given_backend_str:
 given_backend_equal:
   %backend_equal = call i32 @PyObject_RichCompareBool(ptr %backend, ptr %expected_backend, i32 2)
   %backend_equal_ok = icmp eq i32 %backend_equal, 1
-  br i1 %backend_equal_ok, label %params, label %fallback
+  br i1 %backend_equal_ok, label %guards, label %fallback
 registry_check:
   %backend_is_none = icmp eq ptr %backend, %none
   %generation_at_at = getelementptr i8, ptr %c, i64 $GENERATION_AT
@@ -225,7 +228,7 @@ environ_check:
   %environ_at = getelementptr i8, ptr %c, i64 $ENVIRON
   %environ = load ptr, ptr %environ_at
   %no_environ = icmp eq ptr %environ, null
-  br i1 %no_environ, label %params, label %environ_first
+  br i1 %no_environ, label %guards, label %environ_first
 environ_first:
   %key0_at = getelementptr i8, ptr %c, i64 $ENV_KEY0
   %key0 = load ptr, ptr %key0_at
@@ -241,11 +244,34 @@ environ_second:
   %expected1_at = getelementptr i8, ptr %c, i64 $ENV_VALUE1
   %expected1 = load ptr, ptr %expected1_at
   %same1 = icmp eq ptr %value1, %expected1
-  br i1 %same1, label %params, label %clear_fallback
+  br i1 %same1, label %guards, label %clear_fallback
+
+guards:
+  %nguards_at = getelementptr i8, ptr %c, i64 $NGUARDS
+  %nguards = load i64, ptr %nguards_at
+  %guards_at_at = getelementptr i8, ptr %c, i64 $GUARDS_AT
+  %guards_at = load i64, ptr %guards_at_at
+  %guard_table = getelementptr i8, ptr %c, i64 %guards_at
+  br label %guard_loop
+guard_loop:
+  %g = phi i64 [ 0, %guards ], [ %g_next, %guard ]
+  %gmore = icmp slt i64 %g, %nguards
+  br i1 %gmore, label %guard, label %params
+guard:
+  %guard_offset = mul i64 %g, 24
+  %guard_record = getelementptr i8, ptr %guard_table, i64 %guard_offset
+  %guard_dict = load ptr, ptr %guard_record
+  %guard_key_at = getelementptr i8, ptr %guard_record, i64 8
+  %guard_key = load ptr, ptr %guard_key_at
+  %guard_value_at = getelementptr i8, ptr %guard_record, i64 16
+  %guard_value = load ptr, ptr %guard_value_at
+  %guard_now = call ptr @PyDict_GetItemWithError(ptr %guard_dict, ptr %guard_key)
+  %guard_same = icmp eq ptr %guard_now, %guard_value
+  %g_next = add i64 %g, 1
+  br i1 %guard_same, label %guard_loop, label %clear_fallback
 
 params:
-  %i = phi i64 [ 0, %given_backend ], [ 0, %given_backend_equal ], [ 0, %environ_check ],
-               [ 0, %environ_second ], [ %i_next, %param_done ]
+  %i = phi i64 [ 0, %guard_loop ], [ %i_next, %param_done ]
   %imore = icmp slt i64 %i, %nparams
   br i1 %imore, label %param, label %tensors
 param:
