@@ -67,7 +67,12 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   object inside the kernel: `.value` is the plain value, arithmetic and
   comparisons give constexprs (tiles when mixed with a tile), and `int()`,
   `bool()`, `hash()`, indexing and `range()` see the plain value.  `None`
-  arguments stay `None` so `if ptr is None:` works.
+  arguments stay `None` so `if ptr is None:` works.  As Triton's code generator,
+  `is` / `is not` in a kernel compare the values inside constexprs and give a
+  compile-time answer: a dtype handed to a `@jit` helper (which receives it as a
+  constexpr) still `is tl.float32`.  There is one object per scalar dtype
+  (`x.dtype is tl.float32` holds whenever they are equal); pointer types compare
+  with `==` (`tl.pointer_type(...)` is a new object each time, as in Triton).
 - **Types on values.** `x.dtype` is the element type (`tl.float16`,
   `tl.pointer_type(tl.float16)`); `x.type` is a `tl.block_type` for tiles (its
   `element_ty` is the element type, pointer or not) and behaves as the dtype
@@ -93,13 +98,26 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   `mask` and `other`.  Masked-off lanes never touch memory.  The interpreter
   reports any access outside the argument's buffer.  A mask (of loads, stores
   and atomics) must be boolean, as in Triton: a float or integer tile is a
-  compile error; compare to get one (`mask=m != 0`).
+  compile error; compare to get one (`mask=m != 0`).  As in Triton 3.9, a pointer
+  takes only `+` with an integer (either side) and `- int`: comparisons with a
+  pointer (`ptr < n`, `ptr == 0`, even `ptr == ptr`), `ptr - ptr`, `int - ptr`,
+  `ptr + float` and every other operator are compile errors naming the line, so an
+  array launched where the kernel expects an int (`mask = offs < n`) is refused.
+  A pointer used as a condition (`if dw_ptr:`, `tl.where(p, ...)`) is, as
+  Triton's cast to int1, its address != 0.
 - **Globals.** A kernel may read module globals that are modules, functions
   (`@tiles.jit` or not), classes, dtypes, `None` or `tl.constexpr(...)` values;
   reading any other global (`SCALE = 3.0`, an array) is a compile error naming
   the line, as in Triton, because its value would be baked into the compiled
   code without being part of the cache key.  Write `SCALE = tl.constexpr(3.0)`
   or pass the value as an argument.  Argument defaults may name any global.
+  As in Triton, the values a kernel (and the `@jit` helpers it calls) read at its
+  first compile are baked in: rebinding such a global to another value afterwards
+  (`K = tl.constexpr(5.0)`) makes every later launch raise a `RuntimeError`
+  (`tiles.LaunchError`) naming the kernel's file:line, "Global variable K has
+  changed since we compiled this kernel, from constexpr[2.0] to constexpr[5.0]";
+  restoring it (or an equal value) launches again.  Pass values that vary between
+  launches as `tl.constexpr` arguments.
 - **Control flow.** `for`/`while`/`if` on run-time values are compiled into
   structured loops and branches.  A variable a loop carries or an `if` merges
   keeps one type and shape (Triton's rule), and a Python number counts as the
