@@ -228,8 +228,9 @@ def isnan(x: Any) -> tensor:
 
 
 def cdiv(x: Any, div: Any) -> Any:
-    """Division rounded up, ``(x + div - 1) // div``: how many blocks of ``div`` cover ``x``."""
-    return (x + div - 1) // div
+    """Division rounded up, ``(x + (div - 1)) // div`` (Triton's grouping, which fixes the
+    types): how many blocks of ``div`` cover ``x``."""
+    return (x + (div - 1)) // div
 
 
 def _hint(kind: str, x: tensor, values: Any) -> tensor:
