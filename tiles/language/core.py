@@ -191,7 +191,8 @@ def fma(x: Any, y: Any, z: Any) -> tensor:
 
 
 def umulhi(x: Any, y: Any) -> tensor:
-    """The upper half of the double-width product of the integers ``x`` and ``y``, elementwise."""
+    """The upper half of the double-width unsigned product of the bits of ``x`` and ``y`` (int32,
+    int64, uint32 or uint64 tiles; signed ones multiply as unsigned, as in Triton), elementwise."""
     return S.umulhi(x, y)
 
 

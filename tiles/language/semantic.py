@@ -345,15 +345,15 @@ def mod(a: Operand, b: Operand) -> tensor:
     return emit(Op.MOD, [x, y])
 
 
-def _int_operands(kind: str, a: Operand, b: Operand) -> tuple[tensor, tensor]:
+def _int_operands(kind: str, a: Operand, b: Operand) -> tuple[tensor, tensor, DType]:
     x, y, ctype = _pair(a, b)
     if not ctype.is_int:
         raise error(f"{kind} needs integer operands, got {ctype}")
-    return x, y
+    return x, y, ctype
 
 
 def bitwise(kind: str, a: Operand, b: Operand) -> tensor:
-    x, y = _int_operands(kind, a, b)
+    x, y, _ = _int_operands(kind, a, b)
     return emit({"and": Op.AND, "or": Op.OR, "xor": Op.XOR}[kind], [x, y])
 
 
@@ -364,11 +364,10 @@ def shift(kind: str, a: Operand, b: Operand) -> tensor:
     uint8 (-16 >> 2 gives 0xfc).  SHR itself follows its operand type, so the other case reads the
     operands' bits in the type of the other signedness and the result back."""
     owner = unwrap(a if isinstance(unwrap(a), tensor) else b)
-    x, y = _int_operands(kind, a, b)
+    x, y, ctype = _int_operands(kind, a, b)
     if kind == "shl":
         return emit(Op.SHL, [x, y])
-    ctype = x.dtype
-    arithmetic = isinstance(owner, tensor) and owner.dtype.is_signed
+    arithmetic = isinstance(owner, tensor) and isinstance(owner.dtype, DType) and owner.dtype.is_signed
     if ctype.is_bool or arithmetic == ctype.is_signed:
         return emit(Op.SHR, [x, y])
     other = D.BY_NAME[("int" if arithmetic else "uint") + str(ctype.bits)]
