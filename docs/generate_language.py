@@ -91,8 +91,31 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   same or higher kind (`uint8_tile + 1` stays `uint8`); fp16 with bf16 gives
   fp32; `/` on integers gives fp32; `//` and `%` on integers follow C
   (truncation toward zero, remainder takes the sign of the dividend).
-- **Integers wrap around**; shifts by a negative amount or by the bit width or
-  more are undefined (as in Triton).
+- **Integers wrap around.**  These integer rules were checked against Triton 3.9
+  (its interpreter over every binary integer operator and every pair of integer
+  types, tile/tile and tile/number; its compiled TTIR where the two differ):
+  - A Python number the computation type cannot hold is a compile error, as in
+    Triton (`int8_tile + 128`, `int32_tile & 0xFFFFFFFF`, `uint32_tile - 1`
+    with a negative number, `tl.cdiv(int32_tile, -2**31)`); cast the tile first.
+  - `>>` is arithmetic when the tile whose operator runs is signed (the left
+    tile; for a number on the left, the right tile) and logical otherwise, in
+    the promoted type: `int8_tile >> uint8_tile` is uint8 and shifts
+    arithmetically (-16 >> 2 gives 0xfc).  `int1` counts as unsigned, so
+    `-5 >> bool_tile` shifts int32 logically (compiled Triton's `shrui`; Triton's
+    interpreter shifts arithmetically there).
+  - `//` and `%` refuse operands of different signedness, `int1` counting as
+    unsigned (`bool_tile // int8_tile` is an error; with `uint8` it is fine).
+  - `tl.umulhi` takes int32, int64, uint32 or uint64 tiles and is unsigned on
+    every type: the high half of the product of the operands' bits.
+  - `tl.cdiv(x, d)` is `(x + (d - 1)) // d`: `d - 1` is computed in `d`'s type.
+  - Undefined in Triton, deterministic in tiles (the same on every backend):
+    a shift by a negative amount or by the bit width or more gives 0, or all
+    ones for an arithmetic shift of a negative value (Triton's interpreter gives
+    the same; compiled Triton emits LLVM shifts, poison there, which PTX's
+    shifts clamp to the same results);
+    integer division by zero gives -1 (all ones) and `%` by zero the dividend
+    (Triton's interpreter gives 0 for both; GPUs give machine-specific values);
+    `INT_MIN // -1` is `INT_MIN` and `INT_MIN % -1` is 0.
 - **Pointers.** An array argument is a pointer to its first element;
   `ptr + offsets` is a tile of pointers; `tl.load` / `tl.store` take an optional
   `mask` and `other`.  Masked-off lanes never touch memory.  The interpreter

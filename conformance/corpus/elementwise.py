@@ -148,9 +148,8 @@ COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 def _takes(kind: str, a: DType, b: DType, op: str) -> bool:
     ints = a.is_int and b.is_int
-    if op in ("truediv", "mod", "floordiv") and ints and a.is_signed != b.is_signed \
-            and not (a.is_bool or b.is_bool):
-        return False  # a compile error by design (signedness differs)
+    if op in ("truediv", "mod", "floordiv") and ints and a.is_signed != b.is_signed:
+        return False  # a compile error by design (signedness differs; int1 counts as unsigned)
     if kind == "int":
         return ints and not (a.is_bool and b.is_bool and op in ("shl", "shr", "floordiv"))
     if kind == "float":
@@ -217,6 +216,8 @@ def cases(profile: Profile) -> list[Case]:
     for op in ("add_int", "rsub_int", "mul_neg", "add_float", "div_float", "big_literal", "mixed"):
         for d in profile.sweep((D.int8, D.uint8, D.int32, D.uint32, D.int64, D.float16, D.bfloat16,
                                 D.float32)):
+            if _literal_refused(op, d):
+                continue  # a compile error, as in Triton (the number does not fit the tile's type)
             out.append(_literal_case(op, d, n, block, grid))
     for op in ("neg", "invert", "abs", "isnan", "self_ne"):
         for d in profile.dtypes:
@@ -241,6 +242,13 @@ def cases(profile: Profile) -> list[Case]:
             out.append(case("elementwise", f"{op}[{d}]", fma_where_kernel, make3, grid,
                             {3: rule_for_ops([ir_op])}, constexprs={"OP": op, "BLOCK": block}))
     return out
+
+
+def _literal_refused(op: str, d: DType) -> bool:
+    """Whether ``literal_kernel``'s number cannot be held by the integer tile it meets."""
+    lit = {"mul_neg": -2, "big_literal": 4000000000}.get(op)
+    return lit is not None and d.is_int and D.computation_type(d, False, D.literal_type(lit), True) == d \
+        and not int(d.min()) <= lit <= int(d.max())
 
 
 def _literal_case(op: str, d: DType, n: int, block: int, grid: tuple[int, ...]) -> Case:

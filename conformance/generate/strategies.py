@@ -394,7 +394,8 @@ def _broadcast(a: str, b: str) -> str:
 def _clamped(name: str, src: DType, dst: DType) -> str:
     """``name`` limited to values whose conversion to ``dst`` is defined (NaN becomes the low bound)."""
     if not src.is_floating:
-        lo, hi = max(int(dst.min()), -100), min(int(dst.max()), 100)
+        lo = max(int(dst.min()), int(src.min()), -100)  # a number the tile's own type holds, too
+        hi = min(int(dst.max()), int(src.max()), 100)
         return f"tl.minimum(tl.maximum({name}, {lo}), {hi})"
     fmax = float(ml_dtypes.finfo(src.np).max)
     hi = min(float(2 ** (dst.bits - 2)), fmax)

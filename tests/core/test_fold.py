@@ -60,6 +60,7 @@ CASES = [
     (Op.IDIV, D.int32), (Op.MOD, D.int32), (Op.IDIV, D.int8), (Op.MOD, D.uint32), (Op.IDIV, D.uint64),
     (Op.SHL, D.int32), (Op.SHR, D.int32), (Op.SHR, D.uint16), (Op.SHL, D.uint8),
     (Op.ADD, D.int8), (Op.MUL, D.int64), (Op.SUB, D.uint32), (Op.UMULHI, D.uint32),
+    (Op.UMULHI, D.int32), (Op.UMULHI, D.int64), (Op.SHR, D.int8), (Op.SHR, D.int64),
     (Op.DIV, D.float32), (Op.MOD, D.float32), (Op.MAXIMUM, D.float32), (Op.MINIMUM_NAN, D.float64),
     (Op.MUL, D.float16), (Op.LT, D.int32), (Op.LT, D.uint32), (Op.NE, D.float32),
     (Op.ADD, D.float8e5), (Op.MUL, D.float8e4nv),
@@ -174,3 +175,31 @@ def test_cse_keeps_instructions_that_differ_in_attributes_or_operands():
     got = np.zeros(4, np.int32)
     run(kernel, got)
     np.testing.assert_array_equal(got, -2)
+
+
+def _reinterpreted_shift(a=None, b=None):
+    """The tracer's ``int8 >> uint8`` (Triton: arithmetic in uint8): BITCAST to int8, SHR, BITCAST back."""
+    ir = IR("ashr_u8")
+    if a is None:
+        x, y = ir.load(ir.pointer("x", D.uint8), 1), ir.load(ir.pointer("y", D.uint8), 1)
+    else:
+        x, y = ir.const(a, D.uint8, (1,)), ir.const(b, D.uint8, (1,))
+    sx = ir.emit(Op.BITCAST, x, attrs=A.Cast(D.int8))
+    sy = ir.emit(Op.BITCAST, y, attrs=A.Cast(D.int8))
+    ir.store(ir.pointer("out", D.uint8), ir.emit(Op.BITCAST, ir.emit(Op.SHR, sx, sy), attrs=A.Cast(D.uint8)))
+    return ir.kernel()
+
+
+def test_folding_reaches_through_integer_bitcasts():
+    """An arithmetic shift of uint8 bits folds to what it computes at run time (0xf0 >> 2 = 0xfc)."""
+    for a, b in [(0xF0, 2), (0xF0, 0), (0x70, 3), (0x80, 7), (0xF0, 8), (0xF0, 200), (0x10, 255)]:
+        want = np.zeros(1, np.uint8)
+        run(_reinterpreted_shift(), np.array([a], np.uint8), np.array([b], np.uint8), want)
+        kernel = constant_folding(_reinterpreted_shift(a, b))
+        assert Op.SHR not in ops_of(kernel) and Op.BITCAST not in ops_of(kernel)
+        got = np.zeros(1, np.uint8)
+        run(kernel, got)
+        assert got[0] == want[0], (a, b, got[0], want[0])
+    got = np.zeros(1, np.uint8)
+    run(constant_folding(_reinterpreted_shift(0xF0, 2)), got)
+    assert got[0] == 0xFC

@@ -54,7 +54,7 @@ def test_integer_ops_match_c(d):
         Op.MAXIMUM: max, Op.MINIMUM: min,
         Op.IDIV: lambda x, y: -1 if y == 0 else c_div(x, y),
         Op.MOD: lambda x, y: x if y == 0 else x - y * c_div(x, y),
-        Op.UMULHI: lambda x, y: (x * y) >> d.bits,
+        Op.UMULHI: lambda x, y: ((x % (1 << d.bits)) * (y % (1 << d.bits))) >> d.bits,  # unsigned, as Triton's
     }
     for op, fn in ref.items():
         if op is Op.UMULHI and d.bits < 32:

@@ -61,12 +61,26 @@ def promote(a, a_literal: bool, b, b_literal: bool, div_or_mod: bool = False):
         return tl.float32
     # C's usual arithmetic conversions (int1 counts as unsigned, as in Triton)
     a_signed, b_signed = _signed(a), _signed(b)
-    if div_or_mod and a_signed != b_signed and tl.int1 not in (a, b):
+    if div_or_mod and a_signed != b_signed:
         return None
     if a_signed == b_signed:
         return a if _bits(a) > _bits(b) else b
     unsigned, signed = (a, b) if not a_signed else (b, a)
     return unsigned if _bits(unsigned) >= _bits(signed) else signed
+
+
+def literal_fits(value, dtype) -> bool:
+    """Whether Triton accepts the Python number ``value`` converted to the integer ``dtype`` it
+    is computed in (it refuses an out-of-range number, and a negative one against an unsigned
+    type, instead of wrapping).  Floats and float types always fit."""
+    if dtype in FLOATS or isinstance(value, float):
+        return True
+    bits = _bits(dtype)
+    if dtype == tl.int1:
+        return 0 <= value <= 1
+    if _signed(dtype):
+        return -(1 << (bits - 1)) <= value < 1 << (bits - 1)
+    return 0 <= value < 1 << bits
 
 
 def wrap_int(value: int, dtype) -> int:

@@ -13,6 +13,7 @@ from lang_reference import (
     c_mod,
     int_elementwise,
     literal_dtype,
+    literal_fits,
     promote,
     random_values,
     wrap_int,
@@ -177,7 +178,7 @@ def tile_op_literal(a, lit, left, op, seed):
     n = 37
     x = random_values(np.random.default_rng(seed), a, n)
     bad_int_op = ctype in FLOATS and op in ("floordiv", "xor")
-    if ctype is None or bad_int_op:
+    if ctype is None or bad_int_op or not literal_fits(lit, ctype):
         with pytest.raises(tiles.CompilationError):
             tile_literal_kernel[(1,)](x, np.empty(n, np.float64), n, LIT=lit, LIT_LEFT=left, OP=op,
                                       EXPECTED=ctype, BLOCK=BLOCK)
@@ -214,7 +215,7 @@ def test_promotion_table_entries(rng, a, b, expected):
 
 
 @pytest.mark.parametrize("dtype,lit,expected", [
-    (tl.uint8, 1, tl.uint8), (tl.int8, 1, tl.int8), (tl.uint8, -1, tl.uint8), (tl.int16, 2**31 + 5, tl.int16),
+    (tl.uint8, 1, tl.uint8), (tl.int8, 1, tl.int8), (tl.uint8, 255, tl.uint8), (tl.int16, -(2**15), tl.int16),
     (tl.float16, 1.5, tl.float16), (tl.bfloat16, 2.0, tl.bfloat16), (tl.int32, 0.5, tl.float32),
     (tl.uint8, 1.0, tl.float32),
 ])

@@ -18,7 +18,7 @@ from .ir import Block, Instr, Kernel, Value
 from .ops import BINARY_ARITH, COMPARISON, MATH, SIDE_EFFECTS, Op
 
 _FOLDABLE = BINARY_ARITH | COMPARISON | MATH | {Op.NEG, Op.NOT, Op.CAST, Op.WHERE, Op.FMA, Op.ISNAN,
-                                                Op.MATH_FN, Op.BROADCAST}
+                                                Op.MATH_FN, Op.BROADCAST, Op.BITCAST}
 _PURE = _FOLDABLE | {Op.CONST, Op.ARANGE, Op.PROGRAM_ID, Op.NUM_PROGRAMS, Op.BITCAST, Op.ADDPTR,
                      Op.RESHAPE, Op.PERMUTE, Op.JOIN, Op.CAT, Op.PTR_TO_INT, Op.INT_TO_PTR, Op.HINT}
 
@@ -60,6 +60,8 @@ def _fold(instr: Instr, values: list[A.Const]) -> A.Const | None:
     rt = instr.result.type
     if instr.op is Op.BROADCAST:
         return A.Const(values[0].value, values[0].dtype, rt.shape)
+    if instr.op is Op.BITCAST and not (rt.element.is_int and values[0].dtype.is_int):
+        return None  # integers only: the tracer reinterprets them for Triton's >> (semantic.shift)
     try:
         args = [semantics.constant(c.value, c.dtype).reshape(()) for c in values]
         with np.errstate(all="ignore"):

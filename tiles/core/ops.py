@@ -123,7 +123,7 @@ DOCS: dict[Op, str] = {
     Op.MINIMUM: "r = min(a, b)  (floats: a NaN operand loses to a number)",
     Op.MAXIMUM_NAN: "r = max(a, b)  (floats: NaN if either is NaN)",
     Op.MINIMUM_NAN: "r = min(a, b)  (floats: NaN if either is NaN)",
-    Op.UMULHI: "r = high half of the double-width product a * b",
+    Op.UMULHI: "r = high half of the double-width unsigned product of the bits of a and b (signed types too)",
     Op.FMA: "r = a * b + c  rounded once",
     Op.EQ: "r = a == b  (int1; NaN compares unequal)",
     Op.NE: "r = a != b  (int1; true when either is NaN)",

@@ -12,7 +12,11 @@ Rules (docs/interpreter.md lists them as text):
   deterministic: IDIV gives -1 (all ones), MOD gives the dividend.
   ``INT_MIN // -1`` gives ``INT_MIN``; ``INT_MIN % -1`` gives 0.
 * SHL/SHR by a negative amount or >= the bit width (undefined on GPUs): 0, and
-  sign fill for SHR of a negative signed value.
+  sign fill for SHR of a negative signed value.  SHR is arithmetic on signed types and
+  logical on unsigned ones; Triton's choice by the left operand's type is the tracer's
+  (``language/semantic.py`` reinterprets the operands).
+* UMULHI is unsigned on every integer type: the high half of the product of the operands'
+  bit patterns, read back in the operand type (Triton's ``tt.mulhiui``).
 * float16/bfloat16/fp8 arithmetic computes in float32 and rounds back once; math
   functions (exp, log, sin, ...) compute in float64 and round to float32, so
   16-bit math is float32 math rounded again.
@@ -149,19 +153,21 @@ def _shift(op: Op, a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def _umulhi(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The high half of the unsigned double-width product of the operands' bits, as Triton's
+    umulhi (``tt.mulhiui``) gives it for every integer type, signed ones included."""
     dt = a.dtype
-    if dt.itemsize == 4:
-        wide = np.dtype(np.int64 if dt.kind == "i" else np.uint64)
-        return ((a.astype(wide) * b.astype(wide)) >> 32).astype(dt)
-    ua, ub = a.astype(np.uint64), b.astype(np.uint64)
+    if dt.itemsize < 8:
+        bits = dt.itemsize * 8
+        u = np.dtype(f"u{dt.itemsize}")
+        wide = (a.view(u).astype(np.uint64) * b.view(u).astype(np.uint64)) >> np.uint64(bits)
+        return wide.astype(u).view(dt)
+    ua, ub = a.view(np.uint64), b.view(np.uint64)
     m32, s32 = np.uint64(0xFFFFFFFF), np.uint64(32)
     a0, a1, b0, b1 = ua & m32, ua >> s32, ub & m32, ub >> s32
     p00, p01, p10, p11 = a0 * b0, a0 * b1, a1 * b0, a1 * b1
     mid = (p00 >> s32) + (p01 & m32) + (p10 & m32)
     hi = p11 + (p01 >> s32) + (p10 >> s32) + (mid >> s32)
-    if dt.kind == "i":  # signed high half from the unsigned one
-        hi = hi - np.where(a < 0, ub, np.uint64(0)) - np.where(b < 0, ua, np.uint64(0))
-    return hi.astype(dt)
+    return hi.view(dt)
 
 
 _INT_SPECIAL: dict[Op, Callable[[np.ndarray, np.ndarray], np.ndarray]] = {

@@ -191,7 +191,8 @@ def fma(x: Any, y: Any, z: Any) -> tensor:
 
 
 def umulhi(x: Any, y: Any) -> tensor:
-    """The upper half of the double-width product of the integers ``x`` and ``y``, elementwise."""
+    """The upper half of the double-width unsigned product of the bits of ``x`` and ``y`` (int32,
+    int64, uint32 or uint64 tiles; signed ones multiply as unsigned, as in Triton), elementwise."""
     return S.umulhi(x, y)
 
 
@@ -228,8 +229,9 @@ def isnan(x: Any) -> tensor:
 
 
 def cdiv(x: Any, div: Any) -> Any:
-    """Division rounded up, ``(x + div - 1) // div``: how many blocks of ``div`` cover ``x``."""
-    return (x + div - 1) // div
+    """Division rounded up, ``(x + (div - 1)) // div`` (Triton's grouping, which fixes the
+    types): how many blocks of ``div`` cover ``x``."""
+    return (x + (div - 1)) // div
 
 
 def _hint(kind: str, x: tensor, values: Any) -> tensor:

@@ -266,7 +266,21 @@ def _number(x: Any) -> bool | int | float:
 def _coerce(x: Operand, dtype: DType, shape: tuple[int, ...]) -> tensor:
     if isinstance(x, tensor):
         return broadcast_to(cast(x, dtype), shape)
+    if dtype.is_int and not isinstance(x, float):
+        _check_literal(int(x), dtype)
     return const(x, dtype, shape)
+
+
+def _check_literal(value: int, dtype: DType) -> None:
+    """Refuse, as Triton does, a Python int that the tile's type cannot hold (no silent wrap)."""
+    if value < 0 and not dtype.is_signed and not dtype.is_bool:
+        raise error(f"cannot combine the negative number {value} with an unsigned {dtype} tile; "
+                    f"cast one of them first (e.g. x.to(tl.int64))")
+    low, high = (0, 1) if dtype.is_bool else \
+        ((-(1 << (dtype.bits - 1)), (1 << (dtype.bits - 1)) - 1) if dtype.is_signed else (0, (1 << dtype.bits) - 1))
+    if not low <= value <= high:
+        raise error(f"the number {value} is out of range for the {dtype} tile it meets "
+                    f"([{low}, {high}]); cast the tile first (e.g. x.to(tl.int64)) or use a number in range")
 
 
 _BINARY = {"add": Op.ADD, "sub": Op.SUB, "mul": Op.MUL}
@@ -331,21 +345,34 @@ def mod(a: Operand, b: Operand) -> tensor:
     return emit(Op.MOD, [x, y])
 
 
-def _int_operands(kind: str, a: Operand, b: Operand) -> tuple[tensor, tensor]:
+def _int_operands(kind: str, a: Operand, b: Operand) -> tuple[tensor, tensor, DType]:
     x, y, ctype = _pair(a, b)
     if not ctype.is_int:
         raise error(f"{kind} needs integer operands, got {ctype}")
-    return x, y
+    return x, y, ctype
 
 
 def bitwise(kind: str, a: Operand, b: Operand) -> tensor:
-    x, y = _int_operands(kind, a, b)
+    x, y, _ = _int_operands(kind, a, b)
     return emit({"and": Op.AND, "or": Op.OR, "xor": Op.XOR}[kind], [x, y])
 
 
 def shift(kind: str, a: Operand, b: Operand) -> tensor:
-    x, y = _int_operands(kind, a, b)
-    return emit(Op.SHL if kind == "shl" else Op.SHR, [x, y])
+    """``a << b`` and ``a >> b`` on the promoted type.  As Triton (``tensor.__rshift__``), ``>>`` is
+    arithmetic when the tile whose operator runs is signed (``a``; ``b`` for a number on the left)
+    and logical otherwise, whatever the promoted type: ``int8 >> uint8`` shifts arithmetically in
+    uint8 (-16 >> 2 gives 0xfc).  SHR itself follows its operand type, so the other case reads the
+    operands' bits in the type of the other signedness and the result back."""
+    owner = unwrap(a if isinstance(unwrap(a), tensor) else b)
+    x, y, ctype = _int_operands(kind, a, b)
+    if kind == "shl":
+        return emit(Op.SHL, [x, y])
+    arithmetic = isinstance(owner, tensor) and isinstance(owner.dtype, DType) and owner.dtype.is_signed
+    if ctype.is_bool or arithmetic == ctype.is_signed:
+        return emit(Op.SHR, [x, y])
+    other = D.BY_NAME[("int" if arithmetic else "uint") + str(ctype.bits)]
+    r = emit(Op.SHR, [cast(x, other, bitcast=True), cast(y, other, bitcast=True)])
+    return cast(r, ctype, bitcast=True)
 
 
 def neg(a: Operand) -> tensor:
@@ -443,7 +470,16 @@ def fma(a: Operand, b: Operand, c: Operand) -> tensor:
     return emit(Op.FMA, [x, y, _coerce(c, ctype2, shape)])
 
 
+_UMULHI_TYPES = ("int32", "int64", "uint32", "uint64")
+
+
 def umulhi(a: Operand, b: Operand) -> tensor:
+    """The high half of the unsigned double-width product of the bits (signed tiles too, as
+    Triton); each tile operand must already be a 32- or 64-bit integer, as Triton checks."""
+    for t in (unwrap(a), unwrap(b)):
+        if isinstance(t, tensor) and t.dtype.name not in _UMULHI_TYPES:
+            raise error(f"umulhi needs int32, int64, uint32 or uint64 tiles, got {t.dtype}; "
+                        f"convert first with .to(tl.int32)")
     x, y, ctype = _pair(a, b)
     if not ctype.is_int or ctype.bits not in (32, 64):
         raise error(f"umulhi needs 32- or 64-bit integers, got {ctype}")

@@ -165,7 +165,9 @@ class CStyleEmitter(GuardedBlocks, CMemory, Emitter):
             return f"({t})(({u}){a} {_ARITH[op]} ({u}){b})"
         if op in _BITS:
             return f"({t})({a} {_BITS[op]} {b})"
-        simple = {Op.MAXIMUM: self.d.int_max, Op.MINIMUM: self.d.int_min, Op.UMULHI: self.d.mul_hi,
+        # UMULHI is unsigned on every type (Triton's tt.mulhiui): the high half of the bits' product
+        umulhi = "({t})" + self.d.mul_hi.format(a="({u}){a}", b="({u}){b}")
+        simple = {Op.MAXIMUM: self.d.int_max, Op.MINIMUM: self.d.int_min, Op.UMULHI: umulhi,
                   Op.IDIV: "({t})({a} / {b})", Op.MOD: "({t})({a} % {b})",
                   Op.SHL: "({t})(({u}){a} << {b})", Op.SHR: "({t})({a} >> {b})"}
         if op in simple:

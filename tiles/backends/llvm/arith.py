@@ -62,10 +62,9 @@ class LLVMArithmetic(LLVMBuilder):
             kind = "shl" if op is Op.SHL else ("ashr" if signed else "lshr")
             return self._val(ty, f"{kind} {a}, {b.name}")
         if op is Op.UMULHI:
-            wide = _INT_TY[dtype.bits * 2]
-            ext = "sext" if signed else "zext"
-            xa = self._val(wide, f"{ext} {a} to {wide}")
-            xb = self._val(wide, f"{ext} {b} to {wide}")
+            wide = _INT_TY[dtype.bits * 2]  # unsigned on every type, as Triton's tt.mulhiui
+            xa = self._val(wide, f"zext {a} to {wide}")
+            xb = self._val(wide, f"zext {b} to {wide}")
             p = self._val(wide, f"mul {xa}, {xb.name}")
             hi = self._val(wide, f"lshr {p}, {dtype.bits}")
             return self._val(ty, f"trunc {hi} to {ty}")
