@@ -11,6 +11,7 @@ from ..llvm.target import LLVMTarget
 from ..lowering import Lowered
 from ..lowering.entry import lower_with_tensor_cores
 from ..lowering.tensorcore import TensorCoreEmitter, persistent
+from .atomic_ops import PTXAtomicOps
 from .fp8_ops import PTXFloat8Ops
 from .mma_ops import PTXMMAOps
 from .print_ops import PTXPrintOps
@@ -20,10 +21,11 @@ from .tma_ops import PTXTensorMemoryOps
 from .wgmma_ops import PTXWarpgroupOps
 
 
-class CUDAEmitter(PTXFloat8Ops, PTXRoundingOps, PTXPrintOps, PTXMMAOps, PTXStoreMatrixOps, PTXWarpgroupOps,
-                  PTXTensorMemoryOps, LLVMEmitter, TensorCoreEmitter):
+class CUDAEmitter(PTXAtomicOps, PTXFloat8Ops, PTXRoundingOps, PTXPrintOps, PTXMMAOps, PTXStoreMatrixOps,
+                  PTXWarpgroupOps, PTXTensorMemoryOps, LLVMEmitter, TensorCoreEmitter):
     """LLVM IR for NVPTX with float8 (sm_89+), round-toward-zero downcasts (``cvt.rz``), ``vprintf``,
-    ``mma.sync``/``ldmatrix``/``cp.async`` (sm_80+), ``wgmma`` (sm_90a), ``stmatrix`` and TMA (sm_90+)."""
+    ``mma.sync``/``ldmatrix``/``cp.async`` (sm_80+), ``wgmma`` (sm_90a), ``stmatrix`` and TMA (sm_90+),
+    atomics carrying Triton's ``sem`` and ``scope`` (``atom.<sem>.<scope>``)."""
 
 
 def lower_module(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> Lowered:
