@@ -96,8 +96,10 @@ def main() -> None:
         import dataclasses
 
         import tiles.backends.cuda as cuda_backend
+        from tiles.backends.cuda import atomic_ops
         make = cuda_backend.nvptx_target
         cuda_backend.nvptx_target = lambda arch: dataclasses.replace(make(arch), fence_ordered_rmw=False)
+        atomic_ops.ptx_atomic = lambda kind, dtype: None
 
     backends = [b for b in args.backends.split(",") if b]
     tmp = Path(tempfile.mkdtemp())
