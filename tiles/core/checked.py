@@ -21,7 +21,6 @@ The host side (hidden values, reading the record, the error) is ``runtime/checke
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,13 +30,11 @@ from .dtypes import DType, PointerType, int32, int64
 from .ir import Block, Instr, Kernel, Loc, Param, TileType, Value
 from .kinds import AtomicKind
 from .ops import Op
+from .origins import PointerOrigins, is_pointer
 from .typerules import infer
 
 RECORD_SLOTS = 8
 SCRATCH_SLOT = 7  # where a bad ATOMIC_CAS lane is redirected
-_PASS_THROUGH = frozenset({Op.ADDPTR, Op.BROADCAST, Op.RESHAPE, Op.PERMUTE, Op.HINT, Op.BITCAST,
-                           Op.SPLIT})
-_UNION = frozenset({Op.WHERE, Op.JOIN, Op.CAT})
 
 
 @dataclass(frozen=True)
@@ -61,92 +58,6 @@ class CheckPlan:
     unchecked: list[Loc] = field(default_factory=list)  # accesses whose pointer origin is unknown
 
 
-Origins = frozenset[int] | None  # indices into kernel.params; None: unknown origin
-
-
-def _is_pointer(v: Value) -> bool:
-    return isinstance(v.type.dtype, PointerType)
-
-
-def _union(values: Iterable[Origins]) -> Origins:
-    out: set[int] = set()
-    for o in values:
-        if o is None:
-            return None
-        out |= o
-    return frozenset(out)
-
-
-class _OriginAnalysis:
-    """For every pointer value, the pointer parameters it may derive from."""
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.of: dict[Value, Origins] = {}
-        for i, p in enumerate(kernel.params):
-            if _is_pointer(p.value):
-                self.of[p.value] = frozenset({i})
-        self.changed = True
-        while self.changed:  # loop-carried pointers: grow to a fixpoint
-            self.changed = False
-            self.block(kernel.body)
-
-    def get(self, v: Value) -> Origins:
-        return self.of.get(v, frozenset())
-
-    def _set(self, v: Value, origins: Origins) -> None:
-        if not _is_pointer(v):
-            return
-        old = self.of.get(v, frozenset())
-        new = None if old is None or origins is None else old | origins
-        if new != old:
-            self.of[v] = new
-            self.changed = True
-
-    def block(self, block: Block) -> None:
-        for instr in block.instrs:
-            self.instr(instr)
-
-    def instr(self, instr: Instr) -> None:
-        op, ops = instr.op, instr.operands
-        if op in _PASS_THROUGH and ops and _is_pointer(ops[0]):
-            for r in instr.results:
-                self._set(r, self.get(ops[0]))
-        elif op in _UNION:
-            merged = _union(self.get(v) for v in ops if _is_pointer(v))
-            self._set(instr.results[0], merged)
-        elif op is Op.FOR:
-            (body,) = instr.regions
-            self._carry(ops[3:], body.args[1:], body, instr.results)
-        elif op is Op.WHILE:
-            cond, body = instr.regions
-            for a, init in zip(cond.args, ops):
-                self._set(a, self.get(init))
-            self._carry(ops, body.args, body, instr.results)
-            for a, y in zip(cond.args, body.yields):
-                self._set(a, self.get(y))
-            self.block(cond)
-        elif op is Op.IF:
-            for region in instr.regions:
-                self.block(region)
-            for i, r in enumerate(instr.results):
-                self._set(r, _union(self.get(region.yields[i]) for region in instr.regions))
-        else:
-            for region in instr.regions:
-                self.block(region)
-            for r in instr.results:  # INT_TO_PTR, loaded pointers, ...: unknown
-                if _is_pointer(r):
-                    self._set(r, None)
-
-    def _carry(self, inits: Iterable[Value], args: list[Value], body: Block,
-               results: Iterable[Value]) -> None:
-        for a, init in zip(args, inits):
-            self._set(a, self.get(init))
-        self.block(body)
-        for a, y, r in zip(args, body.yields, results):
-            self._set(a, self.get(y))
-            self._set(r, self.get(a))
-
-
 def _access_size(ptr: Value) -> int:
     dt = ptr.type.dtype
     assert isinstance(dt, PointerType)
@@ -157,11 +68,11 @@ def _access_size(ptr: Value) -> int:
 
 
 class _Instrumenter:
-    def __init__(self, kernel: Kernel, origins: _OriginAnalysis) -> None:
+    def __init__(self, kernel: Kernel, origins: PointerOrigins) -> None:
         self.kernel = kernel
         self.origins = origins
         names = [p.name for p in kernel.params]
-        self.pointer_index = [i for i, p in enumerate(kernel.params) if _is_pointer(p.value)]
+        self.pointer_index = [i for i, p in enumerate(kernel.params) if is_pointer(p.value)]
         self.plan = CheckPlan([names[i] for i in self.pointer_index])
         self.extent: dict[int, tuple[Value, Value]] = {}
         hidden: list[Param] = []
@@ -310,7 +221,7 @@ class _Instrumenter:
 def instrument(kernel: Kernel) -> tuple[Kernel, CheckPlan]:
     """``kernel`` with bounds checks and error recording (changed in place), and its plan."""
     desugar_descriptors(kernel)  # descriptor accesses are checked as the masked accesses they mean
-    origins = _OriginAnalysis(kernel)
+    origins = PointerOrigins(kernel)
     inst = _Instrumenter(kernel, origins)
     inst.block(kernel.body)
     kernel.body.instrs[:0] = inst.prologue_instrs

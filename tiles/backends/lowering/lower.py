@@ -20,6 +20,7 @@ from ...core.dtypes import DType, PointerType, ScalarType
 from ...core.errors import UnsupportedError
 from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import BINARY_ARITH, COMPARISON, MATH, Op
+from ...core.origins import PointerOrigins, atomically_written
 from ..base import Options
 from .axisinfo import analyze
 from .emitter import Emitter, Handle
@@ -72,6 +73,9 @@ class Lowering:
         self.info = analyze(kernel)
         self.max_vec = _widest_chunk(kernel)
         self._definitions: dict[Value, Instr] | None = None
+        # the pointer parameters the kernel's own atomics change (memory other programs write)
+        self.atomic_params = atomically_written(kernel)
+        self.origins = PointerOrigins(kernel) if self.atomic_params != frozenset() else None
 
     # ------------------------------------------------------------ driver
     def run(self) -> str:

@@ -2,7 +2,10 @@
 
 Stores and atomics run only in the owner of each element (copies held by other
 threads must not write twice); an atomic's old value is then shared with the
-copies through local memory.
+copies through local memory.  So is a load of memory other programs may be changing
+(a volatile load, or one from a parameter the kernel's atomics write) whose value several
+threads hold: one read per element, so that every copy agrees (tutorial 05's
+``count = tl.load(Count)`` read by each thread raced the owner's ``atomic_xchg(Count, 1)``).
 """
 
 from __future__ import annotations
@@ -48,6 +51,12 @@ def _load(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     elem = instr.result.type.element
     masks = lw.env[instr.operands[1]] if a.masked else None
     others = lw.env[instr.operands[2]] if a.has_other else None
+    if _read_once(lw, instr):
+        lay = lw.layout(instr.result)
+        load = lw.e.load_volatile if a.volatile else lw.e.load
+        values = [load(p, elem, lw.and_mask(lw.owner(lay, j), masks[j] if masks else None),
+                       others[j] if others else None) for j, p in enumerate(ptrs)]
+        return [_share_from_owners(lw, instr, values, used=True)]
     if a.volatile:
         return [[lw.e.load_volatile(p, elem, masks[j] if masks else None, others[j] if others else None)
                  for j, p in enumerate(ptrs)]]
@@ -59,6 +68,18 @@ def _load(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         else:
             out.extend(lw.e.load_vector(ptrs[j], elem, w, m, others[j:j + w] if others else None))
     return [out]
+
+
+def _read_once(lw: Lowering, instr: Instr) -> bool:
+    """Whether a load whose elements several threads hold reads memory other programs may change."""
+    if lw.layout(instr.result).exact:
+        return False
+    if instr.attrs.volatile:
+        return True
+    if lw.origins is None:
+        return False
+    origins, written = lw.origins.get(instr.operands[0]), lw.atomic_params
+    return origins is None or written is None or bool(origins & written)
 
 
 @rule(Op.STORE)
@@ -78,10 +99,10 @@ def _store(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     return []
 
 
-def _share_from_owners(lw: Lowering, instr: Instr, olds: list[Handle]) -> list[Handle]:
+def _share_from_owners(lw: Lowering, instr: Instr, olds: list[Handle], used: bool | None = None) -> list[Handle]:
     """Give every copy of an element the value its owner computed."""
     lay = lw.layout(instr.result)
-    if lay.exact or not instr.attrs.result_used:
+    if lay.exact or not (instr.attrs.result_used if used is None else used):
         return olds
     dt = instr.result.type.dtype
     lw.reserve_local(lw.local_size(dt, lay.numel))
