@@ -71,7 +71,7 @@ CI = Profile(
     random_seed=False,
     case_budget=25,
     selection="ci_cases.txt",
-    full_families=("classic", "guards", "examples"),
+    full_families=("classic", "guards", "examples", "sync"),
 )
 
 THOROUGH = Profile(
