@@ -17,8 +17,10 @@ from collections.abc import Callable
 
 import numpy as np
 
+import tiles.language as tl
+
 from ..case import Case, case
-from ..compare import EXACT
+from ..compare import EXACT, tol
 from ..profiles import Profile
 from . import sync_kernels as K
 
@@ -137,14 +139,22 @@ def _leader_case(wait: str, warps: int, programs: int = 64, block: int = 64) -> 
                 {0: EXACT, 1: EXACT, 2: EXACT}, constexprs={"BLOCK": block, "WAIT": wait, "num_warps": warps})
 
 
-def _norm_grad_case(warps: int, programs: int = 96, hidden: int = 300, channels: int = 3) -> Case:
+def _norm_grad_case(warps: int, hidden: int, per_group: int, batch: int = 64, groups: int = 2) -> Case:
+    channels = groups * per_group
+
     def make(rng: np.random.Generator) -> list:
-        x = _small_ints(rng, (programs, hidden)) / 4  # quarters: products and sums stay exact
-        w = _small_ints(rng, (hidden,))
-        return [x.astype(np.float32), w, np.zeros((programs, hidden), np.float32),
-                np.zeros(channels, np.float32), np.zeros(channels, np.float32), hidden]
-    return case(FAMILY, f"scalar_atomic_after_loops[warps={warps}]", K.norm_grad_kernel, make, (programs,),
-                {2: EXACT, 3: EXACT, 4: EXACT}, constexprs={"CHANNELS": channels, "BLOCK": 64, "num_warps": warps})
+        # whole numbers and halves: every product and sum that reaches DW and DB is exact
+        x = _small_ints(rng, (batch, channels, hidden))
+        return [x, _small_ints(rng, (channels,)), rng.integers(-2, 3, (batch, groups)).astype(np.float32),
+                np.full((batch, groups), 0.5, np.float32), _small_ints(rng, (batch, channels, hidden)),
+                np.zeros_like(x), np.zeros(channels, np.float32), np.zeros(channels, np.float32),
+                groups]
+    # DX divides by the group's size: within a few float32 roundings of values up to ~1e4
+    return case(FAMILY, f"scalar_atomic_after_loops[hidden={hidden},channels_per_group={per_group},warps={warps}]", K.norm_grad_kernel, make,
+                (batch, groups), {5: tol(1e-5, 1e-2), 6: EXACT, 7: EXACT},
+                constexprs={"hidden": hidden, "channels_per_group": per_group,
+                            "BLOCK": min(16, 1 << (hidden - 1).bit_length()),
+                            "dtype": tl.float32, "num_warps": warps})
 
 
 # ---------------------------------------------------------------- float max/min of negatives
@@ -188,7 +198,8 @@ def cases(profile: Profile) -> list[Case]:
         out.append(_split_k_case(w))
         out.append(_lookback_case(w))
         out += [_leader_case(wait, w) for wait in ("volatile", "atomic")]
-        out.append(_norm_grad_case(w))
+        out.append(_norm_grad_case(w, 3, 1))  # Liger's group norm, 1 channel per group
+        out.append(_norm_grad_case(w, 37, 2))
     out += [_ticket_case(sem, "gpu", w) for sem, w in zip(SEMS, (4, 1, 4, 1))]
     out += [_ticket_case("acq_rel", "sys", 4), _ticket_case("relaxed", "sys", 1)]
     out += [_cta_case(sem, "cta", 4) for sem in SEMS] + [_cta_case("acq_rel", "sys", 1)]

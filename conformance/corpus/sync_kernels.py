@@ -133,29 +133,50 @@ def leader_flag_kernel(Data, Flag, Out, BLOCK: tl.constexpr, WAIT: tl.constexpr)
 
 
 @tiles.jit
-def norm_grad_kernel(X, W, DX, DW, DB, HIDDEN, CHANNELS: tl.constexpr, BLOCK: tl.constexpr):
-    """Liger-Kernel's group-norm backward shape: scalars carried through one loop
-    (``c1 += tl.sum(...)``), a second loop that uses them, then scalar atomics of the sums
-    into per-channel gradients shared by many programs."""
-    pid = tl.program_id(0)
-    channel = pid % CHANNELS
-    base = X + pid * HIDDEN
+def norm_grad_kernel(X, W, Mean, Rstd, DY, DX, DW, DB, num_groups, hidden: tl.constexpr,
+                     channels_per_group: tl.constexpr, BLOCK: tl.constexpr, dtype: tl.constexpr):
+    """Liger-Kernel's group-norm backward shape: per channel of its group a program carries
+    scalars through a loop (``dW += tl.sum(...)``, ``c1 += tl.sum(...)``), adds the per-channel
+    sums into gradients shared by every batch row with scalar atomics, then a second loop nest
+    uses ``c1`` and ``c2``."""
+    batch = tl.program_id(0)
+    group = tl.program_id(1)
+    row = batch * num_groups * channels_per_group * hidden
+    mean = tl.load(Mean + batch * num_groups + group)
+    rstd = tl.load(Rstd + batch * num_groups + group)
     c1 = 0.0
     c2 = 0.0
-    for i in range(0, HIDDEN, BLOCK):
-        offs = i + tl.arange(0, BLOCK)
-        mask = offs < HIDDEN
-        x = tl.load(base + offs, mask=mask, other=0.0)
-        w = tl.load(W + offs, mask=mask, other=0.0)
-        c1 += tl.sum(x * w)
-        c2 += tl.sum(x)
-    for i in range(0, HIDDEN, BLOCK):
-        offs = i + tl.arange(0, BLOCK)
-        mask = offs < HIDDEN
-        x = tl.load(base + offs, mask=mask, other=0.0)
-        tl.store(DX + pid * HIDDEN + offs, x * c2 - c1, mask=mask)
-    tl.atomic_add(DW + channel, c1)
-    tl.atomic_add(DB + channel, c2)
+    lanes = tl.arange(0, BLOCK)
+    for channel in range(group * channels_per_group, (group + 1) * channels_per_group):
+        dW = 0.0
+        dB = 0.0
+        w = tl.load(W + channel)
+        for i in tl.range(0, hidden, BLOCK):
+            offs = i + lanes
+            mask = offs < hidden
+            x = tl.load(X + row + channel * hidden + offs, mask=mask, other=0.0)
+            dy = tl.load(DY + row + channel * hidden + offs, mask=mask, other=0.0)
+            x_hat = (x - mean) * rstd
+            dW += tl.sum(dy * x_hat)
+            dB += tl.sum(dy)
+            wdy = w * dy
+            c1 += tl.sum(x_hat * wdy)
+            c2 += tl.sum(wdy)
+        tl.atomic_add(DW + channel, dW.to(dtype))
+        tl.atomic_add(DB + channel, dB.to(dtype))
+    n = hidden * channels_per_group
+    c1 = c1 / n
+    c2 = c2 / n
+    for channel in range(group * channels_per_group, (group + 1) * channels_per_group):
+        w = tl.load(W + channel)
+        for i in range(0, hidden, BLOCK):
+            offs = i + lanes
+            mask = offs < hidden
+            x = tl.load(X + row + channel * hidden + offs, mask=mask, other=0.0)
+            dy = tl.load(DY + row + channel * hidden + offs, mask=mask, other=0.0)
+            x_hat = (x - mean) * rstd
+            dx = (w * dy - (x_hat * c1 + c2)) * rstd
+            tl.store(DX + row + channel * hidden + offs, dx, mask=mask)
 
 
 @tiles.jit
