@@ -16,7 +16,6 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-
 import tiles.language as tl
 
 from ..case import Case, case
@@ -150,7 +149,8 @@ def _norm_grad_case(warps: int, hidden: int, per_group: int, batch: int = 64, gr
                 np.zeros_like(x), np.zeros(channels, np.float32), np.zeros(channels, np.float32),
                 groups]
     # DX divides by the group's size: within a few float32 roundings of values up to ~1e4
-    return case(FAMILY, f"scalar_atomic_after_loops[hidden={hidden},channels_per_group={per_group},warps={warps}]", K.norm_grad_kernel, make,
+    name = f"scalar_atomic_after_loops[hidden={hidden},channels_per_group={per_group},warps={warps}]"
+    return case(FAMILY, name, K.norm_grad_kernel, make,
                 (batch, groups), {5: tol(1e-5, 1e-2), 6: EXACT, 7: EXACT},
                 constexprs={"hidden": hidden, "channels_per_group": per_group,
                             "BLOCK": min(16, 1 << (hidden - 1).bit_length()),
