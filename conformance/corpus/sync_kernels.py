@@ -45,8 +45,9 @@ def ticket_rows_kernel(Counter, Rows, Owner, BLOCK: tl.constexpr, SEM: tl.conste
     pid = tl.program_id(0)
     offs = tl.arange(0, BLOCK)
     slot = tl.atomic_add(Counter, 1, sem=SEM, scope=SCOPE)
-    tl.store(Rows + slot * BLOCK + offs, pid * BLOCK + offs)
-    tl.store(Owner + slot, pid)
+    inside = slot < tl.num_programs(0)  # a broken counter must not write past the buffers
+    tl.store(Rows + slot * BLOCK + offs, pid * BLOCK + offs, mask=inside)
+    tl.store(Owner + slot, pid, mask=inside)
 
 
 @tiles.jit
@@ -187,7 +188,7 @@ def loop_tickets_kernel(Counters, Seen, ITERS: tl.constexpr, TOTAL: tl.constexpr
     for i in range(ITERS):
         which = (pid + i) % 2
         t = tl.atomic_add(Counters + which, 1)
-        tl.atomic_add(Seen + which * TOTAL + t, 1)
+        tl.atomic_add(Seen + which * TOTAL + t, 1, mask=t < TOTAL)
 
 
 @tiles.jit

@@ -19,8 +19,9 @@ from conformance.runner import BROKEN, FAILED
 
 from . import planted as P
 from . import planted_guards as G
+from . import planted_sync as S
 
-DEFECTS = P.DEFECTS + G.DEFECTS
+DEFECTS = P.DEFECTS + G.DEFECTS + S.DEFECTS
 
 # defect -> (family, -k text): ci cases that must report it
 CAUGHT_BY: dict[type[P.Planted], tuple[str, str]] = {
@@ -52,6 +53,9 @@ CAUGHT_BY: dict[type[P.Planted], tuple[str, str]] = {
     G.NanToIntUnguarded: ("guards", "float_to_every_int[float32]"),
     G.FloatToIntWraps: ("guards", "float_to_every_int[float32]"),
     G.IntAbsBuiltin: ("classic", "abs_int_min_clamped[int32]"),
+    S.ScalarAtomicPerThread: ("sync", "ticket_rows[acq_rel,gpu,warps=1]"),
+    S.AtomicResultNotBroadcast: ("sync", "ticket_rows[relaxed,gpu,warps=4]"),
+    S.FloatAtomicMaxOnBits: ("sync", "float_max_negatives[float32,unused"),
 }
 # seen only on a GPU device (TILES_OPENCL_DEVICE=NVIDIA): on pocl's CPU device an expected failure, for this reason
 GPU_ONLY = {
