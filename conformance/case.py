@@ -41,7 +41,11 @@ class Case:
         return f"{self.family}/{self.name}"
 
     def args(self) -> list[Any]:
-        return self.make_args(np.random.default_rng(self.seed))
+        args = self.make_args(np.random.default_rng(self.seed))
+        if self.kernel is not None and self.outputs:
+            from .sentinel import prefill_case
+            prefill_case(self, args)
+        return args
 
 
 def case_seed(run_seed: int, case_id: str) -> int:

@@ -18,10 +18,11 @@ from conformance.profiles import CI
 from conformance.runner import BROKEN, FAILED
 
 from . import planted as P
+from . import planted_coverage as V
 from . import planted_guards as G
 from . import planted_sync as S
 
-DEFECTS = P.DEFECTS + G.DEFECTS + S.DEFECTS
+DEFECTS = P.DEFECTS + G.DEFECTS + S.DEFECTS + V.DEFECTS
 
 # defect -> (family, -k text): ci cases that must report it
 CAUGHT_BY: dict[type[P.Planted], tuple[str, str]] = {
@@ -56,6 +57,8 @@ CAUGHT_BY: dict[type[P.Planted], tuple[str, str]] = {
     S.ScalarAtomicPerThread: ("sync", "ticket_rows[acq_rel,gpu,warps=1]"),
     S.AtomicResultNotBroadcast: ("sync", "ticket_rows[relaxed,gpu,warps=4]"),
     S.FloatAtomicMaxOnBits: ("sync", "float_max_negatives[float32,unused"),
+    V.NegativeStepLoopNeverRuns: ("control", "step_minus_one[trips=5]"),
+    V.VectorStoreIgnoresMask: ("classic", "masked_vector_tail[int32"),
 }
 # seen only on a GPU device (TILES_OPENCL_DEVICE=NVIDIA): on pocl's CPU device an expected failure, for this reason
 GPU_ONLY = {
