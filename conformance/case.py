@@ -35,6 +35,8 @@ class Case:
     seed: int = 0
     # a self-checking program run on the backend instead of a launch compared with the reference
     self_check: Callable[[Any], None] | None = None
+    # for a self-checking case: a standalone script that runs it on ``BACKEND`` (its reproducer)
+    self_check_script: str = ""
 
     @property
     def id(self) -> str:

@@ -122,3 +122,20 @@ def test_unpatched_opencl_passes_the_same_cases(tmp_path, monkeypatch):
     for family, keyword in sorted(set(CAUGHT_BY.values())):
         report = _run("opencl", family, keyword)
         assert report.outcomes and report.ok, report.details()
+
+
+@pytest.mark.slow
+def test_broken_example_leaves_a_reproducer(tmp_path, monkeypatch):
+    """An example program that hangs (or crashes) is a broken row with a script that runs it again
+    (it once had none: examples are self-checking programs, not kernels with inputs)."""
+    _opencl()
+    monkeypatch.setenv("TILES_CONFORMANCE_REPRO_DIR", str(tmp_path))
+    monkeypatch.setenv("TILES_CACHE_DIR", str(tmp_path / "cache"))
+    report = suite.run(f"{P.LoopStepLost.__module__}:{P.LoopStepLost.__name__}", CI, {"examples"}, "03_matmul",
+                       generated=False, workers=1, timeout=60)
+    (row,) = report.outcomes
+    assert row.status == BROKEN, row.message
+    assert row.reproducer and Path(row.reproducer).exists(), row.message
+    text = Path(row.reproducer).read_text()
+    assert "03_matmul.py" in text and "planted_hang" not in text and "LoopStepLost" in text
+    compile(text, row.reproducer, "exec")
