@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, reject
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from tiles.backends.base import Backend
@@ -91,6 +91,11 @@ def write_reproducer(gen: Generated, backend: Backend, path: str | None = None) 
                             constexprs, output_rules(gen.program), {}, backend, path=path)
 
 
+def program_key(program: Program) -> str:
+    """What makes two drawn programs the same run: the source and the launch (not the inputs)."""
+    return f"{program.source()}{launch_of(program)}"
+
+
 def digest(program: Program) -> str:
     return hashlib.sha1(program.source().encode()).hexdigest()[:10]
 
@@ -127,11 +132,17 @@ def search(family: str, backend: Backend, reference: Backend, profile: Profile, 
     flavor = family.removeprefix("generated_")
     outcomes: list[Outcome] = []
     last_failure: list[Any] = []
+    drawn: set[str] = set()  # programs already run: a repeat is rejected (not counted, not run)
 
     @hypothesis_seed(seed)
     @profile.hypothesis_settings(max_examples)
     @given(generated(flavor))
     def run(gen: Generated) -> None:
+        if not last_failure:  # while shrinking a failure, its own program must run again
+            key = program_key(gen.program)
+            if key in drawn:
+                reject()
+            drawn.add(key)
         if starting is not None:
             starting(gen)
         start = time.perf_counter()
