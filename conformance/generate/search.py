@@ -23,6 +23,7 @@ from ..runner import BROKEN, FAILED, PASSED, UNSUPPORTED, Outcome, execute
 from .inputs import launch_args
 from .program import Program
 from .strategies import programs
+from .sync import rules as sync_rules
 
 GENERATED_FAMILIES = ("generated_int", "generated_float", "generated_mixed")
 
@@ -76,6 +77,8 @@ def output_rules(program: Program) -> dict[int, Rule]:
     for a in program.atomics:
         rules[names.index(f"{a.name}_mem_ptr")] = EXACT
         rules[names.index(f"{a.name}_old_ptr")] = MULTISET if a.contended else EXACT
+    for param, rule in sync_rules(program).items():
+        rules[names.index(param)] = rule
     return rules
 
 

@@ -17,6 +17,11 @@ FEATURES = {
     "strided store": "tl.store(out_ptr + pid * (",
     "for inside for": "for jt in range(it, trips + 1):",
     "while inside for": "_k < it + flag + 1:",
+    "spin lock": "while tl.atomic_cas(",
+    "ticket": "_slots_ptr + ",
+    "spin-wait on a flag": "_flag_ptr, volatile=True) == 0:",
+    "scalar atomic in a loop": "    tl.atomic_add(",
+    "float max/min of negatives": "= -tl.abs(tl.where(",
 }
 
 
