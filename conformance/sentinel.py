@@ -61,8 +61,8 @@ def prefill(kernel_ir: Kernel, fn: Any, args: list[Any], outputs: Any) -> None:
         if store_only(kernel_ir, names[index]):
             if a.dtype == np.bool_:
                 a[...] = True
-            else:
-                a.view(np.uint8)[...] = SENTINEL_BYTE
+            else:  # the same bits in every element (0-d arrays included)
+                a[...] = np.frombuffer(bytes([SENTINEL_BYTE]) * a.dtype.itemsize, dtype=a.dtype)[0]
 
 
 def prefill_case(case: Any, args: list[Any]) -> None:
