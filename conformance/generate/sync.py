@@ -39,7 +39,7 @@ PROGRAMS = (4, 16, 64)
 
 @dataclass(frozen=True)
 class Sync:
-    """The buffers of one sync statement: ``buffers`` maps each parameter suffix to its role."""
+    """One sync statement: its buffers are the kernel parameters ``<name>_<role>_ptr`` (``BUFFERS``)."""
 
     name: str
     form: str
