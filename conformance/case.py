@@ -35,13 +35,19 @@ class Case:
     seed: int = 0
     # a self-checking program run on the backend instead of a launch compared with the reference
     self_check: Callable[[Any], None] | None = None
+    # for a self-checking case: a standalone script that runs it on ``BACKEND`` (its reproducer)
+    self_check_script: str = ""
 
     @property
     def id(self) -> str:
         return f"{self.family}/{self.name}"
 
     def args(self) -> list[Any]:
-        return self.make_args(np.random.default_rng(self.seed))
+        args = self.make_args(np.random.default_rng(self.seed))
+        if self.kernel is not None and self.outputs:
+            from .sentinel import prefill_case
+            prefill_case(self, args)
+        return args
 
 
 def case_seed(run_seed: int, case_id: str) -> int:

@@ -67,11 +67,11 @@ CI = Profile(
     dtypes=D.ALL_DTYPES,
     shapes=(16, 128),
     shapes_2d=((4, 32), (16, 16)),
-    generated_examples=30,
+    generated_examples=20,  # distinct programs (repeats are not run): as many as 30 draws gave before
     random_seed=False,
     case_budget=25,
     selection="ci_cases.txt",
-    full_families=("classic", "guards", "examples"),
+    full_families=("classic", "guards", "examples", "sync"),
 )
 
 THOROUGH = Profile(

@@ -268,7 +268,25 @@ def write(title: str, kernel_text: str, inputs: list[Any], grid: tuple[int, ...]
 
 
 def write_case_reproducer(case: Case, inputs: list[Any], backend: Backend) -> str:
+    if case.kernel is None:
+        return write_self_check_reproducer(case, backend)
     bounds = case.bounds(inputs) if case.bounds else {}
-    assert case.kernel is not None
     return write(f"{case.id} on {backend.name}", inline_source(case.kernel), inputs, case.grid,
                  case.constexprs, case.outputs, bounds, backend)
+
+
+def write_self_check_reproducer(case: Case, backend: Backend) -> str:
+    """A self-checking case (an example program) as a script that runs it on the backend: it exits
+    non-zero (or crashes, or hangs) as the case did."""
+    if not case.self_check_script:
+        raise ValueError(f"{case.id} has no self_check_script to reproduce it with")
+    title = f"{case.id} on {backend.name}"
+    digest = hashlib.sha1((title + case.self_check_script).encode()).hexdigest()[:10]
+    safe = "".join(c if c.isalnum() else "_" for c in title)[:60]
+    path = repro_dir() / f"repro_{safe}_{digest}.py"
+    q = '"' * 3
+    header = (f"#!/usr/bin/env python\n{q}Reproducer: {title} (a self-checking program, written by the "
+              f"tiles conformance suite).\nRun it where tiles and the backend are installed: it fails as "
+              f"the case did.{q}\nBACKEND = {backend_spec(backend)!r}\n")
+    path.write_text(header + case.self_check_script)
+    return str(path)

@@ -159,7 +159,11 @@ def run_self_check(case: Case, backend: Backend) -> Outcome:
         return Outcome(case.family, case.name, UNSUPPORTED, str(e))
     except Exception as e:
         tb = traceback.format_exception_only(type(e), e)
-        return Outcome(case.family, case.name, FAILED, f"{backend.name}: {''.join(tb).strip()}")
+        outcome = Outcome(case.family, case.name, FAILED, f"{backend.name}: {''.join(tb).strip()}")
+        if case.self_check_script:
+            from .reproducer import write_self_check_reproducer
+            outcome.reproducer = write_self_check_reproducer(case, backend)
+        return outcome
     return Outcome(case.family, case.name, PASSED)
 
 

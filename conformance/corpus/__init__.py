@@ -20,10 +20,11 @@ from . import (
     reductions,
     shapes,
     sweeps,
+    sync,
 )
 
-MODULES = (classic, guards, elementwise, integer, casts, math_fns, libdevice, reductions, shapes, memory, atomics, dot,
-           control, random_, sweeps)
+MODULES = (classic, guards, elementwise, integer, casts, math_fns, libdevice, reductions, shapes, memory, atomics, sync,
+           dot, control, random_, sweeps)
 
 
 def all_cases(profile: Profile) -> list[Case]:

@@ -62,6 +62,31 @@ def partial_store_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     tl.store(out_ptr + offs, x + 1, mask=offs < n)  # lanes at and past n keep the sentinel
 
 
+@tiles.jit
+def masked_tail_kernel(x_ptr, out_ptr, n, m, N: tl.constexpr, BLOCK: tl.constexpr):
+    """A masked load and a masked store over the same tail, 1-D (``n`` a multiple of 16, so the
+    mask is one per vector chunk) and 2-D (whole rows masked off): the masked-off lanes hold
+    ``other=0`` and must not reach memory, where the output starts as a sentinel."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0)
+    tl.store(out_ptr + offs, x * 2, mask=offs < n)
+    rows = tl.arange(0, BLOCK // N)[:, None]
+    cols = tl.arange(0, N)[None, :]
+    at = 2 * tl.num_programs(0) * BLOCK + tl.program_id(0) * BLOCK + rows * N + cols
+    y = tl.load(x_ptr + at, mask=rows < m, other=0)
+    tl.store(out_ptr + at, y * 3, mask=rows < m)
+
+
+def _masked_tail_case(d: DType, n: int, m: int) -> Case:
+    block, programs = 1024, 2
+
+    def make(rng: np.random.Generator) -> list:
+        size = 4 * programs * block
+        return [rng.integers(1, 90, size).astype(d.np), np.zeros(size, d.np), n, m]  # out: a sentinel
+    return case(FAMILY, f"masked_vector_tail[{d},n={n},rows={m}]", masked_tail_kernel, make, (programs,),
+                {1: EXACT}, constexprs={"N": 64, "BLOCK": block})
+
+
 def _other_case(d: DType) -> Case:
     block, n = 64, 50
     other = -7 if d.is_signed or d.is_floating else 77
@@ -348,6 +373,7 @@ def cases(profile: Profile) -> list[Case]:
     out += [_other_case(d) for d in D.ALL_DTYPES if d not in (D.float8e4nv, D.float8e5)]
     out += [_partial_store_case(d, n) for d in (D.int8, D.float16, D.int32, D.float32, D.int64)
             for n in (1021, 1027)]
+    out += [_masked_tail_case(d, 1072, 5) for d in (D.int8, D.float16, D.int32, D.float32, D.int64)]
     out += [_divmod_case(d) for d in SIGNED]
     out += [_abs_min_case(d) for d in SIGNED]
     out += [_nan_zero_case(d) for d in (D.float16, D.bfloat16, D.float32, D.float64)]

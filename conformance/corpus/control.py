@@ -71,6 +71,38 @@ def control_kernel(x_ptr, out_ptr, trips, KIND: tl.constexpr, BLOCK: tl.constexp
     tl.store(out_ptr + offs, r)
 
 
+@tiles.jit
+def reverse_loop_kernel(x_ptr, out_ptr, trips, step, KIND: tl.constexpr, BLOCK: tl.constexpr):
+    """``for`` loops that count down (backward scans, reversed block loops): the order of the
+    iterations shows in the result (``acc * 3 + i`` does not commute)."""
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    acc = tl.load(x_ptr + offs)
+    if KIND == "step_minus_one":
+        for i in range(trips - 1, -1, -1):
+            acc = acc * 3 + i
+    elif KIND == "step_minus_three":
+        for i in range(2 * trips + 5, trips, -3):
+            acc = acc * 3 + i
+    elif KIND == "tl_range_down":
+        for i in tl.range(trips + pid, 0, -2):
+            acc = acc * 3 - i
+    else:  # a run-time step: negative here, so the loop runs downward
+        for i in range(trips + 4, -trips - 1, step):
+            acc = acc * 3 + i
+    tl.store(out_ptr + offs, acc)
+
+
+REVERSE_KINDS = ("step_minus_one", "step_minus_three", "tl_range_down", "runtime_negative_step")
+
+
+def _reverse_case(kind: str, trips: int, block: int = 16, programs: int = 3) -> Case:
+    def make(rng: np.random.Generator) -> list:
+        return [random_array(rng, D.int32, (programs * block,)), np.zeros(programs * block, np.int32), trips, -2]
+    return case("control", f"{kind}[trips={trips}]", reverse_loop_kernel, make, (programs,), {1: EXACT},
+                constexprs={"KIND": kind, "BLOCK": block})
+
+
 KINDS = ("for_carried", "for_step", "nested", "divergent_if", "scalar_if_chain", "while", "static_range",
          "collatz_while")
 
@@ -91,4 +123,5 @@ def cases(profile: Profile) -> list[Case]:
         for trips in (0, 5):
             for block in profile.shapes[:2]:
                 out.append(_case(kind, trips, block, programs=4))
+    out += [_reverse_case(kind, trips) for kind in REVERSE_KINDS for trips in (0, 5)]
     return out

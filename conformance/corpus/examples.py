@@ -39,6 +39,15 @@ def _runner(path: Path, sizes: dict[str, Any]):
     return run
 
 
+def _script(path: Path, sizes: dict[str, Any]) -> str:
+    """The standalone run of one example (its reproducer): ``BACKEND`` is set above it."""
+    return (f"import importlib.util\nimport inspect\n\n"
+            f"spec = importlib.util.spec_from_file_location('example', {str(path)!r})\n"
+            f"module = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(module)\n"
+            f"accepted = inspect.signature(module.main).parameters\nsizes = {sizes!r}\n"
+            f"module.main(**{{k: v for k, v in sizes.items() if k in accepted}}, backend=BACKEND)\n")
+
+
 def example_cases(profile: Profile) -> list[Case]:
     out = []
     for path in sorted(EXAMPLES_DIR.glob("[0-9]*.py")):
@@ -47,5 +56,5 @@ def example_cases(profile: Profile) -> list[Case]:
             continue
         sizes = CI_SIZES.get(path.stem, {}) if profile.name == "ci" else {}
         out.append(Case("examples", path.stem, None, lambda rng: [], (1,), {},
-                        self_check=_runner(path, sizes)))
+                        self_check=_runner(path, sizes), self_check_script=_script(path, sizes)))
     return out

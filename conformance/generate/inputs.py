@@ -10,6 +10,7 @@ from tiles.core import dtypes
 from tiles.core.dtypes import DType
 
 from ..values import edge_values
+from . import sync
 from .program import Program
 from .strategies import Draw, choose
 
@@ -72,6 +73,7 @@ def launch_args(draw: Draw, program: Program) -> list[Any]:
         args[f"{a.name}_old_ptr"] = _filled(a.dtype, (p * m, n) if a.contended else (p * m * n,))
         if a.kind == "cas":
             args[f"{a.name}_cmp_ptr"] = _compare_values(mem, draw(st.integers(0, 2**32 - 1)))
+    args.update(sync.launch_buffers(draw, program, array))
     assert program.output is not None
     args["out_ptr"] = _filled(program.output.dtype, (p * program.out_span(),))
     args["n_valid"] = draw(st.integers(1, p * m * n))

@@ -18,6 +18,7 @@ output) may be laid out with other strides than row-major.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from tiles.core.dtypes import DType
 
@@ -111,6 +112,7 @@ class Program:
     num_warps: int = 4
     atomics: list[Atomic] = field(default_factory=list)
     out_strides: tuple[int, int] | None = None  # the store's (row, column) strides; None: row-major
+    syncs: list[Any] = field(default_factory=list)  # sync.Sync: locks, tickets, flags (sync.py)
 
     def live(self) -> list[Stmt]:
         """The statements the output or an effect depends on, in order (dead code is dropped)."""
@@ -131,6 +133,7 @@ class Program:
 
     def params(self) -> list[str]:
         return ([f"{i.name}_ptr" for i in self.inputs] + [p for a in self.atomics for p in a.params()]
+                + [p for s in self.syncs for p in s.params()]
                 + ["out_ptr", "n_valid", "trips", "flag"] + [p for i in self.inputs for p in i.stride_params()])
 
     def out_span(self) -> int:

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from hypothesis import given
+from hypothesis import given, reject
 from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 from tiles.backends.base import Backend
@@ -23,6 +23,7 @@ from ..runner import BROKEN, FAILED, PASSED, UNSUPPORTED, Outcome, execute
 from .inputs import launch_args
 from .program import Program
 from .strategies import programs
+from .sync import rules as sync_rules
 
 GENERATED_FAMILIES = ("generated_int", "generated_float", "generated_mixed")
 
@@ -76,6 +77,8 @@ def output_rules(program: Program) -> dict[int, Rule]:
     for a in program.atomics:
         rules[names.index(f"{a.name}_mem_ptr")] = EXACT
         rules[names.index(f"{a.name}_old_ptr")] = MULTISET if a.contended else EXACT
+    for param, rule in sync_rules(program).items():
+        rules[names.index(param)] = rule
     return rules
 
 
@@ -89,6 +92,11 @@ def write_reproducer(gen: Generated, backend: Backend, path: str | None = None) 
     grid, constexprs = launch_of(gen.program)
     return reproducer.write(f"generated on {backend.name}", gen.program.source(), gen.args, grid,
                             constexprs, output_rules(gen.program), {}, backend, path=path)
+
+
+def program_key(program: Program) -> str:
+    """What makes two drawn programs the same run: the source and the launch (not the inputs)."""
+    return f"{program.source()}{launch_of(program)}"
 
 
 def digest(program: Program) -> str:
@@ -127,11 +135,17 @@ def search(family: str, backend: Backend, reference: Backend, profile: Profile, 
     flavor = family.removeprefix("generated_")
     outcomes: list[Outcome] = []
     last_failure: list[Any] = []
+    drawn: set[str] = set()  # programs already run: a repeat is rejected (not counted, not run)
 
     @hypothesis_seed(seed)
     @profile.hypothesis_settings(max_examples)
     @given(generated(flavor))
     def run(gen: Generated) -> None:
+        if not last_failure:  # while shrinking a failure, its own program must run again
+            key = program_key(gen.program)
+            if key in drawn:
+                reject()
+            drawn.add(key)
         if starting is not None:
             starting(gen)
         start = time.perf_counter()

@@ -375,6 +375,12 @@ class Builder:
         return self.add(Node(name, dtype, "MN"), lines, (v.name,), pooled=not contended, effect=True)
 
 
+    def sync(self) -> Node | None:
+        """A lock, a ticket, a scalar atomic of a sum, a flag spun on, a float max of negatives."""
+        from .sync import statement
+        return statement(self)
+
+
 def _step(x: str, y: str, op: str) -> str:
     if op in ("max", "min"):
         return f"tl.{op}imum({x}, {y})"
@@ -382,7 +388,8 @@ def _step(x: str, y: str, op: str) -> str:
 
 
 KINDS = ("binary", "binary", "minmax", "compare", "where", "unary", "cast", "reduce", "shuffle", "loop",
-         "branch", "dot", "math", "fma", "scan", "sort", "gather", "while_loop", "nested_loop", "atomic")
+         "branch", "dot", "math", "fma", "scan", "sort", "gather", "while_loop", "nested_loop", "atomic",
+         "sync")
 
 
 def _broadcast(a: str, b: str) -> str:

@@ -17,6 +17,11 @@ FEATURES = {
     "strided store": "tl.store(out_ptr + pid * (",
     "for inside for": "for jt in range(it, trips + 1):",
     "while inside for": "_k < it + flag + 1:",
+    "spin lock": "while tl.atomic_cas(",
+    "ticket": "_slots_ptr + ",
+    "spin-wait on a flag": "_flag_ptr, volatile=True) == 0:",
+    "scalar atomic in a loop": "    tl.atomic_add(",
+    "float max/min of negatives": "= -tl.abs(tl.where(",
 }
 
 
@@ -38,3 +43,18 @@ def test_generated_programs_run_on_the_reference_and_use_every_feature():
         run()
     assert not statuses, statuses[0][1]
     assert all(seen.values()), f"never generated: {[f for f, n in seen.items() if not n]}"
+
+
+def test_ci_runs_no_generated_program_twice():
+    """About a third of the programs ci drew repeated one already run (issue 31): a repeat is now
+    rejected before it runs, so the family's programs are distinct (source and launch)."""
+    from conformance.generate.search import program_key, search
+    from conformance.profiles import CI
+    reference = B.reference()
+    for family in ("generated_int", "generated_float"):
+        keys: list[str] = []
+
+        def note(gen, keys=keys):
+            keys.append(program_key(gen.program))
+        outcomes = search(family, reference, reference, CI, seed=0, starting=note)
+        assert len(keys) == len(set(keys)) == CI.generated_examples == len(outcomes)

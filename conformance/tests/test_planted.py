@@ -18,9 +18,11 @@ from conformance.profiles import CI
 from conformance.runner import BROKEN, FAILED
 
 from . import planted as P
+from . import planted_coverage as V
 from . import planted_guards as G
+from . import planted_sync as S
 
-DEFECTS = P.DEFECTS + G.DEFECTS
+DEFECTS = P.DEFECTS + G.DEFECTS + S.DEFECTS + V.DEFECTS
 
 # defect -> (family, -k text): ci cases that must report it
 CAUGHT_BY: dict[type[P.Planted], tuple[str, str]] = {
@@ -52,6 +54,11 @@ CAUGHT_BY: dict[type[P.Planted], tuple[str, str]] = {
     G.NanToIntUnguarded: ("guards", "float_to_every_int[float32]"),
     G.FloatToIntWraps: ("guards", "float_to_every_int[float32]"),
     G.IntAbsBuiltin: ("classic", "abs_int_min_clamped[int32]"),
+    S.ScalarAtomicPerThread: ("sync", "ticket_rows[acq_rel,gpu,warps=1]"),
+    S.AtomicResultNotBroadcast: ("sync", "ticket_rows[relaxed,gpu,warps=4]"),
+    S.FloatAtomicMaxOnBits: ("sync", "float_max_negatives[float32,unused"),
+    V.NegativeStepLoopNeverRuns: ("control", "step_minus_one[trips=5]"),
+    V.VectorStoreIgnoresMask: ("classic", "masked_vector_tail[int32"),
 }
 # seen only on a GPU device (TILES_OPENCL_DEVICE=NVIDIA): on pocl's CPU device an expected failure, for this reason
 GPU_ONLY = {
@@ -115,3 +122,20 @@ def test_unpatched_opencl_passes_the_same_cases(tmp_path, monkeypatch):
     for family, keyword in sorted(set(CAUGHT_BY.values())):
         report = _run("opencl", family, keyword)
         assert report.outcomes and report.ok, report.details()
+
+
+@pytest.mark.slow
+def test_broken_example_leaves_a_reproducer(tmp_path, monkeypatch):
+    """An example program that hangs (or crashes) is a broken row with a script that runs it again
+    (it once had none: examples are self-checking programs, not kernels with inputs)."""
+    _opencl()
+    monkeypatch.setenv("TILES_CONFORMANCE_REPRO_DIR", str(tmp_path))
+    monkeypatch.setenv("TILES_CACHE_DIR", str(tmp_path / "cache"))
+    report = suite.run(f"{P.LoopStepLost.__module__}:{P.LoopStepLost.__name__}", CI, {"examples"}, "03_matmul",
+                       generated=False, workers=1, timeout=60)
+    (row,) = report.outcomes
+    assert row.status == BROKEN, row.message
+    assert row.reproducer and Path(row.reproducer).exists(), row.message
+    text = Path(row.reproducer).read_text()
+    assert "03_matmul.py" in text and "planted_hang" not in text and "LoopStepLost" in text
+    compile(text, row.reproducer, "exec")

@@ -139,3 +139,31 @@ def test_atomics_across_chunks(monkeypatch):
     executor._PLANS.clear()
     test_contended_counter_returns_each_ticket_once()
     executor._PLANS.clear()
+
+
+def test_spin_wait_on_an_earlier_programs_flag_ends():
+    """``while tl.load(flag, volatile=True) == 0: pass`` waiting on a flag an earlier program raises
+    (here with a plain store, no atomic in the kernel): the dead-code pass keeps the loop (a
+    volatile load is an effect, as in Triton) and the interpreter runs such a kernel one program
+    at a time, in order, as Triton's interpreter does (checked with Triton 3.9, TRITON_INTERPRET=1:
+    every program reads program 0's tile, whichever branch comes first)."""
+    import tiles
+    import tiles.language as tl
+
+    @tiles.jit
+    def wait_for_leader(data, flag, out, BLOCK: tl.constexpr):
+        pid = tl.program_id(0)
+        offs = tl.arange(0, BLOCK)
+        if pid > 0:  # the waiting branch first: a batched run of the programs would spin forever
+            while tl.load(flag, volatile=True) == 0:
+                pass
+        else:
+            tl.store(data + offs, offs * 3 + 1)
+            tl.store(flag, 1)
+        tl.store(out + pid * BLOCK + offs, tl.load(data + offs, volatile=True) + pid)
+
+    data, flag, out = np.zeros(16, np.int32), np.zeros(1, np.int32), np.full(8 * 16, -1, np.int32)
+    assert "while(" in wait_for_leader.ir(data, flag, out, BLOCK=16)
+    wait_for_leader[(8,)](data, flag, out, BLOCK=16, backend="interpreter")
+    expected = (np.arange(16) * 3 + 1)[None, :] + np.arange(8)[:, None]
+    np.testing.assert_array_equal(out.reshape(8, 16), expected)

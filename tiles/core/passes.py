@@ -23,7 +23,9 @@ def _uses(block: Block, counts: dict[Value, int]) -> None:
 
 
 def _has_effects(instr: Instr) -> bool:
-    if instr.op in SIDE_EFFECTS:
+    # a volatile load is an observable read (a spin-wait ``while tl.load(flag, volatile=True) == 0``
+    # must stay), as in Triton, where it carries a write effect
+    if instr.op in SIDE_EFFECTS or (instr.op is Op.LOAD and instr.attrs.volatile):
         return True
     return any(_has_effects(i) for r in instr.regions for i in r.instrs)
 

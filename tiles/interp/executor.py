@@ -43,8 +43,9 @@ class Plan:
         biggest = max([1, *(p.value.type.numel for p in kernel.params),
                        *(v.type.numel for i in kernel.walk() for v in i.results),
                        *(a.type.numel for i in kernel.walk() for r in i.regions for a in r.args)])
+        # locks and flags: one program at a time, in order, as Triton's interpreter runs them
         self.sequential = any(i.op is Op.ATOMIC_CAS or (i.op is Op.ATOMIC and i.attrs.kind == "xchg")
-                              for i in kernel.walk())
+                              or (i.op is Op.LOAD and i.attrs.volatile) for i in kernel.walk())
         self.chunk = 1 if self.sequential else max(1, CHUNK_ELEMENTS // biggest)
 
     def _compile(self, block: Block) -> None:
