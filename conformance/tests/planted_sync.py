@@ -104,41 +104,28 @@ class CudaAcquireDropped(Planted):
     """The LLVM emitter (cuda, rocm) gives compare-and-swap release ordering only: a lock taken
     with ``tl.atomic_cas`` no longer orders the reads of the critical section after it."""
     name = "planted-cuda-cas-acquire-dropped"
-    target_name = "tiles.backends.llvm.emitter:LLVMEmitter.atomic_cas"
+    target_name = "tiles.backends.llvm.emitter:LLVMEmitter._cmpxchg"
 
     @staticmethod
     def replace(original: Any) -> Any:
-        def atomic_cas(self: Any, *args: Any) -> Any:
-            emit = self._val
-
-            def weaker(ty: Any, text: str) -> Any:
-                return emit(ty, text.replace(" acq_rel monotonic", " release monotonic"))
-            self._val = weaker
-            try:
-                return original(self, *args)
-            finally:
-                del self._val
-        return atomic_cas
+        def _cmpxchg(self: Any, p: Any, cmp: Any, new: Any, it: str, align: int, sem: str, scope: str) -> Any:
+            weaker = {"acq_rel": "release", "acquire": "relaxed"}.get(sem, sem)
+            return original(self, p, cmp, new, it, align, weaker, scope)
+        return _cmpxchg
 
 
 class CudaReleaseDropped(Planted):
-    """The LLVM emitter gives read-modify-write atomics acquire ordering only: the ``tl.atomic_xchg``
-    that releases a lock no longer publishes the critical section's stores."""
+    """CUDA's read-modify-write atomics get acquire ordering only: the ``tl.atomic_xchg`` that
+    releases a lock no longer publishes the critical section's stores."""
     name = "planted-cuda-rmw-release-dropped"
-    target_name = "tiles.backends.llvm.emitter:LLVMEmitter.atomic_rmw"
+    target_name = "tiles.backends.cuda.atomic_ops:PTXAtomicOps.atomic_rmw"
 
     @staticmethod
     def replace(original: Any) -> Any:
-        def atomic_rmw(self: Any, *args: Any) -> Any:
-            emit = self._val
-
-            def weaker(ty: Any, text: str) -> Any:
-                return emit(ty, text.replace(" acq_rel, align", " acquire, align"))
-            self._val = weaker
-            try:
-                return original(self, *args)
-            finally:
-                del self._val
+        def atomic_rmw(self: Any, kind: str, p: Any, value: Any, dtype: Any, mask: Any, loc: Any,
+                       sem: str = "acq_rel", scope: str = "gpu") -> Any:
+            weaker = {"acq_rel": "acquire", "release": "relaxed"}.get(sem, sem)
+            return original(self, kind, p, value, dtype, mask, loc, weaker, scope)
         return atomic_rmw
 
 
