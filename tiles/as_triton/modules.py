@@ -63,20 +63,20 @@ def _top_level() -> types.ModuleType:
     top = types.ModuleType("triton", "Triton's names, served by tiles (tiles.install_as_triton).")
     for name in [*tiles.__all__, "cdiv", "next_power_of_2", "set_allocator"]:
         setattr(top, name, getattr(tiles, name))
-    top.__version__ = TRITON_VERSION
+    setattr(top, "__version__", TRITON_VERSION)  # noqa: B010
     top.__path__ = []  # a package: ``import triton.language`` asks the finder below
     top.__spec__ = importlib.machinery.ModuleSpec("triton", _FINDER, is_package=True)
     top.__loader__ = _FINDER
     top.__package__ = "triton"
-    top.tiles = tiles  # (how a user tells, from the module, that the alias is in use)
+    setattr(top, "tiles", tiles)  # noqa: B010  (how a user tells, from the module, that the alias is in use)
 
-    def __getattr__(name: str) -> Any:  # ``triton.language`` etc. without importing it first
+    def getattr_(name: str) -> Any:  # ``triton.language`` etc. without importing it first
         full = f"triton.{name}"
         if full in TRITON_MODULES:
             return importlib.import_module(full)
         raise AttributeError(f"module 'triton' (tiles' compatibility mode) has no attribute {name!r}")
 
-    top.__getattr__ = __getattr__  # type: ignore[method-assign]
+    setattr(top, "__getattr__", getattr_)  # noqa: B010
     return top
 
 

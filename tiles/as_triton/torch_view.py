@@ -28,7 +28,6 @@ from contextlib import contextmanager
 from typing import Any
 
 
-
 class _NoTriton(importlib.abc.MetaPathFinder):
     """Refuses ``triton`` (a real install included) while torch's answer is being primed."""
 
@@ -57,14 +56,15 @@ def prime(module: types.ModuleType) -> None:
     check = getattr(module, "has_triton_package", None)
     if check is None:
         return
-    if hasattr(check, "cache_clear"):
-        check.cache_clear()
+    clear = getattr(check, "cache_clear", None)
+    if clear is not None:
+        clear()
     with _hidden():
         check()
     for name in ("has_triton", "get_triton_version", "has_triton_tma", "has_triton_tma_device"):
-        cached = getattr(module, name, None)
-        if hasattr(cached, "cache_clear"):
-            cached.cache_clear()  # (answers computed from the old one)
+        stale = getattr(getattr(module, name, None), "cache_clear", None)
+        if stale is not None:
+            stale()  # (answers computed from the old one)
 
 
 def skip_tiles(module: types.ModuleType) -> None:
