@@ -431,7 +431,7 @@ class JITFunction(KernelInterface):
             self._hot_chain = hot_path.unchained(self._hot_chain)
             return
         on_device = getattr(launcher, "device", None) is not None or \
-            any(_device_index(v) >= 0 for v in expanded_args.flatten(values))
+            any(_device_index(v) >= 0 for v in expanded_args.flatten(values, self._param_kinds))
         self._launches[fast_key] = FastLaunch(compiled, launcher, be, None if on_device else target)
 
     def _launch(self, compiled: CompiledKernel, launcher: Callable[..., None], grid: Grid,
@@ -479,9 +479,9 @@ class JITFunction(KernelInterface):
         specs = self.specialize(named)
         compiled = self.compile_for(specs, backend, self._options(backend, num_warps, num_stages, debug, compile_hints))
         stores = _first_writes(compiled.ir)
-        expand = expanded_args.has_expansion(values)
+        expand = expanded_args.has_expansion(values, self._param_kinds)
         if expand:  # the launcher takes descriptors' and tuples' expanded parameters (runtime/expanded_args.py)
-            values = expanded_args.flatten(values)
+            values = expanded_args.flatten(values, self._param_kinds)
             named = {s.name: v for s, v in zip(specs, values)}
         check_writable(named, stores, self.loc, self.__name__)
         plan = [(i, s.name, isinstance(s.type, PointerType), s.name in stores)
@@ -494,7 +494,7 @@ class JITFunction(KernelInterface):
             launcher = checked_launch.make_launcher(backend, compiled, plan,
                                                     lambda inner: _accepting_stream(inner, backend))
         launcher = _accepting_stream(launcher, backend)
-        return compiled, expanded_args.expanding(launcher) if expand else launcher
+        return compiled, expanded_args.expanding(launcher, self._param_kinds) if expand else launcher
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int | None = None, num_stages: int | None = None,
                debug: bool | None = None, stream: Any = None, backend: str | Backend | None = None,
