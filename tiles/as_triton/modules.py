@@ -98,6 +98,12 @@ class TritonFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> importlib.machinery.ModuleSpec | None:
         if fullname == "triton" or fullname in TRITON_MODULES:
             return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+        if fullname.startswith("triton."):
+            # not found, rather than found by the path finder in a tiles package's folder (a
+            # second copy of a tiles module) or in a real Triton's
+            raise ModuleNotFoundError(f"No module named {fullname!r} (tiles' Triton compatibility mode "
+                                      "serves the modules kernels and host code use: tiles/as_triton/modules.py)",
+                                      name=fullname)
         return None
 
     def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType | None:
