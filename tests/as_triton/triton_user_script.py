@@ -6,7 +6,6 @@ import sys
 import numpy as np
 import triton
 from triton.runtime import driver
-
 from triton_user_kernels import softmax
 
 if __name__ == "__main__":
