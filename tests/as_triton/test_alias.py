@@ -124,3 +124,21 @@ def test_triton_written_kernels_run(alias):
     np.testing.assert_allclose(user.rms_scale(v), v / np.sqrt(v * v + np.float32(1e-6)), rtol=1e-6)
     m = rng.normal(0, 1, (21, 40)).astype(np.float32)
     np.testing.assert_array_equal(user.tile_double(m), m * 2)
+
+
+def test_a_real_triton_imported_before_is_shadowed_then_restored(monkeypatch):
+    """Stands in a module for a real Triton (the same names in sys.modules) to check the swap."""
+    import types
+
+    real = types.ModuleType("triton")
+    real_language = types.ModuleType("triton.language")
+    monkeypatch.setitem(sys.modules, "triton", real)
+    monkeypatch.setitem(sys.modules, "triton.language", real_language)
+    tiles.install_as_triton()
+    try:
+        import triton
+        import triton.language as tl
+        assert triton is not real and tl is tiles.language
+    finally:
+        tiles.uninstall_as_triton()
+    assert sys.modules["triton"] is real and sys.modules["triton.language"] is real_language

@@ -129,10 +129,24 @@ def alias(name: str) -> None:
         sys.modules[name] = _top_level() if name == "triton" else importlib.import_module(TRITON_MODULES[name])
 
 
+# a real Triton's modules that were imported before ``install``: put back by ``uninstall``
+_shadowed: dict[str, types.ModuleType] = {}
+
+
+def _ours(name: str, module: object) -> bool:
+    if name == "triton":
+        return getattr(module, "tiles", None) is not None
+    return str(getattr(module, "__name__", "")).startswith("tiles")
+
+
 def install() -> None:
-    """Serve ``triton`` from tiles in this process (idempotent)."""
+    """Serve ``triton`` from tiles in this process (idempotent).  A real Triton imported before
+    stays with the modules that imported it; later imports get tiles."""
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
+    for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
+        if not _ours(name, sys.modules[name]):
+            _shadowed[name] = sys.modules.pop(name)
     alias("triton")
     # the modules tiles has loaded already are aliased now: importing ``triton.runtime.driver``
     # later must not make the import system set the parent's attribute (``runtime.driver``, the
@@ -147,10 +161,10 @@ def uninstall() -> None:
     while _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
     for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
-        module = sys.modules[name]
-        if name == "triton" and getattr(module, "tiles", None) is not None or \
-                getattr(module, "__name__", "").startswith("tiles"):
+        if _ours(name, sys.modules[name]):
             del sys.modules[name]
+    sys.modules.update(_shadowed)
+    _shadowed.clear()
 
 
 def installed() -> bool:
