@@ -18,7 +18,6 @@ import numpy as np
 
 from .backends.interpreter import TORCH_ONLY_FLOATS
 from .benchmark_report import Benchmark, Mark, perf_report
-from .gpu_model import get_dram_gbps, get_max_simd_tflops, get_max_tensorcore_tflops, nvsmi
 
 L2_FLUSH_BYTES = 256 * 1024 * 1024
 RETURN_MODES = ("min", "max", "mean", "median", "all")
@@ -274,5 +273,4 @@ def assert_close(x: Any, y: Any, atol: Any = None, rtol: Any = None, err_msg: st
         f"(|diff| = {diff[worst_index]})")
 
 
-__all__ = ["Benchmark", "Mark", "assert_close", "do_bench", "do_bench_cudagraph", "get_dram_gbps",
-           "get_max_simd_tflops", "get_max_tensorcore_tflops", "nvsmi", "perf_report"]
+__all__ = ["Benchmark", "Mark", "assert_close", "do_bench", "do_bench_cudagraph", "perf_report"]

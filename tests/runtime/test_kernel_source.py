@@ -28,7 +28,7 @@ from tiles import CompilationError
 @tiles.jit
 def template(X, Y, N: tl.constexpr):
     offs = tl.arange(0, N)
-    x = tl.load(X + offs)  # noqa: F841  (GENERATE_TEST_HERE reads it)
+    x = tl.load(X + offs)  # noqa: F841  (the replaced expression reads it)
     y = GENERATE_TEST_HERE  # noqa: F821  (replaced before the kernel is compiled)
     tl.store(Y + offs, y)
 

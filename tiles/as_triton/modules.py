@@ -46,7 +46,7 @@ TRITON_MODULES: dict[str, str] = {
     "triton.compiler.compiler": "tiles.compiler",
     "triton.compiler.errors": "tiles.compiler.errors",
     "triton.errors": "tiles.runtime.errors",
-    "triton.testing": "tiles.testing",
+    "triton.testing": "tiles.as_triton.testing",
     "triton.tools": "tiles.tools",
     "triton.tools.tensor_descriptor": "tiles.tools.tensor_descriptor",
     "triton.tools.mxfp": "tiles.tools.mxfp",
@@ -58,8 +58,7 @@ TRITON_MODULES: dict[str, str] = {
 
 def _top_level() -> types.ModuleType:
     """A fresh ``triton`` module: tiles' public names, Triton's version, its submodules on demand."""
-    import tiles
-
+    tiles = sys.modules["tiles"]  # (loaded: this module is part of it)
     top = types.ModuleType("triton", "Triton's names, served by tiles (tiles.install_as_triton).")
     for name in [*tiles.__all__, "cdiv", "next_power_of_2", "set_allocator"]:
         setattr(top, name, getattr(tiles, name))

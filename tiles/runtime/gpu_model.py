@@ -1,4 +1,5 @@
-"""``triton.testing``'s NVIDIA helpers that libraries import (``nvsmi``, ``get_dram_gbps``,
+"""``triton.testing``'s NVIDIA helpers that libraries import (served as ``triton.testing`` names in the
+compatibility mode, ``tiles/as_triton/testing.py``) (``nvsmi``, ``get_dram_gbps``,
 ``get_max_tensorcore_tflops``, ``get_max_simd_tflops``): peak figures for roofline estimates
 and autotuning pruning, from the device properties of ``tiles.runtime.driver`` and the same
 per-SM-subcore throughput model as Triton's (ops per clock per subcore, four subcores per SM,
@@ -20,14 +21,14 @@ def nvsmi(attrs: list[str]) -> list[int]:
 
 
 def _properties(device: Any) -> dict[str, Any]:
-    from .runtime.driver import driver
+    from .driver import driver
     active = driver.active
     dev = active.get_current_device() if device is None else device
     return dict(active.utils.get_device_properties(dev))
 
 
 def _capability() -> int:
-    from .runtime.driver import driver
+    from .driver import driver
     arch = driver.active.get_current_target().arch
     return arch if isinstance(arch, int) else 80
 
