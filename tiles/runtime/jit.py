@@ -234,6 +234,8 @@ class JITFunction(KernelInterface):
         self._rewritten = None
         self.cache.clear()
         self._launches.clear()
+        self._guards.clear()  # (in place: the launch function holds it) the new text may read other globals
+        self._guards_recorded = False
 
     @property
     def cache_key(self) -> str:
