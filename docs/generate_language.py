@@ -78,7 +78,9 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   `element_ty` is the element type, pointer or not) and behaves as the dtype
   for scalars (`ptr.type.element_ty` is the pointee).  Dtypes answer Triton's
   queries: `is_fp16()`, `is_floating()`, `is_int_signed()`, `primitive_bitwidth`,
-  `scalar`, `element_ty` of pointer types...
+  `scalar`, `element_ty` of pointer types...  `x.shape` and a descriptor's
+  `block_shape` are tuples of ints that also equal a list of the same sizes
+  (`x.shape == [BLOCK]`), as Triton's `tl.tuple` shapes do.
 - **Layout.** `tl.core`, `tl.standard` (with the private helpers kernels import,
   e.g. `_log2`), `tl.random` and `tl.math` mirror Triton 3.x's modules.  Names
   tiles does not implement exist and raise a `CompilationError` saying why at

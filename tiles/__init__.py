@@ -1,6 +1,7 @@
 """tiles: write GPU kernels in Triton's tile language, run them anywhere."""
 
-from . import compiler, language, runtime, testing  # noqa: F401  (as triton.compiler, .runtime, .testing)
+from . import compiler, knobs, language, runtime, testing  # noqa: F401  (as triton.compiler, .knobs, .runtime, .testing)
+from .as_triton import install_as_triton, uninstall_as_triton
 from .backends.registry import set_backend
 from .core.errors import (
     CompilationError,
@@ -47,5 +48,5 @@ __all__ = [
     "CompilationError", "InterpreterError", "JITFunction", "KernelInterface", "KernelRuntimeError", "LaunchError",
     "MockTensor", "OutOfResources", "OutOfResourcesError", "TilesError", "TritonError", "UnsupportedError",
     "cdiv", "compiler", "constexpr", "constexpr_function", "jit", "language", "next_power_of_2", "reinterpret",
-    "runtime", "set_allocator", "set_backend",
+    "install_as_triton", "knobs", "runtime", "set_allocator", "set_backend", "uninstall_as_triton",
 ]

@@ -24,9 +24,10 @@ LAYERS: list[set[str]] = [
     {"tiles.interp", "tiles.language"},
     {"tiles.backends"},
     {"tiles.testing", "tiles.tools"},
-    {"tiles.runtime", "tiles.compiler"},
+    {"tiles.runtime", "tiles.compiler", "tiles.knobs"},
+    {"tiles.as_triton"},  # the Triton compatibility mode: triton.* module names served by tiles
     {"tiles"},  # the package itself: the public names
-    {"tiles.cli"},
+    {"tiles.cli", "tiles.run"},
 ]
 
 # Packages whose modules must not import each other in a cycle.

@@ -155,7 +155,7 @@ def test_cuda_launch_on_a_named_stream(use_backend):
 
 
 def test_jit_function_source_and_cache_key():
-    assert persistent_scale.src.lstrip().startswith("@tiles.jit")
+    assert persistent_scale.src.startswith("def persistent_scale(")  # Triton 3.9: from the def on
     assert "NUM_SMS" in persistent_scale.src
     key = persistent_scale.cache_key
     assert len(key) == 64 and key == tiles.jit(persistent_scale.fn).cache_key

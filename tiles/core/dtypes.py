@@ -262,6 +262,10 @@ BY_NAME.update({"fp16": float16, "bf16": bfloat16, "fp32": float32, "fp64": floa
                 "i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64,
                 "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64,
                 "fp8e4nv": float8e4nv, "fp8e5": float8e5, "bool": int1})
+# Triton 3.9's other spellings of a type given as a string (its ``type_canonicalisation_dict``:
+# signatures such as ``"*float8_e5m2"``, ``"*half"``); it has no ``tl.float8_e5m2`` attribute
+BY_NAME.update({"float8_e4m3fn": float8e4nv, "float8_e5m2": float8e5, "half": float16, "float": float32,
+                "double": float64, "int": int32, "uint1": int1, "u1": int1})
 
 _NUMPY: dict[str, np.dtype] = {
     "int1": np.dtype(np.bool_), "int8": np.dtype(np.int8), "int16": np.dtype(np.int16),

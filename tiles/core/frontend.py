@@ -331,24 +331,33 @@ def check_globals(fn: Callable[..., Any], fdef: ast.FunctionDef, filename: str,
 _ast_lock = threading.RLock()
 
 
-def rewrite(fn: Callable[..., Any], helpers: ModuleType) -> tuple[Callable[..., Any], str]:
+def rewrite(fn: Callable[..., Any], helpers: ModuleType,
+            text: tuple[str, int, str] | None = None) -> tuple[Callable[..., Any], str]:
     """The kernel function with control flow rewritten, and its source text.
 
     ``helpers`` is the module the rewritten code calls as ``__tiles__`` (``for_``, ``if_``,
     ``range``, ...); its ``global_allowed(value)`` says which module globals a kernel may read.
+    ``text``: (source, line of its first line, linecache name) to rewrite instead of the
+    function's file (an edited ``kernel.src``, a kernel made by ``exec``: runtime/kernel_source.py).
     """
     with _ast_lock:
-        return _rewrite(fn, helpers)
+        return _rewrite(fn, helpers, text)
 
 
-def _rewrite(fn: Callable[..., Any], helpers: ModuleType) -> tuple[Callable[..., Any], str]:
-    try:
-        lines, first = inspect.getsourcelines(fn)
-    except (OSError, TypeError) as e:
-        raise CompilationError(f"cannot read the source of {fn.__qualname__}: {e}; "
-                               "kernels must be defined in a file") from None
+def _rewrite(fn: Callable[..., Any], helpers: ModuleType,
+             text: tuple[str, int, str] | None) -> tuple[Callable[..., Any], str]:
+    if text is not None:
+        lines, first, filename = text[0].splitlines(keepends=True), text[1], text[2]
+    else:
+        try:
+            lines, first = inspect.getsourcelines(fn)
+        except (OSError, TypeError) as e:
+            raise CompilationError(
+                f"cannot read the source of {fn.__qualname__}: {e}; kernels must be defined in a file, a "
+                "notebook cell, or by exec() of a string that the code calling exec() keeps in a variable "
+                "(or registers in linecache)") from None
+        filename = inspect.getsourcefile(fn) or "<unknown>"
     source = textwrap.dedent("".join(lines))
-    filename = inspect.getsourcefile(fn) or "<unknown>"
     tree = ast.parse(source)
     ast.increment_lineno(tree, first - 1)
     fdef = tree.body[0]

@@ -378,6 +378,8 @@ def _unwrap_if_constexpr(o: Any) -> Any:
 
 _constexpr_to_value = _unwrap_if_constexpr
 
+CONSTEXPR_0 = constexpr(0)  # Triton's name (LightLLM: ``def kernel(..., ZERO=tl.core.CONSTEXPR_0)``)
+
 
 def _tensor_member_fn(fn: Any) -> Any:
     """Decorator: make ``fn`` callable as ``x.fn(...)`` too, as Triton's standard library does."""

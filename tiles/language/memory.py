@@ -19,6 +19,7 @@ from ..core.kinds import AtomicKind
 from ..core.ops import Op
 from . import semantic as S
 from .core import arange
+from .shape import Shape
 from .tensor import tensor
 
 
@@ -309,7 +310,7 @@ class tensor_descriptor:  # noqa: N801
 
     def __init__(self, base: tensor, shape: list[Any], strides: list[Any],
                  block_shape: tuple[int, ...]) -> None:
-        self.base, self.shape, self.strides, self.block_shape = base, shape, strides, block_shape
+        self.base, self.shape, self.strides, self.block_shape = base, shape, strides, Shape(block_shape)
 
     @property
     def dtype(self) -> Any:

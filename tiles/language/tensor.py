@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.dtypes import DType, PointerType, ScalarType
 from ..core.ir import TileType, Value
+from .shape import Shape
 
 
 class tensor:  # noqa: N801  (Triton's spelling)
@@ -30,7 +31,8 @@ class tensor:  # noqa: N801  (Triton's spelling)
 
     @property
     def shape(self) -> tuple[int, ...]:
-        return self.handle.type.shape
+        """The tile's sizes (a ``Shape``: ``x.shape == [BLOCK]`` holds, as in Triton)."""
+        return Shape(self.handle.type.shape)
 
     @property
     def numel(self) -> int:

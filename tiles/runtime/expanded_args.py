@@ -33,18 +33,25 @@ def specs_of(name: str, value: Any, constexpr: bool, specialize: bool) -> list[A
     return [classify(name, value, constexpr, specialize)]
 
 
-def has_expansion(values: Sequence[Any]) -> bool:
-    return any(type(v) is tuple or isinstance(v, TensorDescriptor) for v in values)
+def _constexpr(kinds: Sequence[str] | None, i: int) -> bool:
+    return kinds is not None and i < len(kinds) and kinds[i] == "c"
 
 
-def flatten(values: Sequence[Any]) -> list[Any]:
-    """The launch values, one per spec: a descriptor as its base, sizes and strides; a tuple as
-    itself (its marker's slot) followed by its elements, flattened."""
+def has_expansion(values: Sequence[Any], kinds: Sequence[str] | None = None) -> bool:
+    """Whether ``values`` hold a descriptor or a run-time tuple; ``kinds``: the parameters'
+    kinds (``"c"`` for a ``tl.constexpr`` one, whose tuple is one compile-time value)."""
+    return any((type(v) is tuple and not _constexpr(kinds, i)) or isinstance(v, TensorDescriptor)
+               for i, v in enumerate(values))
+
+
+def flatten(values: Sequence[Any], kinds: Sequence[str] | None = None) -> list[Any]:
+    """The launch values, one per spec: a descriptor as its base, sizes and strides; a run-time
+    tuple as itself (its marker's slot) followed by its elements, flattened."""
     out: list[Any] = []
-    for v in values:
+    for i, v in enumerate(values):
         if isinstance(v, TensorDescriptor):
             out += [v.base, *v.shape, *v.strides]
-        elif type(v) is tuple:
+        elif type(v) is tuple and not _constexpr(kinds, i):
             out.append(v)
             out += flatten(v)
         else:
@@ -80,11 +87,11 @@ def _take(specs: Sequence[ArgSpec], leaves: Sequence[Any], i: int, count: int) -
     return out, i
 
 
-def expanding(launcher: Callable[..., None]) -> Callable[..., None]:
+def expanding(launcher: Callable[..., None], kinds: Sequence[str] | None = None) -> Callable[..., None]:
     """``launcher`` (which takes the expanded values) as a launcher of the kernel's own values."""
     def launch(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
         if stream is None:
-            launcher(grid, flatten(values))
+            launcher(grid, flatten(values, kinds))
         else:
-            launcher(grid, flatten(values), stream=stream)
+            launcher(grid, flatten(values, kinds), stream=stream)
     return launch

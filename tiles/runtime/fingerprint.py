@@ -89,7 +89,19 @@ def called_jit_functions(fn: Any) -> list[Any]:
     return found
 
 
-def _function_source(fn: types.FunctionType) -> str:
+def _source_override(obj: Any) -> str | None:
+    """The text a ``@jit`` function compiles instead of its file (an edited ``src``, a kernel made
+    by ``exec``: runtime/kernel_source.py), or None."""
+    if isinstance(obj, types.ModuleType):
+        return None
+    found = inspect.getattr_static(obj, "_source_override", None)
+    text = getattr(found, "text", None)
+    return text if isinstance(text, str) else None
+
+
+def _function_source(fn: types.FunctionType, override: str | None = None) -> str:
+    if override is not None:
+        return override
     try:
         return inspect.getsource(fn)
     except (OSError, TypeError):
@@ -151,24 +163,25 @@ def source_fingerprint(jit_fn: Any) -> str:
     """sha256 over the source of ``jit_fn``, of every function it reaches, transitively, and of
     the values of the globals they read."""
     digest = hashlib.sha256()
-    seen: set[int] = set()
+    seen: set[tuple[int, str | None]] = set()
     root = _wrapped_function(jit_fn)
-    pending: list[types.FunctionType] = [root if root is not None else jit_fn]
+    pending: list[tuple[types.FunctionType, str | None]] = [
+        (root, _source_override(jit_fn)) if root is not None else (jit_fn, None)]
     while pending:
-        fn = pending.pop()
-        if id(fn) in seen:
+        fn, override = pending.pop()
+        if (id(fn), override) in seen:
             continue
-        seen.add(id(fn))
+        seen.add((id(fn), override))
         digest.update(f"def {fn.__module__}.{fn.__qualname__}\n".encode())
-        digest.update(_function_source(fn).encode())
+        digest.update(_function_source(fn, override).encode())
         reached = [(name, obj) for name, obj in _globals_read(fn)]
         reached += [(f"<closure {i}>", obj) for i, obj in enumerate(_closure_values(fn))]
         for name, obj in reached:
             wrapped = _wrapped_function(obj)
             if wrapped is not None:
-                pending.append(wrapped)
+                pending.append((wrapped, _source_override(obj)))
             elif _is_user_function(obj):
-                pending.append(obj)
+                pending.append((obj, None))
             else:
                 text = value_text(obj)
                 if text is not None:

@@ -22,7 +22,7 @@ from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
 from ..language import control
 from ..language.constexpr import as_constexpr
-from . import checked_launch, descriptor_args, expanded_args, global_guards, hot_path
+from . import checked_launch, descriptor_args, expanded_args, global_guards, hot_path, kernel_source
 from .binder import MISSING, can_bind, make_launch, tensor_type
 from .launch_options import JIT_HINTS, split_hints
 from .specialize import ArgSpec, MockArray, launch_key, mock_dtype_argument
@@ -121,6 +121,9 @@ class JITFunction(KernelInterface):
         self.debug = debug
         self._rewritten: Callable[..., Any] | None = None
         self.source = ""
+        # the text to rewrite when it is not the function's file: recovered from exec(), or set
+        # through ``src`` (runtime/kernel_source.py)
+        self._source_override: kernel_source.KernelSource | None = kernel_source.unfound(fn)
         self.cache: dict[tuple[Any, ...], CompiledKernel] = {}
         self._defaults = {n: p.default for n, p in self.signature.parameters.items()
                           if p.default is not inspect.Parameter.empty}
@@ -207,14 +210,32 @@ class JITFunction(KernelInterface):
         if self._rewritten is None:
             with self._lock_for("rewrite"):
                 if self._rewritten is None:
-                    rewritten, self.source = rewrite(self.fn, control)
+                    o = self._source_override
+                    text = None if o is None else (o.text, o.first_line, o.filename)
+                    rewritten, self.source = rewrite(self.fn, control, text)
                     self._rewritten = rewritten
         return self._rewritten
 
     @property
     def src(self) -> str:
-        """The function's source text (Triton's ``JITFunction.src``)."""
-        return inspect.getsource(self.fn)
+        """The function's source from its ``def`` line on (Triton's ``JITFunction.src``)."""
+        if self._source_override is not None:
+            return self._source_override.text
+        return kernel_source.def_text(inspect.getsource(self.fn))
+
+    @src.setter
+    def src(self, text: str) -> None:
+        self._unsafe_update_src(text)
+
+    def _unsafe_update_src(self, text: str) -> None:
+        """Compile ``text`` instead of the function's source from the next launch on (Triton's
+        tests edit kernels so).  As in Triton, kernels that call this one keep what they traced."""
+        self._source_override = kernel_source.edited(self.fn, text, kernel_source.def_line(self.fn))
+        self._rewritten = None
+        self.cache.clear()
+        self._launches.clear()
+        self._guards.clear()  # (in place: the launch function holds it) the new text may read other globals
+        self._guards_recorded = False
 
     @property
     def cache_key(self) -> str:
@@ -412,7 +433,7 @@ class JITFunction(KernelInterface):
             self._hot_chain = hot_path.unchained(self._hot_chain)
             return
         on_device = getattr(launcher, "device", None) is not None or \
-            any(_device_index(v) >= 0 for v in expanded_args.flatten(values))
+            any(_device_index(v) >= 0 for v in expanded_args.flatten(values, self._param_kinds))
         self._launches[fast_key] = FastLaunch(compiled, launcher, be, None if on_device else target)
 
     def _launch(self, compiled: CompiledKernel, launcher: Callable[..., None], grid: Grid,
@@ -460,9 +481,9 @@ class JITFunction(KernelInterface):
         specs = self.specialize(named)
         compiled = self.compile_for(specs, backend, self._options(backend, num_warps, num_stages, debug, compile_hints))
         stores = _first_writes(compiled.ir)
-        expand = expanded_args.has_expansion(values)
+        expand = expanded_args.has_expansion(values, self._param_kinds)
         if expand:  # the launcher takes descriptors' and tuples' expanded parameters (runtime/expanded_args.py)
-            values = expanded_args.flatten(values)
+            values = expanded_args.flatten(values, self._param_kinds)
             named = {s.name: v for s, v in zip(specs, values)}
         check_writable(named, stores, self.loc, self.__name__)
         plan = [(i, s.name, isinstance(s.type, PointerType), s.name in stores)
@@ -475,7 +496,7 @@ class JITFunction(KernelInterface):
             launcher = checked_launch.make_launcher(backend, compiled, plan,
                                                     lambda inner: _accepting_stream(inner, backend))
         launcher = _accepting_stream(launcher, backend)
-        return compiled, expanded_args.expanding(launcher) if expand else launcher
+        return compiled, expanded_args.expanding(launcher, self._param_kinds) if expand else launcher
 
     def warmup(self, *args: Any, grid: Grid = (1,), num_warps: int | None = None, num_stages: int | None = None,
                debug: bool | None = None, stream: Any = None, backend: str | Backend | None = None,

@@ -1,0 +1,82 @@
+"""Spellings Triton's own code and tests use that tiles must take as Triton does (issue 32, item 4).
+
+Each was checked against Triton 3.9's CPU interpreter (``TRITON_INTERPRET=1``, /work/tvenv):
+``x.shape == [N, M]`` and ``desc.block_shape == [N, M]`` are True there (its shapes are
+``tl.tuple``\\ s, equal to a list of the same sizes) and ``x.shape == [M, N]`` is False; a
+``torch.Size`` given for a ``tl.constexpr`` parameter is indexed like a tuple;
+``tl.core.CONSTEXPR_0`` is ``constexpr(0)``, used as a parameter default by LightLLM; type
+strings take Triton's spellings (``"*float8_e5m2"``, ``"*half"``: its ``type_canonicalisation_dict``).
+Triton 3.9 has no ``tl.float8_e5m2`` attribute, so neither does this test ask for one.
+"""
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+
+
+@tiles.jit
+def shape_compare_kernel(X, out, N: tl.constexpr, M: tl.constexpr):
+    x = tl.load(X + tl.arange(0, N)[:, None] * M + tl.arange(0, M)[None, :])
+    desc = tl.make_tensor_descriptor(X, shape=[N, M], strides=[M, 1], block_shape=[N, M])
+    tl.static_assert(x.shape == [N, M])
+    tl.static_assert(desc.block_shape == [N, M])
+    row = tl.sum(x, axis=1)
+    tl.static_assert(row.shape == [N])
+    flags = (x.shape == [N, M]) + 2 * (desc.block_shape == [N, M]) + 4 * (x.shape == [M, N]) \
+        + 8 * (x.shape != [N, M]) + 16 * (row.shape == (N,))
+    tl.store(out, flags)
+    if x.shape == [N, M]:  # the form Triton's tests use to pick a branch
+        tl.store(out + 1, tl.sum(row, axis=0))
+
+
+@pytest.mark.parametrize("n, m", [(4, 8), (8, 8), (2, 16)])
+def test_shapes_equal_lists(n, m):
+    x = np.random.default_rng(n * m).uniform(-3, 3, (n, m)).astype(np.float32)
+    out = np.zeros(2, np.float32)
+    shape_compare_kernel[(1,)](x, out, n, m)
+    # True, True, then x.shape == [M, N] holds only for a square tile, != is False, tuple form True
+    assert out[0] == 1 + 2 + (4 if n == m else 0) + 16
+    assert out[1] == pytest.approx(x.sum(), rel=1e-5)
+
+
+@tiles.jit
+def sized_kernel(out, SHAPE: tl.constexpr, BIAS=tl.core.CONSTEXPR_0):
+    offs = tl.arange(0, SHAPE[0] * SHAPE[1])
+    tl.store(out + offs, offs // SHAPE[1] * 100 + offs % SHAPE[1] + BIAS)
+
+
+def test_torch_size_as_constexpr():
+    torch = pytest.importorskip("torch")
+    x = torch.full((4, 8), -1, dtype=torch.int32)
+    sized_kernel[(1,)](x, x.shape)
+    expected = np.add.outer(np.arange(4) * 100, np.arange(8))
+    np.testing.assert_array_equal(x.numpy(), expected)
+
+
+def test_constexpr_0_default():
+    assert isinstance(tl.core.CONSTEXPR_0, tl.constexpr) and tl.core.CONSTEXPR_0 == 0
+    out = np.full(8, -1, np.int32)
+    sized_kernel[(1,)](out, (2, 4))
+    np.testing.assert_array_equal(out, [0, 1, 2, 3, 100, 101, 102, 103])
+    sized_kernel[(1,)](out, (4, 2), BIAS=-7)
+    np.testing.assert_array_equal(out, [-7, -6, 93, 94, 193, 194, 293, 294])
+
+
+@tiles.jit
+def copy_kernel(src, dst, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(dst + offs, tl.load(src + offs, mask=mask), mask=mask)
+
+
+@pytest.mark.parametrize("spelling, same_as", [("*float8_e5m2", "*fp8e5"), ("*float8_e4m3fn", "*fp8e4nv"),
+                                               ("*half", "*fp16"), ("*float", "*fp32"), ("*double", "*fp64")])
+def test_triton_type_strings(spelling, same_as):
+    sig = {"src": spelling, "dst": spelling, "n": "i32"}
+    ours = copy_kernel.compile(signature=sig, constexprs={"BLOCK": 16})
+    ref = copy_kernel.compile(signature={**sig, "src": same_as, "dst": same_as}, constexprs={"BLOCK": 16})
+    assert ours.asm["ir"] == ref.asm["ir"]
+    with pytest.raises(tiles.LaunchError, match="cannot read type"):
+        copy_kernel.compile(signature={**sig, "src": "*float8_e9m9"}, constexprs={"BLOCK": 16})
