@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.dtypes import DType, PointerType, ScalarType
 from ..core.ir import TileType, Value
+from ..core.live import live
 
 
 class tensor:  # noqa: N801  (Triton's spelling)
@@ -41,9 +42,37 @@ class tensor:  # noqa: N801  (Triton's spelling)
         return len(self.shape)
 
     def __repr__(self) -> str:
+        v = live(self.handle)
+        if v is not None:  # stepping mode: the program's data
+            return v.session.format(v)
         return f"tensor({self.handle!r}: {self.type})"
 
+    # data (stepping mode only: TILES_INTERPRET=step, docs/debugging.md) ------------
+    def numpy(self) -> Any:
+        """This program's value as a NumPy array (a copy; pointers as int64 addresses)."""
+        import numpy as np
+        return np.array(_host(self))
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
+        a = _host(self)
+        return a if dtype is None else a.astype(dtype)
+
+    def item(self) -> Any:
+        return _host(self).item()
+
+    def tolist(self) -> Any:
+        return _host(self).tolist()
+
+    def __int__(self) -> int:
+        return int(_host(self))
+
+    def __float__(self) -> float:
+        return float(_host(self))
+
     def __bool__(self) -> bool:
+        v = live(self.handle)
+        if v is not None:
+            return bool(v.session.truth(v))
         from ..core.builder import user_loc
         from ..core.errors import CompilationError
         raise CompilationError(
@@ -52,6 +81,9 @@ class tensor:  # noqa: N801  (Triton's spelling)
             user_loc())
 
     def __index__(self) -> int:
+        v = live(self.handle)
+        if v is not None and getattr(v.type.dtype, "is_int", False) and not v.type.shape:
+            return int(v.session.host(v))
         from ..core.builder import user_loc
         from ..core.errors import CompilationError
         raise CompilationError("a run-time value was used where a Python int (constexpr) is "
@@ -134,6 +166,17 @@ class tensor:  # noqa: N801  (Triton's spelling)
         if fn is None:
             raise AttributeError(f"tl.tensor has no attribute {name!r}")
         return lambda *a, **k: fn(self, *a, **k)
+
+
+def _host(t: tensor) -> Any:
+    v = live(t.handle)
+    if v is None:
+        from ..core.builder import user_loc
+        from ..core.errors import CompilationError
+        raise CompilationError("a tile's data exists only when the kernel runs; to look at values, "
+                               "run the kernel in stepping mode (TILES_INTERPRET=step, "
+                               "docs/debugging.md) or print them with tl.device_print", user_loc())
+    return v.session.host(v)
 
 
 from . import semantic as S  # noqa: E402  (cycle: semantic builds tensors)

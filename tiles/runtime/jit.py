@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import sys
@@ -14,7 +15,7 @@ from .. import config, progress
 from ..backends import registry
 from ..backends.base import Backend, CompiledKernel, Options
 from ..core import passes
-from ..core.builder import Builder, is_tracing, tb_loc, tracing
+from ..core.builder import Builder, current, is_tracing, tb_loc, tracing
 from ..core.dtypes import DType, PointerType
 from ..core.errors import CompilationError, LaunchError, TilesError
 from ..core.frontend import rewrite
@@ -227,7 +228,8 @@ class JITFunction(KernelInterface):
         for name, value in bound.arguments.items():  # as Triton: tl.constexpr objects, dtypes too
             if name in self.constexprs or isinstance(value, (DType, PointerType)):
                 bound.arguments[name] = as_constexpr(value)
-        return self.rewritten(*bound.args, **bound.kwargs)
+        run = getattr(current(), "function_for", None)  # stepping mode: interp/eager.py
+        return (run(self) if run else self.rewritten)(*bound.args, **bound.kwargs)
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -298,11 +300,15 @@ class JITFunction(KernelInterface):
         from .cache import compile_cached
 
         def traced() -> Kernel:  # only on a disk-cache miss
-            kernel = self.trace(specs)
+            quiet = getattr(backend, "tracing", None)  # stepping: breakpoint() waits for the run
+            with quiet() if quiet else contextlib.nullcontext():
+                kernel = self.trace(specs)
             if not options.debug:
                 kernel = _without_device_asserts(kernel)
             return checked_launch.instrument_for(kernel, backend, options)
         compiled = compile_cached(self, specs, backend, options, traced)
+        if getattr(backend, "wants_function", False):  # the stepping interpreter runs the Python
+            compiled.extra.update(jit_function=self, specs=tuple(specs))
         compiled.asm.setdefault("ir", format_kernel(compiled.ir))
         for stage in config.dump_stages(compiled.asm):
             if stage in compiled.asm:
