@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import os
 import pdb
+import signal
 import sys
 import threading
 from collections.abc import Iterator, Sequence
@@ -58,8 +59,10 @@ class KernelPdb(pdb.Pdb):
     into a ``@jit`` helper's first line."""
 
     def stop_here(self, frame: Any) -> bool:
-        if frame.f_code.co_name == "<lambda>" and frame.f_back is not None and _internal(frame.f_back):
-            return False  # the operands of `and`/`or`/`x if c else y`, evaluated by tiles
+        name = frame.f_code.co_name
+        if name in ("<lambda>", "<module>", "__tiles_step_factory") and frame.f_back is not None \
+                and _internal(frame.f_back):
+            return False  # operands of `and`/`or`/`x if c else y`; a helper's first rewrite
         if frame.f_code not in KERNEL_CODES:
             f = frame
             while f is not None and f.f_code not in KERNEL_CODES:
@@ -196,6 +199,9 @@ class _StepLaunch:
         hook = _breakpoint_hook(self)
         saved = sys.breakpointhook
         sys.breakpointhook = hook
+        # pdb's `continue` makes Ctrl-C stop in the debugger; the launch's end gives it back
+        main = threading.current_thread() is threading.main_thread()
+        sigint = signal.getsignal(signal.SIGINT) if main else None
         try:
             with np.errstate(all="ignore"):
                 done = 0
@@ -208,6 +214,8 @@ class _StepLaunch:
                     self._vectorized(np.arange(done, total))
         finally:
             sys.breakpointhook = saved
+            if main and signal.getsignal(signal.SIGINT) is not sigint:
+                signal.signal(signal.SIGINT, sigint)
 
     def _vectorized(self, linear: np.ndarray) -> None:
         plan = plan_of(self.kernel)

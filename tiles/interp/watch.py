@@ -114,21 +114,32 @@ class WatchedMemory(Memory):
     def store(self, addr: Pointers, value: np.ndarray, mask: np.ndarray | None,
               elem: DType | PointerType, site: Site) -> None:
         hits = self._hits(addr, mask, site, view_dtype(elem).itemsize)
-        old = [self._value_at(w.buffer, addr, elem) for w, addr, _ in hits]
+        before = [self._value_at(w.buffer, a, elem) for w, a, _, _ in hits]
         super().store(addr, value, mask, elem, site)
-        self._report(hits, old, elem, site, site.what)
+        if not hits:
+            return
+        a = addresses(addr)
+        shape = np.broadcast_shapes((site.programs.P, *a.shape[1:]), value.shape,
+                                    () if mask is None else mask.shape)
+        flat = np.broadcast_to(value, shape).reshape(shape[0], -1)
+        dt = view_dtype(elem)
+        for (w, a_, prog, lane), old in zip(hits, before):
+            new = flat[prog, lane].astype(dt).item()
+            self._report(w, a_, prog, old, new, site)
 
     def atomic(self, kind: str, addr: Pointers, value: np.ndarray, cmp: np.ndarray | None,
                mask: np.ndarray | None, elem: DType, used: bool, site: Site) -> np.ndarray:
         hits = self._hits(addr, mask, site, view_dtype(elem).itemsize)
-        old = [self._value_at(w.buffer, addr, elem) for w, addr, _ in hits]
+        before = [self._value_at(w.buffer, a, elem) for w, a, _, _ in hits]
         out = super().atomic(kind, addr, value, cmp, mask, elem, used, site)
-        self._report(hits, old, elem, site, site.what)
+        for (w, a_, prog, _), old in zip(hits, before):  # old/new: the whole atomic's effect
+            self._report(w, a_, prog, old, self._value_at(w.buffer, a_, elem), site)
         return out
 
     def _hits(self, addr: Pointers, mask: np.ndarray | None, site: Site, size: int
-              ) -> list[tuple[Watch, int, int]]:
-        """(watch, address written, index of the last program writing it) per watch hit."""
+              ) -> list[tuple[Watch, int, int, int]]:
+        """(watch, address, program index, lane) of each program writing a watched range, in
+        program order (the last of a program's lanes on it: the one that stays)."""
         a = addresses(addr)
         shape = (site.programs.P, *a.shape[1:])
         if mask is not None:
@@ -138,17 +149,17 @@ class WatchedMemory(Memory):
         found = []
         for w in self.watches:
             touch = on & (a < w.hi) & (a + size > w.lo)
-            if touch.any():
-                prog, lane = np.argwhere(touch)[-1]  # the last writer wins
-                found.append((w, int(a[prog, lane]), int(prog)))
+            if not touch.any():
+                continue
+            for prog in np.flatnonzero(touch.any(axis=1)):
+                lane = int(np.flatnonzero(touch[prog])[-1])
+                found.append((w, int(a[prog, lane]), int(prog), lane))
         return found
 
-    def _report(self, hits: list[tuple[Watch, int, int]], old: list[Any],
-                elem: DType | PointerType, site: Site, what: str) -> None:
-        for (w, addr, prog), before in zip(hits, old):
-            hit = WatchHit(w.text, self._element(w.buffer, addr), site.loc, site.programs.pid(prog),
-                           before, self._value_at(w.buffer, addr, elem), what)
-            self.on_hit(hit, site)
+    def _report(self, w: Watch, addr: int, prog: int, old: Any, new: Any, site: Site) -> None:
+        hit = WatchHit(w.text, self._element(w.buffer, addr), site.loc, site.programs.pid(prog),
+                       old, new, site.what)
+        self.on_hit(hit, site)
 
     def _value_at(self, b: Buffer, addr: int, elem: DType | PointerType) -> Any:
         dt = view_dtype(elem)
