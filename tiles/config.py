@@ -6,8 +6,8 @@
 | ``TILES_INTERPRET=step`` | stepping mode: the kernel's Python runs one program at a time on the interpreter's |
 |   | values, so ``breakpoint()`` in a kernel stops per program (backend ``step``; docs/debugging.md) |
 | ``TILES_PROGRAMS=x,y,z[;...]`` | stepping mode: step only these programs, run the others vectorized (default: all) |
-| ``TILES_WATCH=out[3][;...]`` | stepping mode: report every write of this argument element (``out[3]``, ``out[2, 5]``), |
-|   | argument (``out``) or host address (``0x7f...``), with file:line and program; stop in pdb |
+| ``TILES_WATCH=out[3][;...]`` | stepping mode: report every write of this argument element (``out[3]``, |
+|   | ``out[2, 5]``), argument (``out``) or host address (``0x7f...``), with file:line and program; stop in pdb |
 |   | when a stepped program writes it (``TILES_WATCH_BREAK=0``: report only) |
 | ``TILES_BACKEND=<name>`` | run kernels on this backend (``interpreter``, ``opencl``, ``cuda``, ``rocm``) |
 | ``TILES_DUMP=<stage>[,<stage>]`` | print these compile stages to stderr (``ir``, ``opencl``, ``llir``, ``ptx``... |

@@ -9,12 +9,12 @@ value behave as there (a failing Python ``assert`` raises AssertionError).
 
 from __future__ import annotations
 
+import _thread
 import io
 import re
 import sys
 import threading
 import traceback
-import _thread
 
 import numpy as np
 import pytest
@@ -122,7 +122,8 @@ def test_layer_norm_selected_program(monkeypatch, capsys):
     w, b = rng.standard_normal(N).astype(np.float32), rng.standard_normal(N).astype(np.float32)
     y, mean, rstd = np.zeros_like(x), np.zeros(M, np.float32), np.zeros(M, np.float32)
     monkeypatch.setenv("TILES_PROGRAMS", "2")
-    cmds = ["p ('M', float(mean), float(rstd), int(row))", "n", "n", "n", "n", "p ('OFF', off.item(), str(off.dtype))", "c"]
+    cmds = ["p ('M', float(mean), float(rstd), int(row))", "n", "n", "n", "n",
+            "p ('OFF', off.item(), str(off.dtype))", "c"]
     out = run_pdb(monkeypatch, capsys, cmds, lambda: layer_norm_fwd[(M,)](
         x, y, w, b, mean, rstd, N, N, 1e-5, BLOCK_SIZE=16, backend="step"))
     (m,) = values(out, "M")

@@ -20,6 +20,8 @@ class Session(Protocol):
 
     def host(self, value: LiveValue) -> np.ndarray: ...
 
+    def truth(self, value: LiveValue) -> bool: ...
+
 
 class LiveValue(Value):
     """An IR value with the data of the program being stepped (``array``: shape ``(1, *shape)``)."""

@@ -174,13 +174,13 @@ class _StepLaunch:
             return
         if os.environ.get("PYTHONBREAKPOINT", "") == "0":
             return
-        frame = sys._getframe(1)
+        frame: Any = sys._getframe(1)
         while frame is not None and frame.f_code not in KERNEL_CODES:
             frame = frame.f_back
         if frame is None:
             return
         p = self.debugger()
-        p.message(f"tiles: stopped after the write (the next kernel line follows)")
+        p.message("tiles: stopped after the write (the next kernel line follows)")
         p.reset()
         f: Any = frame
         while f is not None:
