@@ -54,7 +54,7 @@ class WatchHit:
     def __str__(self) -> str:
         x, y, z = self.program
         return (f"watchpoint {self.watch}: {self.element} written by program ({x}, {y}, {z}) "
-                f"({self.what}) at {self.loc}: {self.old!r} -> {self.new!r}\n    {self.loc.source}")
+                f"({self.what}) at {self.loc}: {str(self.old)} -> {str(self.new)}\n    {self.loc.source}")
 
 
 _ITEM = re.compile(r"^\s*([A-Za-z_]\w*)\s*(?:\[(.*)\])?\s*$")
@@ -124,7 +124,7 @@ class WatchedMemory(Memory):
         flat = np.broadcast_to(value, shape).reshape(shape[0], -1)
         dt = view_dtype(elem)
         for (w, a_, prog, lane), old in zip(hits, before):
-            new = flat[prog, lane].astype(dt).item()
+            new = flat[prog, lane].astype(dt)
             self._report(w, a_, prog, old, new, site)
 
     def atomic(self, kind: str, addr: Pointers, value: np.ndarray, cmp: np.ndarray | None,
@@ -166,7 +166,7 @@ class WatchedMemory(Memory):
         off = addr - b.base
         if off % dt.itemsize:
             return "?"
-        return b.view(dt)[off // dt.itemsize].item()
+        return b.view(dt)[off // dt.itemsize]
 
     def _element(self, b: Buffer, addr: int) -> str:
         a = b.array
