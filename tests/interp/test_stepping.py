@@ -333,3 +333,28 @@ def spin(x, out):
     while v > 0:
         v = (v * 3) % 7 + 1
     tl.store(out, v)
+
+
+def test_race_check_works_across_stepped_and_vectorized_programs(monkeypatch):
+    """TILES_INTERPRET_CHECKS=races sees programs 0 (vectorized) and 1 (stepped) store to out[3]."""
+    keys = np.array([5, 6, 7, 3, 3, 9, 8, 4, 9, 9], np.int32)
+    out = np.full(12, -1, np.int32)
+    monkeypatch.setenv("TILES_INTERPRET_CHECKS", "races")
+    with stepping.options(programs="1"), pytest.raises(KernelRuntimeError, match="data race") as info:
+        histogram_bug[(3,)](keys, out, keys.size, BLOCK=4, backend="step")
+    assert "program (0, 0, 0)" in str(info.value) or "program 0" in str(info.value)
+
+
+def test_program_selection_outside_the_grid_is_refused():
+    x, out = np.ones(8, np.float32), np.zeros(8, np.float32)
+    with stepping.options(programs="5"), pytest.raises(Exception, match="outside the grid"):
+        copy_kernel[(2,)](x, out, 8, BLOCK=4, backend="step")
+    with stepping.options(programs="1"):
+        copy_kernel[(2,)](x, out, 8, BLOCK=4, backend="step")
+    assert out.tolist() == [1.0] * 8
+
+
+def test_watch_of_unknown_argument_lists_the_arguments():
+    x, out = np.ones(8, np.float32), np.zeros(8, np.float32)
+    with stepping.options(watch="y[2]"), pytest.raises(Exception, match="array arguments: x, out"):
+        copy_kernel[(2,)](x, out, 8, BLOCK=4, backend="step")
