@@ -299,6 +299,7 @@ def test_interrupt_shows_kernel_line():
 
     x = np.array([1], np.int32)
     out = np.zeros(1, np.int32)
+    spin[(1,)](np.zeros(1, np.int32), out, backend="step")  # traced now: the interrupt hits the run
     timer = threading.Timer(0.5, _thread.interrupt_main)
     timer.start()
     try:
@@ -315,6 +316,7 @@ def test_interrupt_in_vectorized_interpreter_names_kernel_line():
     """The same on the vectorized interpreter: the KeyboardInterrupt carries the kernel line."""
     x = np.array([1], np.int32)
     out = np.zeros(1, np.int32)
+    spin[(1,)](np.zeros(1, np.int32), out, backend="interpreter")
     timer = threading.Timer(0.5, _thread.interrupt_main)
     timer.start()
     try:
@@ -358,3 +360,52 @@ def test_watch_of_unknown_argument_lists_the_arguments():
     x, out = np.ones(8, np.float32), np.zeros(8, np.float32)
     with stepping.options(watch="y[2]"), pytest.raises(Exception, match="array arguments: x, out"):
         copy_kernel[(2,)](x, out, 8, BLOCK=4, backend="step")
+
+
+def test_tiles_interpret_step_selects_the_step_backend(monkeypatch):
+    from tiles.backends import registry
+    monkeypatch.setenv("TILES_INTERPRET", "step")
+    registry.set_backend(None)
+    assert registry.default().name == "step"
+    x, out = np.arange(8, dtype=np.float32) - 3.5, np.zeros(8, np.float32)
+    copy_kernel[(2,)](x, out, 8, BLOCK=4)
+    assert out.tolist() == x.tolist()
+
+
+@tiles.jit
+def wants_data_while_traced(x, out):
+    v = tl.load(x)
+    tl.store(out, v + v.numpy().item())
+
+
+def test_data_of_a_traced_tile_says_to_use_stepping_mode():
+    x, out = np.ones(1, np.float32), np.zeros(1, np.float32)
+    with pytest.raises(tiles.CompilationError, match="TILES_INTERPRET=step"):
+        wants_data_while_traced[(1,)](x, out, backend="interpreter")
+
+
+@tiles.jit
+def saves_rows(x_ptr, n, BLOCK: tl.constexpr):
+    pid = tl.program_id(0)
+    offs = pid * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
+    if x.numpy().max() > 2:  # host Python on the data, as under TRITON_INTERPRET=1
+        record(pid.item(), x.numpy().copy())
+
+
+SAVED: list = []
+
+
+def record(pid, row):
+    SAVED.append((pid, row))
+
+
+def test_host_python_on_data_runs_every_program_stepped(capsys):
+    """Code that needs data cannot be traced: every program is stepped, a selection is overridden."""
+    SAVED.clear()
+    x = np.arange(10, dtype=np.float32)
+    with stepping.options(programs="0"):
+        saves_rows[(3,)](x, 10, BLOCK=4, backend="step")
+    assert [p for p, _ in SAVED] == [0, 1, 2]
+    np.testing.assert_array_equal(SAVED[2][1], [8, 9, 0, 0])
+    assert "cannot run vectorized" in capsys.readouterr().err

@@ -12,7 +12,12 @@ from typing import Any, Protocol
 
 import numpy as np
 
+from .errors import CompilationError
 from .ir import TileType, Value
+
+
+class DataNeeded(CompilationError):
+    """Kernel code asked for a tile's data (``x.numpy()``, ``x.item()``...) while it was traced."""
 
 
 class Session(Protocol):

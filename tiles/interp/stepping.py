@@ -24,6 +24,7 @@ import pdb
 import signal
 import sys
 import threading
+import weakref
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -31,12 +32,12 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..backends.base import CompiledKernel, LaunchArg
+from ..backends.base import Backend, CompiledKernel, LaunchArg
 from ..backends.interpreter import InterpreterBackend, host_array
 from ..core.builder import KERNEL_CODES, tracing
 from ..core.errors import LaunchError
-from ..core.ir import Kernel
-from ..core.live import LiveValue
+from ..core.ir import Block, Kernel, Param, TileType, Value
+from ..core.live import DataNeeded, LiveValue
 from .allocator import reuse_freed_memory
 from .context import Ctx, Launch
 from .eager import EagerBuilder, StepSession
@@ -145,6 +146,7 @@ class _StepLaunch:
         self.fn = stepping_function(compiled.extra["jit_function"].fn, control, step_helpers)
         self.specs = compiled.extra["specs"]
         self.debug = compiled.options.debug
+        self.step_only = compiled.extra.get("step_only")
         self.grid = grid
         watch = _option("watch", config.watch())
         races = "races" in config.interpreter_checks()
@@ -195,6 +197,11 @@ class _StepLaunch:
         gx, gy, gz = self.grid
         total = gx * gy * gz
         selected = parse_programs(_option("programs", config.step_programs()), self.grid)
+        where = self.step_only
+        if where is not None and selected is not None:
+            print(f"tiles: stepping every program of '{self.kernel.name}', not only TILES_PROGRAMS: "
+                  f"its code uses data in Python ({where}), so it cannot run vectorized", file=sys.stderr)
+            selected = None
         chosen = range(total) if selected is None else sorted(selected)
         hook = _breakpoint_hook(self)
         saved = sys.breakpointhook
@@ -255,6 +262,9 @@ def _ignore(*args: Any, **kwargs: Any) -> None:
     return None
 
 
+# kernels whose code needs data while traced: every program is stepped (the IR has no body)
+_STEP_ONLY: weakref.WeakKeyDictionary[Kernel, Any] = weakref.WeakKeyDictionary()
+
 # the watch hits of the latest launch with watches (for tests and post-mortem scripts)
 LAST_HITS: list[WatchHit] = []
 
@@ -265,16 +275,33 @@ class StepBackend(InterpreterBackend):
     name = "step"
     wants_function = True  # runtime/jit.py hands compile() the @jit function and the launch's specs
 
-    @contextmanager
-    def tracing(self) -> Iterator[None]:
-        """While the kernel is traced before its stepped run, ``breakpoint()`` does nothing
-        (it stops when the programs run)."""
+    def trace(self, jit_fn: Any, specs: Sequence[Any]) -> Kernel:
+        """The kernel's IR, traced with ``breakpoint()`` silenced (it stops when the programs run).
+        Kernel code that needs data (``x.numpy()``, ``x.item()``) cannot be traced: then the IR is
+        only the parameters, and every program of each launch is stepped."""
         saved = sys.breakpointhook
         sys.breakpointhook = _ignore
         try:
-            yield
+            return jit_fn.trace(specs)  # type: ignore[no-any-return]
+        except DataNeeded as e:
+            params = [Param(s.name, Value(TileType(s.type), s.name), s.divisibility)
+                      for s in specs if not s.constexpr]
+            constants = {s.name: s.value for s in specs if s.constexpr}
+            kernel = Kernel(jit_fn.__name__, params, Block(), jit_fn.loc, constants)
+            _STEP_ONLY[kernel] = e.loc
+            return kernel
         finally:
             sys.breakpointhook = saved
+
+    def compile(self, kernel: Any, options: Any) -> CompiledKernel:
+        compiled = super().compile(kernel, options)
+        if kernel in _STEP_ONLY:
+            compiled.extra["step_only"] = _STEP_ONLY[kernel]
+        return compiled
+
+    # not served from the disk cache (``Backend.load_cached``: runtime/cache.is_cacheable):
+    # a kernel traced as parameters only must never be taken for the real IR
+    load_cached = Backend.load_cached
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg], stream: Any = None) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import sys
@@ -300,9 +299,8 @@ class JITFunction(KernelInterface):
         from .cache import compile_cached
 
         def traced() -> Kernel:  # only on a disk-cache miss
-            quiet = getattr(backend, "tracing", None)  # stepping: breakpoint() waits for the run
-            with quiet() if quiet else contextlib.nullcontext():
-                kernel = self.trace(specs)
+            own = getattr(backend, "trace", None)  # stepping mode traces its own way (interp/stepping.py)
+            kernel = own(self, specs) if own else self.trace(specs)
             if not options.debug:
                 kernel = _without_device_asserts(kernel)
             return checked_launch.instrument_for(kernel, backend, options)
