@@ -16,7 +16,7 @@ from .errors import CompilationError
 from .ir import TileType, Value
 
 
-class DataNeeded(CompilationError):
+class DataNeededError(CompilationError):
     """Kernel code asked for a tile's data (``x.numpy()``, ``x.item()``...) while it was traced."""
 
 

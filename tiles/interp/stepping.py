@@ -37,7 +37,7 @@ from ..backends.interpreter import InterpreterBackend, host_array
 from ..core.builder import KERNEL_CODES, tracing
 from ..core.errors import LaunchError
 from ..core.ir import Block, Kernel, Param, TileType, Value
-from ..core.live import DataNeeded, LiveValue
+from ..core.live import DataNeededError, LiveValue
 from .allocator import reuse_freed_memory
 from .context import Ctx, Launch
 from .eager import EagerBuilder, StepSession
@@ -283,7 +283,7 @@ class StepBackend(InterpreterBackend):
         sys.breakpointhook = _ignore
         try:
             return jit_fn.trace(specs)  # type: ignore[no-any-return]
-        except DataNeeded as e:
+        except DataNeededError as e:
             params = [Param(s.name, Value(TileType(s.type), s.name), s.divisibility)
                       for s in specs if not s.constexpr]
             constants = {s.name: s.value for s in specs if s.constexpr}
@@ -301,7 +301,7 @@ class StepBackend(InterpreterBackend):
 
     # not served from the disk cache (``Backend.load_cached``: runtime/cache.is_cacheable):
     # a kernel traced as parameters only must never be taken for the real IR
-    load_cached = Backend.load_cached
+    load_cached = Backend.load_cached  # type: ignore[assignment]
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg], stream: Any = None) -> None:

@@ -172,8 +172,8 @@ def _host(t: tensor) -> Any:
     v = live(t.handle)
     if v is None:
         from ..core.builder import user_loc
-        from ..core.live import DataNeeded
-        raise DataNeeded("a tile's data exists only when the kernel runs; to look at values, "
+        from ..core.live import DataNeededError
+        raise DataNeededError("a tile's data exists only when the kernel runs; to look at values, "
                                "run the kernel in stepping mode (TILES_INTERPRET=step, "
                                "docs/debugging.md) or print them with tl.device_print", user_loc())
     return v.session.host(v)
