@@ -49,13 +49,10 @@ class tensor:  # noqa: N801  (Triton's spelling)
 
     # data (stepping mode only: TILES_INTERPRET=step, docs/debugging.md) ------------
     def numpy(self) -> Any:
-        """This program's value as a NumPy array (a copy; pointers as int64 addresses)."""
+        """This program's value as a NumPy array (a copy; pointers as int64 addresses).  There is no
+        ``__array__``: NumPy operators and ufuncs on tiles (``np.float32(2) * x``) keep their meaning."""
         import numpy as np
         return np.array(_host(self))
-
-    def __array__(self, dtype: Any = None, copy: Any = None) -> Any:
-        a = _host(self)
-        return a if dtype is None else a.astype(dtype)
 
     def item(self) -> Any:
         return _host(self).item()
