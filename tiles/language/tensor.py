@@ -166,13 +166,20 @@ class tensor:  # noqa: N801  (Triton's spelling)
 
 
 def _host(t: tensor) -> Any:
+    """The stepped program's data of ``t``.  While tracing: an error, a DataNeededError when the
+    kernel's own code asked (stepping mode then steps every program), else the TypeError that
+    ``int()``/``float()`` of a non-number has always given inside tiles."""
     v = live(t.handle)
     if v is None:
-        from ..core.builder import user_loc
+        import sys
+
+        from ..core.builder import KERNEL_CODES, user_loc
         from ..core.live import DataNeededError
+        if sys._getframe(2).f_code not in KERNEL_CODES:
+            raise TypeError(f"a traced tile ({t.type}) has no value yet")
         raise DataNeededError("a tile's data exists only when the kernel runs; to look at values, "
-                               "run the kernel in stepping mode (TILES_INTERPRET=step, "
-                               "docs/debugging.md) or print them with tl.device_print", user_loc())
+                              "run the kernel in stepping mode (TILES_INTERPRET=step, "
+                              "docs/debugging.md) or print them with tl.device_print", user_loc())
     return v.session.host(v)
 
 
