@@ -21,8 +21,8 @@ import pytest
 
 import tiles
 import tiles.language as tl
+from tiles.backends import stepping
 from tiles.core.errors import KernelRuntimeError
-from tiles.interp import stepping
 
 
 def run_pdb(monkeypatch, capsys, commands: list[str], launch) -> str:

@@ -1,7 +1,7 @@
 """Values that hold their data: what the stepping interpreter's eager builder produces.
 
 While a kernel is *traced*, a ``tl.tensor`` stands for a value known only when the kernel runs.
-In stepping mode (``TILES_INTERPRET=step``, ``interp/stepping.py``) every op is executed as soon
+In stepping mode (``TILES_INTERPRET=step``, ``backends/stepping.py``) every op is executed as soon
 as it is built, one program at a time, so its result is a ``LiveValue``: an IR value that also
 carries the interpreter's array for the program being run (leading program axis of length 1).
 """

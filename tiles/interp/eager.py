@@ -11,7 +11,7 @@ records them and run through the interpreter's walker.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -116,19 +116,17 @@ class StepSession:
 class EagerBuilder(Builder):
     """A builder whose top-level instructions run at once (``StepSession.execute``)."""
 
-    def __init__(self, session: StepSession) -> None:
+    def __init__(self, session: StepSession, stepping_version: Callable[[Any], Any]) -> None:
         super().__init__()
         self.session = session
+        self.stepping_version = stepping_version  # @jit function -> its stepping Python
 
     def function_for(self, jit_fn: Any) -> Any:
         """What a call to a @jit helper runs: its stepping version, unless a region is being
         recorded (a combine function, a branch of ``x if c else y``), which traces as usual."""
         if len(self.blocks) > 1:
             return jit_fn.rewritten
-        from ..language import control
-        from . import step_helpers
-        from .step_rewrite import stepping_function
-        return stepping_function(jit_fn.fn, control, step_helpers)
+        return self.stepping_version(jit_fn)
 
     def emit(self, op: Op, operands: Sequence[Value], attrs: Any = None,
              result_types: Sequence[TileType] | None = None,

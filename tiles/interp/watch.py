@@ -1,6 +1,6 @@
 """Watchpoints: report (and, in a stepped program, stop at) each write of a chosen memory element.
 
-``TILES_WATCH`` (or ``tiles.interp.stepping.options(watch=...)``) names what to watch:
+``TILES_WATCH`` (or ``tiles.backends.stepping.options(watch=...)``) names what to watch:
 
 - ``out[3]``, ``out[2, 5]``: one element of the array argument ``out`` (NumPy indexing, negative
   indices allowed);

@@ -299,14 +299,14 @@ class JITFunction(KernelInterface):
         from .cache import compile_cached
 
         def traced() -> Kernel:  # only on a disk-cache miss
-            own = getattr(backend, "trace", None)  # stepping mode traces its own way (interp/stepping.py)
+            own = getattr(backend, "trace", None)  # stepping mode traces its own way (backends/stepping.py)
             kernel = own(self, specs) if own else self.trace(specs)
             if not options.debug:
                 kernel = _without_device_asserts(kernel)
             return checked_launch.instrument_for(kernel, backend, options)
         compiled = compile_cached(self, specs, backend, options, traced)
         if getattr(backend, "wants_function", False):  # the stepping interpreter runs the Python
-            compiled.extra.update(jit_function=self, specs=tuple(specs))
+            compiled.extra.update(jit_function=self, specs=tuple(specs), regroup=expanded_args.regroup)
         compiled.asm.setdefault("ir", format_kernel(compiled.ir))
         for stage in config.dump_stages(compiled.asm):
             if stage in compiled.asm:

@@ -32,19 +32,23 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..backends.base import Backend, CompiledKernel, LaunchArg
-from ..backends.interpreter import InterpreterBackend, host_array
 from ..core.builder import KERNEL_CODES, tracing
 from ..core.errors import LaunchError
 from ..core.ir import Block, Kernel, Param, TileType, Value
 from ..core.live import DataNeededError, LiveValue
-from .allocator import reuse_freed_memory
-from .context import Ctx, Launch
-from .eager import EagerBuilder, StepSession
-from .executor import _Walker, plan_of
-from .memory import Memory, Site
-from .programs import Programs
-from .watch import WatchedMemory, WatchHit, parse, print_hit
+from ..interp.allocator import reuse_freed_memory
+from ..interp.context import Ctx, Launch
+from ..interp.eager import EagerBuilder, StepSession
+from ..interp.executor import _Walker, plan_of
+from ..interp.memory import Memory, Site
+from ..interp.programs import Programs
+from ..interp.step_rewrite import stepping_function
+from ..interp.watch import WatchedMemory, WatchHit, parse, print_hit
+from ..language import control, step_control
+from ..language.constexpr import as_constexpr
+from ..language.tensor import tensor
+from .base import Backend, CompiledKernel, LaunchArg
+from .interpreter import InterpreterBackend, host_array
 
 _INTERNAL = ("tiles", "numpy", "ml_dtypes")
 
@@ -135,16 +139,19 @@ def _breakpoint_hook(launch: _StepLaunch) -> Any:
     return hook
 
 
+def stepping_version(jit_fn: Any) -> Any:
+    """The @jit function's Python as stepping mode runs it (``interp/step_rewrite.py``)."""
+    return stepping_function(jit_fn.fn, control, step_control)
+
+
 class _StepLaunch:
     """One launch in stepping mode."""
 
     def __init__(self, compiled: CompiledKernel, grid: tuple[int, int, int], values: list[Any]) -> None:
         self.kernel: Kernel = compiled.ir
-        from ..language import control
-        from . import step_helpers
-        from .step_rewrite import stepping_function
-        self.fn = stepping_function(compiled.extra["jit_function"].fn, control, step_helpers)
+        self.fn = stepping_version(compiled.extra["jit_function"])
         self.specs = compiled.extra["specs"]
+        self.regroup = compiled.extra["regroup"]  # runtime/expanded_args.regroup
         self.debug = compiled.options.debug
         self.step_only = compiled.extra.get("step_only")
         self.grid = grid
@@ -234,9 +241,6 @@ class _StepLaunch:
             walker.run_block(Ctx(progs, launch, env), self.kernel.body)
 
     def _step(self, lin: int) -> None:
-        from ..language.constexpr import as_constexpr
-        from ..language.tensor import tensor
-        from ..runtime import expanded_args
         progs = Programs(np.array([lin], np.int64), self.grid)
         session = StepSession(self.kernel, self.memory, progs, self.debug)
         by_name = {p.name: (p, v) for p, v in zip(self.kernel.params, self.memory.param_values)}
@@ -249,8 +253,8 @@ class _StepLaunch:
                 leaves.append(tensor(LiveValue(param.value.type, value, session)))
         self.stepping = progs
         try:
-            with tracing(EagerBuilder(session)):
-                self.fn(*expanded_args.regroup(self.specs, leaves))
+            with tracing(EagerBuilder(session, stepping_version)):
+                self.fn(*self.regroup(self.specs, leaves))
         except Exception as e:
             e.add_note(f"in kernel '{self.kernel.name}', {progs.describe(0)} (stepping mode)")
             raise

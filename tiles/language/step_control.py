@@ -1,4 +1,4 @@
-"""What the stepping rewrite (``step_rewrite.py``) calls as ``__tiles_step__``: control flow on data.
+"""What the stepping rewrite (``interp/step_rewrite.py``) calls as ``__tiles_step__``: control flow on data.
 
 Each helper gives the value the tracer would have typed, then lets Python decide with the
 program's data, so one kernel line runs at a time.
@@ -16,9 +16,9 @@ from ..core import dtypes as D
 from ..core.builder import current
 from ..core.ir import TileType
 from ..core.live import LiveValue, live
-from ..language import control
-from ..language import semantic as S
-from ..language.tensor import tensor
+from . import control
+from . import semantic as S
+from .tensor import tensor
 
 
 def _scalar_truth(t: tensor, what: str) -> bool:
