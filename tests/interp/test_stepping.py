@@ -123,7 +123,7 @@ def test_layer_norm_selected_program(monkeypatch, capsys):
     y, mean, rstd = np.zeros_like(x), np.zeros(M, np.float32), np.zeros(M, np.float32)
     monkeypatch.setenv("TILES_PROGRAMS", "2")
     cmds = ["p ('M', float(mean), float(rstd), int(row))", "n", "n", "n", "n",
-            "p ('OFF', off.item(), str(off.dtype))", "c"]
+            "p ('OFF', int(off), str(off.dtype))", "c"]
     out = run_pdb(monkeypatch, capsys, cmds, lambda: layer_norm_fwd[(M,)](
         x, y, w, b, mean, rstd, N, N, 1e-5, BLOCK_SIZE=16, backend="step"))
     (m,) = values(out, "M")
@@ -390,7 +390,7 @@ def saves_rows(x_ptr, n, BLOCK: tl.constexpr):
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n, other=0.0)
     if x.numpy().max() > 2:  # host Python on the data, as under TRITON_INTERPRET=1
-        record(pid.item(), x.numpy().copy())
+        record(int(pid), x.numpy().copy())
 
 
 SAVED: list = []

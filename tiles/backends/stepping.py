@@ -112,7 +112,11 @@ def parse_programs(spec: Any, grid: tuple[int, int, int]) -> set[int] | None:
         return None
     items: list[Any]
     if isinstance(spec, str):
-        items = [tuple(int(v) for v in part.split(",")) for part in spec.replace(" ", "").split(";") if part]
+        try:
+            items = [tuple(int(v) for v in part.split(",")) for part in spec.replace(" ", "").split(";") if part]
+        except ValueError:
+            raise LaunchError(f"TILES_PROGRAMS={spec!r}: expected program ids x[,y[,z]] separated by ';' "
+                              "(e.g. 1,0,0 or 0;3), or all") from None
     else:
         items = [spec] if isinstance(spec, int) or (isinstance(spec, tuple) and
                                                      all(isinstance(v, int) for v in spec)) else list(spec)
@@ -281,7 +285,7 @@ class StepBackend(InterpreterBackend):
 
     def trace(self, jit_fn: Any, specs: Sequence[Any]) -> Kernel:
         """The kernel's IR, traced with ``breakpoint()`` silenced (it stops when the programs run).
-        Kernel code that needs data (``x.numpy()``, ``x.item()``) cannot be traced: then the IR is
+        Kernel code that needs data (``x.numpy()``, ``float(x)``) cannot be traced: then the IR is
         only the parameters, and every program of each launch is stepped."""
         saved = sys.breakpointhook
         sys.breakpointhook = _ignore

@@ -17,7 +17,7 @@ from .ir import TileType, Value
 
 
 class DataNeededError(CompilationError):
-    """Kernel code asked for a tile's data (``x.numpy()``, ``x.item()``...) while it was traced."""
+    """Kernel code asked for a tile's data (``x.numpy()``, ``float(x)``...) while it was traced."""
 
 
 class Session(Protocol):

@@ -54,9 +54,6 @@ class tensor:  # noqa: N801  (Triton's spelling)
         import numpy as np
         return np.array(_host(self))
 
-    def item(self) -> Any:
-        return _host(self).item()
-
     def tolist(self) -> Any:
         return _host(self).tolist()
 
