@@ -3,6 +3,12 @@
 | variable | meaning |
 |---|---|
 | ``TILES_INTERPRET=1`` | run kernels on the NumPy interpreter |
+| ``TILES_INTERPRET=step`` | stepping mode: the kernel's Python runs one program at a time on the interpreter's |
+|   | values, so ``breakpoint()`` in a kernel stops per program (backend ``step``; docs/debugging.md) |
+| ``TILES_PROGRAMS=x,y,z[;...]`` | stepping mode: step only these programs, run the others vectorized (default: all) |
+| ``TILES_WATCH=out[3][;...]`` | stepping mode: report every write of this argument element (``out[3]``, |
+|   | ``out[2, 5]``), argument (``out``) or host address (``0x7f...``), with file:line and program; stop in pdb |
+|   | when a stepped program writes it (``TILES_WATCH_BREAK=0``: report only) |
 | ``TILES_BACKEND=<name>`` | run kernels on this backend (``interpreter``, ``opencl``, ``cuda``, ``rocm``) |
 | ``TILES_DUMP=<stage>[,<stage>]`` | print these compile stages to stderr (``ir``, ``opencl``, ``llir``, ``ptx``... |
 |   | see ``DUMP_STAGES``); a name no backend produces is an error that lists the known ones |
@@ -53,7 +59,13 @@ def interpret() -> bool:
     return _flag("TILES_INTERPRET")
 
 
+def step_mode() -> bool:
+    return os.environ.get("TILES_INTERPRET", "").strip().lower() == "step"
+
+
 def backend_name() -> str | None:
+    if step_mode():
+        return "step"
     if interpret():
         return "interpreter"
     return os.environ.get("TILES_BACKEND") or None
@@ -113,6 +125,21 @@ def inflight() -> bool:
     one in flight into the next iteration (TILES_INFLIGHT, default on; tensorcore/inflight.py); the
     CUDA backend keeps that code only where ptxas says it costs no occupancy (cuda/variants.py)."""
     return os.environ.get("TILES_INFLIGHT", "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def step_programs() -> str | None:
+    """The programs stepping mode steps (TILES_PROGRAMS; None: all)."""
+    return os.environ.get("TILES_PROGRAMS") or None
+
+
+def watch() -> str:
+    """What stepping mode watches (TILES_WATCH; interp/watch.py)."""
+    return os.environ.get("TILES_WATCH", "").strip()
+
+
+def watch_break() -> bool:
+    """Whether a watched write by a stepped program stops in pdb (TILES_WATCH_BREAK, default on)."""
+    return os.environ.get("TILES_WATCH_BREAK", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def check_ir() -> bool:

@@ -61,7 +61,8 @@ def describe(name: str | None) -> str:
     if picked:
         how = "chosen with --backend"
     elif config.backend_name():
-        how = "chosen by TILES_BACKEND" if not config.interpret() else "chosen by TILES_INTERPRET=1"
+        how = ("chosen by TILES_INTERPRET=step" if config.step_mode() else
+               "chosen by TILES_INTERPRET=1" if config.interpret() else "chosen by TILES_BACKEND")
     elif used == "interpreter":
         how = "picked automatically: no GPU backend is available here"
     else:
@@ -81,6 +82,8 @@ def describe(name: str | None) -> str:
 def _not_auto(name: str) -> str:
     if name == "interpreter":
         return " (auto's choice when there is no GPU backend)"
+    if name == "step":
+        return " (the interpreter one program at a time, for pdb: docs/debugging.md)"
     try:
         return "" if registry.get(name).is_gpu() else " (not a GPU: auto does not pick it)"
     except Exception:

@@ -22,6 +22,7 @@ BUILTIN: dict[str, str] = {
     "cuda": "tiles.backends.cuda:CUDABackend",
     "opencl": "tiles.backends.opencl:OpenCLBackend",
     "rocm": "tiles.backends.rocm:ROCmBackend",
+    "step": "tiles.backends.stepping:StepBackend",  # the interpreter, one program at a time (debugging)
 }
 PREFERENCE = ("cuda", "rocm", "opencl", "interpreter")
 ENTRY_POINT_GROUP = "tiles.backends"

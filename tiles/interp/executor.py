@@ -177,6 +177,11 @@ class _Walker:
                 e.add_note(f"while interpreting {instr.op.value} at {instr.loc} "
                            f"in kernel '{ctx.launch.kernel.name}'")
                 raise
+            except KeyboardInterrupt as e:  # Ctrl-C: say which kernel line was running (innermost)
+                if not getattr(e, "__notes__", None):
+                    e.add_note(f"interrupted while interpreting {instr.op.value} at {instr.loc} "
+                               f"in kernel '{ctx.launch.kernel.name}'\n    {instr.loc.source}")
+                raise
             if len(results) == 1:
                 env[results[0]] = out[0]
             elif results:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..core.dtypes import DType, PointerType, ScalarType
 from ..core.ir import TileType, Value
+from ..core.live import live
 from .shape import Shape
 
 
@@ -43,9 +44,31 @@ class tensor:  # noqa: N801  (Triton's spelling)
         return len(self.shape)
 
     def __repr__(self) -> str:
+        v = live(self.handle)
+        if v is not None:  # stepping mode: the program's data
+            return v.session.format(v)
         return f"tensor({self.handle!r}: {self.type})"
 
+    # data (stepping mode only: TILES_INTERPRET=step, docs/debugging.md) ------------
+    def numpy(self) -> Any:
+        """This program's value as a NumPy array (a copy; pointers as int64 addresses).  There is no
+        ``__array__``: NumPy operators and ufuncs on tiles (``np.float32(2) * x``) keep their meaning."""
+        import numpy as np
+        return np.array(_host(self))
+
+    def tolist(self) -> Any:
+        return _host(self).tolist()
+
+    def __int__(self) -> int:
+        return int(_host(self))
+
+    def __float__(self) -> float:
+        return float(_host(self))
+
     def __bool__(self) -> bool:
+        v = live(self.handle)
+        if v is not None:
+            return bool(v.session.truth(v))
         from ..core.builder import user_loc
         from ..core.errors import CompilationError
         raise CompilationError(
@@ -54,6 +77,9 @@ class tensor:  # noqa: N801  (Triton's spelling)
             user_loc())
 
     def __index__(self) -> int:
+        v = live(self.handle)
+        if v is not None and getattr(v.type.dtype, "is_int", False) and not v.type.shape:
+            return int(v.session.host(v))
         from ..core.builder import user_loc
         from ..core.errors import CompilationError
         raise CompilationError("a run-time value was used where a Python int (constexpr) is "
@@ -136,6 +162,24 @@ class tensor:  # noqa: N801  (Triton's spelling)
         if fn is None:
             raise AttributeError(f"tl.tensor has no attribute {name!r}")
         return lambda *a, **k: fn(self, *a, **k)
+
+
+def _host(t: tensor) -> Any:
+    """The stepped program's data of ``t``.  While tracing: an error, a DataNeededError when the
+    kernel's own code asked (stepping mode then steps every program), else the TypeError that
+    ``int()``/``float()`` of a non-number has always given inside tiles."""
+    v = live(t.handle)
+    if v is None:
+        import sys
+
+        from ..core.builder import KERNEL_CODES, user_loc
+        from ..core.live import DataNeededError
+        if sys._getframe(2).f_code not in KERNEL_CODES:
+            raise TypeError(f"a traced tile ({t.type}) has no value yet")
+        raise DataNeededError("a tile's data exists only when the kernel runs; to look at values, "
+                              "run the kernel in stepping mode (TILES_INTERPRET=step, "
+                              "docs/debugging.md) or print them with tl.device_print", user_loc())
+    return v.session.host(v)
 
 
 from . import semantic as S  # noqa: E402  (cycle: semantic builds tensors)

@@ -221,7 +221,7 @@ class Autotuner(KernelInterface):
             self.post_hook(full_nargs, exception=None)
 
         try:
-            if self.custom_do_bench is None and _backend_name(kwargs.get("backend")) == "interpreter":
+            if self.custom_do_bench is None and _backend_name(kwargs.get("backend")) in ("interpreter", "step"):
                 return _time_once(kernel_call)  # interpreter timings say nothing of a GPU's
             return _median(self._time(kernel_call))
         except KernelRuntimeError:

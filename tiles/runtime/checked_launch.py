@@ -28,7 +28,7 @@ _PLANS: weakref.WeakKeyDictionary[Kernel, CheckPlan] = weakref.WeakKeyDictionary
 
 
 def enabled(backend: Backend, options: Options) -> bool:
-    return options.debug and backend.name != "interpreter"
+    return options.debug and backend.name not in ("interpreter", "step")  # those check every access
 
 
 def instrument_for(kernel: Kernel, backend: Backend, options: Options) -> Kernel:

@@ -103,7 +103,7 @@ class HostDeviceInterface:
 def device_properties(backend: Backend, device: int) -> dict[str, Any]:
     """Triton's ``get_device_properties`` keys, plus ``max_threads_per_block``."""
     props = backend.device_properties(device)
-    if backend.name == "interpreter":
+    if backend.name in ("interpreter", "step"):
         props.update(multiprocessor_count=os.cpu_count() or 1, warpSize=32)
     elif backend.name == "opencl":
         from ..backends.opencl import runtime
@@ -193,7 +193,7 @@ class ActiveDriver:
         backend = self.backend
         target = backend.target()
         arch: int | str = _cuda_capability(target.arch) if backend.name == "cuda" else target.arch
-        warp = 32 if backend.name == "interpreter" else target.warp_size
+        warp = 32 if backend.name in ("interpreter", "step") else target.warp_size
         return GPUTarget(TRITON_BACKEND_NAMES.get(backend.name, backend.name), arch, warp)
 
     def get_active_torch_device(self) -> Any:

@@ -14,7 +14,7 @@ from .. import config, progress
 from ..backends import registry
 from ..backends.base import Backend, CompiledKernel, Options
 from ..core import passes
-from ..core.builder import Builder, is_tracing, tb_loc, tracing
+from ..core.builder import Builder, current, is_tracing, tb_loc, tracing
 from ..core.dtypes import DType, PointerType
 from ..core.errors import CompilationError, LaunchError, TilesError
 from ..core.frontend import rewrite
@@ -252,7 +252,8 @@ class JITFunction(KernelInterface):
         for name, value in bound.arguments.items():  # as Triton: tl.constexpr objects, dtypes too
             if name in self.constexprs or isinstance(value, (DType, PointerType)):
                 bound.arguments[name] = as_constexpr(value)
-        return self.rewritten(*bound.args, **bound.kwargs)
+        run = getattr(current(), "function_for", None)  # stepping mode: interp/eager.py
+        return (run(self) if run else self.rewritten)(*bound.args, **bound.kwargs)
 
     def _bind(self, args: Sequence[Any], kwargs: dict[str, Any]) -> dict[str, Any]:
         try:
@@ -341,11 +342,14 @@ class JITFunction(KernelInterface):
         from .cache import compile_cached
 
         def traced() -> Kernel:  # only on a disk-cache miss
-            kernel = self.trace(specs)
+            own = getattr(backend, "trace", None)  # stepping mode traces its own way (backends/stepping.py)
+            kernel = own(self, specs) if own else self.trace(specs)
             if not options.debug:
                 kernel = _without_device_asserts(kernel)
             return checked_launch.instrument_for(kernel, backend, options)
         compiled = compile_cached(self, specs, backend, options, traced)
+        if getattr(backend, "wants_function", False):  # the stepping interpreter runs the Python
+            compiled.extra.update(jit_function=self, specs=tuple(specs), regroup=expanded_args.regroup)
         compiled.asm.setdefault("ir", format_kernel(compiled.ir))
         for stage in config.dump_stages(compiled.asm):
             if stage in compiled.asm:
