@@ -122,7 +122,7 @@ def oracle_case(case: Any, inputs: list[Any], status: str, ref_args: list[Any], 
     def compare(a: list[Any], b: list[Any]) -> str:
         return compare_outputs(case, inputs, a, b)
 
-    evidence = Evidence(case.id, set(op_dtypes(case.kernel, inputs, case.constexprs)), text)
+    evidence = Evidence(case.id, set(op_dtypes(case.kernel, inputs, case.constexprs)), text, inputs=inputs)
     outcome.oracle, outcome.oracle_message, _ = verdict(
         text, case.grid, inputs, case.constexprs, ref_args, got_args if three_way else None, backend.name,
         compare, evidence, folder())
@@ -168,7 +168,8 @@ def oracle_generated(gen: Any, kernel: Any, status: str, ref_args: list[Any], go
 
     three_way = backend.name != reference.name and status in (PASSED, "failed") and bool(got_args)
     text = program.source()
-    evidence = Evidence(f"{outcome.family}/program", set(op_dtypes(kernel, gen.args, constexprs)), text)
+    evidence = Evidence(f"{outcome.family}/program", set(op_dtypes(kernel, gen.args, constexprs)), text,
+                        inputs=gen.args)
     outcome.oracle, message, _ = verdict(text, grid, gen.args, constexprs, ref_args,
                                          got_args if three_way else None, backend.name, compare, evidence,
                                          folder())
