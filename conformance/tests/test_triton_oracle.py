@@ -138,7 +138,8 @@ def test_known_divergences_match_only_their_evidence():
     assert explain(Evidence("generated_float/program", {"cast.float16:int32"},
                             inputs=[np.array([2.5], np.float16)])) is None
     for d in KNOWN:  # every entry says why and how to see it
-        assert d.kind in ("interpreter", "undefined", "extension") and len(d.reason) > 80 and d.reproducer
+        assert d.kind in ("interpreter", "undefined", "extension") and len(d.reason) > 80
+        assert "def kernel(" in d.reproducer.kernel and d.reproducer.args()
 
 
 def test_report_adds_oracle_columns_and_fails_on_an_unexplained_disagreement():
@@ -158,9 +159,11 @@ def test_report_adds_oracle_columns_and_fails_on_an_unexplained_disagreement():
 
 @needs_triton
 def test_curated_cases_agree_with_triton():
-    report = suite.run("interpreter", CI, {"integer", "elementwise"}, "float32", generated=False, oracle="triton")
+    report = suite.run("interpreter", CI, {"elementwise"}, "[float32xfloat32]", generated=False, oracle="triton")
     verdicts = {o.id: o.oracle for o in report.outcomes}
     assert len(verdicts) >= 10 and set(verdicts.values()) == {oracle.AGREES}, report.oracle_details()
+    narrow = suite.run("interpreter", CI, {"elementwise"}, "add[bfloat16xbfloat16]", generated=False, oracle="triton")
+    assert [o.oracle_message.split(":")[0] for o in narrow.outcomes] == ["interpreter-narrow-float-bits"]
 
 
 @needs_triton
@@ -170,6 +173,7 @@ def test_generated_programs_agree_with_triton():
 
 
 @needs_triton
+@pytest.mark.slow
 def test_a_planted_tiles_bug_is_reported_as_a_disagreement_with_a_reproducer(monkeypatch, tmp_path):
     """The oracle is only useful if it sees tiles being wrong: shift the interpreter's results of one
     case by one and the case must differ, with a reproducer script that runs and exits 1."""
@@ -189,14 +193,40 @@ def test_a_planted_tiles_bug_is_reported_as_a_disagreement_with_a_reproducer(mon
     assert done.returncode == 0 and "outputs agree" in done.stdout, done.stdout + done.stderr
 
 
+def _tiles_kernel(text: str, folder: Path):
+    """Import a tiles kernel from source text (the tracer reads kernels' source from their file)."""
+    import hashlib
+    import importlib.util
+    path = folder / f"tiles_{hashlib.sha1(text.encode()).hexdigest()[:12]}.py"
+    path.write_text("import tiles\nimport tiles.language as tl\n\n\n" + text)
+    spec = importlib.util.spec_from_file_location(path.stem, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.kernel
+
+
 @needs_triton
-def test_known_interpreter_divergence_still_shows():
-    """interpreter-narrow-float-bits: if a Triton release decodes bfloat16 arithmetic, this fails and
-    the entry (triton_divergences.py) should go."""
-    import torch
-    text = ("@tiles.jit\ndef kernel(x_ptr, o_ptr, N: tl.constexpr):\n"
-            "    offs = tl.arange(0, N)\n    x = tl.load(x_ptr + offs)\n    tl.store(o_ptr + offs, x + x)\n")
-    import ml_dtypes
-    x = np.array([1.0, 2.0, -3.0, 0.5], dtype=ml_dtypes.bfloat16)
-    out = triton_oracle.run(text, (1,), [x, np.zeros_like(x)], {"N": 4}, Path("/tmp"))[1]
-    assert torch.__version__ and not np.array_equal(out.astype(np.float32), (x + x).astype(np.float32))
+@pytest.mark.parametrize("divergence", KNOWN, ids=[d.name for d in KNOWN])
+def test_known_divergence_reproducer_still_shows_and_is_explained(divergence, tmp_path):
+    """Each entry's reproducer, on tiles' interpreter and on Triton's: Triton raises what the entry
+    says, or the outputs differ; and ``explain`` names this entry for what was seen.  When a Triton
+    release fixes one, this fails and the entry (triton_divergences.py) should go."""
+    from conformance import backends as B
+    from conformance.runner import copy_args, launch, op_dtypes
+    r = divergence.reproducer
+    kernel = _tiles_kernel(r.kernel, tmp_path)
+    ref = copy_args(r.args())
+    launch(kernel, r.grid, ref, r.constexprs, B.reference())
+    evidence = Evidence(r.case_id, set(op_dtypes(kernel, r.args(), r.constexprs)), r.kernel, inputs=r.args())
+    try:
+        tri = triton_oracle.run(r.kernel, r.grid, r.args(), r.constexprs, tmp_path)
+    except Exception as e:
+        evidence.triton_error = f"{type(e).__name__}: {e}"
+        assert r.raises and r.raises in evidence.triton_error, evidence.triton_error
+    else:
+        assert not r.raises, f"Triton no longer raises {r.raises!r}"
+        differs = [i for i, a in enumerate(ref) if isinstance(a, np.ndarray) and
+                   compare(np.asarray(a), np.asarray(tri[i]), EXACT) is not None]
+        assert differs, "Triton now agrees with tiles on this reproducer"
+        evidence.mismatch = "outputs differ"
+    assert explain(evidence) is divergence
