@@ -52,7 +52,7 @@ def verdict(kernel_text: str, grid: tuple[int, ...], inputs: list[Any], constexp
         got_vs = compare(tri_args, got_args)
         if got_vs:
             problems.append(f"Triton vs {backend_name}:\n" + got_vs)
-        problems.append(_summary(bool(ref_vs), bool(got_vs), backend_name))
+        problems.append(_summary(bool(ref_vs), bool(got_vs), not compare(ref_args, got_args), backend_name))
     if not ref_vs and (got_args is None or not got_vs):
         return AGREES, "", tri_args
     message = "\n".join(p for p in problems if p)
@@ -63,10 +63,10 @@ def verdict(kernel_text: str, grid: tuple[int, ...], inputs: list[Any], constexp
     return DIFFERS, message, tri_args
 
 
-def _summary(ref_differs: bool, got_differs: bool, backend_name: str) -> str:
+def _summary(ref_differs: bool, got_differs: bool, ref_is_got: bool, backend_name: str) -> str:
     if ref_differs and got_differs:
-        return f"(Triton stands alone: the interpreter and {backend_name} agree with each other or not, " \
-               "but neither with Triton)"
+        return f"(the interpreter and {backend_name} agree: Triton stands alone)" if ref_is_got else \
+            f"(the interpreter, Triton and {backend_name} all differ)"
     if ref_differs:
         return f"({backend_name} agrees with Triton: the interpreter stands alone)"
     if got_differs:

@@ -395,8 +395,8 @@ def _broadcast(a: str, b: str) -> str:
 
 def _clamped(name: str, src: DType, dst: DType) -> str:
     """``name`` limited to values whose conversion to ``dst`` is defined (NaN becomes the low bound)."""
-    if not src.is_floating:
-        lo, hi = max(int(dst.min()), -100), min(int(dst.max()), 100)
+    if not src.is_floating:  # bounds in both types' ranges: Triton rejects `uint_tile max -100`
+        lo, hi = max(int(dst.min()), int(src.min()), -100), min(int(dst.max()), int(src.max()), 100)
         return f"tl.minimum(tl.maximum({name}, {lo}), {hi})"
     fmax = float(ml_dtypes.finfo(src.np).max)
     hi = min(float(2 ** (dst.bits - 2)), fmax)

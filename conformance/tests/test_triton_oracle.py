@@ -114,6 +114,10 @@ def test_verdict_agrees_differs_and_names_who_stands_alone(monkeypatch):
     assert status == oracle.DIFFERS and "opencl agrees with Triton: the interpreter stands alone" in message
     status, message, _ = _verdict(monkeypatch, same, got=[other.copy()])
     assert "Triton vs opencl" in message and "the interpreter agrees with Triton: opencl stands alone" in message
+    status, message, _ = _verdict(monkeypatch, other, got=[same.copy()])
+    assert "the interpreter and opencl agree: Triton stands alone" in message
+    status, message, _ = _verdict(monkeypatch, other, got=[np.array([0, 0, 0], np.int32)])
+    assert "the interpreter, Triton and opencl all differ" in message
 
 
 def test_a_triton_error_is_a_disagreement_unless_a_known_divergence_explains_it(monkeypatch):
