@@ -39,7 +39,7 @@ def _fill(rng: np.random.Generator, d: DType, front: list[int], n: int) -> np.nd
 
 @tiles.jit
 def divide_guard_kernel(x_ptr, y_ptr, s_ptr, q_ptr, r_ptr, qs_ptr, rs_ptr, q0_ptr, r0_ptr, qm_ptr, rm_ptr,
-                        BLOCK: tl.constexpr):
+                        ALL_ONES: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
@@ -51,8 +51,9 @@ def divide_guard_kernel(x_ptr, y_ptr, s_ptr, q_ptr, r_ptr, qs_ptr, rs_ptr, q0_pt
     tl.store(rs_ptr + offs, x % s)
     tl.store(q0_ptr + offs, x // 0)
     tl.store(r0_ptr + offs, x % 0)
-    tl.store(qm_ptr + offs, x // -1)  # unsigned: -1 is the type's maximum
-    tl.store(rm_ptr + offs, x % -1)
+    # -1 (all ones: the type's maximum when unsigned, where Triton rejects a negative literal)
+    tl.store(qm_ptr + offs, x // ALL_ONES)
+    tl.store(rm_ptr + offs, x % ALL_ONES)
 
 
 def _divisors(d: DType) -> list[int]:
@@ -77,14 +78,19 @@ def _divide_case(d: DType) -> Case:
         s = np.array(divisors, dtype=d.np)
         return [x, y, s] + [np.zeros(n, d.np) for _ in range(8)]
     return case(FAMILY, f"divide_by_zero_and_minus_one[{d}]", divide_guard_kernel, make, (PROGRAMS,),
-                {i: EXACT for i in range(3, 11)}, constexprs={"BLOCK": BLOCK})
+                {i: EXACT for i in range(3, 11)}, constexprs={"ALL_ONES": _all_ones(d), "BLOCK": BLOCK})
+
+
+def _all_ones(d: DType) -> int:
+    """-1 in ``d``: the literal a kernel may write (an unsigned tile meets its maximum, not -1)."""
+    return -1 if d.is_signed else int(d.max())
 
 
 # ---------------------------------------------------------------- shifts out of range
 
 @tiles.jit
 def shift_guard_kernel(x_ptr, a_ptr, s_ptr, shl_ptr, shr_ptr, shls_ptr, shrs_ptr, shlc_ptr, shrc_ptr,
-                       shln_ptr, shrn_ptr, BITS: tl.constexpr, BLOCK: tl.constexpr):
+                       shln_ptr, shrn_ptr, ALL_ONES: tl.constexpr, BITS: tl.constexpr, BLOCK: tl.constexpr):
     pid = tl.program_id(0)
     offs = pid * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs)
@@ -96,8 +102,8 @@ def shift_guard_kernel(x_ptr, a_ptr, s_ptr, shl_ptr, shr_ptr, shls_ptr, shrs_ptr
     tl.store(shrs_ptr + offs, x >> s)
     tl.store(shlc_ptr + offs, x << BITS)
     tl.store(shrc_ptr + offs, x >> BITS)
-    tl.store(shln_ptr + offs, x << -1)  # unsigned: -1 is the type's maximum
-    tl.store(shrn_ptr + offs, x >> -1)
+    tl.store(shln_ptr + offs, x << ALL_ONES)  # -1, or the unsigned type's maximum
+    tl.store(shrn_ptr + offs, x >> ALL_ONES)
 
 
 def _amounts(d: DType) -> list[int]:
@@ -122,7 +128,8 @@ def _shift_case(d: DType) -> Case:
         s = np.array(_amounts(d), dtype=d.np)
         return [x, a, s] + [np.zeros(n, d.np) for _ in range(8)]
     return case(FAMILY, f"shift_out_of_range[{d}]", shift_guard_kernel, make, (PROGRAMS,),
-                {i: EXACT for i in range(3, 11)}, constexprs={"BITS": d.bits, "BLOCK": 2 * BLOCK})
+                {i: EXACT for i in range(3, 11)},
+                constexprs={"ALL_ONES": _all_ones(d), "BITS": d.bits, "BLOCK": 2 * BLOCK})
 
 
 # ---------------------------------------------------------------- int1 arithmetic

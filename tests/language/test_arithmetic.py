@@ -13,6 +13,7 @@ from lang_reference import (
     c_mod,
     int_elementwise,
     literal_dtype,
+    literal_fits,
     promote,
     random_values,
     wrap_int,
@@ -177,7 +178,8 @@ def tile_op_literal(a, lit, left, op, seed):
     n = 37
     x = random_values(np.random.default_rng(seed), a, n)
     bad_int_op = ctype in FLOATS and op in ("floordiv", "xor")
-    if ctype is None or bad_int_op:
+    out_of_range = ctype is not None and ctype not in FLOATS and not literal_fits(lit, ctype)
+    if ctype is None or bad_int_op or out_of_range:
         with pytest.raises(tiles.CompilationError):
             tile_literal_kernel[(1,)](x, np.empty(n, np.float64), n, LIT=lit, LIT_LEFT=left, OP=op,
                                       EXPECTED=ctype, BLOCK=BLOCK)
@@ -214,7 +216,7 @@ def test_promotion_table_entries(rng, a, b, expected):
 
 
 @pytest.mark.parametrize("dtype,lit,expected", [
-    (tl.uint8, 1, tl.uint8), (tl.int8, 1, tl.int8), (tl.uint8, -1, tl.uint8), (tl.int16, 2**31 + 5, tl.int16),
+    (tl.uint8, 1, tl.uint8), (tl.int8, 1, tl.int8), (tl.uint8, 255, tl.uint8), (tl.int16, -2**15, tl.int16),
     (tl.float16, 1.5, tl.float16), (tl.bfloat16, 2.0, tl.bfloat16), (tl.int32, 0.5, tl.float32),
     (tl.uint8, 1.0, tl.float32),
 ])
@@ -225,6 +227,19 @@ def test_literal_does_not_promote(rng, dtype, lit, expected):
     lit_array = np.full(16, lit if expected in FLOATS else wrap_int(lit, expected), dtype=object)
     assert_same(out, expected_values("add", x, lit_array.astype(np.float64) if expected in FLOATS
                                      else lit_array, expected))
+
+
+@pytest.mark.parametrize("dtype,lit", [(tl.uint8, -1), (tl.uint32, -1), (tl.int16, 2**31 + 5), (tl.int8, 300),
+                                       (tl.int32, 0xFFFFFFFF), (tl.uint8, 256)])
+def test_literal_out_of_the_tile_type_is_an_error(rng, dtype, lit):
+    """A Python int that is not a value of the tile's type is an error, not a wrap: checked with
+    Triton 3.9's front end (the same kernels raise 'Cannot perform a binary operation between an
+    unsigned tensor and a negative scalar' / 'Scalar N is out of range for type T')."""
+    x = random_values(rng, dtype, 16)
+    with pytest.raises(tiles.CompilationError, match="negative scalar|out of range") as info:
+        tile_literal_kernel[(1,)](x, np.empty(16, NUMPY[dtype]), 16, LIT=lit, LIT_LEFT=False, OP="add",
+                                  EXPECTED=dtype, BLOCK=16)
+    assert "test_arithmetic.py" in str(info.value)  # names the kernel's line
 
 
 @tiles.jit

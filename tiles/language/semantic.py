@@ -266,7 +266,23 @@ def _number(x: Any) -> bool | int | float:
 def _coerce(x: Operand, dtype: DType, shape: tuple[int, ...]) -> tensor:
     if isinstance(x, tensor):
         return broadcast_to(cast(x, dtype), shape)
+    if dtype.is_int and not dtype.is_bool and not isinstance(x, bool):
+        _check_scalar(int(x), dtype)
     return const(x, dtype, shape)
+
+
+def _check_scalar(value: int, dtype: DType) -> None:
+    """A Python integer meeting a tile of integer type ``dtype`` must be a value of that type, as in
+    Triton: a negative one with an unsigned tile, or one out of the type's range, is an error
+    (it does not wrap)."""
+    if value < 0 and not dtype.is_signed:
+        raise error(f"a binary operation between an unsigned {dtype} tile and the negative scalar {value}: "
+                    f"Triton rejects it (it would wrap to {_wrap_int(value, dtype)}); cast one of them "
+                    f"explicitly, e.g. x.to(tl.int64), or write the unsigned value")
+    if not int(dtype.min()) <= value <= int(dtype.max()):
+        raise error(f"the scalar {value} is out of range for {dtype} (the type of the tile it meets; "
+                    f"{dtype} holds [{int(dtype.min())}, {int(dtype.max())}]): Triton rejects it; cast the tile "
+                    f"to a wider type first, or write a value in range")
 
 
 _BINARY = {"add": Op.ADD, "sub": Op.SUB, "mul": Op.MUL}
