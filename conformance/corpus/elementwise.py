@@ -84,7 +84,7 @@ def literal_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
     elif OP == "div_float":
         r = x / 3.0
     elif OP == "big_literal":
-        r = x + 4000000000
+        r = x + 4000000000  # BIG_LITERAL
     else:
         r = (x * 2 + 1) - x
     tl.store(out_ptr + offs, r, mask=m)
@@ -148,9 +148,8 @@ COMPARISONS = {"eq", "ne", "lt", "le", "gt", "ge"}
 
 def _takes(kind: str, a: DType, b: DType, op: str) -> bool:
     ints = a.is_int and b.is_int
-    if op in ("truediv", "mod", "floordiv") and ints and a.is_signed != b.is_signed \
-            and not (a.is_bool or b.is_bool):
-        return False  # a compile error by design (signedness differs)
+    if op in ("truediv", "mod", "floordiv") and ints and a.is_signed != b.is_signed:
+        return False  # a compile error, as in Triton (signedness differs; int1 is unsigned)
     if kind == "int":
         return ints and not (a.is_bool and b.is_bool and op in ("shl", "shr", "floordiv"))
     if kind == "float":
@@ -217,6 +216,9 @@ def cases(profile: Profile) -> list[Case]:
     for op in ("add_int", "rsub_int", "mul_neg", "add_float", "div_float", "big_literal", "mixed"):
         for d in profile.sweep((D.int8, D.uint8, D.int32, D.uint32, D.int64, D.float16, D.bfloat16,
                                 D.float32)):
+            if d.is_int and (op == "big_literal" and not d.min() <= BIG_LITERAL <= d.max()
+                             or op == "mul_neg" and not d.is_signed):
+                continue  # the literal is not a value of the tile's type: a CompilationError, as in Triton
             out.append(_literal_case(op, d, n, block, grid))
     for op in ("neg", "invert", "abs", "isnan", "self_ne"):
         for d in profile.dtypes:
@@ -243,8 +245,11 @@ def cases(profile: Profile) -> list[Case]:
     return out
 
 
+BIG_LITERAL = 4000000000
+
+
 def _literal_case(op: str, d: DType, n: int, block: int, grid: tuple[int, ...]) -> Case:
-    lit: int | float = {"add_float": 1.5, "div_float": 3.0, "big_literal": 4000000000}.get(op, 3)
+    lit: int | float = {"add_float": 1.5, "div_float": 3.0, "big_literal": BIG_LITERAL}.get(op, 3)
     div = op == "div_float"
     if isinstance(lit, float) or d.is_floating:
         ctype = D.computation_type(d, False, D.literal_type(lit), True, div)

@@ -326,7 +326,7 @@ def computation_type(a: DType, a_is_literal: bool, b: DType, b_is_literal: bool,
         return a if a == b else float16
     if a.is_floating or b.is_floating:
         return a if a.is_floating else b
-    if div_or_mod and a.is_signed != b.is_signed and not (a.is_bool or b.is_bool):
+    if div_or_mod and a.is_signed != b.is_signed:  # int1 counts as unsigned, as in Triton
         raise TypeError(f"cannot use / or % with {a} and {b}: they differ in signedness; "
                         "cast one operand first")
     return integer_promote(a, b)
