@@ -35,6 +35,10 @@ def parser() -> argparse.ArgumentParser:
                    help="run only this family (repeatable), e.g. elementwise, generated_int")
     p.add_argument("-k", dest="keyword", help="run only cases whose id contains this text")
     p.add_argument("--no-generated", action="store_true", help="skip the generated programs")
+    p.add_argument("--oracle", choices=["triton"], default=None,
+                   help="a second oracle: every case also runs on Triton (its CPU interpreter, or compiled "
+                        "Triton on a GPU) and the report shows where the interpreter, Triton and the backend "
+                        "disagree; needs triton and torch importable")
     p.add_argument("--list", action="store_true", help="print the cases this command would run, and exit")
     p.add_argument("--coverage", action="store_true", help="print the op x dtype coverage of the run")
     p.add_argument("--list-backends", action="store_true", help="print the available backends")
@@ -59,11 +63,18 @@ def main(argv: list[str] | None = None) -> int:
             count = args.max_examples or profile.generated_examples
             print(f"{job.id}  ({count} generated programs, seed {seed})" if job.generated else job.id)
         return 0
+    if args.oracle:
+        from .triton_oracle import OracleUnavailable, check_available
+        try:
+            check_available(args.oracle)
+        except OracleUnavailable as e:
+            print(f"conformance: {e}", file=sys.stderr)
+            return 2
     print(f"conformance: seed {seed} (replay with --seed {seed})", file=sys.stderr)
     try:
         report = run(backend_spec(args.backend), profile, families, args.keyword, not args.no_generated,
                      dots(), seed=seed, max_examples=args.max_examples, workers=args.jobs,
-                     timeout=args.timeout)
+                     timeout=args.timeout, oracle=args.oracle)
     except B.NotAvailable as e:
         print(f"conformance: {e}", file=sys.stderr)
         return 2
@@ -72,6 +83,10 @@ def main(argv: list[str] | None = None) -> int:
     details = report.details(statuses)
     if details:
         print(details)
+    if args.oracle:
+        oracle_details = report.oracle_details(verbose=args.verbose)
+        if oracle_details:
+            print(oracle_details)
     if args.coverage:
         print(report.coverage_table())
     print(report.table())

@@ -6,6 +6,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 
+from .oracle import ORACLE_STATUSES
 from .runner import BROKEN, FAILED, PASSED, UNSUPPORTED, Outcome
 
 STATUSES = (PASSED, FAILED, UNSUPPORTED, BROKEN)
@@ -23,6 +24,7 @@ class Report:
     target: str = ""
     max_examples: int = 0
     seconds: float = 0.0
+    oracle: str = ""  # the second oracle and how it ran ("triton: Triton's interpreter ..."), or ""
 
     def add(self, outcome: Outcome) -> None:
         self.outcomes.append(outcome)
@@ -36,13 +38,18 @@ class Report:
     def count(self, status: str, family: str | None = None) -> int:
         return sum(1 for o in self.outcomes if o.status == status and family in (None, o.family))
 
+    def oracle_count(self, status: str, family: str | None = None) -> int:
+        return sum(1 for o in self.outcomes if o.oracle == status and family in (None, o.family))
+
     @property
     def ok(self) -> bool:
-        return self.count(FAILED) == 0 and self.count(BROKEN) == 0
+        """Nothing failed or broke, and (with an oracle) no disagreement with it is unexplained."""
+        return self.count(FAILED) == 0 and self.count(BROKEN) == 0 and self.oracle_count("differs") == 0
 
     def replay_command(self) -> str:
+        oracle = f" --oracle {self.oracle.split(':')[0]}" if self.oracle else ""
         return (f"python -m conformance --backend {self.backend_spec or self.backend} --profile {self.profile} "
-                f"--seed {self.seed} --max-examples {self.max_examples}")
+                f"--seed {self.seed} --max-examples {self.max_examples}{oracle}")
 
     def to_json(self) -> dict:
         return {
@@ -58,8 +65,12 @@ class Report:
             "seconds": self.seconds,
             "families": {fam: {s: c[s] for s in STATUSES} for fam, c in self.counts().items()},
             "totals": {s: self.count(s) for s in STATUSES},
+            "oracle": self.oracle,
+            "oracle_totals": {s: self.oracle_count(s) for s in ORACLE_STATUSES} if self.oracle else {},
             "cases": [{"id": o.id, "family": o.family, "status": o.status, "message": o.message,
-                       "reproducer": o.reproducer, "seconds": o.seconds, "seed": o.seed}
+                       "reproducer": o.reproducer, "seconds": o.seconds, "seed": o.seed,
+                       **({"oracle": o.oracle, "oracle_message": o.oracle_message,
+                           "oracle_reproducer": o.oracle_reproducer} if self.oracle else {})}
                       for o in self.outcomes],
         }
 
@@ -70,7 +81,13 @@ class Report:
     def table(self) -> str:
         rows = [(fam, *(str(c[s]) for s in STATUSES)) for fam, c in self.counts().items()]
         rows.append(("total", *(str(self.count(s)) for s in STATUSES)))
-        header = ("family", *STATUSES)
+        header: tuple[str, ...] = ("family", *STATUSES)
+        if self.oracle:  # three more columns: how each family's cases compare with the oracle
+            name = self.oracle.split(":")[0]
+            header += tuple(f"{name} {s}" for s in ORACLE_STATUSES)
+            families = [*self.counts(), None]
+            rows = [(*r, *(str(self.oracle_count(s, fam)) for s in ORACLE_STATUSES))
+                    for r, fam in zip(rows, families)]
         widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
 
         def line(cells: tuple[str, ...]) -> str:
@@ -79,6 +96,8 @@ class Report:
 
         out = [f"conformance: backend {self.backend} ({self.target}), profile {self.profile}, seed {self.seed}, "
                f"tiles {self.tiles_version}, {self.seconds:.0f} s"]
+        if self.oracle:
+            out.append(f"second oracle {self.oracle}")
         if self.declared:
             out.append("declared float32 approximations (outputs checked against them): " + "; ".join(self.declared))
         out += [line(header), line(tuple("-" * w for w in widths))]
@@ -124,4 +143,23 @@ class Report:
                     lines += ["    " + m for m in o.message.splitlines()[1:12]]
                 if o.reproducer:
                     lines.append(f"    reproducer: {o.reproducer}")
+        return "\n".join(lines)
+
+    def oracle_details(self, verbose: bool = False) -> str:
+        """Every disagreement with the oracle (``differs``), then the known divergences: each case
+        with ``verbose``, else a count per divergence."""
+        lines = []
+        for o in self.outcomes:
+            if o.oracle == "differs":
+                lines.append(f"DIFFERS     {o.id} (vs {self.oracle.split(':')[0]}):")
+                lines += ["    " + m for m in o.oracle_message.splitlines()[:40]]
+                if o.oracle_reproducer:
+                    lines.append(f"    reproducer: {o.oracle_reproducer}")
+        known = Counter(o.oracle_message.split(":")[0] for o in self.outcomes if o.oracle == "known")
+        for o in self.outcomes:
+            if verbose and o.oracle == "known":
+                lines.append(f"KNOWN       {o.id}: {o.oracle_message.splitlines()[0]}")
+        if known:
+            lines.append("known divergences (triton_divergences.py): " +
+                         ", ".join(f"{name} x{n}" for name, n in sorted(known.items())))
         return "\n".join(lines)

@@ -33,6 +33,9 @@ class Outcome:
     seconds: float = 0.0
     seed: int | None = None  # the case's input seed (corpus cases)
     coverage: list[str] = field(default_factory=list)  # "op:dtype" of every instruction traced
+    oracle: str = ""  # with a second oracle (--oracle triton): agrees, differs, known or not run
+    oracle_message: str = ""
+    oracle_reproducer: str = ""
 
     @property
     def id(self) -> str:
@@ -167,17 +170,20 @@ def run_self_check(case: Case, backend: Backend) -> Outcome:
     return Outcome(case.family, case.name, PASSED)
 
 
-def run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
+def run_case(case: Case, backend: Backend, reference: Backend, oracle: str | None = None) -> Outcome:
     start = time.perf_counter()
-    outcome = _run_case(case, backend, reference)
+    outcome = _run_case(case, backend, reference, oracle)
     outcome.seconds = round(time.perf_counter() - start, 4)
     outcome.seed = case.seed
     return outcome
 
 
-def _run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
+def _run_case(case: Case, backend: Backend, reference: Backend, oracle: str | None) -> Outcome:
     if case.self_check is not None:
-        return run_self_check(case, backend)
+        outcome = run_self_check(case, backend)
+        if oracle:
+            outcome.oracle, outcome.oracle_message = "not run", "a self-checking program (checks itself against NumPy)"
+        return outcome
     try:
         inputs = case.args()
     except Exception as e:
@@ -190,6 +196,9 @@ def _run_case(case: Case, backend: Backend, reference: Backend) -> Outcome:
     outcome = Outcome(case.family, case.name, status, message)
     if status != BROKEN and case.kernel is not None:
         outcome.coverage = op_dtypes(case.kernel, inputs, case.constexprs)
+    if oracle:
+        from .oracle import oracle_case
+        oracle_case(case, inputs, status, ref_args, got_args, backend, reference, outcome)
     if status == FAILED:
         from .reproducer import write_case_reproducer
         if got_args:  # a mismatch (not an exception): try smaller inputs first

@@ -44,6 +44,7 @@ class Plan:
     generated: bool = True
     max_examples: int | None = None  # generated programs per generator family (profile's default)
     repro_dir: str | None = None
+    oracle: str | None = None  # a second oracle every case also runs on ("triton"), or None
 
 
 @dataclass
@@ -96,9 +97,10 @@ def run_job(job: Job, plan: Plan, backend: Backend, reference: Backend,
             starting: Callable[[object], None] | None = None) -> list[Outcome]:
     """Run one job in this process."""
     if job.case is not None:
-        return [run_case(job.case, backend, reference)]
+        return [run_case(job.case, backend, reference, plan.oracle)]
     from .generate.search import search
-    return search(job.family, backend, reference, plan.profile, plan.seed, starting, plan.max_examples)
+    return search(job.family, backend, reference, plan.profile, plan.seed, starting, plan.max_examples,
+                  plan.oracle)
 
 
 def backend_spec(backend: str | Backend) -> str:
@@ -117,6 +119,9 @@ def new_report(be: Backend, plan: Plan) -> Report:
         report.target = be.target().arch
     except Exception as e:  # the report still says what it could
         report.target = f"unknown ({type(e).__name__}: {e})"
+    if plan.oracle:
+        from .triton_oracle import mode
+        report.oracle = f"{plan.oracle}: {mode()}"
     report.declared = [f"{getattr(op, 'value', op)} within {rtol:.2g}*|exact| + {atol:.2g}"
                        for op, rtol, atol in be.target().approximate]
     return report
@@ -125,10 +130,16 @@ def new_report(be: Backend, plan: Plan) -> Report:
 def run(backend: str | Backend, profile: Profile, families: set[str] | None = None,
         keyword: str | None = None, generated: bool = True, progress: Progress | None = None, *,
         seed: int = 0, max_examples: int | None = None, workers: int = 0,
-        timeout: float = DEFAULT_TIMEOUT, repro_dir: str | None = None) -> Report:
-    """Run the suite; ``workers`` worker processes (0: everything in this process, no isolation)."""
+        timeout: float = DEFAULT_TIMEOUT, repro_dir: str | None = None, oracle: str | None = None) -> Report:
+    """Run the suite; ``workers`` worker processes (0: everything in this process, no isolation).
+    ``oracle``: also run every case on it ("triton"; ``triton_oracle.OracleUnavailable`` when it
+    cannot run here)."""
     be = B.resolve(backend)
-    plan = Plan(backend_spec(backend), profile, seed, families, keyword, generated, max_examples, repro_dir)
+    if oracle:
+        from .triton_oracle import check_available
+        check_available(oracle)
+    plan = Plan(backend_spec(backend), profile, seed, families, keyword, generated, max_examples, repro_dir,
+                oracle)
     report = new_report(be, plan)
     work = jobs(plan)
     start = time.perf_counter()

@@ -90,7 +90,9 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   float32 while `x_fp16 * 0.3333` stays float16; `one = 1` has `.to(...)`);
   constexprs stay constexprs (`n = BLOCK`, where Triton would make a tile).
 - **Promotion** follows Triton: a Python number does not widen a tile of the
-  same or higher kind (`uint8_tile + 1` stays `uint8`); fp16 with bf16 gives
+  same or higher kind (`uint8_tile + 1` stays `uint8`), so it must be a value of the
+  tile's type: `uint8_tile + -1`, `int8_tile + 300` or `int32_tile & 0xFFFFFFFF` is a
+  `CompilationError`, as in Triton (write the unsigned value, or cast first); fp16 with bf16 gives
   fp32; `/` on integers gives fp32; `//` and `%` on integers follow C
   (truncation toward zero, remainder takes the sign of the dividend).
 - **Integers wrap around.**  These integer rules were checked against Triton 3.9

@@ -84,7 +84,7 @@ def literal_kernel(x_ptr, out_ptr, n, OP: tl.constexpr, BLOCK: tl.constexpr):
     elif OP == "div_float":
         r = x / 3.0
     elif OP == "big_literal":
-        r = x + 4000000000
+        r = x + 4000000000  # BIG_LITERAL
     else:
         r = (x * 2 + 1) - x
     tl.store(out_ptr + offs, r, mask=m)

@@ -103,13 +103,17 @@ def digest(program: Program) -> str:
     return hashlib.sha1(program.source().encode()).hexdigest()[:10]
 
 
-def check(gen: Generated, backend: Backend, reference: Backend) -> tuple[str, str]:
+def check(gen: Generated, backend: Backend, reference: Backend, oracle: Outcome | None = None) -> tuple[str, str]:
     """(status, message); the message of a failure holds the kernel source (the caller writes the
-    reproducer: one per failure, not one per shrinking step)."""
+    reproducer: one per failure, not one per shrinking step).  With ``oracle`` (an Outcome to fill)
+    the program also runs on Triton (``oracle.oracle_generated``)."""
     program = gen.program
     kernel = load_kernel(program)
     grid, constexprs = launch_of(program)
     status, message, ref_args, got_args = execute(kernel, grid, gen.args, constexprs, backend, reference)
+    if oracle is not None:
+        from ..oracle import oracle_generated
+        oracle_generated(gen, kernel, status, ref_args, got_args, backend, reference, oracle)
     if status == PASSED:
         names = program.params()
         for index, rule in output_rules(program).items():
@@ -129,9 +133,14 @@ Starting = Callable[[Generated], None]
 
 
 def search(family: str, backend: Backend, reference: Backend, profile: Profile, seed: int = 0,
-           starting: Starting | None = None, max_examples: int | None = None) -> list[Outcome]:
+           starting: Starting | None = None, max_examples: int | None = None,
+           oracle: str | None = None) -> list[Outcome]:
     """Run ``profile.generated_examples`` programs drawn from ``seed`` (the same seed draws the same
-    programs); a failure is shrunk and reported once, with one reproducer script."""
+    programs); a failure is shrunk and reported once, with one reproducer script.
+
+    With ``oracle`` every program also runs on Triton; a disagreement with Triton is reported on
+    the program's row with a reproducer, not shrunk, and the search goes on (so that a run sees
+    every disagreement, known divergences included)."""
     flavor = family.removeprefix("generated_")
     outcomes: list[Outcome] = []
     last_failure: list[Any] = []
@@ -149,14 +158,18 @@ def search(family: str, backend: Backend, reference: Backend, profile: Profile, 
         if starting is not None:
             starting(gen)
         start = time.perf_counter()
-        status, message = check(gen, backend, reference)
+        row = Outcome(family, "", PASSED) if oracle else None
+        status, message = check(gen, backend, reference, row)
         if status in (FAILED, BROKEN):
             last_failure[:] = [status, message, gen]
             raise GeneratedMismatchError(message)
         if not last_failure:
             name = f"example {len(outcomes) + 1} [{digest(gen.program)}]"
-            outcomes.append(Outcome(family, name, status, message,
-                                    seconds=round(time.perf_counter() - start, 4)))
+            outcome = Outcome(family, name, status, message, seconds=round(time.perf_counter() - start, 4))
+            if row is not None:
+                outcome.oracle, outcome.oracle_message = row.oracle, row.oracle_message
+                outcome.oracle_reproducer = row.oracle_reproducer
+            outcomes.append(outcome)
 
     try:
         run()

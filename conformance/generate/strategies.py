@@ -219,6 +219,8 @@ class Builder:
         dtype = a.dtype
         if fn == "tl.sum" and dtype.bits < 32:
             dtype = D.uint32 if dtype.kind is D.Kind.UINT else D.int32
+        elif fn in ("tl.max", "tl.min") and dtype.bits < 32:  # as Triton's tl.max: int32 / float32
+            dtype = D.float32 if dtype.is_floating else D.int32
         name = self.fresh()
         node = Node(name, dtype, "1N" if axis == 0 else "M1", a.ulps, dtype.is_floating)
         return self.add(node, [f"{name} = {fn}({a.name}, axis={axis}, keep_dims=True)"], (a.name,))

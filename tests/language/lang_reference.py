@@ -91,6 +91,17 @@ def wrap_int(value: int, dtype) -> int:
     return value
 
 
+def literal_fits(value, dtype) -> bool:
+    """Whether a Python int literal meeting a tile of integer type ``dtype`` is one of its values:
+    Triton 3.9 raises otherwise ('Cannot perform a binary operation between an unsigned tensor and
+    a negative scalar', 'Scalar N is out of range for type T') instead of wrapping."""
+    if dtype == tl.int1 or isinstance(value, (bool, float)):
+        return True
+    bits = _bits(dtype)
+    lo, hi = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if _signed(dtype) else (0, (1 << bits) - 1)
+    return lo <= value <= hi
+
+
 def c_div(x: int, y: int) -> int:
     q = abs(x) // abs(y)
     return q if (x < 0) == (y < 0) else -q

@@ -228,6 +228,19 @@ def test_literal_does_not_promote(rng, dtype, lit, expected):
                                      else lit_array, expected))
 
 
+@pytest.mark.parametrize("dtype,lit", [(tl.uint8, -1), (tl.uint32, -1), (tl.int16, 2**31 + 5), (tl.int8, 300),
+                                       (tl.int32, 0xFFFFFFFF), (tl.uint8, 256)])
+def test_literal_out_of_the_tile_type_is_an_error(rng, dtype, lit):
+    """A Python int that is not a value of the tile's type is an error, not a wrap: checked with
+    Triton 3.9's front end (the same kernels raise 'Cannot perform a binary operation between an
+    unsigned tensor and a negative scalar' / 'Scalar N is out of range for type T')."""
+    x = random_values(rng, dtype, 16)
+    with pytest.raises(tiles.CompilationError, match="negative scalar|out of range") as info:
+        tile_literal_kernel[(1,)](x, np.empty(16, NUMPY[dtype]), 16, LIT=lit, LIT_LEFT=False, OP="add",
+                                  EXPECTED=dtype, BLOCK=16)
+    assert "test_arithmetic.py" in str(info.value)  # names the kernel's line
+
+
 @tiles.jit
 def div_mod_kernel(x_ptr, y_ptr, q_ptr, r_ptr, fq_ptr, fr_ptr, A: tl.constexpr, B: tl.constexpr):
     offs = tl.arange(0, 8)
