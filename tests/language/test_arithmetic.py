@@ -178,7 +178,8 @@ def tile_op_literal(a, lit, left, op, seed):
     n = 37
     x = random_values(np.random.default_rng(seed), a, n)
     bad_int_op = ctype in FLOATS and op in ("floordiv", "xor")
-    if ctype is None or bad_int_op or not literal_fits(lit, ctype):
+    out_of_range = ctype is not None and ctype not in FLOATS and not literal_fits(lit, ctype)
+    if ctype is None or bad_int_op or out_of_range:
         with pytest.raises(tiles.CompilationError):
             tile_literal_kernel[(1,)](x, np.empty(n, np.float64), n, LIT=lit, LIT_LEFT=left, OP=op,
                                       EXPECTED=ctype, BLOCK=BLOCK)
@@ -235,7 +236,7 @@ def test_literal_out_of_the_tile_type_is_an_error(rng, dtype, lit):
     Triton 3.9's front end (the same kernels raise 'Cannot perform a binary operation between an
     unsigned tensor and a negative scalar' / 'Scalar N is out of range for type T')."""
     x = random_values(rng, dtype, 16)
-    with pytest.raises(tiles.CompilationError, match="negative scalar|out of range") as info:
+    with pytest.raises(tiles.CompilationError, match="negative number|out of range") as info:
         tile_literal_kernel[(1,)](x, np.empty(16, NUMPY[dtype]), 16, LIT=lit, LIT_LEFT=False, OP="add",
                                   EXPECTED=dtype, BLOCK=16)
     assert "test_arithmetic.py" in str(info.value)  # names the kernel's line
