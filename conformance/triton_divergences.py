@@ -18,6 +18,7 @@ that a new Triton release makes obsolete is noticed.  docs/conformance.md lists 
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -76,6 +77,13 @@ def converts_out_of_range(e: Evidence) -> bool:
         return False
     lo, hi = max(r[0] for r in ranges), min(r[1] for r in ranges)
     return e.input_has(lambda x: ~np.isfinite(x) | (x <= lo) | (x >= hi))
+
+
+def _float_product_to_int_in_loop(e: Evidence) -> bool:
+    """A generated loop body ``v = (v * w).to(tl.<int type>)`` (w a float) and a float -> int cast traced."""
+    in_loop = re.search(r"for \w+ in range\(\w+\):\n\s+(\w+) = \(\1 \* \w+\)\.to\(tl\.u?int\d+\)", e.source)
+    return bool(in_loop) and any(item.partition(":")[0].startswith(("cast.float", "cast.bfloat"))
+                                 and item.partition(":")[2].startswith(("int", "uint")) for item in e.ops)
 
 
 def has_narrow_float(e: Evidence) -> bool:
@@ -285,6 +293,29 @@ KNOWN: tuple[Divergence, ...] = (
               lambda: [_i(0, 1, 1, 3, dtype=np.uint8), _i(0, 0, 0, 0)], {"N": 4},
               raises="histogram only supports 32-bit integer input"),
         lambda e: "histogram only supports 32-bit integer input" in e.triton_error),
+    Divergence(
+        "interpreter-scalar-mask-on-a-tile", "interpreter",
+        "Triton's interpreter raises 'mask has unsupported dtype' for a tile load/store whose mask is a "
+        "scalar (`mask=ticket < tl.num_programs(0)`, `mask=tl.program_id(0) < 1`, as the sync generator "
+        "writes); compiled Triton broadcasts it (checked with triton.compile for sm_90: the tt.store takes a "
+        "tensor<4x8xi1> mask).",
+        Repro(_unary("    tl.store(o_ptr + offs, x, mask=tl.program_id(0) < 1)\n"),
+              lambda: [_f(1, 2, 3, 4), _f(0, 0, 0, 0)], {"N": 4}, raises="mask has unsupported dtype"),
+        lambda e: "mask has unsupported dtype" in e.triton_error),
+    Divergence(
+        "undefined-float-to-int-of-a-computed-value", "undefined",
+        "As undefined-float-to-int-out-of-range, for a value the kernel computes: generated programs "
+        "multiply a loop-carried integer by a float (a tl.dot result) `trips` times and convert the product "
+        "back (`v = (v * d).to(tl.uint16)`); once it leaves the type's range the conversion is LLVM poison "
+        "in Triton (its interpreter wraps, as NumPy's cast), and tiles saturates. Everything the value "
+        "reaches then differs (an atomic_xchg of it, its old values).",
+        Repro("@tiles.jit\ndef kernel(x_ptr, o_ptr, trips, N: tl.constexpr):\n" + _LOAD +
+              "    v = tl.zeros((N,), tl.uint16) + 300\n"
+              "    for it in range(trips):\n        v = (v * x).to(tl.uint16)\n"
+              "    tl.store(o_ptr + offs, v)\n",
+              lambda: [_f(300, 1000, 1.5, 3), _i(0, 0, 0, 0, dtype=np.uint16), 2], {"N": 4},
+              case_id="generated_int/program"),
+        lambda e: not e.triton_error and e.case_id.startswith("generated") and _float_product_to_int_in_loop(e)),
     Divergence(
         "interpreter-narrow-float-bits", "interpreter",
         "Triton's interpreter does not model bfloat16 and fp8 values: it keeps them as their raw bit "
