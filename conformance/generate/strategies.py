@@ -256,6 +256,8 @@ class Builder:
         floating = acc.dtype.is_floating
         op = choose(self.draw, ["+", "-", "*", "max"] + ([] if floating else ["^"]))
         operand = "it" if other is None or self.draw(st.booleans()) else other.name
+        if op == "^" and other is not None and operand == other.name and not other.dtype.is_int:
+            operand = "it"  # xor takes integers only
         if floating and op in ("+", "-") and (acc.from_mul or (other is not None and other.from_mul
                                                                 and operand != "it")):
             return None
