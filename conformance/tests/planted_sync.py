@@ -62,9 +62,10 @@ class FloatAtomicMaxOnBits(Planted):
 
     @staticmethod
     def replace(original: Any) -> Any:
-        def atomic_rmw(self: Any, kind: str, p: Any, value: Any, dtype: Any, mask: Any, loc: Any) -> Any:
+        def atomic_rmw(self: Any, kind: str, p: Any, value: Any, dtype: Any, mask: Any, loc: Any,
+                       *order: Any) -> Any:
             if not (dtype.is_floating and str(kind) in ("max", "min") and dtype.bits in (32, 64)):
-                return original(self, kind, p, value, dtype, mask, loc)
+                return original(self, kind, p, value, dtype, mask, loc, *order)
             t, it = self.d.register[dtype], ("int" if dtype.bits == 32 else "long")
             fn = self.d.atomic_rmw[dtype.bits].format(kind=kind)
             bits = self.d.reinterpret.format(t=it, a=value)
