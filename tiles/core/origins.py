@@ -101,7 +101,6 @@ class PointerOrigins:
             self._set(r, self.get(a))
 
 
-def atomically_written(kernel: Kernel) -> Origins:
+def atomically_written(kernel: Kernel, origins: PointerOrigins) -> Origins:
     """The pointer parameters an ATOMIC or ATOMIC_CAS of the kernel may change (None: unknown)."""
-    origins = PointerOrigins(kernel)
     return _union(origins.get(i.operands[0]) for i in kernel.walk() if i.op in (Op.ATOMIC, Op.ATOMIC_CAS))

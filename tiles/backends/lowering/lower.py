@@ -74,8 +74,9 @@ class Lowering:
         self.max_vec = _widest_chunk(kernel)
         self._definitions: dict[Value, Instr] | None = None
         # the pointer parameters the kernel's own atomics change (memory other programs write)
-        self.atomic_params = atomically_written(kernel)
-        self.origins = PointerOrigins(kernel) if self.atomic_params != frozenset() else None
+        has_atomics = any(i.op in (Op.ATOMIC, Op.ATOMIC_CAS) for i in kernel.walk())
+        self.origins = PointerOrigins(kernel) if has_atomics else None
+        self.atomic_params = atomically_written(kernel, self.origins) if self.origins is not None else frozenset()
 
     # ------------------------------------------------------------ driver
     def run(self) -> str:
