@@ -42,8 +42,6 @@ def print_kernel(x_ptr):
     tl.device_print("value", tl.load(x_ptr + tl.program_id(0)))
 
 
-@pytest.mark.known_failure_on("opencl", "pocl's printf output reaches file descriptor 1 only when C stdio "
-                                         "flushes, after capfd has read it", strict=False)
 def test_device_print_writes_each_program(capfd):
     print_kernel[(2,)](np.array([41, 42], np.int32))
     text = capfd.readouterr().out

@@ -235,6 +235,20 @@ def _prints(compiled: CompiledKernel) -> bool:
     return bool(found)
 
 
+@lru_cache(maxsize=1)
+def _libc() -> Any:
+    import ctypes
+    return ctypes.CDLL(None)
+
+
+def _flush_c_stdio() -> None:
+    """Flush every C stdio stream, so device_print lines reach the file descriptor before Python reads it."""
+    try:
+        _libc().fflush(None)
+    except (OSError, AttributeError):
+        pass
+
+
 def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[LaunchArg],
            stream: Any = None) -> None:
     import pyopencl as cl
@@ -280,5 +294,7 @@ def launch(compiled: CompiledKernel, grid: tuple[int, int, int], args: Sequence[
             raise
         for span, host in received:
             span.write_back(host)
+    if prints and is_cpu():  # pocl's printf writes through this process's C stdio buffer
+        _flush_c_stdio()
     for guard in guards:
         guard.check(queue, compiled.name)
