@@ -9,7 +9,12 @@ import pytest
 import tiles
 import tiles.language as tl
 
-FENCE = "mem_fence(CLK_GLOBAL_MEM_FENCE);"
+
+
+def _fence():
+    """The device-scope fence this device gets (mem_fence on pocl, a PTX fence on NVIDIA)."""
+    from tiles.backends.opencl import runtime
+    return runtime.global_fence()
 
 
 @tiles.jit
@@ -40,8 +45,29 @@ def test_fences_follow_sem(sem):
     xchg_at = body.index("atomic_xchg")
     after_cas = body[cas_at:cas_at + 120]
     before_xchg = body[xchg_at - 120:xchg_at]
-    assert (FENCE in after_cas) == (sem in ("acquire", "acq_rel"))
-    assert (FENCE in before_xchg) == (sem in ("release", "acq_rel"))
+    fence = _fence()
+    assert (fence in after_cas) == (sem in ("acquire", "acq_rel"))
+    assert (fence in before_xchg) == (sem in ("release", "acq_rel"))
     assert "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);" in body  # tl.debug_barrier()
     if sem == "acq_rel":  # Triton's default: the lock works
         assert out[0] == 5 + 97 and lock[0] == 0
+
+
+@tiles.jit
+def release_store(flag_ptr, out_ptr, SEM: tl.constexpr):
+    tl.store(out_ptr, 7)
+    tl.atomic_xchg(flag_ptr, 1, sem=SEM)
+
+
+def test_device_without_a_known_fence_refuses_ordered_atomics(monkeypatch):
+    from tiles.backends.opencl import runtime
+    monkeypatch.setattr(runtime, "global_fence", lambda: "")
+    flag, out = np.zeros(1, np.int32), np.zeros(1, np.int32)
+    tiles.set_backend("opencl")
+    try:
+        with pytest.raises(tiles.UnsupportedError, match="device-scope memory fence"):
+            release_store[(1,)](flag, out, SEM="release")
+        release_store[(1,)](flag, out, SEM="relaxed")  # nothing to order: runs
+    finally:
+        tiles.set_backend(None)
+    assert flag[0] == 1 and out[0] == 7

@@ -124,12 +124,19 @@ class CMemory:
     def _fence_before(self, sem: str) -> None:
         """Release: this thread's earlier accesses are seen before the atomic (the dialect's atomics
         are relaxed, of device scope, which covers ``cta`` and, for device buffers, ``sys``)."""
-        if self.d.global_fence and sem in ("release", "acq_rel"):
-            self._line(f"  {self.d.global_fence}")
+        if sem in ("release", "acq_rel"):
+            self._line(f"  {self._global_fence(sem)}")
 
     def _fence_after(self, sem: str) -> None:
-        if self.d.global_fence and sem in ("acquire", "acq_rel"):
-            self._line(f"  {self.d.global_fence}")
+        if sem in ("acquire", "acq_rel"):
+            self._line(f"  {self._global_fence(sem)}")
+
+    def _global_fence(self, sem: str) -> str:
+        if not self.d.global_fence:
+            raise UnsupportedError(f"atomics with sem={sem!r} need a device-scope memory fence, which tiles "
+                                   f"does not know for this {self.d.name} device; pass "
+                                   "sem='relaxed' if the kernel needs no ordering")
+        return self.d.global_fence
 
     def _narrow_float_atomic(self, kind: AtomicKind, p: Handle, value: Handle, dtype: DType,
                              mask: Handle | None, sem: str) -> Handle:

@@ -115,7 +115,8 @@ class OpenCLBackend(Backend):
         from .emit_c import OpenCLEmitter
         threads = self._threads(options, compiled.ir)
         levels = self.cpu_tree_levels_per_barrier if runtime.is_cpu() else 1
-        lowered = lower(compiled.ir, OpenCLEmitter(self.target(), runtime.has_fp64(), levels),
+        emitter = OpenCLEmitter(self.target(), runtime.has_fp64(), levels, runtime.global_fence())
+        lowered = lower(compiled.ir, emitter,
                         dataclasses.replace(options, num_warps=threads // 32))
         compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
         compiled.not_applied = lowered.not_applied

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 
 from ...core import dtypes as D  # noqa: N812
@@ -45,8 +46,9 @@ class OpenCLEmitter(CStyleEmitter):
     # NVIDIA's 64-bit saturating conversions give INT64_MIN for NaN: legalize.py tests for it
     legality = Legality(float_to_int_nan_is_zero=False)
 
-    def __init__(self, target: Target, fp64: bool, tree_levels_per_barrier: int = 1) -> None:
-        super().__init__(target, OPENCL, fp64)
+    def __init__(self, target: Target, fp64: bool, tree_levels_per_barrier: int = 1,
+                 global_fence: str = OPENCL.global_fence) -> None:
+        super().__init__(target, dataclasses.replace(OPENCL, global_fence=global_fence), fp64)
         self.tree_levels_per_barrier = tree_levels_per_barrier
 
     def math_fn(self, fn: MathFunction, args: Sequence[Handle], dtypes: Sequence[DType]) -> Handle:

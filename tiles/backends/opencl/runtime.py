@@ -86,6 +86,21 @@ def is_cpu() -> bool:
     return bool(device()[2].type & cl.device_type.CPU)
 
 
+def global_fence() -> str:
+    """The OpenCL C statement that makes this work-item's global accesses visible to every other
+    work-group in order (an acquire/release fence of device scope), or "" where none is known.
+    OpenCL C 1.2's ``mem_fence`` is enough on a CPU (pocl: one process's threads), but NVIDIA's
+    compiler lowers it to ``membar.cta``, which orders nothing for other SMs: a PTX fence instead."""
+    import pyopencl as cl
+    dev = device()[2]
+    if dev.type & cl.device_type.CPU:
+        return "mem_fence(CLK_GLOBAL_MEM_FENCE);"
+    if "NVIDIA" in dev.platform.name:
+        major = getattr(dev, "compute_capability_major_nv", 0)
+        return f'asm volatile("{"fence.acq_rel.gpu" if major >= 7 else "membar.gl"};" ::: "memory");'
+    return ""
+
+
 def keeps_binaries() -> bool:
     """Whether compiled programs keep their device binary for the disk cache: not on CPU devices
     (pocl builds the kernel again to produce one, and serves warm builds from its own cache)."""
