@@ -48,13 +48,17 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   program's threads stored.  `tl.load(..., volatile=True)` reads memory every
   time it runs (a spin-wait on another program's flag).  Plain loads and
   stores are not ordered with other programs except through these.  CUDA:
-  `cmpxchg` carries the order itself, read-modify-write atomics get
-  `fence.acq_rel.<scope>` before (release) and after (acquire) a relaxed
-  `atom` (LLVM's NVPTX drops the order of `atomicrmw`); ROCm: LLVM's ordered
-  atomics with `workgroup`/`agent`/system scopes; OpenCL: the OpenCL 1.2
-  atomics are relaxed and of device scope, so `mem_fence(CLK_GLOBAL_MEM_FENCE)`
-  goes before and after as `sem` says (device scope serves `cta`, and `sys`
-  for tiles' device buffers, which the host does not read during a launch);
+  read-modify-write atomics are PTX's own `atom.<sem>.<scope>.global` (LLVM's
+  NVPTX drops the order of `atomicrmw`; float exchange and 16-bit floats keep a
+  relaxed `atom` between `fence.acq_rel.<scope>` fences), `cmpxchg` carries the
+  order itself; ROCm: LLVM's ordered atomics with `workgroup`/`agent`/system
+  scopes; OpenCL: the OpenCL 1.2 atomics are relaxed and of device scope, so a
+  device-scope fence goes before and after as `sem` says — `mem_fence(
+  CLK_GLOBAL_MEM_FENCE)` on CPU devices, PTX `fence.acq_rel.gpu` on NVIDIA's
+  OpenCL (whose `mem_fence` is only `membar.cta`); a GPU for which tiles knows no
+  such fence refuses atomics whose `sem` is not `relaxed` (device scope serves
+  `cta`, and `sys` for tiles' device buffers, which the host does not read
+  during a launch);
   the interpreter runs atomics in program-id order, which every `sem` allows.
 - **Tiles** have a static shape (every dimension a power of two where Triton
   requires it, e.g. `tl.arange`) and one element type.  Shapes and dtypes are
