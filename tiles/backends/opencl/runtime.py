@@ -18,6 +18,7 @@ from ...core.errors import LaunchError
 from ..base import CompiledKernel, LaunchArg
 from ..staging import HostSpan
 from ..waiting import poll_until
+from . import stack
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 
@@ -27,7 +28,9 @@ def device() -> tuple[Any, Any, Any]:
     """(context, queue, device): TILES_OPENCL_DEVICE, else the first GPU, else any device."""
     import pyopencl as cl
     choice = os.environ.get("TILES_OPENCL_DEVICE", "").strip()
-    devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    with stack.sized_worker_threads():  # pocl starts its worker threads here
+        platforms = cl.get_platforms()
+    devices = [d for p in platforms for d in p.get_devices()]
     if not devices:
         raise RuntimeError("no OpenCL device found")
     if choice:
@@ -84,6 +87,11 @@ CPU_MAX_PROGRAMS = 2**32
 def is_cpu() -> bool:
     import pyopencl as cl
     return bool(device()[2].type & cl.device_type.CPU)
+
+
+def is_pocl_cpu() -> bool:
+    """Whether the device is pocl's CPU device, which runs a work-group on one thread's stack."""
+    return is_cpu() and "Portable Computing Language" in device()[2].platform.name
 
 
 def keeps_binaries() -> bool:
