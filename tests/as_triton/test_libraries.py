@@ -113,6 +113,7 @@ def test_cut_cross_entropy_forward(torch, backend):
     torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(e @ c.T, target), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.slow  # 23 s on the interpreter, 28 s on pocl (2-core VM)
 def test_cut_cross_entropy_backward_bf16(torch, backend):
     """cce_backward.py:168-181 returns early from a run-time ``if`` (a filtered block), then makes
     d_accum bfloat16: the returning path ends the kernel, so nothing merges the two types."""
