@@ -29,12 +29,14 @@ def _pocl_cpu() -> bool:
     return runtime.is_pocl_cpu()
 
 
-def _child(*flags: str, seed: int) -> subprocess.CompletedProcess[str]:
+def _child(*flags: str, seed: int, stack_mb: str = "") -> subprocess.CompletedProcess[str]:
     """stack_kernels.py in a process whose threads get glibc's usual 8 MiB stack by default."""
     def limit_stack() -> None:
         resource.setrlimit(resource.RLIMIT_STACK, (8 << 20, resource.getrlimit(resource.RLIMIT_STACK)[1]))
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     env.pop("TILES_OPENCL_STACK_MB", None)
+    if stack_mb:
+        env["TILES_OPENCL_STACK_MB"] = stack_mb
     return subprocess.run([sys.executable, str(HERE / "stack_kernels.py"), str(seed), *flags], env=env,
                           capture_output=True, text=True, timeout=600, preexec_fn=limit_stack)
 
@@ -58,6 +60,16 @@ def test_threads_started_before_tiles_sized_them_refuse_the_kernel(rng):
     assert done.stdout.startswith("refused "), done.stdout + done.stderr[-2000:]
     assert "stack_kernels.py:" in done.stdout and "in persistent_bgemm" in done.stdout
     assert "more than the 8 MiB" in done.stdout and "TILES_OPENCL_STACK_MB" in done.stdout
+
+
+def test_tiles_opencl_stack_mb_sets_the_stack_the_check_counts_on(rng):
+    """With 4 MiB asked for, pocl's threads get 4 MiB and the GEMM is refused against that."""
+    if not _pocl_cpu():
+        pytest.skip("the stack is pocl's CPU device's")
+    done = _child(seed=int(rng.integers(2**31)), stack_mb="4")
+    assert done.returncode == 0, f"the process died ({done.returncode}): {done.stderr[-2000:]}"
+    assert done.stdout.startswith("refused "), done.stdout + done.stderr[-2000:]
+    assert "more than the 4 MiB its threads have;" in done.stdout
 
 
 @tiles.jit

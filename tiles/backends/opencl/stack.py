@@ -39,6 +39,26 @@ def requested_bytes() -> int:
     return mb << 20
 
 
+def _affordable(size: int) -> int:
+    """``size``, or less where the kernel counts every thread's stack against a strict commit limit
+    (``vm.overcommit_memory=2``): pocl starts about one thread per core and ends the process if
+    it cannot, so all of them together take at most a quarter of the commit left."""
+    try:
+        with open("/proc/sys/vm/overcommit_memory") as f:
+            if f.read().strip() != "2":
+                return size
+        info = {}
+        with open("/proc/meminfo") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                info[key] = int(rest.split()[0]) * 1024
+        left = info["CommitLimit"] - info["Committed_AS"]
+    except (OSError, KeyError, ValueError, IndexError):
+        return size
+    share = left // (4 * ((os.cpu_count() or 1) + 1))
+    return max(min(size, share), 0)
+
+
 def _pocl_loaded() -> bool:
     try:
         with open("/proc/self/maps") as maps:
@@ -65,9 +85,9 @@ def sized_worker_threads() -> Iterator[None]:
     if libc.pthread_getattr_default_np(saved) != 0:
         yield
         return
-    size = requested_bytes()
-    ok = (libc.pthread_attr_init(sized) == 0
-          and libc.pthread_attr_setstacksize(sized, ctypes.c_size_t(size)) == 0
+    size = _affordable(requested_bytes())
+    made = size >= 1 << 20 and libc.pthread_attr_init(sized) == 0
+    ok = (made and libc.pthread_attr_setstacksize(sized, ctypes.c_size_t(size)) == 0
           and libc.pthread_setattr_default_np(sized) == 0)
     try:
         yield
@@ -76,7 +96,8 @@ def sized_worker_threads() -> Iterator[None]:
             libc.pthread_setattr_default_np(saved)
             if _pocl_loaded():
                 _sized[:] = [size]
-        libc.pthread_attr_destroy(sized)
+        if made:
+            libc.pthread_attr_destroy(sized)
         libc.pthread_attr_destroy(saved)
 
 
