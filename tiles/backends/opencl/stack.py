@@ -17,7 +17,6 @@ from __future__ import annotations
 import ctypes
 import os
 import re
-import resource
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -76,7 +75,7 @@ def sized_worker_threads() -> Iterator[None]:
         try:
             libc = ctypes.CDLL(None)
             libc.pthread_getattr_default_np, libc.pthread_setattr_default_np  # noqa: B018
-        except (OSError, AttributeError):
+        except (OSError, AttributeError, TypeError):
             libc = None
     if libc is None:
         yield
@@ -111,9 +110,13 @@ def _default_thread_stack() -> int:
             libc.pthread_attr_destroy(attr)
             if size.value:
                 return size.value
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # not glibc
         pass
-    soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_STACK)[0]
+    except (ImportError, OSError, ValueError):  # no rlimits (Windows)
+        return 1 << 20
     return soft if 0 < soft != resource.RLIM_INFINITY else 8 << 20
 
 
