@@ -20,6 +20,8 @@
 |   | (on a terminal: a bar redrawn in place); default: on when stderr is a terminal (progress.py) |
 | ``TILES_PRINT_AUTOTUNING=1`` | print each configuration tried, why one failed, and the one the autotuner picks |
 | ``TILES_OPENCL_DEVICE`` | OpenCL device: index into all devices, or part of "<platform> <device>" |
+| ``TILES_OPENCL_STACK_MB`` | pocl: the stack (MiB, default 256) of the worker threads it starts when tiles first |
+|   | lists the platforms; a kernel whose work-group may not fit is refused (opencl/stack.py) |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
 | ``TILES_TMA=1/0`` | cuda, sm_90+: copy tensor-descriptor tiles with TMA where it applies (the default), or never |
 |   | (lowering/tensorcore/tma.py); unset: ``TMA_BY_DEFAULT`` |

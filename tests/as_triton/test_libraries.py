@@ -113,11 +113,10 @@ def test_cut_cross_entropy_forward(torch, backend):
     torch.testing.assert_close(loss, torch.nn.functional.cross_entropy(e @ c.T, target), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.xfail(strict=True, raises=tiles.CompilationError,
-                   reason="tiles merges a variable re-typed after an early `return` in a run-time `if` "
-                          "(cce_backward.py:168-181: d_accum becomes bfloat16 after `if ...: return`); "
-                          "Triton compiles it: nothing after the if reads the merged value")
-def test_cut_cross_entropy_backward_bf16(torch):
+@pytest.mark.slow  # 23 s on the interpreter, 28 s on pocl (2-core VM)
+def test_cut_cross_entropy_backward_bf16(torch, backend):
+    """cce_backward.py:168-181 returns early from a run-time ``if`` (a filtered block), then makes
+    d_accum bfloat16: the returning path ends the kernel, so nothing merges the two types."""
     from cut_cross_entropy import linear_cross_entropy
 
     e = _inputs(torch, 19, 32, seed=13).bfloat16().requires_grad_()

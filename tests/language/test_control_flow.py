@@ -103,6 +103,49 @@ def test_early_return():
 
 
 @tiles.jit
+def doubled_unless_small(v, limit):
+    """A helper returning a value on both paths; ``v`` changes type only after the early return."""
+    if tl.max(tl.abs(v), 0) < limit:
+        return v * 0 - 1
+    v = v.to(tl.float16)
+    return (v * 2).to(tl.float32)
+
+
+@tiles.jit
+def retyped_after_early_return(x_ptr, out_ptr, alt_ptr, limit, FILTER: tl.constexpr, BLOCK: tl.constexpr):
+    """cut-cross-entropy's backward: ``if filtered: return`` inside a compile-time ``if``, then the
+    same name rebound to a narrower type (Triton compiles it: the returning path ends the kernel)."""
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    d = tl.load(x_ptr + offs)
+    tl.store(alt_ptr + offs, doubled_unless_small(d, limit))
+    if FILTER:
+        if tl.max(tl.abs(d), 0) < limit:
+            return
+    d = (d * 3).to(tl.bfloat16)
+    scale = 0.5
+    tl.store(out_ptr + offs, d.to(tl.float32) * scale)
+
+
+@pytest.mark.parametrize("filter_", [True, False])
+def test_a_name_retyped_after_an_early_return_is_not_merged(rng, filter_):
+    import tiles.core.dtypes as D
+    from tiles.core.floats import narrow
+    block, programs, limit = 16, 6, 1.0
+    x = (rng.standard_normal((programs, block)) * 0.3).astype(np.float32)
+    x[::2, 5] = rng.uniform(1.5, 3, programs // 2).astype(np.float32)  # even programs pass the filter
+    out = np.full((programs, block), -7.0, np.float32)
+    alt = np.full((programs, block), -7.0, np.float32)
+    retyped_after_early_return[(programs,)](x, out, alt, limit, FILTER=filter_, BLOCK=block)
+    big = np.abs(x).max(1) >= limit
+    want = narrow((x * 3).astype(np.float64), D.bfloat16).astype(np.float32) * 0.5
+    kept = big if filter_ else np.ones(programs, bool)
+    np.testing.assert_array_equal(out[kept], want[kept])
+    np.testing.assert_array_equal(out[~kept], -7.0)
+    halves = x.astype(np.float16).astype(np.float32) * 2
+    np.testing.assert_array_equal(alt, np.where(big[:, None], halves, -1.0))
+
+
+@tiles.jit
 def clamp_to_unit(v, LIMIT: tl.constexpr):
     if LIMIT > 0:
         return tl.minimum(tl.maximum(v, -LIMIT), LIMIT)

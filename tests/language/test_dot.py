@@ -48,6 +48,37 @@ def test_tf32_rounds_inputs_to_10_mantissa_bits(rng):
     np.testing.assert_allclose(c, want, rtol=1e-5, atol=1e-5)
 
 
+@tiles.jit
+def dot_flags_kernel(a_ptr, b_ptr, c_ptr, M: tl.constexpr, N: tl.constexpr, K: tl.constexpr,
+                     PRECISION: tl.constexpr, ALLOW: tl.constexpr):
+    rm, rn, rk = tl.arange(0, M), tl.arange(0, N), tl.arange(0, K)
+    a = tl.load(a_ptr + rm[:, None] * K + rk[None, :])
+    b = tl.load(b_ptr + rk[:, None] * N + rn[None, :])
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], tl.dot(a, b, input_precision=PRECISION, allow_tf32=ALLOW))
+
+
+@pytest.mark.parametrize("precision,allow,rounded", [
+    (None, None, True),        # the default, as in Triton: tf32
+    (None, True, True), (None, False, False),
+    ("tf32", None, True), ("ieee", None, False), ("tf32x3", None, False),
+    ("ieee", True, False),     # input_precision wins over allow_tf32
+])
+def test_float32_inputs_are_rounded_to_tf32_exactly_when_the_precision_says(rng, precision, allow, rounded):
+    """Against the identity every product is one input times 1, exact in any summation order: the
+    result is the input itself, or the input rounded to tf32 (nearest even), bit for bit."""
+    m, k = 32, 16
+    a = (rng.standard_normal((m, k)) * 3).astype(np.float32)
+    a[0, :4] = [1 + 2**-20, 1 + 3 * 2**-11, -(1 + 2**-11), 2**-126 * 1.5]  # ties to even; near the smallest normal
+    assert not np.array_equal(round_to_tf32(a), a)
+    eye = np.eye(k, dtype=np.float32)
+    c = np.full((m, k), np.nan, np.float32)
+    dot_flags_kernel[(1,)](a, eye, c, M=m, N=k, K=k, PRECISION=precision, ALLOW=allow)
+    np.testing.assert_array_equal(c, round_to_tf32(a) if rounded else a)
+    c_t = np.full((k, m), np.nan, np.float32)  # the rounding applies to the right operand too
+    dot_flags_kernel[(1,)](eye, np.ascontiguousarray(a.T), c_t, M=k, N=m, K=k, PRECISION=precision, ALLOW=allow)
+    np.testing.assert_array_equal(c_t, (round_to_tf32(a) if rounded else a).T)
+
+
 def test_fp16_inputs_accumulate_in_fp32(rng):
     a = rng.standard_normal((32, 64)).astype(np.float16)
     b = rng.standard_normal((64, 16)).astype(np.float16)

@@ -130,6 +130,7 @@ class _Rewriter:
                              for b in (body, orelse))
                 s.body = self._tail_to_assign(body) or [ast.Pass()]
                 s.orelse = self._tail_to_assign(orelse)
+                s.tiles_ends_function = True  # type: ignore[attr-defined]  # see if_
                 if valued:  # a path that falls off the end returns None, as in Python (and Triton)
                     out.append(ast.copy_location(ast.Assign([ast.Name(RET, ast.Store())], ast.Constant(None)), s))
                 out.append(s)
@@ -230,14 +231,21 @@ class _Rewriter:
         return [cond, fn, self._bind(names, call, s)]
 
     def if_(self, s: ast.If) -> list[ast.stmt]:
+        """An ``if`` as two branch functions of the names it assigns.  One that returns early
+        holds the rest of the function in its branches (``lower_returns``): nothing after it reads
+        what they assign, so only the return value leaves it, and a name re-typed on one path
+        (cut-cross-entropy's backward: ``if filtered: return`` then ``d = d.to(bf16)``) is never
+        merged, as in Triton, where the returning branch ends the function."""
         body, orelse = self.block(s.body), self.block(s.orelse)
         names = _assigned(body + orelse)
+        outs = [n for n in names if n == RET] if getattr(s, "tiles_ends_function", False) else names
+        params = outs + [n for n in names if n not in outs]  # the helper pairs outs with the first values
         n = next(_counter)
-        then_fn = self._def(f"__tiles_then_{n}", names, body or [ast.Pass()], names, s)
-        else_fn = self._def(f"__tiles_else_{n}", names, orelse or [ast.Pass()], names, s)
+        then_fn = self._def(f"__tiles_then_{n}", params, body or [ast.Pass()], outs, s)
+        else_fn = self._def(f"__tiles_else_{n}", params, orelse or [ast.Pass()], outs, s)
         call = _call("if_", _Exprs().visit(s.test), ast.Name(then_fn.name, ast.Load()),
-                     ast.Name(else_fn.name, ast.Load()), _names_tuple(names), self._lookup(names))
-        return [then_fn, else_fn, self._bind(names, call, s)]
+                     ast.Name(else_fn.name, ast.Load()), _names_tuple(outs), self._lookup(params))
+        return [then_fn, else_fn, self._bind(outs, call, s)]
 
 
 def _comparison(left: ast.expr, op: ast.cmpop, right: ast.expr) -> ast.expr:

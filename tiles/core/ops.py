@@ -165,7 +165,8 @@ DOCS: dict[Op, str] = {
               "-0.0 == +0.0, equal keys in any order)"),
     Op.HISTOGRAM: "r[k] = number of elements of a equal to k, for k in [0, bins)",
     Op.GATHER: "r[..i..] = a[.. index[..i..] ..] along `axis`",
-    Op.DOT: "r = a @ b + acc  (2D or batched 3D; accumulation in the result dtype)",
+    Op.DOT: ("r = a @ b + acc  (2D or batched 3D; accumulation in the result dtype; float32 inputs "
+             "rounded to tf32 first when input_precision is tf32)"),
     Op.LOAD: "r = *p where mask else other (0 without other)",
     Op.STORE: "*p = v where mask",
     Op.ATOMIC: "r = old *p; *p = op(*p, v) where mask, atomically",

@@ -265,7 +265,11 @@ def max_constancy(x: tensor, values: Any) -> tensor:
 def dot(input: tensor, other: tensor, acc: tensor | None = None, input_precision: Any = None,
         allow_tf32: Any = None, max_num_imprecise_acc: Any = None,
         out_dtype: Any = D.float32) -> tensor:
-    """Matrix product ``input @ other`` of 2D (or batched 3D) tiles, added to ``acc`` when given."""
+    """Matrix product ``input @ other`` of 2D (or batched 3D) tiles, added to ``acc`` when given.
+    float32 operands: ``input_precision="tf32"`` (the default, as is ``allow_tf32=True``) rounds
+    both inputs to tf32 (10 mantissa bits, nearest even) on every backend, the interpreter
+    included; ``"ieee"`` (``allow_tf32=False``) and ``"tf32x3"`` keep the float32 inputs exact.
+    """
     from .reduction import dot as _dot
     return _dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
 

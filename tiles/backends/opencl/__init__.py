@@ -120,7 +120,15 @@ class OpenCLBackend(Backend):
                         dataclasses.replace(options, num_warps=threads // 32))
         compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
         compiled.not_applied = lowered.not_applied
+        self._check_stack(lowered.code, compiled.threads, compiled.ir)
         return lowered.code
+
+    @staticmethod
+    def _check_stack(source: str, threads: int, kernel: Kernel) -> None:
+        """On pocl's CPU device, refuse a work-group that may overflow its thread's stack."""
+        from . import runtime, stack
+        if runtime.is_pocl_cpu():
+            stack.check(source, threads, kernel.name, kernel.loc)
 
     def _build(self, source: str, compiled: CompiledKernel) -> Any:
         from . import runtime
@@ -137,6 +145,8 @@ class OpenCLBackend(Backend):
         from . import runtime
         if not isinstance(asm.get("opencl"), str) or "entry" not in metadata:
             return None
+        # the process that compiled it may have given pocl's threads more stack than this one did
+        self._check_stack(asm["opencl"], int(metadata.get("threads", 0)), kernel)
         binary = asm.get("binary")
         program = runtime.build_from_binary(binary) if isinstance(binary, bytes) else None
         if program is None:

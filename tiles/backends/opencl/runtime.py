@@ -18,6 +18,7 @@ from ...core.errors import LaunchError
 from ..base import CompiledKernel, LaunchArg
 from ..staging import HostSpan
 from ..waiting import poll_until
+from . import stack
 
 BUILD_OPTIONS = ["-cl-fp32-correctly-rounded-divide-sqrt"]
 
@@ -27,7 +28,9 @@ def device() -> tuple[Any, Any, Any]:
     """(context, queue, device): TILES_OPENCL_DEVICE, else the first GPU, else any device."""
     import pyopencl as cl
     choice = os.environ.get("TILES_OPENCL_DEVICE", "").strip()
-    devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    with stack.sized_worker_threads():  # pocl starts its worker threads here
+        platforms = cl.get_platforms()
+    devices = [d for p in platforms for d in p.get_devices()]
     if not devices:
         raise RuntimeError("no OpenCL device found")
     if choice:
@@ -99,6 +102,11 @@ def global_fence() -> str:
         major = getattr(dev, "compute_capability_major_nv", 0)
         return f'asm volatile("{"fence.acq_rel.gpu" if major >= 7 else "membar.gl"};" ::: "memory");'
     return ""
+
+
+def is_pocl_cpu() -> bool:
+    """Whether the device is pocl's CPU device, which runs a work-group on one thread's stack."""
+    return is_cpu() and "Portable Computing Language" in device()[2].platform.name
 
 
 def keeps_binaries() -> bool:
