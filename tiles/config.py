@@ -38,6 +38,11 @@
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
+
+The code choices (``TILES_TMA``, ``TILES_STMATRIX``, ``TILES_APPROX_DIV``, ``TILES_INFLIGHT``,
+``TILES_PRODUCER``, ``TILES_PERSISTENT``, ``TILES_OCCUPANCY``) are read once per compile by the jit
+into ``Options.codegen`` (``backends/base.py``: ``CodegenChoices.from_env``), which both compile
+caches key on; the lowering reads that, never these functions.
 """
 
 from __future__ import annotations

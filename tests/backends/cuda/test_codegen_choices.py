@@ -63,3 +63,73 @@ def test_flipping_a_choice_mid_process_recompiles(monkeypatch, tmp_path, var, ke
     if disk:
         assert ptx_of(tiles.jit(kernel.fn)) == on and cache.STATS["hits"] == hits + 1
         assert re.search(r"\.entry \w+", on)
+
+
+def _specs(kernel, args, constexprs):
+    return kernel.specialize(kernel._bind(args, constexprs))
+
+
+def test_every_choice_is_in_the_in_memory_key(monkeypatch):
+    """Options that differ in any one code choice never share a compiled kernel: each one off
+    compiles anew, and each is found again afterwards."""
+    from tiles.backends import registry
+    from tiles.backends.base import CodegenChoices
+    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_90a")
+    monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
+    cuda = registry.get("cuda")
+    fresh = tiles.jit(quotients.fn)
+    x = np.ones(100, np.float32)
+    specs = _specs(fresh, (x, x, x, 100), {"BLOCK": 128})
+    base = fresh._options(cuda, 4, 3)
+    names = [f for f in CodegenChoices.__dataclass_fields__]
+    compiled = {name: fresh.compile_for(specs, cuda, base.without(name)) for name in names}
+    first = fresh.compile_for(specs, cuda, base)
+    assert len({id(c) for c in [first, *compiled.values()]}) == len(names) + 1
+    assert all(fresh.compile_for(specs, cuda, base.without(n)) is compiled[n] for n in names)
+    assert fresh.compile_for(specs, cuda, base) is first
+
+
+def _attention_case():
+    from test_tma_producer import _attention_args, block_attention
+    (q, k, v), o, strides = _attention_args(np.random.default_rng(5), 1, 2, 256, 128)
+    return block_attention, (q, k, v, o, 0.125, *strides, 2, 256), \
+        dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=128, CAUSAL=False), 8, 2
+
+
+def _desc_copy_case():
+    from test_tma import _copy_args, desc_copy
+    return desc_copy, _copy_args(64, 64), dict(BM=32, BN=64), 4, 3
+
+
+FLIPS = [
+    ("approx_div", lambda: (quotients, (np.ones(100, np.float32),) * 3 + (100,), dict(BLOCK=128), 4, 3),
+     lambda c: "div.full.f32" in c.asm["ptx"]),
+    ("stmatrix", lambda: (mm16, (np.ones((64, 32), np.float16), np.ones((32, 64), np.float16),
+                                 np.ones((64, 64), np.float16)), dict(BM=64, BN=64, BK=32), 4, 3),
+     lambda c: "stmatrix" in c.asm["ptx"]),
+    ("tma", _desc_copy_case, lambda c: "cp.async.bulk.tensor" in c.asm["ptx"]),
+    ("producer", _attention_case, lambda c: "setmaxnreg" in c.asm["ptx"]),
+    ("persistent", _attention_case, lambda c: bool(c.extra.get("persistent"))),
+    ("tma_top_loads", _attention_case, lambda c: 0 in {m["base"] for m in c.extra.get("tensor_maps", ())}),
+]
+
+
+@pytest.mark.skipif(not __import__("shutil").which("ptxas"), reason="the producer is kept only where ptxas says so")
+@pytest.mark.parametrize("name,case,taken", FLIPS, ids=[f[0] for f in FLIPS])
+def test_each_choice_flipped_through_options(monkeypatch, name, case, taken):
+    """Each code choice off (``Options.without``) gives a different artifact; on again, the first
+    one comes back from the cache."""
+    from tiles.backends import registry
+    for var in ("TILES_TMA", "TILES_STMATRIX", "TILES_APPROX_DIV", "TILES_PRODUCER", "TILES_PERSISTENT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("TILES_CUDA_ARCH", "sm_90a")
+    monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
+    cuda = registry.get("cuda")
+    kernel, args, constexprs, warps, stages = case()
+    fresh = tiles.jit(kernel.fn)
+    specs = _specs(fresh, args, constexprs)
+    on = fresh._options(cuda, warps, stages)
+    with_it = fresh.compile_for(specs, cuda, on)
+    without = fresh.compile_for(specs, cuda, on.without(name))
+    assert taken(with_it) and not taken(without)
+    assert fresh.compile_for(specs, cuda, on) is with_it

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 from sim_emitter import WARP, H, SimEmitter, addresses
 
-from tiles.backends.base import Options
+from tiles.backends.base import CodegenChoices, Options
 from tiles.backends.lowering.entry import lower_with_tensor_cores
 from tiles.backends.lowering.tensorcore import persistent
 from tiles.backends.lowering.tensorcore.tma_claim import TMAEmitter
@@ -299,10 +299,9 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
         for y in range(launched[1]):
             for x in range(launched[0]):
                 sim = TMASimEmitter(values, (x, y, z), launched, mem)
-                options = Options(num_warps=threads // WARP, num_stages=num_stages)
+                options = Options(num_warps=threads // WARP, num_stages=num_stages, codegen=CodegenChoices.from_env())
                 if programs is None:
-                    with persistent.disabled():
-                        lower_with_tensor_cores(kernel, sim, options)
+                    lower_with_tensor_cores(kernel, sim, options.without("persistent"))
                 else:
                     sim.target = dataclasses.replace(sim.target, shared_memory=227 * 1024)
                     lowered = lower_with_tensor_cores(kernel, sim, options)

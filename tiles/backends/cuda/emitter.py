@@ -34,8 +34,8 @@ def lower_module(kernel: Kernel, target: LLVMTarget, options: Options, caps: Tar
     try:
         return lower_with_tensor_cores(kernel, CUDAEmitter(caps or default_caps(target), target), options)
     except persistent.NoRoomError:
-        with persistent.disabled():
-            return lower_with_tensor_cores(kernel, CUDAEmitter(caps or default_caps(target), target), options)
+        return lower_with_tensor_cores(kernel, CUDAEmitter(caps or default_caps(target), target),
+                                       options.without("persistent"))
 
 
 def lower_kernel(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> str:

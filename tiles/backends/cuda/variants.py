@@ -27,12 +27,10 @@ def lower_chosen(kernel: Kernel, target: LLVMTarget, options: Options, caps: Tar
     ptxas gives the kernel the registers its ``setmaxnreg`` balance assumes."""
     lowered = lower_module(kernel, target, options, caps)
     if tma_producer.VARIANT in lowered.variants and not _producer_fits(lowered, target.arch):
-        with tma_producer.disabled():
-            return lower_chosen(kernel, target, options, caps)
+        return lower_chosen(kernel, target, options.without("producer"), caps)
     if inflight.VARIANT not in lowered.variants:
         return lowered
-    with inflight.disabled():
-        plain = lower_module(kernel, target, options, caps)
+    plain = lower_module(kernel, target, options.without("inflight"), caps)
     arch = target.arch
     # the in-flight version as ptxas sizes it: one that needs the loader's register cap to fit as
     # many programs gives back the registers it was made for (d=64 on 8 warps: 2.5 % slower so)
@@ -40,7 +38,8 @@ def lower_chosen(kernel: Kernel, target: LLVMTarget, options: Options, caps: Tar
                              cap=False)
     if late is None:
         return plain
-    base = occupancy.settled(toolchain.to_ptx(plain.code, arch), arch, plain.threads, plain.shared_bytes)
+    base = occupancy.settled(toolchain.to_ptx(plain.code, arch), arch, plain.threads, plain.shared_bytes,
+                             cap=options.codegen.occupancy)
     assert base is not None
     return lowered if late[0] >= base[0] and late[1] <= base[1] else plain
 

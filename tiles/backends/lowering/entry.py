@@ -38,7 +38,8 @@ class Lowered:
 Walker = Callable[[Kernel, Any, int, Options], Lowering]  # (kernel, emitter, threads, options)
 
 
-Claim = Callable[[Kernel, Emitter, int], Callable[[Instr], bool]]  # (kernel, emitter, threads) -> kept?
+# (kernel, emitter, threads, options) -> kept?
+Claim = Callable[[Kernel, Emitter, int, Options], Callable[[Instr], bool]]
 
 
 def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = Lowering,
@@ -48,12 +49,11 @@ def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = L
     ``claim`` picks the descriptor accesses the walk lowers itself (``prepare``)."""
     threads = options.threads(emitter.target)
     prepared = prepare(kernel, emitter, options.fp_fusion,
-                       None if claim is None else lambda k, e: claim(k, e, threads))
+                       None if claim is None else lambda k, e: claim(k, e, threads, options))
     try:
         lowering = walker(prepared, emitter, threads, options)
     except persistent.TopLoadsUnusedError:  # (nothing emitted yet)
-        with tma_claim.top_loads_disabled():
-            return lower(kernel, emitter, options, walker, claim)
+        return lower(kernel, emitter, options.without("tma_top_loads"), walker, claim)
     code = lowering.run()
     maps = tuple(spec.to_json() for spec in tma.recorded_maps(lowering))
     return Lowered(code, emitter.name or kernel.name, lowering.launch_threads, lowering.local_bytes,
