@@ -60,7 +60,7 @@ def spec(d: int, causal: bool, cfg: tuple[int, ...]) -> tuple[dict[str, tuple[st
 def tiles_ptx(mod: Any, d: int, causal: bool, cfg: tuple[int, ...]) -> str:
     from tiles.backends.base import Options
     from tiles.backends.cuda import CUDABackend, nvptx_target, toolchain
-    from tiles.backends.cuda.variants import lower_chosen
+    from tiles.backends.cuda.choices import lower_chosen
     sig, consts = spec(d, causal, cfg)
     options = Options(cfg[2], cfg[3], fp_fusion=CUDABackend.fp_fusion_default)  # as a launch compiles it
     typed = {n: t + (":16" if div else "") for n, (t, div) in sig.items()}

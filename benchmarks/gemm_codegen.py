@@ -73,7 +73,7 @@ def cases(forms: list[str], configs: list[tuple[int, ...]]) -> list[tuple[str, t
 def tiles_ptx(mod: Any, form: str, cfg: tuple[int, ...], size: int) -> str:
     from tiles.backends.base import Options
     from tiles.backends.cuda import nvptx_target, toolchain
-    from tiles.backends.cuda.emitter import lower_kernel
+    from tiles.backends.cuda.choices import lower_kernel
     kernel, sig, consts = spec(form, cfg, size)
     warps, stages = cfg[3], cfg[4]
     typed = {n: t + (":16" if div else "") for n, (t, div) in sig.items()}

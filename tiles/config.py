@@ -128,7 +128,7 @@ def occupancy() -> bool:
 def inflight() -> bool:
     """Whether a pipelined loop of three stages or more that runs several products may leave the last
     one in flight into the next iteration (TILES_INFLIGHT, default on; tensorcore/inflight.py); the
-    CUDA backend keeps that code only where ptxas says it costs no occupancy (cuda/variants.py)."""
+    CUDA backend keeps that code only where ptxas says it costs no occupancy (cuda/choices.py)."""
     return os.environ.get("TILES_INFLIGHT", "").strip().lower() not in ("0", "false", "no", "off")
 
 

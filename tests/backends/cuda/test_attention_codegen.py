@@ -12,8 +12,8 @@ from test_tutorial_forms import _attention_case, _attention_module
 
 from tiles.backends.base import CodegenChoices, Options
 from tiles.backends.cuda import CUDABackend, nvptx_target, toolchain
+from tiles.backends.cuda.choices import lower_chosen
 from tiles.backends.cuda.ptx_loops import loop_events, mma_loop
-from tiles.backends.cuda.variants import lower_chosen
 
 needs_ptxas = pytest.mark.skipif(toolchain.ptxas_path() is None, reason="ptxas is not on PATH")
 Z, H, N_CTX = 4, 32, 4096
@@ -89,7 +89,7 @@ def test_attention_simulated_over_many_steps(causal, bm, bn, stages):
 def test_pv_product_stays_in_flight_at_d128_on_8_warps(causal):
     """d=128, 128x64 on 8 warps (Triton's configuration there): the P@V group is not waited for in
     its own step; the next step's QK^T wait (wait_group 0) completes it, as in Triton's loop, and
-    the next stage's copies go out while it runs (cuda/variants.py keeps this shape: ptxas gives it
+    the next stage's copies go out while it runs (cuda/choices.py keeps this shape: ptxas gives it
     as many programs per SM as the plain one)."""
     parts = re.split(r"(?=^\$L__BB0_\d+:)", attention_ptx(128, 128, 64, 8, 3, causal), flags=re.M)
     loops = [loop for loop in map(mma_loop, parts) if loop]

@@ -15,7 +15,7 @@ from test_cuda import needs_gpu
 from tiles.backends.base import Options
 from tiles.backends.cuda import CUDABackend, nvptx_target, occupancy, toolchain
 from tiles.backends.cuda import driver as cu
-from tiles.backends.cuda.variants import lower_chosen
+from tiles.backends.cuda.choices import lower_chosen
 
 CORPUS = Path(__file__).resolve().parents[2] / "compat" / "kernels"
 

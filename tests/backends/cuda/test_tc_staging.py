@@ -15,7 +15,7 @@ import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
-from tiles.backends.cuda.emitter import lower_kernel
+from tiles.backends.cuda.choices import lower_kernel
 from tiles.backends.lowering.tensorcore.staging import SwizzledRows
 from tiles.core import dtypes as D
 

@@ -121,7 +121,7 @@ class CUDABackend(Backend):
                       approximate=approximate_math(toolchain.libdevice_path() is not None))
 
     def toolchain_version(self) -> str:
-        # ptxas picks between lowerings (variants.py): with and without it they may differ
+        # ptxas picks between lowerings (choices.py): with and without it they may differ
         return toolchain.toolchain_version() + ("" if toolchain.ptxas_path() else " no-ptxas")
 
     def stages(self, options: Options) -> dict[str, Stage]:
@@ -129,7 +129,7 @@ class CUDABackend(Backend):
 
         def llir(kernel: Any, compiled: CompiledKernel) -> str:
             from ..lowering.tensorcore import persistent
-            from .variants import lower_chosen
+            from .choices import lower_chosen
             lowered = lower_chosen(compiled.ir, nvptx_target(arch), options, self.target())
             compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
             compiled.arch, compiled.not_applied = arch, lowered.not_applied

@@ -18,7 +18,7 @@ thread), it loads the PTX again with ``.minnctapersm 1`` and keeps that version 
 a quarter as much.
 ``Options.codegen.occupancy`` off (``TILES_OCCUPANCY=0``) switches both off; a kernel launched with
 ``maxnreg=`` (PTX ``.maxnreg``) is left as its author capped it.  ``second_compile`` is that decision;
-``settled`` takes it with ptxas instead of the driver, at compile time, where ``variants.py`` compares
+``settled`` takes it with ptxas instead of the driver, at compile time, where ``choices.py`` compares
 two lowerings of one kernel.
 """
 

@@ -11,7 +11,7 @@ use of the carried accumulator comes before the first product of the body, and i
 three stages or more: the next stage's copies then go out after the MMAs, and with two stages
 they would have under one iteration to land (measured: the 2-stage 128x128 attention kernels
 lost 5 %).  The registers it keeps live may cost a program per SM; the CUDA backend compiles
-such a kernel both ways and keeps this one only where ptxas says it does not (``cuda/variants.py``),
+such a kernel both ways and keeps this one only where ptxas says it does not (``cuda/choices.py``),
 lowering the other with ``Options.codegen.inflight`` off (``TILES_INFLIGHT=0`` turns it off everywhere).
 """
 

@@ -20,7 +20,7 @@ The producer is a whole warpgroup, since registers move between warpgroups: laun
 (``setmaxnreg.inc``).  That balance holds only if the kernel is launched with exactly 168
 registers per thread (a kernel that needs fewer gets fewer, and the consumers' request would
 wait forever), so the CUDA backend keeps this lowering only where ptxas says so
-(``cuda/variants.py``) and lowers the kernel again with ``Options.codegen.producer`` off otherwise.
+(``cuda/choices.py``) and lowers the kernel again with ``Options.codegen.producer`` off otherwise.
 
 With persistent programs (``persistent.py``) the producer joins once, then loops over the
 programs: per program the scalar instructions, the top-level loads it copies, then the loops,
