@@ -51,6 +51,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 # the stages the built-in backends produce (a third-party backend's own stage names are accepted too)
 DUMP_STAGES = ("ir", "opencl", "binary", "llir", "ptx", "amdgcn", "hsaco")
@@ -89,6 +90,22 @@ def dump_stages(produced: Iterable[str] = ()) -> set[str]:
 
 
 TMA_BY_DEFAULT = True  # the TMA tests and benchmarks/tma_gemm.py passed on the H200 (benchmarks/RESULTS.md)
+
+CODE_CHOICES = ("TILES_TMA", "TILES_PRODUCER", "TILES_PERSISTENT", "TILES_INFLIGHT", "TILES_STMATRIX",
+                "TILES_APPROX_DIV", "TILES_OCCUPANCY")
+# CUDA's target_key reads them on launches: from the dict behind os.environ, undecoded, where it has one
+_RAW_ENVIRON: dict[Any, Any] | None = getattr(os.environ, "_data", None)
+_encode = getattr(os.environ, "encodekey", None)
+_RAW_CODE_CHOICES = tuple(_encode(n) for n in CODE_CHOICES) if callable(_encode) else None
+
+
+def code_choice_values() -> tuple[Any, ...]:
+    """The ``CODE_CHOICES`` variables as set now (undecoded where that is cheaper) and
+    ``TMA_BY_DEFAULT``: equal tuples mean equal code choices."""
+    raw = _RAW_ENVIRON
+    if raw is not None and _RAW_CODE_CHOICES is not None:
+        return (*map(raw.get, _RAW_CODE_CHOICES), TMA_BY_DEFAULT)
+    return (*map(os.environ.get, CODE_CHOICES), TMA_BY_DEFAULT)
 
 
 def tma() -> bool:

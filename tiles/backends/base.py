@@ -58,10 +58,18 @@ class CodegenChoices:
 
     @classmethod
     def from_env(cls) -> CodegenChoices:
-        """The choices the ``TILES_*`` variables make now (config.py)."""
-        return cls(tma=config.tma(), producer=config.producer_warp(), persistent=config.persistent(),
-                   inflight=config.inflight(), stmatrix=config.stmatrix(),
-                   approx_div=config.approximate_division(), occupancy=config.occupancy())
+        """The choices the ``TILES_*`` variables make now (config.py), parsed once per setting."""
+        key = config.code_choice_values()
+        choices = _CHOICES_BY_SETTING.get(key)
+        if choices is None:
+            choices = _CHOICES_BY_SETTING[key] = cls(
+                tma=config.tma(), producer=config.producer_warp(), persistent=config.persistent(),
+                inflight=config.inflight(), stmatrix=config.stmatrix(),
+                approx_div=config.approximate_division(), occupancy=config.occupancy())
+        return choices
+
+
+_CHOICES_BY_SETTING: dict[tuple[Any, ...], CodegenChoices] = {}  # (a race stores equal values)
 
 
 @dataclass(frozen=True)
