@@ -103,6 +103,8 @@ def test_every_choice_is_in_the_in_memory_key(monkeypatch):
     assert len({id(c) for c in [first, *compiled.values()]}) == len(names) + 1
     assert all(fresh.compile_for(specs, cuda, base.without(n)) is compiled[n] for n in names)
     assert fresh.compile_for(specs, cuda, base) is first
+    # TILES_OCCUPANCY's choice reaches the loader with the kernel (cuda/occupancy.py: no second load)
+    assert not cuda._loaded(compiled["occupancy"]).occupancy and cuda._loaded(first).occupancy
 
 
 def _attention_case(bn=128, stages=2):
