@@ -58,11 +58,12 @@ def spec(d: int, causal: bool, cfg: tuple[int, ...]) -> tuple[dict[str, tuple[st
 
 
 def tiles_ptx(mod: Any, d: int, causal: bool, cfg: tuple[int, ...]) -> str:
-    from tiles.backends.base import Options
+    from tiles.backends.base import CodegenChoices, Options
     from tiles.backends.cuda import CUDABackend, nvptx_target, toolchain
-    from tiles.backends.cuda.variants import lower_chosen
+    from tiles.backends.cuda.choices import lower_chosen
     sig, consts = spec(d, causal, cfg)
-    options = Options(cfg[2], cfg[3], fp_fusion=CUDABackend.fp_fusion_default)  # as a launch compiles it
+    options = Options(cfg[2], cfg[3], fp_fusion=CUDABackend.fp_fusion_default,  # as a launch compiles it
+                      codegen=CodegenChoices.from_env())
     typed = {n: t + (":16" if div else "") for n, (t, div) in sig.items()}
     ir = mod.attn_fwd.compile(typed, consts, backend="cuda", num_warps=cfg[2], num_stages=cfg[3]).ir
     return toolchain.to_ptx(lower_chosen(ir, nvptx_target("sm_90a"), options).code, "sm_90a")  # as a launch picks

@@ -71,14 +71,15 @@ def cases(forms: list[str], configs: list[tuple[int, ...]]) -> list[tuple[str, t
 
 
 def tiles_ptx(mod: Any, form: str, cfg: tuple[int, ...], size: int) -> str:
-    from tiles.backends.base import Options
+    from tiles.backends.base import CodegenChoices, Options
     from tiles.backends.cuda import nvptx_target, toolchain
-    from tiles.backends.cuda.emitter import lower_kernel
+    from tiles.backends.cuda.choices import lower_kernel
     kernel, sig, consts = spec(form, cfg, size)
     warps, stages = cfg[3], cfg[4]
     typed = {n: t + (":16" if div else "") for n, (t, div) in sig.items()}
     ir = getattr(mod, kernel).compile(typed, consts, backend="cuda", num_warps=warps, num_stages=stages).ir
-    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a")
+    options = Options(warps, stages, codegen=CodegenChoices.from_env())  # TILES_STMATRIX=0 etc. for A/B
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), options), "sm_90a")
 
 
 def triton_ptx(mod: Any, form: str, cfg: tuple[int, ...], size: int) -> str:

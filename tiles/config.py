@@ -40,6 +40,11 @@
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
+
+The code choices (``TILES_TMA``, ``TILES_STMATRIX``, ``TILES_APPROX_DIV``, ``TILES_INFLIGHT``,
+``TILES_PRODUCER``, ``TILES_PERSISTENT``, ``TILES_OCCUPANCY``) are read once per compile by the jit
+into ``Options.codegen`` (``backends/base.py``: ``CodegenChoices.from_env``), which both compile
+caches key on; the lowering reads that, never these functions.
 """
 
 from __future__ import annotations
@@ -48,6 +53,7 @@ import os
 import sys
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 # the stages the built-in backends produce (a third-party backend's own stage names are accepted too)
 DUMP_STAGES = ("ir", "opencl", "binary", "llir", "ptx", "amdgcn", "hsaco")
@@ -87,6 +93,22 @@ def dump_stages(produced: Iterable[str] = ()) -> set[str]:
 
 TMA_BY_DEFAULT = True  # the TMA tests and benchmarks/tma_gemm.py passed on the H200 (benchmarks/RESULTS.md)
 
+CODE_CHOICES = ("TILES_TMA", "TILES_PRODUCER", "TILES_PERSISTENT", "TILES_INFLIGHT", "TILES_STMATRIX",
+                "TILES_APPROX_DIV", "TILES_OCCUPANCY")
+# CUDA's target_key reads them on launches: from the dict behind os.environ, undecoded, where it has one
+_RAW_ENVIRON: dict[Any, Any] | None = getattr(os.environ, "_data", None)
+_encode = getattr(os.environ, "encodekey", None)
+_RAW_CODE_CHOICES = tuple(_encode(n) for n in CODE_CHOICES) if callable(_encode) else None
+
+
+def code_choice_values() -> tuple[Any, ...]:
+    """The ``CODE_CHOICES`` variables as set now (undecoded where that is cheaper) and
+    ``TMA_BY_DEFAULT``: equal tuples mean equal code choices."""
+    raw = _RAW_ENVIRON
+    if raw is not None and _RAW_CODE_CHOICES is not None:
+        return (*map(raw.get, _RAW_CODE_CHOICES), TMA_BY_DEFAULT)
+    return (*map(os.environ.get, CODE_CHOICES), TMA_BY_DEFAULT)
+
 
 def tma() -> bool:
     value = os.environ.get("TILES_TMA", "").strip().lower()
@@ -125,7 +147,7 @@ def occupancy() -> bool:
 def inflight() -> bool:
     """Whether a pipelined loop of three stages or more that runs several products may leave the last
     one in flight into the next iteration (TILES_INFLIGHT, default on; tensorcore/inflight.py); the
-    CUDA backend keeps that code only where ptxas says it costs no occupancy (cuda/variants.py)."""
+    CUDA backend keeps that code only where ptxas says it costs no occupancy (cuda/choices.py)."""
     return os.environ.get("TILES_INFLIGHT", "").strip().lower() not in ("0", "false", "no", "off")
 
 

@@ -10,7 +10,7 @@ import tiles.language as tl
 from tiles.backends import registry
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target
-from tiles.backends.cuda.variants import lower_chosen
+from tiles.backends.cuda.choices import lower_chosen
 
 
 @tiles.jit

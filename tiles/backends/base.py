@@ -10,11 +10,13 @@ per kernel parameter.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import config
 from ..core import dtypes as D
 from ..core.dtypes import DType
 from ..core.ir import Kernel
@@ -39,17 +41,55 @@ class Target:
 
 
 @dataclass(frozen=True)
+class CodegenChoices:
+    """Code shapes the lowering may take where they apply, each on by default.  The jit reads them
+    from the environment once per compile (``from_env``; the ``TILES_*`` variables of config.py)
+    into ``Options.codegen``, so both compile caches key on them; the lowering reads only these
+    fields.  A backend that finds one does not serve a kernel lowers it again with it off."""
+
+    tma: bool = config.TMA_BY_DEFAULT  # TILES_TMA: descriptor tiles copied by TMA (tensorcore/tma_claim.py)
+    tma_top_loads: bool = True  # no variable: a producer may copy top-level descriptor loads (persistent.py)
+    producer: bool = True    # TILES_PRODUCER: a producer warpgroup issues the copies (tensorcore/tma_producer.py)
+    persistent: bool = True  # TILES_PERSISTENT: at most one program per SM (tensorcore/persistent.py)
+    inflight: bool = True    # TILES_INFLIGHT: the last product left in flight (tensorcore/inflight.py)
+    stmatrix: bool = True    # TILES_STMATRIX: MMA tiles staged swizzled (tensorcore/staging.py, epilogue.py)
+    approx_div: bool = True  # TILES_APPROX_DIV: float32 ``/`` as the emitter's approximate_divide
+    occupancy: bool = True   # TILES_OCCUPANCY: cuda reloads register-bound kernels capped (cuda/occupancy.py)
+
+    @classmethod
+    def from_env(cls) -> CodegenChoices:
+        """The choices the ``TILES_*`` variables make now (config.py), parsed once per setting."""
+        key = config.code_choice_values()
+        choices = _CHOICES_BY_SETTING.get(key)
+        if choices is None:
+            choices = _CHOICES_BY_SETTING[key] = cls(
+                tma=config.tma(), producer=config.producer_warp(), persistent=config.persistent(),
+                inflight=config.inflight(), stmatrix=config.stmatrix(),
+                approx_div=config.approximate_division(), occupancy=config.occupancy())
+        return choices
+
+
+_CHOICES_BY_SETTING: dict[tuple[Any, ...], CodegenChoices] = {}  # (a race stores equal values)
+
+
+@dataclass(frozen=True)
 class Options:
     """The compile options of a launch, handed whole to every stage (``Backend.stages``,
     ``lowering.lower``).  ``maxnreg`` only caps registers on cuda; Triton's other launch options
     (``num_ctas``, ...) are accepted and change nothing: ``runtime/launch_options.py`` (``HINTS``)
-    lists them, and docs/porting-from-triton.md says why each has no effect."""
+    lists them, and docs/porting-from-triton.md says why each has no effect.  ``codegen``: the
+    code shapes allowed (``CodegenChoices``; the jit fills it from the environment)."""
 
     num_warps: int = 4
     num_stages: int = 3   # software-pipelining depth of tensor-core loops (cuda); tl.range's wins
     debug: bool = False
     fp_fusion: bool = False  # Triton's enable_fp_fusion: a * b + c may round once (lowering/contract.py)
     maxnreg: int | None = None  # Triton's maxnreg: the most registers per thread (cuda: PTX .maxnreg)
+    codegen: CodegenChoices = CodegenChoices()
+
+    def without(self, *choices: str) -> Options:
+        """These options with the named ``codegen`` choices off (a lowering retried without them)."""
+        return dataclasses.replace(self, codegen=dataclasses.replace(self.codegen, **dict.fromkeys(choices, False)))
 
     def threads(self, target: Target) -> int:
         """Threads per program: ``num_warps`` warps of the target's width (the only place this is computed)."""
@@ -217,6 +257,11 @@ class Backend(abc.ABC):
                args: Sequence[LaunchArg]) -> None:
         """Run the compiled kernel over ``grid`` programs.  Backends with streams also take a
         ``stream=`` keyword (the launch's ``stream=``, passed only when the caller gave one)."""
+
+    def code_choices(self) -> CodegenChoices:
+        """The code choices compiles take now (``Options.codegen``): the environment's, read by the
+        jit once per compile."""
+        return CodegenChoices.from_env()
 
     def target_key(self) -> Any:
         """What compiled code is specific to here: (arch, current device).  The jit keys its

@@ -575,7 +575,7 @@ class JITFunction(KernelInterface):
         fp_fusion, maxnreg = compile_hints
         fusion = backend.fp_fusion_default if fp_fusion is None else bool(fp_fusion)
         return Options(num_warps=num_warps, num_stages=num_stages, debug=bool(debug), fp_fusion=fusion,
-                       maxnreg=maxnreg)
+                       maxnreg=maxnreg, codegen=backend.code_choices())
 
 
 def _resolve_backend(backend: str | Backend | None) -> Backend:

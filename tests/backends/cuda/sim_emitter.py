@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from tiles.backends.base import Options, Target
+from tiles.backends.base import CodegenChoices, Options, Target
+from tiles.backends.cuda.choices import applicable
 from tiles.backends.lowering.entry import lower_with_tensor_cores
 from tiles.backends.lowering.tensorcore import TensorCoreEmitter
 from tiles.core import dtypes as D
@@ -554,10 +555,11 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
         else:
             values.append(a)
     g = (tuple(grid) + (1, 1, 1))[:3]
+    options = Options(num_warps=threads // WARP, num_stages=num_stages, codegen=CodegenChoices.from_env())
     for z in range(g[2]):
         for y in range(g[1]):
             for x in range(g[0]):
-                lower_with_tensor_cores(kernel, SimEmitter(values, (x, y, z), g, mem),
-                                        Options(num_warps=threads // WARP, num_stages=num_stages))
+                applicable(lambda o, at=(x, y, z): lower_with_tensor_cores(kernel, SimEmitter(values, at, g, mem), o),
+                           options)
     for a in arrays:
         a.reshape(-1).view(np.uint8)[:] = mem[addr[id(a)]:addr[id(a)] + a.nbytes]

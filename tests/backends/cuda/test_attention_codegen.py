@@ -3,7 +3,6 @@ kernel as the benchmark launches it; ``benchmarks/attention_sass.py`` compares i
 each check pins one difference from Triton's loop that ``attention_sass.py`` found, and the
 simulator runs the loop long enough for each change to matter."""
 
-import contextlib
 import re
 
 import numpy as np
@@ -11,11 +10,10 @@ import pytest
 from test_tensorcore import _rel
 from test_tutorial_forms import _attention_case, _attention_module
 
-from tiles.backends.base import Options
+from tiles.backends.base import CodegenChoices, Options
 from tiles.backends.cuda import CUDABackend, nvptx_target, toolchain
+from tiles.backends.cuda.choices import lower_chosen
 from tiles.backends.cuda.ptx_loops import loop_events, mma_loop
-from tiles.backends.cuda.variants import lower_chosen
-from tiles.backends.lowering.tensorcore import tma_claim
 
 needs_ptxas = pytest.mark.skipif(toolchain.ptxas_path() is None, reason="ptxas is not on PATH")
 Z, H, N_CTX = 4, 32, 4096
@@ -34,9 +32,9 @@ def attention_ptx(d, bm, bn, warps, stages, causal=False, tma=False):
         consts[f"stride_{t}{inner}"] = 1
     sig.update(Z="i32", H="i32:16", N_CTX="i32:16")
     ir = mod.attn_fwd.compile(sig, consts, backend="cuda", num_warps=warps, num_stages=stages).ir
-    options = Options(warps, stages, fp_fusion=CUDABackend.fp_fusion_default)
-    with contextlib.nullcontext() if tma else tma_claim.disabled():
-        return toolchain.to_ptx(lower_chosen(ir, nvptx_target("sm_90a"), options).code, "sm_90a")
+    options = Options(warps, stages, fp_fusion=CUDABackend.fp_fusion_default, codegen=CodegenChoices.from_env())
+    options = options if tma else options.without("tma")
+    return toolchain.to_ptx(lower_chosen(ir, nvptx_target("sm_90a"), options).code, "sm_90a")
 
 
 @pytest.mark.parametrize("d,bn,stages", [(64, 64, 3), (128, 128, 2)])
@@ -91,7 +89,7 @@ def test_attention_simulated_over_many_steps(causal, bm, bn, stages):
 def test_pv_product_stays_in_flight_at_d128_on_8_warps(causal):
     """d=128, 128x64 on 8 warps (Triton's configuration there): the P@V group is not waited for in
     its own step; the next step's QK^T wait (wait_group 0) completes it, as in Triton's loop, and
-    the next stage's copies go out while it runs (cuda/variants.py keeps this shape: ptxas gives it
+    the next stage's copies go out while it runs (cuda/choices.py keeps this shape: ptxas gives it
     as many programs per SM as the plain one)."""
     parts = re.split(r"(?=^\$L__BB0_\d+:)", attention_ptx(128, 128, 64, 8, 3, causal), flags=re.M)
     loops = [loop for loop in map(mma_loop, parts) if loop]

@@ -32,7 +32,7 @@ def _inputs(n=3001):
 
 def test_ptx_uses_the_flushing_approximation():
     from tiles.backends.base import Options
-    from tiles.backends.cuda.emitter import lower_kernel
+    from tiles.backends.cuda.choices import lower_kernel
     x = _inputs()
     ir = exp_kernel.warmup(x, x, x, x.size, BLOCK=256, backend="interpreter").ir
     ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(4, 3)), "sm_90a")

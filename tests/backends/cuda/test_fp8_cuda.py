@@ -11,7 +11,7 @@ import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
-from tiles.backends.cuda.emitter import lower_kernel
+from tiles.backends.cuda.choices import lower_kernel
 
 FP8 = {"e4m3": ml_dtypes.float8_e4m3fn, "e5m2": ml_dtypes.float8_e5m2}
 EDGES = [0.0, -0.0, np.inf, -np.inf, np.nan, 448.0, 464.0, 465.0, -480.0, 57344.0, 61439.0, 61440.0,

@@ -10,7 +10,7 @@ from test_tutorial_forms import tutorial_matmul
 
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
-from tiles.backends.cuda.emitter import lower_kernel
+from tiles.backends.cuda.choices import lower_kernel
 from tiles.backends.cuda.ptx_loops import loop_events, mma_loop, summarize
 
 needs_ptxas = pytest.mark.skipif(toolchain.ptxas_path() is None, reason="ptxas is not on PATH")

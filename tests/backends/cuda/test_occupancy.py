@@ -15,7 +15,7 @@ from test_cuda import needs_gpu
 from tiles.backends.base import Options
 from tiles.backends.cuda import CUDABackend, nvptx_target, occupancy, toolchain
 from tiles.backends.cuda import driver as cu
-from tiles.backends.cuda.variants import lower_chosen
+from tiles.backends.cuda.choices import lower_chosen
 
 CORPUS = Path(__file__).resolve().parents[2] / "compat" / "kernels"
 
@@ -122,9 +122,8 @@ def test_load_once_when_registers_are_not_the_limit(monkeypatch):
     assert occupancy.load(drv, PTX, "k", 256, 120 * 1024).function == 101 and len(drv.images) == 1
     drv = StandInDriver([(198, 0)])  # 128 accumulator registers: a cap of 128 would spill in the loop
     assert occupancy.load(drv, WIDE_TILE, "k", 256, 96 * 1024).function == 101 and len(drv.images) == 1
-    monkeypatch.setenv("TILES_OCCUPANCY", "0")
-    drv = StandInDriver([(198, 0)])
-    assert occupancy.load(drv, PTX, "k", 256, 64 * 1024).function == 101 and len(drv.images) == 1
+    drv = StandInDriver([(198, 0)])  # Options.codegen.occupancy off (TILES_OCCUPANCY=0)
+    assert occupancy.load(drv, PTX, "k", 256, 64 * 1024, again=False).function == 101 and len(drv.images) == 1
 
 
 def test_load_asks_for_one_program_per_sm_where_ptxas_spilled_for_occupancy():

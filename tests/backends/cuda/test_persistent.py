@@ -235,7 +235,7 @@ def test_a_store_before_the_loop_keeps_one_program_per_launch(tma_on):
     ahead of the program's own earlier stores, so such kernels keep one program per launch."""
     from tiles.backends.base import Options, Target
     from tiles.backends.cuda import nvptx_target
-    from tiles.backends.cuda.emitter import lower_module
+    from tiles.backends.cuda.choices import lower_module
     caps = Target("cuda", arch="sm_90a", shared_memory=227 * 1024)
     sig = {"a_ptr": "*fp16:16", "b_ptr": "*fp16:16", "c_ptr": "*fp16:16", "flags_ptr": "*i32:16", "M": "i32",
            "N": "i32", "K": "i32", "stride_am": "i32:16", "stride_bk": "i32:16", "stride_cm": "i32:16"}

@@ -8,7 +8,7 @@ import tiles.language as tl
 from tiles.backends import registry
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
-from tiles.backends.cuda.emitter import lower_kernel
+from tiles.backends.cuda.choices import lower_kernel
 
 GPU, WHY = registry.status("cuda")
 

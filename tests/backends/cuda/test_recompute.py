@@ -10,7 +10,7 @@ from sim_emitter import SimEmitter, addresses, run
 import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
-from tiles.backends.lowering.entry import lower_with_tensor_cores
+from tiles.backends.lowering.entry import Lowered, lower_with_tensor_cores
 
 
 @tiles.jit
@@ -32,7 +32,7 @@ def _local_bytes(ir, args, warps):
     emitter = SimEmitter([np.int64(a) if isinstance(x, np.ndarray) else x for a, x in zip(addresses(args), args)],
                          (0, 0, 0), (1, 1, 1), np.zeros(sum(a.nbytes + 256 for a in args if isinstance(a, np.ndarray)),
                                                         np.uint8))
-    lower_with_tensor_cores(ir, emitter, Options(num_warps=warps))
+    assert isinstance(lower_with_tensor_cores(ir, emitter, Options(num_warps=warps)), Lowered)
     return emitter.local_bytes
 
 

@@ -15,7 +15,7 @@ import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
-from tiles.backends.cuda.emitter import lower_kernel
+from tiles.backends.cuda.choices import lower_kernel
 from tiles.backends.lowering.tensorcore.staging import SwizzledRows
 from tiles.core import dtypes as D
 
@@ -282,23 +282,29 @@ def test_batched_dot_simulated(monkeypatch):
 
 
 def test_switch_is_part_of_the_compile_cache_key(monkeypatch):
-    """A/B runs in separate processes must not share compiled kernels across TILES_STMATRIX."""
+    """A/B runs in separate processes must not share compiled kernels across TILES_STMATRIX: the
+    jit reads it into the options the disk key hashes."""
     from tiles.backends import registry
+    from tiles.runtime.cache import compile_key
     cuda = registry.get("cuda")
+
+    def key():
+        return compile_key(mm, [], cuda, mm._options(cuda, 4, 3))
     monkeypatch.delenv("TILES_STMATRIX", raising=False)
-    on = cuda.toolchain_version()
+    on = key()
     monkeypatch.setenv("TILES_STMATRIX", "0")
-    assert cuda.toolchain_version() != on
+    assert key() != on
 
 
 # -------------------------------------------------------------------- PTX
 
-def _ptx(bm, bn, bk, warps, out, arch="sm_90a"):
+def _ptx(bm, bn, bk, warps, out, arch="sm_90a", stmatrix=True):
     a = np.zeros((256, 256), np.float16)
     c = np.zeros((256, 256), _np(out))
     ir = mm.warmup(a, a, c, 256, 256, 256, backend="cuda", BM=bm, BN=bn, BK=bk, OUT_DTYPE=OUT[out],
                    num_warps=warps, num_stages=3).ir
-    return toolchain.to_ptx(lower_kernel(ir, nvptx_target(arch), Options(warps, 3)), arch)
+    options = Options(warps, 3) if stmatrix else Options(warps, 3).without("stmatrix")  # (TILES_STMATRIX=0)
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target(arch), options), arch)
 
 
 def _shared_ops(ptx):
@@ -307,13 +313,12 @@ def _shared_ops(ptx):
 
 @pytest.mark.parametrize("bm,bn,bk,warps,out", [(128, 256, 64, 8, "float16"), (128, 128, 32, 4, "bfloat16"),
                                                 (64, 64, 32, 4, "float16"), (128, 128, 64, 8, "float32")])
-def test_ptx_counts(bm, bn, bk, warps, out, monkeypatch):
+def test_ptx_counts(bm, bn, bk, warps, out):
     if toolchain.ptxas_path() is None:
         pytest.skip("ptxas not on PATH: the PTX is checked by assembling it")
     new = _ptx(bm, bn, bk, warps, out)
     toolchain.ptxas_info(new, "sm_90a")
-    monkeypatch.setenv("TILES_STMATRIX", "0")
-    old = _ptx(bm, bn, bk, warps, out)
+    old = _ptx(bm, bn, bk, warps, out, stmatrix=False)
     per_thread = bm * bn // (32 * warps)
     n_new, n_old = _shared_ops(new), _shared_ops(old)
     s = 2 if out != "float32" else 4

@@ -190,7 +190,7 @@ def _sm90_ptx(ir, warps, stages=1):
     """PTX for sm_90 (mma.sync; sm_90a would take wgmma, see test_wgmma.py) whatever the GPU."""
     from tiles.backends.base import Options
     from tiles.backends.cuda import nvptx_target
-    from tiles.backends.cuda.emitter import lower_kernel
+    from tiles.backends.cuda.choices import lower_kernel
     return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90"), Options(warps, stages)), "sm_90")
 
 

@@ -2,7 +2,6 @@
 wrapped with ``%``, K masks, grouped program order) takes the wgmma + cp.async path: PTX for
 sm_90a, the numpy simulator everywhere, numerics on a GPU."""
 
-import contextlib
 import re
 
 import numpy as np
@@ -13,8 +12,7 @@ import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
-from tiles.backends.cuda.emitter import lower_kernel
-from tiles.backends.lowering.tensorcore import tma_claim
+from tiles.backends.cuda.choices import lower_kernel
 
 rng = np.random.default_rng(13)
 
@@ -390,8 +388,8 @@ def test_tutorial_attention_pipelines_k_as_rows(causal, tma):
     args, _, _ = _attention_case(256, 64, causal)
     ir = mod.attn_fwd.warmup(*args, backend="cuda", HEAD_DIM=64, BLOCK_M=128, BLOCK_N=64,
                              STAGE=3 if causal else 1, num_warps=8, num_stages=3).ir
-    with contextlib.nullcontext() if tma else tma_claim.disabled():
-        ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(8, 3)), "sm_90a")
+    options = Options(8, 3) if tma else Options(8, 3).without("tma")
+    ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), options), "sm_90a")
     copies = "cp.async.bulk.tensor.2d" if tma else "cp.async.cg.shared.global"
     assert "wgmma.mma_async" in ptx and copies in ptx
     assert ("cp.async.cg.shared.global" in ptx) != tma

@@ -15,14 +15,15 @@ import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
-from tiles.backends.cuda.emitter import lower_kernel
+from tiles.backends.cuda.choices import lower_kernel
 from tiles.backends.cuda.ptx_loops import mma_loop
 
 rng = np.random.default_rng(1)
 
 
-def _ptx(ir, warps, stages, arch="sm_90a"):
-    return toolchain.to_ptx(lower_kernel(ir, nvptx_target(arch), Options(warps, stages)), arch)
+def _ptx(ir, warps, stages, arch="sm_90a", tma=True):
+    options = Options(warps, stages) if tma else Options(warps, stages).without("tma")
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target(arch), options), arch)
 
 
 def _pipelined_ir(m, n, k, bm, bn, bk, warps, stages):
@@ -138,7 +139,7 @@ def test_descriptor_loads_are_pipelined(monkeypatch):
     a, b, c = _desc_case(130, 96, 256)
     ir = desc_matmul.warmup(a, b, c, 130, 96, 256, backend="cuda", BM=64, BN=64, BK=32, num_warps=4,
                             num_stages=3).ir
-    ptx = _ptx(ir, 4, 3)
+    ptx = _ptx(ir, 4, 3, tma=False)
     assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx
     from sim_emitter import run
     run(ir, [x if isinstance(x, np.ndarray) else np.int32(x) for x in (a, b, c, 130, 96, 256)], (3, 2), 128,

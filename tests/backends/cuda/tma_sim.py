@@ -33,7 +33,8 @@ from typing import Any
 import numpy as np
 from sim_emitter import WARP, H, SimEmitter, addresses
 
-from tiles.backends.base import Options
+from tiles.backends.base import CodegenChoices, Options
+from tiles.backends.cuda.choices import applicable
 from tiles.backends.lowering.entry import lower_with_tensor_cores
 from tiles.backends.lowering.tensorcore import persistent
 from tiles.backends.lowering.tensorcore.tma_claim import TMAEmitter
@@ -299,13 +300,14 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
         for y in range(launched[1]):
             for x in range(launched[0]):
                 sim = TMASimEmitter(values, (x, y, z), launched, mem)
-                options = Options(num_warps=threads // WARP, num_stages=num_stages)
+                options = Options(num_warps=threads // WARP, num_stages=num_stages, codegen=CodegenChoices.from_env())
                 if programs is None:
-                    with persistent.disabled():
-                        lower_with_tensor_cores(kernel, sim, options)
+                    options = options.without("persistent")
                 else:
                     sim.target = dataclasses.replace(sim.target, shared_memory=227 * 1024)
-                    lowered = lower_with_tensor_cores(kernel, sim, options)
+                # (a choice not applicable is found before anything is emitted, or fails the assertion)
+                lowered = applicable(lambda o, sim=sim: lower_with_tensor_cores(kernel, sim, o), options)
+                if programs is not None:
                     assert persistent.VARIANT in lowered.variants, "the kernel did not take persistent programs"
                 assert not any(b.tx for b in sim.barriers.values()), "copies left in flight"
                 assert not sim.queue, f"the producer's fills never landed: {sim.queue[:2]}"

@@ -16,7 +16,7 @@ from typing import Any
 from ...core import dtypes as D
 from ...core.ops import Op
 from ...core.printer import format_kernel
-from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+from ..base import Backend, CodegenChoices, CompiledKernel, LaunchArg, Options, Stage, Target
 from ..llvm.target import LLVMTarget
 from . import toolchain
 
@@ -110,11 +110,10 @@ class CUDABackend(Backend):
             return runtime.device_arch()
         return "sm_90"
 
-    def target_key(self) -> tuple[str, int, bool, bool]:
-        """(arch, device, TILES_TMA, TILES_PRODUCER): a kernel compiled with TMA, or a producer
-        warpgroup, differs from one without."""
-        from ... import config
-        return (self.arch(), self.current_device(), config.tma(), config.producer_warp())
+    def target_key(self) -> tuple[str, int, CodegenChoices]:
+        """(arch, device, the code choices compiles take now): a launch plan built before a
+        ``TILES_*`` switch changed is not reused after (the compile caches key on ``Options``)."""
+        return (self.arch(), self.current_device(), self.code_choices())
 
     def target(self) -> Target:
         return Target("cuda", arch=self.arch(), warp_size=32, max_threads_per_block=1024,
@@ -122,21 +121,15 @@ class CUDABackend(Backend):
                       approximate=approximate_math(toolchain.libdevice_path() is not None))
 
     def toolchain_version(self) -> str:
-        from ... import config
-        return (toolchain.toolchain_version() + (" tma" if config.tma() else "")
-                + ("" if config.stmatrix() else " no-stmatrix")
-                + ("" if config.approximate_division() else " ieee-div")
-                + ("" if config.producer_warp() else " no-producer")
-                + ("" if config.persistent() else " no-persistent")
-                # ptxas picks between lowerings (variants.py): with and without it they may differ
-                + (" no-inflight" if not config.inflight() else "" if toolchain.ptxas_path() else " no-ptxas"))
+        # ptxas picks between lowerings (choices.py): with and without it they may differ
+        return toolchain.toolchain_version() + ("" if toolchain.ptxas_path() else " no-ptxas")
 
     def stages(self, options: Options) -> dict[str, Stage]:
         arch = self.arch()
 
         def llir(kernel: Any, compiled: CompiledKernel) -> str:
             from ..lowering.tensorcore import persistent
-            from .variants import lower_chosen
+            from .choices import lower_chosen
             lowered = lower_chosen(compiled.ir, nvptx_target(arch), options, self.target())
             compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
             compiled.arch, compiled.not_applied = arch, lowered.not_applied
@@ -176,7 +169,7 @@ class CUDABackend(Backend):
             if compiled.extra.get("persistent"):
                 params += [D.int32] * 3  # the grid (tma_launch.py)
             loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, params, compiled.shared,
-                                          compiled.threads)
+                                          compiled.threads, compiled.options.codegen.occupancy)
             compiled.loaded["cuda"] = loaded
         return loaded
 
@@ -190,12 +183,10 @@ class CUDABackend(Backend):
 
     def _with_tensor_maps(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],
                           make: Callable[..., Callable[..., None]]) -> Callable[..., None]:
-        from ..lowering.tensorcore import tma_claim
         from .tma_launch import with_tensor_maps
 
         def without_tma() -> CompiledKernel:
-            with tma_claim.disabled():
-                return self.compile(compiled.ir, compiled.options)
+            return self.compile(compiled.ir, compiled.options.without("tma"))
         return with_tensor_maps(compiled, plan, make, without_tma)
 
     def make_keyed_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],

@@ -1,16 +1,10 @@
 """The CUDA emitter: the LLVM emitter plus NVIDIA's tensor-core and asynchronous-copy
-instructions, and the lowering entry that uses them (``lower_kernel``)."""
+instructions (``choices.py`` lowers kernels onto it)."""
 
 from __future__ import annotations
 
-from ...core.ir import Kernel
-from ..base import Options, Target
-from ..llvm.emit import default_caps
 from ..llvm.emitter import LLVMEmitter
-from ..llvm.target import LLVMTarget
-from ..lowering import Lowered
-from ..lowering.entry import lower_with_tensor_cores
-from ..lowering.tensorcore import TensorCoreEmitter, persistent
+from ..lowering.tensorcore import TensorCoreEmitter
 from .atomic_ops import PTXAtomicOps
 from .fp8_ops import PTXFloat8Ops
 from .mma_ops import PTXMMAOps
@@ -27,17 +21,3 @@ class CUDAEmitter(PTXAtomicOps, PTXFloat8Ops, PTXRoundingOps, PTXPrintOps, PTXMM
     ``mma.sync``/``ldmatrix``/``cp.async`` (sm_80+), ``wgmma`` (sm_90a), ``stmatrix`` and TMA (sm_90+),
     atomics carrying Triton's ``sem`` and ``scope`` (``atom.<sem>.<scope>``)."""
 
-
-def lower_module(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> Lowered:
-    """The kernel as an NVPTX LLVM module (``dot`` on tensor cores where the arch has them), with
-    its threads and shared memory per program."""
-    try:
-        return lower_with_tensor_cores(kernel, CUDAEmitter(caps or default_caps(target), target), options)
-    except persistent.NoRoomError:
-        with persistent.disabled():
-            return lower_with_tensor_cores(kernel, CUDAEmitter(caps or default_caps(target), target), options)
-
-
-def lower_kernel(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> str:
-    """Only the LLVM IR text of ``lower_module`` (for tests and tools that compile it by hand)."""
-    return lower_module(kernel, target, options, caps).code

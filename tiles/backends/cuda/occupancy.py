@@ -16,9 +16,10 @@ and spilled heavily to get there (``HEAVY_SPILL`` bytes per thread or more with 
 unused: Liger's group norm, a 32768-wide tile on 4 warps, got 32 registers and 2.2 KB of stack a
 thread), it loads the PTX again with ``.minnctapersm 1`` and keeps that version if it spills at most
 a quarter as much.
-``TILES_OCCUPANCY=0`` switches both off; a kernel launched with ``maxnreg=`` (PTX ``.maxnreg``) is left as
-its author capped it.  ``second_compile`` is that decision; ``settled`` takes it with ptxas instead
-of the driver, at compile time, where ``variants.py`` compares two lowerings of one kernel.
+``Options.codegen.occupancy`` off (``TILES_OCCUPANCY=0``) switches both off; a kernel launched with
+``maxnreg=`` (PTX ``.maxnreg``) is left as its author capped it.  ``second_compile`` is that decision;
+``settled`` takes it with ptxas instead of the driver, at compile time, where ``choices.py`` compares
+two lowerings of one kernel.
 """
 
 from __future__ import annotations
@@ -27,7 +28,6 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ... import config
 from . import driver as cu
 from .driver import Driver
 
@@ -47,10 +47,6 @@ class SMLimits:
     programs: int = 32
     shared: int = 228 * 1024
     shared_reserved_per_program: int = 1024
-
-
-def enabled() -> bool:
-    return config.occupancy()
 
 
 def _warps(threads: int) -> int:
@@ -120,13 +116,14 @@ class Loaded:
     asked: int = 0
 
 
-def load(drv: Driver, image: bytes, name: str, threads: int, shared: int) -> Loaded:
-    """Load ``image`` in the current context; again with ``.minnctapersm`` where that pays (module doc;
-    ``threads`` 0: unknown, loaded once).  Any failure of the second try (ptxas refusing the cap, a
+def load(drv: Driver, image: bytes, name: str, threads: int, shared: int, again: bool = True) -> Loaded:
+    """Load ``image`` in the current context; again with ``.minnctapersm`` where that pays and
+    ``again`` allows it (``Options.codegen.occupancy``; module doc; ``threads`` 0: unknown, loaded
+    once).  Any failure of the second try (ptxas refusing the cap, a
     driver without an attribute) keeps the first."""
     module = drv.load_module(image)
     first = Loaded(module, drv.get_function(module, name))
-    if not enabled() or threads <= 0:
+    if not again or threads <= 0:
         return first
     text = image.decode()
     if capped_by_author(text):
@@ -216,15 +213,15 @@ def _with_one_more_program(drv: Driver, first: Loaded, text: str, name: str, thr
 def settled(ptx: str, arch: str, threads: int, shared: int, cap: bool = True,
             limits: SMLimits = SMLimits()) -> tuple[int, int] | None:
     """(programs per SM, local bytes per thread) of ``ptx`` as ``load`` would leave it on an SM with
-    ``limits`` (``cap`` False: as ptxas sizes it, before any cap), from ptxas (None without ptxas):
-    what two lowerings of one kernel are compared by."""
+    ``limits`` (``cap`` False: as ptxas sizes it, before any cap, as ``load`` with ``again`` off), from
+    ptxas (None without ptxas): what two lowerings of one kernel are compared by."""
     from . import toolchain
     info = toolchain.ptxas_info(ptx, arch)
     if "registers" not in info:
         return None
     registers, local = info["registers"], info.get("stack_frame", 0)
     shared += info.get("shared_memory", 0)
-    if cap and enabled() and not capped_by_author(ptx):
+    if cap and not capped_by_author(ptx):
         def capped(text: str) -> tuple[int, int]:
             more = toolchain.ptxas_info(text, arch)
             return more.get("registers", registers), more.get("stack_frame", 0)

@@ -30,8 +30,7 @@ _CVT_RZ = {
 class PTXRoundingOps(LLVMBuilder):
     def approximate_divide(self, a: Any, b: Any, dtype: Any) -> Reg:
         """float32 ``/`` as Triton's: ``div.full.f32`` (2 ulp over the full range; cuda declares the bound)."""
-        from ... import config
-        if dtype != D.float32 or not config.approximate_division():
+        if dtype != D.float32:
             return self.binary(Op.DIV, a, b, dtype)  # type: ignore[attr-defined, no-any-return]
         return self._call("llvm.nvvm.div.full", "float", [a, b])
 

@@ -314,11 +314,12 @@ class LoadedKernel:
     """A PTX kernel: its CUfunction per context and the packing of its arguments."""
 
     def __init__(self, ptx: str, name: str, param_dtypes: Sequence[Any], shared_bytes: int,
-                 threads: int = 0) -> None:
+                 threads: int = 0, occupancy: bool = True) -> None:
         self.image = ptx.encode()
         self.name = name
         self.shared_bytes = shared_bytes
         self.threads = threads  # per program; 0: unknown, loaded as ptxas sizes it (occupancy.py)
+        self.occupancy = occupancy  # whether it may be loaded again for occupancy (Options.codegen.occupancy)
         # arguments in the native layout of a C struct (what the `extra` buffer launch expects)
         self.codes = "".join(_struct_code(d) for d in param_dtypes) + "iii"  # the grid's sizes last
         self.arguments = struct.Struct("@" + self.codes)
@@ -336,7 +337,8 @@ class LoadedKernel:
                 function = self.functions.get(context)
                 if function is None:
                     drv = driver()
-                    loaded = occupancy.load(drv, self.image, self.name, self.threads, self.shared_bytes)
+                    loaded = occupancy.load(drv, self.image, self.name, self.threads, self.shared_bytes,
+                                            self.occupancy)
                     function, self.programs_asked[context] = loaded.function, loaded.asked
                     if self.shared_bytes > 48 * 1024:
                         drv.set_max_dynamic_shared(function, self.shared_bytes)

@@ -79,7 +79,7 @@ def optimize(llir: str, arch: str) -> llvm.ModuleRef:
     return module
 
 
-@functools.lru_cache(maxsize=4)  # variants.py assembles its pick once; the ptx stage then asks again
+@functools.lru_cache(maxsize=4)  # choices.py assembles its pick once; the ptx stage then asks again
 def to_ptx(llir: str, arch: str) -> str:
     module = optimize(llir, arch)
     return _target_machine(arch, ptx_version_for(arch)).emit_assembly(module)

@@ -35,10 +35,20 @@ class Lowered:
     variants: frozenset[str] = frozenset()  # optional code shapes it took (tensorcore/inflight.py's VARIANT)
 
 
+@dataclass(frozen=True)
+class NotApplicable:
+    """A code choice of ``Options.codegen`` that does not serve this kernel: lower it again with
+    ``choice`` off (the backend's search, e.g. ``cuda/choices.py``)."""
+
+    choice: str  # a field of ``CodegenChoices``
+    why: str
+
+
 Walker = Callable[[Kernel, Any, int, Options], Lowering]  # (kernel, emitter, threads, options)
 
 
-Claim = Callable[[Kernel, Emitter, int], Callable[[Instr], bool]]  # (kernel, emitter, threads) -> kept?
+# (kernel, emitter, threads, options) -> kept?
+Claim = Callable[[Kernel, Emitter, int, Options], Callable[[Instr], bool]]
 
 
 def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = Lowering,
@@ -48,12 +58,8 @@ def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = L
     ``claim`` picks the descriptor accesses the walk lowers itself (``prepare``)."""
     threads = options.threads(emitter.target)
     prepared = prepare(kernel, emitter, options.fp_fusion,
-                       None if claim is None else lambda k, e: claim(k, e, threads))
-    try:
-        lowering = walker(prepared, emitter, threads, options)
-    except persistent.TopLoadsUnusedError:  # (nothing emitted yet)
-        with tma_claim.top_loads_disabled():
-            return lower(kernel, emitter, options, walker, claim)
+                       None if claim is None else lambda k, e: claim(k, e, threads, options))
+    lowering = walker(prepared, emitter, threads, options)
     code = lowering.run()
     maps = tuple(spec.to_json() for spec in tma.recorded_maps(lowering))
     return Lowered(code, emitter.name or kernel.name, lowering.launch_threads, lowering.local_bytes,
@@ -72,8 +78,14 @@ def _tensor_core_walker(kernel: Kernel, emitter: TensorCoreEmitter, threads: int
     return lowering
 
 
-def lower_with_tensor_cores(kernel: Kernel, emitter: TensorCoreEmitter, options: Options) -> Lowered:
+def lower_with_tensor_cores(kernel: Kernel, emitter: TensorCoreEmitter, options: Options) -> Lowered | NotApplicable:
     """``lower`` with the tensor-core rules (``TC_RULES``) going first, stores of MMA tiles
     through narrow pointers written from a coalescing layout (``tensorcore/epilogue.py``), and
-    TMA copying the descriptor tiles it can (``tensorcore/tma.py``)."""
-    return lower(kernel, emitter, options, walker=_tensor_core_walker, claim=tma_claim.claim)
+    TMA copying the descriptor tiles it can (``tensorcore/tma.py``); or the code choice that
+    turned out not to apply (``persistent.py``'s two cases: the emitter's output is then void)."""
+    try:
+        return lower(kernel, emitter, options, walker=_tensor_core_walker, claim=tma_claim.claim)
+    except persistent.TopLoadsUnusedError as e:  # (nothing emitted yet)
+        return NotApplicable("tma_top_loads", str(e) or "the producer does not copy every top-level load taken")
+    except persistent.NoRoomError as e:
+        return NotApplicable("persistent", str(e))

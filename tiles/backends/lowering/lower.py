@@ -257,16 +257,16 @@ def _zip(lw: Lowering, instr: Instr, fn: Callable[..., Handle]) -> list[list[Han
 
 @rule(*BINARY_ARITH, *COMPARISON)
 def _binary(lw: Lowering, instr: Instr) -> list[list[Handle]]:
-    return _zip(lw, instr, lambda a, b: apply_binary(lw.e, instr, a, b))
+    return _zip(lw, instr, lambda a, b: apply_binary(lw, instr, a, b))
 
 
-def apply_binary(e: Emitter, instr: Instr, a: Handle, b: Handle) -> Handle:
+def apply_binary(lw: Lowering, instr: Instr, a: Handle, b: Handle) -> Handle:
     """``instr``'s BINARY_ARITH or COMPARISON op on one pair of elements (a DIV whose attrs allow
-    it as the emitter's ``approximate_divide``)."""
+    it as the emitter's ``approximate_divide``, unless ``Options.codegen.approx_div`` is off)."""
     dt = instr.operands[0].type.dtype
-    if instr.op is Op.DIV and instr.attrs is not None and instr.attrs.approximate:
-        return e.approximate_divide(a, b, dt)
-    return e.binary(instr.op, a, b, dt)
+    if instr.op is Op.DIV and instr.attrs is not None and instr.attrs.approximate and lw.options.codegen.approx_div:
+        return lw.e.approximate_divide(a, b, dt)
+    return lw.e.binary(instr.op, a, b, dt)
 
 
 @rule(Op.NEG, Op.NOT, Op.ISNAN, *MATH)

@@ -48,7 +48,7 @@ def recompute(lw: Lowering, v: Value, flat: Index) -> Handle:
         ptr = src.type.dtype
         assert isinstance(ptr, PointerType)
         return lw.e.ptr_offset(a, b, ptr, instr.operands[1].type.element)
-    return apply_binary(lw.e, instr, a, b)
+    return apply_binary(lw, instr, a, b)
 
 
 def _count(lw: Lowering, v: Value, budget: int) -> int:

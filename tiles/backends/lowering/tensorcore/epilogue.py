@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from .... import config
 from ....core.dtypes import DType
 from ....core.ir import Instr, Value
 from ....core.ops import Op
@@ -145,7 +144,7 @@ def _store_strips(lw: TensorCoreLowering, instr: Instr, hs: list[Handle], lay: M
 
 def _strips_fit(lw: TensorCoreLowering, lay: MMALayout, dtype: DType) -> bool:
     """The tile can be staged transposed: ``stmatrix.trans`` on 16-bit elements, rows of ``m``."""
-    return (config.stmatrix() and SwizzledRows.fits(lay.n, lay.m, dtype.itemsize)
+    return (lw.options.codegen.stmatrix and SwizzledRows.fits(lay.n, lay.m, dtype.itemsize)
             and SwizzledRows(lay.n, lay.m, dtype.itemsize).transposable(lw, lay, dtype))
 
 
@@ -164,7 +163,7 @@ def _store(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     if strips is not None:
         _store_strips(lw, instr, hs, lay, strips)
         return []
-    st = staging(lay, dtype)
+    st = staging(lay, dtype, lw.options.codegen.stmatrix)
     lw.reserve_local(st.nbytes)
     st.write(lw, hs, lay, dtype)
     e.barrier()

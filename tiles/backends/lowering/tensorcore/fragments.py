@@ -104,7 +104,7 @@ def _apply(lw: TensorCoreLowering, instr: Instr, xs: list[Handle]) -> Handle:
     e, op = lw.e, instr.op
     src = instr.operands[0].type.dtype
     if op in BINARY_ARITH or op in COMPARISON:
-        return apply_binary(e, instr, xs[0], xs[1])
+        return apply_binary(lw, instr, xs[0], xs[1])
     if op is Op.FMA:
         return e.fma(xs[0], xs[1], xs[2], src)  # type: ignore[arg-type]
     if op is Op.CAST:

@@ -11,20 +11,16 @@ use of the carried accumulator comes before the first product of the body, and i
 three stages or more: the next stage's copies then go out after the MMAs, and with two stages
 they would have under one iteration to land (measured: the 2-stage 128x128 attention kernels
 lost 5 %).  The registers it keeps live may cost a program per SM; the CUDA backend compiles
-such a kernel both ways and keeps this one only where ptxas says it does not (``cuda/variants.py``),
-lowering the other under ``disabled()``.
+such a kernel both ways and keeps this one only where ptxas says it does not (``cuda/choices.py``),
+lowering the other with ``Options.codegen.inflight`` off (``TILES_INFLIGHT=0`` turns it off everywhere).
 """
 
 from __future__ import annotations
 
-import contextlib
-
-from .... import config
 from ....core import dtypes as D  # noqa: N812
 from ....core.ir import Block, Instr, Value
 from ..emitter import Handle
 from .base import TensorCoreLowering
-from .switch import ThreadSwitch
 
 
 def _uses(instr: Instr, v: Value) -> bool:
@@ -33,19 +29,13 @@ def _uses(instr: Instr, v: Value) -> bool:
 
 
 VARIANT = "inflight"  # its name in ``Lowered.variants``
-_switch = ThreadSwitch()
-
-
-def disabled() -> contextlib.AbstractContextManager[None]:
-    """Lower without leaving products in flight, in this thread."""
-    return _switch.off()
 
 
 def kept_last(lw: TensorCoreLowering, dots: list[Instr], body: Block, stages: int) -> tuple[Instr, Value] | None:
     """(the product left in flight, the carried accumulator it feeds) when the body's last
     product is only yielded as a float32/int32 accumulator whose every use follows the body's
     first product, in a loop of ``stages`` >= 3; else None."""
-    if stages < 3 or not config.inflight() or not _switch.on:
+    if stages < 3 or not lw.options.codegen.inflight:
         return None
     plan = lw.tc.plan
     order = [i for i in body.instrs if i in dots]

@@ -24,20 +24,17 @@ turns it off.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .... import config
 from ....core import dtypes as D  # noqa: N812
 from ....core.descriptors import descriptor_operands
 from ....core.ir import Instr, Param, TileType, Value, walk_block
 from ....core.ops import Op
 from ..emitter import Handle
 from .base import TensorCoreLowering
-from .switch import ThreadSwitch
 from .tma import chunk_width, map_handle, tma_coords
 from .tma_claim import TMAEmitter
 from .tma_pipeline import MBARRIER_BYTES, WARP, init_stage_barriers
@@ -46,7 +43,6 @@ from .tma_producer import top_level_slice
 GRID_PARAMS = ("tiles_grid_x", "tiles_grid_y", "tiles_grid_z")
 VARIANT = "persistent"  # its name in ``Lowered.variants``
 _ALIGN = 1024  # a 128-byte swizzle repeats every 1024 bytes: stages start on a whole period
-_switch = ThreadSwitch()
 
 
 class NoRoomError(Exception):
@@ -65,11 +61,6 @@ def check_top_loads(lw: TensorCoreLowering) -> None:
     ring = lw.tc.persistent
     if any(i.op is Op.DESC_LOAD and (ring is None or i not in ring.singles) for i in lw.kernel.body.instrs):
         raise TopLoadsUnusedError
-
-
-def disabled() -> contextlib.AbstractContextManager[None]:
-    """Lower without persistent programs, in this thread."""
-    return _switch.off()
 
 
 @dataclass(frozen=True)
@@ -115,7 +106,7 @@ class Persistent:
 
 def find_persistent(lw: TensorCoreLowering) -> Persistent | None:
     producer = lw.tc.producer
-    if producer is None or not config.persistent() or not _switch.on:
+    if producer is None or not lw.options.codegen.persistent:
         return None
     kernel = lw.kernel
     if any(i.op in (Op.ATOMIC, Op.ATOMIC_CAS) for i in kernel.walk()):

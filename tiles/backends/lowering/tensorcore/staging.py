@@ -21,7 +21,7 @@ layout.  ``staging`` picks the arrangement:
   one with ``stmatrix.trans`` (the epilogue's column strips).
 * ``PaddedRows``: rows padded to an odd number of 16-byte units (``convert.padded``), the
   fragments written as pairs; for the element types and row widths above that do not qualify,
-  and for every tile when ``TILES_STMATRIX=0`` (``config.stmatrix``: the A/B switch).
+  and for every tile when ``TILES_STMATRIX=0`` (``Options.codegen.stmatrix``: the A/B switch).
 
 Readers give each access as a ``Place``: a per-thread row and column plus compile-time offsets;
 row offsets that are multiples of 8 keep the key, so the accesses of a thread share a few base
@@ -33,7 +33,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from .... import config
 from ....core import dtypes as D  # noqa: N812
 from ....core.dtypes import DType
 from ....core.ops import Op
@@ -243,10 +242,11 @@ def _identity(x: Index) -> tuple[str, int]:
     return ("int", x) if isinstance(x, int) else ("handle", id(x))
 
 
-def staging(lay: MMALayout, dtype: DType) -> Staging:
-    """Where an MMA tile of ``dtype`` goes in local memory (module doc)."""
+def staging(lay: MMALayout, dtype: DType, swizzled: bool = True) -> Staging:
+    """Where an MMA tile of ``dtype`` goes in local memory (module doc); padded rows always unless
+    ``swizzled`` (``Options.codegen.stmatrix``)."""
     rows = lay.batch * lay.m
-    if config.stmatrix() and SwizzledRows.fits(rows, lay.n, dtype.itemsize):
+    if swizzled and SwizzledRows.fits(rows, lay.n, dtype.itemsize):
         return SwizzledRows(rows, lay.n, dtype.itemsize)
     return PaddedRows(rows, lay.n, dtype.itemsize)
 
@@ -271,7 +271,7 @@ def blocked_place(lw: Lowering, dst: Layout, j: int, cols: int) -> Place:
 def to_blocked(lw: TensorCoreLowering, handles: list[Handle], lay: MMALayout, dtype: DType) -> list[Handle]:
     """MMA layout -> blocked layout through local memory."""
     e = lw.e
-    st = staging(lay, dtype)
+    st = staging(lay, dtype, lw.options.codegen.stmatrix)
     lw.reserve_local(st.nbytes)
     st.write(lw, handles, lay, dtype)
     e.barrier()

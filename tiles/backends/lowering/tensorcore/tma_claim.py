@@ -16,26 +16,24 @@ innermost row a multiple of 16 bytes).  Where it sits matters too:
   from registers, as attention's, is fine): staged by ``tma_pipeline.py``.  When that loop
   cannot be pipelined after all, the single-stage rule still serves them.
 
-``TILES_TMA=1``/``0`` turns it on or off; unset, ``config.TMA_BY_DEFAULT`` decides (on).
+``Options.codegen.tma`` allows it (``TILES_TMA=1``/``0``; unset, ``config.TMA_BY_DEFAULT``: on).
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Callable
 
-from .... import config
 from ....core import dtypes as D  # noqa: N812
 from ....core.descriptors import descriptor_operands
 from ....core.dtypes import PointerType
 from ....core.ir import Block, Instr, Kernel, Param, TileType, Value
 from ....core.ops import DESCRIPTOR, Op
+from ...base import Options
 from ..axisinfo import AxisInfo, analyze
 from ..emitter import Emitter, Handle
 from .emitter import TensorCoreEmitter
 from .plan import wgmma_fits
-from .switch import ThreadSwitch
 from .tma_rebase import rewrite_dot_loops
 from .tma_spec import MapSpec, Source, box_fits
 
@@ -246,22 +244,6 @@ def _dot_loop_feeds(kernel: Kernel) -> list[Instr]:
     return out
 
 
-_switch = ThreadSwitch()
-_top_loads = ThreadSwitch()
-
-
-def disabled() -> contextlib.AbstractContextManager[None]:
-    """Compile without TMA in this thread (the CUDA launcher's variant for launches whose
-    tensors TMA cannot describe)."""
-    return _switch.off()
-
-
-def top_loads_disabled() -> contextlib.AbstractContextManager[None]:
-    """Leave the top-level descriptor loads of kernels with DOTs to pointer loads, in this thread
-    (``persistent.py``: taken for a producer that copies them, kept only where it does)."""
-    return _top_loads.off()
-
-
 def _innermost_offset_aligned(instr: Instr, info: dict[Value, AxisInfo]) -> bool:
     """Whether the access's innermost offset is provably a multiple of 16 bytes: TMA faults on
     others (seen on the H200 as an illegal instruction), so those stay masked pointer accesses."""
@@ -270,18 +252,21 @@ def _innermost_offset_aligned(instr: Instr, info: dict[Value, AxisInfo]) -> bool
     return info.get(ops.offsets[-1], AxisInfo()).div * itemsize % 16 == 0
 
 
-def claim(kernel: Kernel, emitter: Emitter, threads: int) -> Callable[[Instr], bool]:
-    """The descriptor accesses of ``kernel`` (a prepare copy, ``threads`` per program) TMA takes;
-    with any, the hidden maps parameter is appended to ``kernel.params``."""
-    wanted = config.tma() and _switch.on
-    if not wanted or not isinstance(emitter, TMAEmitter) or not emitter.tma_ok():
+def claim(kernel: Kernel, emitter: Emitter, threads: int, options: Options) -> Callable[[Instr], bool]:
+    """The descriptor accesses of ``kernel`` (a prepare copy, ``threads`` per program) TMA takes
+    (none unless ``options.codegen.tma``); with any, the hidden maps parameter is appended to
+    ``kernel.params``.  With ``codegen.tma_top_loads`` (and a producer and persistent programs
+    allowed) the top-level loads of kernels with DOTs too, for a producer to copy (persistent.py:
+    where it does not, the lowering is retried with that choice off)."""
+    choices = options.codegen
+    if not choices.tma or not isinstance(emitter, TMAEmitter) or not emitter.tma_ok():
         return lambda instr: False
     dots = [i for i in kernel.walk() if i.op is Op.DOT]
     wgmma = isinstance(emitter, TensorCoreEmitter) and all(wgmma_fits(emitter, d, threads // 32) for d in dots)
     keep_only: Callable[[set[int]], None] = lambda taken: None  # noqa: E731
     # a producer warpgroup may copy the top-level loads too (persistent.py; else prepared again without)
-    top_loads = wgmma and bool(dots) and threads == 256 and _top_loads.on and config.producer_warp() \
-        and config.persistent()
+    top_loads = wgmma and bool(dots) and threads == 256 and choices.tma_top_loads and choices.producer \
+        and choices.persistent
     if wgmma:
         ints = {p.value: i for i, p in enumerate(kernel.params) if not isinstance(p.value.type.dtype, PointerType)}
         keep_only = rewrite_dot_loops(kernel, lambda v, defs: _source(v, ints, defs), top_loads)

@@ -20,7 +20,7 @@ The producer is a whole warpgroup, since registers move between warpgroups: laun
 (``setmaxnreg.inc``).  That balance holds only if the kernel is launched with exactly 168
 registers per thread (a kernel that needs fewer gets fewer, and the consumers' request would
 wait forever), so the CUDA backend keeps this lowering only where ptxas says so
-(``cuda/variants.py``) and lowers the kernel again under ``disabled()`` otherwise.
+(``cuda/choices.py``) and lowers the kernel again with ``Options.codegen.producer`` off otherwise.
 
 With persistent programs (``persistent.py``) the producer joins once, then loops over the
 programs: per program the scalar instructions, the top-level loads it copies, then the loops,
@@ -33,17 +33,14 @@ level; otherwise thread 0 issues the copies as before.  ``TILES_PRODUCER=0`` tur
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
 
-from .... import config
 from ....core import dtypes as D  # noqa: N812
 from ....core.descriptors import descriptor_operands
 from ....core.ir import Instr, Value, walk_block
 from ....core.ops import ELEMENTWISE, Op
 from ..emitter import Handle
 from .base import TensorCoreLowering
-from .switch import ThreadSwitch
 from .tma_claim import TMAEmitter
 from .tma_pipeline import MBARRIER_BYTES, WARP, TMAPipe, find_tma_pipe, issue_copies, next_stage, stage_barriers
 
@@ -56,12 +53,6 @@ CONSUMER_REGISTERS = (LAUNCH_REGISTERS * (CONSUMERS + WARPGROUP) - PRODUCER_REGI
 
 
 VARIANT = "producer"  # its name in ``Lowered.variants``
-_switch = ThreadSwitch()
-
-
-def disabled() -> contextlib.AbstractContextManager[None]:
-    """Lower without a producer warpgroup, in this thread."""
-    return _switch.off()
 
 
 @dataclass
@@ -78,7 +69,7 @@ class Producer:
 
 def find_producer(lw: TensorCoreLowering) -> Producer | None:
     e = lw.e
-    if not config.producer_warp() or not _switch.on or not isinstance(e, TMAEmitter) or not e.producer_ok() \
+    if not lw.options.codegen.producer or not isinstance(e, TMAEmitter) or not e.producer_ok() \
             or not lw.tc.plan.wgmma or lw.threads != CONSUMERS or lw.options.maxnreg is not None:
         return None
     top = lw.kernel.body
