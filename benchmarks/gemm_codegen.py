@@ -36,6 +36,7 @@ FORMS: dict[str, tuple[str, str, bool, bool]] = {
     "tutorial (wrap + K masks)": ("tutorial_matmul", "fp16", False, True),
     "tutorial (no masks)": ("tutorial_matmul", "fp16", False, False),
     "persistent": ("persistent_matmul", "fp16", False, False),
+    "flat persistent": ("flat_persistent_matmul", "fp16", False, False),
     "tutorial bf16": ("tutorial_matmul", "bf16", False, False),
     "tutorial, B transposed": ("tutorial_matmul", "fp16", True, False),
     "tutorial fp8 e4m3, B transposed": ("tutorial_matmul", "fp8e4nv", True, False),

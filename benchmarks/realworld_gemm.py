@@ -100,6 +100,62 @@ def persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride
         tl.store(c_ptrs, accumulator.to(tl.float16), mask=(offs_cm[:, None] < M) & (offs_cn[None, :] < N))
 
 
+
+@jit
+def grouped_tile(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
+    # GROUP_M rows of output tiles walked column by column, so their B columns stay in L2
+    group = tile_id // num_pid_in_group
+    first_m = group * GROUP_M
+    rows = min(num_pid_m - first_m, GROUP_M)
+    return first_m + tile_id % rows, (tile_id % num_pid_in_group) // rows
+
+
+@jit
+def flat_persistent_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn,
+                           stride_cm, stride_cn, NUM_SMS: tl.constexpr, BLOCK_M: tl.constexpr,
+                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, GROUP_M: tl.constexpr):
+    # tutorial 09's flattened form: one loop over every (tile, k step) pair this program owns; a new
+    # tile starts when the k counter wraps to 0, its result is stored when it reaches the last step
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    my_tiles = num_tiles // NUM_SMS
+    if start_pid < num_tiles % NUM_SMS:
+        my_tiles += 1
+    num_pid_in_group = GROUP_M * num_pid_n
+    tile_id = start_pid - NUM_SMS
+    ki = -1
+    pid_m = 0
+    pid_n = 0
+    k_lane = tl.arange(0, BLOCK_K)
+    rows = tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, k_tiles * my_tiles):
+        ki = tl.where(ki == k_tiles - 1, 0, ki + 1)
+        if ki == 0:
+            tile_id += NUM_SMS
+            pid_m, pid_n = grouped_tile(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
+            rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            rows = tl.max_contiguous(tl.multiple_of(tl.where(rows < M, rows, 0), BLOCK_M), BLOCK_M)
+            cols = tl.max_contiguous(tl.multiple_of(tl.where(cols < N, cols, 0), BLOCK_N), BLOCK_N)
+        offs_k = ki * BLOCK_K + k_lane
+        a = tl.load(a_ptr + rows[:, None] * stride_am + offs_k[None, :] * stride_ak,
+                    mask=k_lane[None, :] < K - ki * BLOCK_K, other=0.0)
+        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=k_lane[:, None] < K - ki * BLOCK_K, other=0.0)
+        accumulator = tl.dot(a, b, accumulator)
+        if ki == k_tiles - 1:
+            out_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            out_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            c_ptrs = c_ptr + stride_cm * out_m[:, None] + stride_cn * out_n[None, :]
+            tl.store(c_ptrs, accumulator.to(c_ptr.dtype.element_ty),
+                     mask=(out_m[:, None] < M) & (out_n[None, :] < N))
+            accumulator = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+
 @jit
 def grouped_matmul(a_addrs, b_addrs, c_addrs, sizes, lds, group_size, NUM_SMS: tl.constexpr,
                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr):

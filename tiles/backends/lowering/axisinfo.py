@@ -55,14 +55,53 @@ def analyze(kernel: Kernel) -> dict[Value, AxisInfo]:
     return info
 
 
+def meet(a: AxisInfo, b: AxisInfo) -> AxisInfo:
+    """What holds of a value that is either ``a`` or ``b`` (a run shortened to a divisor of its
+    length starts at its old start plus multiples of the new length)."""
+    contig = math.gcd(a.contig, b.contig)
+
+    def div(x: AxisInfo) -> int:
+        return x.div if x.contig == contig else math.gcd(x.div, contig)
+    return AxisInfo(contig, math.gcd(div(a), div(b)), math.gcd(a.const, b.const), a.ones and b.ones)
+
+
+_FIXPOINT_ROUNDS = 4
+
+
+def _for(instr: Instr, info: dict[Value, AxisInfo], stand_ins: dict[Value, Value]) -> None:
+    """A FOR's body with each carried value's facts those of its initial value met with those of
+    what the body yields for it, to a fixpoint (nothing assumed when none is reached)."""
+    body = instr.regions[0]
+    lb, step = (info.get(v, AxisInfo()) for v in (instr.operands[0], instr.operands[2]))
+    info[body.args[0]] = AxisInfo(1, math.gcd(lb.div, step.div), 1)
+    inits = [info.get(v, AxisInfo()) for v in instr.operands[3:]]
+    facts = list(inits)
+    for _ in range(_FIXPOINT_ROUNDS):
+        info.update(zip(body.args[1:], facts))
+        _block(body, info, stand_ins)
+        new = [meet(f, info.get(y, AxisInfo())) for f, y in zip(facts, body.yields)]
+        if new == facts:
+            break
+        facts = new
+    else:
+        info.update((a, AxisInfo()) for a in body.args[1:])
+        _block(body, info, stand_ins)
+        facts = [AxisInfo()] * len(facts)
+    info.update(zip(instr.results, facts))
+
+
 def _block(block: Block, info: dict[Value, AxisInfo], stand_ins: dict[Value, Value]) -> None:
     for instr in block.instrs:
-        if instr.op is Op.FOR:  # the induction variable steps from lb by step
-            lb, step = (info.get(v, AxisInfo()) for v in (instr.operands[0], instr.operands[2]))
-            info[instr.regions[0].args[0]] = AxisInfo(1, math.gcd(lb.div, step.div), 1)
+        if instr.op is Op.FOR:
+            _for(instr, info, stand_ins)
+            continue
         for region in instr.regions:
             _block(region, info, stand_ins)
-        if len(instr.results) == 1:
+        if instr.op is Op.IF:  # either branch's yield
+            then, otherwise = instr.regions
+            for r, a, b in zip(instr.results, then.yields, otherwise.yields):
+                info[r] = meet(info.get(a, AxisInfo()), info.get(b, AxisInfo()))
+        elif len(instr.results) == 1:
             ordinary = stand_ins.get(instr.result)  # a guard legalize.py built: as Triton, assume ordinary inputs
             info[instr.result] = info[ordinary] if ordinary in info else _rule(instr, info)
 
