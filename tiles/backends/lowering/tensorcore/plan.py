@@ -250,6 +250,9 @@ def _propagate(kernel: Kernel, dots: dict[Instr, MMALayout], guess: dict[Value, 
                 continue
             for region in instr.regions:
                 block(region)
+            if instr.op is Op.IF:
+                _if_layouts(instr, lay, splat)
+                continue
             out = _infer(instr, lay, splat, dots)
             if out is not None:
                 lay[instr.result] = out
@@ -259,6 +262,16 @@ def _propagate(kernel: Kernel, dots: dict[Instr, MMALayout], guess: dict[Value, 
                 splat.add(instr.result)
     block(kernel.body)
     return lay
+
+
+def _if_layouts(instr: Instr, lay: dict[Value, Any], splat: set[Value]) -> None:
+    """An IF's result keeps the fragment layout its branches yield it in, where each yields it
+    in that layout or as a splat (``acc = tl.zeros(...)`` after storing the tile)."""
+    for r, ys in zip(instr.results, zip(*(region.yields for region in instr.regions))):
+        found = {lay[y] for y in ys if lay.get(y) is not None and lay[y] is not WILD}
+        if len(found) > 1 or not all(y in lay or y in splat for y in ys):
+            continue
+        lay[r] = found.pop() if found else WILD
 
 
 def _layouts(kernel: Kernel, dots: dict[Instr, MMALayout]) -> dict[Value, Any]:
@@ -334,7 +347,7 @@ def build_plan(kernel: Kernel, e: TensorCoreEmitter, threads: int) -> Plan:
             pos = {i for i, a in enumerate(body.args[1:]) if a in lays}
             if pos:
                 plan.loops[instr] = pos
-        elif instr.op is not Op.DOT and len(instr.results) == 1 and instr.result in lays:
+        elif instr.op is not Op.DOT and not instr.regions and len(instr.results) == 1 and instr.result in lays:
             plan.frag.add(instr)
         elif instr in plan.dots:
             _dot_operands(plan, instr, defs, uses)
@@ -347,7 +360,11 @@ def build_plan(kernel: Kernel, e: TensorCoreEmitter, threads: int) -> Plan:
             for i, y in enumerate(region.yields):
                 if y not in lays:
                     continue
-                if instr.op is not Op.FOR or lays.get(region.args[1 + i]) != lays[y]:
+                if instr.op is Op.IF:
+                    same = lays.get(instr.results[i]) == lays[y]
+                else:
+                    same = instr.op is Op.FOR and lays.get(region.args[1 + i]) == lays[y]
+                if not same:
                     plan.blocked.add(y)
     for y in kernel.body.yields:
         if y in lays:

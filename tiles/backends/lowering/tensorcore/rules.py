@@ -266,3 +266,35 @@ def lower_carried_body(lw: TensorCoreLowering, body: Any, inner: Any, pos: Any, 
     for i, (arg, y) in enumerate(zip(body.args[1:], body.yields)):
         flat += frag_handles(lw, y, plan.values[arg]) if i in pos else next(plain)
     return flat
+
+
+@tc_rule(Op.IF)
+def _if(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+    """An IF whose results the plan keeps in fragment layouts (an accumulator stored and reset
+    under a run-time ``if``): each branch yields those results' fragment registers."""
+    plan = lw.tc.plan
+    lays: list[Frag | None] = [plan.values.get(r) for r in instr.results]
+    if all(lo is None for lo in lays):
+        return RULES[Op.IF](lw, instr)
+    sizes = [lw.layout(r).per_thread if lo is None else lo.per_thread for r, lo in zip(instr.results, lays)]
+    types = [r.type.dtype for r, n in zip(instr.results, sizes) for _ in range(n)]
+
+    def branch(block: Block) -> Any:
+        def run() -> list[Handle]:
+            inner = Block(args=block.args, instrs=block.instrs,
+                          yields=[y for y, lo in zip(block.yields, lays) if lo is None])
+            plain = iter(lw.lower_block(inner))
+            flat: list[Handle] = []
+            for y, lo in zip(block.yields, lays):
+                flat += next(plain) if lo is None else frag_handles(lw, y, lo)
+            return flat
+        return lw.in_scope(run)
+
+    outs = lw.e.if_else(lw.env[instr.operands[0]][0], types, branch(instr.regions[0]), branch(instr.regions[1]))
+    results: list[Any] = []
+    at = 0
+    for r, lo, n in zip(instr.results, lays, sizes):
+        hs = list(outs[at:at + n])
+        at += n
+        results.append(hs if lo is None else publish(lw, r, hs))
+    return results
