@@ -1,0 +1,108 @@
+"""Tutorial 09's *flattened* persistent matmul: one loop over every (tile, k step) pair of a
+program, the next tile picked under ``if ki == 0`` through a ``@jit`` helper returning a tuple,
+the tile stored and the accumulator reset under ``if ki == k_tiles - 1``.  The accumulator stays
+in wgmma registers across the run-time ``if``; simulated against numpy (odd sizes, several
+programs), PTX for sm_90a checked where ptxas is installed."""
+
+import numpy as np
+import pytest
+from test_tensorcore import _rel
+
+import tiles
+import tiles.language as tl
+from tiles.backends.base import Options
+from tiles.backends.cuda import nvptx_target, toolchain
+from tiles.backends.cuda.emitter import lower_kernel
+
+rng = np.random.default_rng(29)
+
+
+@tiles.jit
+def _tile_of(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
+    group = tile_id // num_pid_in_group
+    first_m = group * GROUP_M
+    rows = min(num_pid_m - first_m, GROUP_M)
+    return first_m + tile_id % rows, (tile_id % num_pid_in_group) // rows
+
+
+@tiles.jit
+def flat_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
+                NUM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                GROUP_M: tl.constexpr):
+    start_pid = tl.program_id(axis=0)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    num_tiles = num_pid_m * num_pid_n
+    mine = num_tiles // NUM_SMS
+    if start_pid < num_tiles % NUM_SMS:
+        mine += 1
+    num_pid_in_group = GROUP_M * num_pid_n
+    tile_id = start_pid - NUM_SMS
+    ki = -1
+    pid_m = 0
+    pid_n = 0
+    lanes_k = tl.arange(0, BLOCK_K)
+    rows = tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for _ in range(0, k_tiles * mine):
+        ki = tl.where(ki == k_tiles - 1, 0, ki + 1)
+        if ki == 0:
+            tile_id += NUM_SMS
+            pid_m, pid_n = _tile_of(tile_id, num_pid_in_group, num_pid_m, GROUP_M)
+            rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            rows = tl.max_contiguous(tl.multiple_of(tl.where(rows < M, rows, 0), BLOCK_M), BLOCK_M)
+            cols = tl.max_contiguous(tl.multiple_of(tl.where(cols < N, cols, 0), BLOCK_N), BLOCK_N)
+        offs_k = ki * BLOCK_K + lanes_k
+        a = tl.load(a_ptr + rows[:, None] * stride_am + offs_k[None, :] * stride_ak,
+                    mask=lanes_k[None, :] < K - ki * BLOCK_K, other=0.0)
+        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + cols[None, :] * stride_bn,
+                    mask=lanes_k[:, None] < K - ki * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc)
+        if ki == k_tiles - 1:
+            out_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+            out_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+            tl.store(c_ptr + stride_cm * out_m[:, None] + stride_cn * out_n[None, :],
+                     acc.to(c_ptr.dtype.element_ty), mask=(out_m[:, None] < M) & (out_n[None, :] < N))
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+
+
+def _args(m, n, k):
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    c = np.full((m, n), np.nan, np.float16)
+    return a, b, c, (a, b, c, m, n, k, k, 1, n, 1, n, 1)
+
+
+def _compile(args, programs, bm, bn, bk, warps, stages):
+    return flat_matmul.warmup(*args, backend="cuda", NUM_SMS=programs, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
+                              GROUP_M=2, num_warps=warps, num_stages=stages).ir
+
+
+def _ptx(ir, warps, stages):
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a")
+
+
+def test_accumulator_stays_in_registers():
+    """No fragment goes through local memory between the MMAs and the run-time ``if``: the
+    only shared-memory stores are the operands' and the epilogue's, no spills."""
+    *_, args = _args(4096, 4096, 4096)
+    ir = _compile(args, 132, 128, 256, 64, 8, 3)
+    ptx = _ptx(ir, 8, 3)
+    assert "wgmma.mma_async" in ptx
+    assert "ld.global.b16" not in ptx and "ld.global.u16" not in ptx, "operand loads were not vectorized"
+    if toolchain.ptxas_path():
+        assert toolchain.ptxas_info(ptx, "sm_90a").get("spill_stores", 0) == 0
+
+
+@pytest.mark.parametrize("m,n,k,programs,stages", [(150, 130, 100, 4, 3), (64, 72, 32, 1, 2), (97, 64, 200, 3, 4)])
+def test_flat_persistent_simulated(m, n, k, programs, stages):
+    """Odd sizes, more tiles than programs (a program's loop crosses tiles), one k step per tile."""
+    from test_tutorial_forms import _simulate
+    a, b, c, args = _args(m, n, k)
+    bm, bn, bk, warps = 64, 64, 32, 4
+    ir = _compile(args, programs, bm, bn, bk, warps, stages)
+    _simulate(flat_matmul, ir, args, (programs,), warps, stages)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
