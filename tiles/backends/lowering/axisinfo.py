@@ -152,7 +152,13 @@ def _rule(instr: Instr, info: dict[Value, AxisInfo]) -> AxisInfo:
         if a.const >= b.contig > 1:
             const = max(const, math.gcd(b.contig, math.gcd(a.div, b.div)))
         return AxisInfo(1, 1, const)
-    if op in (Op.AND, Op.OR, Op.XOR, Op.WHERE, Op.NOT):
+    if op is Op.WHERE:  # on runs where the condition is constant, one side's runs
+        c, a, b = ops
+        either = meet(a, b)
+        contig = math.gcd(either.contig, c.const)
+        div = either.div if contig == either.contig else math.gcd(either.div, contig)
+        return AxisInfo(contig, div, math.gcd(c.const, either.const))
+    if op in (Op.AND, Op.OR, Op.XOR, Op.NOT):
         return AxisInfo(1, 1, math.gcd(*(o.const for o in ops)) if len(ops) > 1 else ops[0].const)
     if op is Op.CAST and instr.attrs.dtype.is_int:
         return ops[0]

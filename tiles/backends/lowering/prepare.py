@@ -15,6 +15,7 @@ from ...core.descriptors import desugar_descriptors
 from ...core.fold import common_subexpressions
 from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import Op
+from .carried_index import carry_index_scalars
 from .contract import contract_multiply_adds
 from .emitter import Emitter
 from .induction import close_induction_pointers
@@ -66,6 +67,7 @@ def prepare(kernel: Kernel, emitter: Emitter, fp_fusion: bool = False,
     if desugar_descriptors(kernel, keep):
         kernel = common_subexpressions(kernel)
     kernel = close_induction_pointers(kernel)
+    kernel = carry_index_scalars(kernel)
     if fp_fusion:
         kernel = contract_multiply_adds(kernel)
     if isinstance(emitter, TensorCoreEmitter) and emitter.mma_shape(D.float16, D.float32, "ieee") is not None:

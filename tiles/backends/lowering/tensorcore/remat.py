@@ -18,7 +18,13 @@ from ..relayout import same_layout
 _PURE = BINARY_ARITH | COMPARISON | {Op.ADDPTR, Op.CAST, Op.NEG, Op.NOT, Op.WHERE}
 
 
-def can_remat(v: Value, defs: dict, budget: list[int]) -> bool:
+def can_remat(v: Value, defs: dict, budget: list[int], seen: set[Value] | None = None) -> bool:
+    """Whether ``v`` is an index expression of at most ``budget`` distinct values (scalars,
+    ``tl.arange``, constants, broadcasts, elementwise ops)."""
+    seen = set() if seen is None else seen
+    if v in seen:
+        return True
+    seen.add(v)
     budget[0] -= 1
     if budget[0] < 0:
         return False
@@ -30,7 +36,7 @@ def can_remat(v: Value, defs: dict, budget: list[int]) -> bool:
     if d.op in (Op.ARANGE, Op.CONST):
         return True
     if d.op in (Op.BROADCAST, Op.RESHAPE, Op.HINT) or d.op in _PURE:
-        return all(can_remat(o, defs, budget) for o in d.operands)
+        return all(can_remat(o, defs, budget, seen) for o in d.operands)
     return False
 
 
