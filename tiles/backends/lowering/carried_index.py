@@ -109,7 +109,7 @@ def _candidates(loop: Instr, defs: dict[Value, Instr]) -> list[_Candidate]:
     return out
 
 
-def _const(emit: Emit, value: object, dtype: D.ScalarType) -> Value:
+def _const(emit: Emit, value: bool | int, dtype: D.DType) -> Value:
     return emit(Op.CONST, [], TileType(dtype), A.Const(value, dtype, ()))
 
 
@@ -146,7 +146,7 @@ def _rewrite(loop: Instr, defs: dict[Value, Instr]) -> tuple[list[Instr], Instr]
         key = id(c.branch_if)
         flag = Value(TileType(D.int1))
         carried = {lf: Value(lf.type) for lf in c.leaves}
-        new_inits += [false, *(_const(before, 0, lf.type.dtype) for lf in c.leaves)]  # type: ignore[arg-type]
+        new_inits += [false, *(_const(before, 0, lf.type.element) for lf in c.leaves)]
         new_args += [flag, *carried.values()]
         outs = [Value(TileType(D.int1)), *(Value(lf.type) for lf in c.leaves)]
         extra.setdefault(key, []).extend(zip([true, *c.leaves], [flag, *carried.values()], outs))
