@@ -239,7 +239,7 @@ class SimEmitter(TensorCoreEmitter):
         return 8 if isinstance(dtype, PointerType) else max(1, dtype.itemsize)
 
     def _laddr(self, byte_offset: int, index: H, dtype: Any) -> np.ndarray:
-        return byte_offset + index.v.astype(np.int64) * self.local_itemsize(dtype)
+        return self.local_base + byte_offset + index.v.astype(np.int64) * self.local_itemsize(dtype)
 
     def _span(self, addr: np.ndarray, nbytes: int, ok: np.ndarray) -> np.ndarray:
         return (addr[ok][:, None] + np.arange(nbytes)).reshape(-1)
@@ -329,7 +329,7 @@ class SimEmitter(TensorCoreEmitter):
             for i in range(count):
                 mat = np.zeros((8, 8), np.uint16)
                 for r in range(8):
-                    at = byte_offset + int(byte_index.v[w * WARP + 8 * i + r])
+                    at = self.local_base + byte_offset + int(byte_index.v[w * WARP + 8 * i + r])
                     assert at % 16 == 0, at
                     self._settled(np.arange(at, at + 16), "ldmatrix")
                     mat[r] = self.smem[at:at + 16].view(np.uint16)
@@ -361,7 +361,7 @@ class SimEmitter(TensorCoreEmitter):
                 if trans:
                     mat = np.ascontiguousarray(mat.T)
                 for r in range(8):
-                    at = byte_offset + int(byte_index.v[w * WARP + 8 * i + r])
+                    at = self.local_base + byte_offset + int(byte_index.v[w * WARP + 8 * i + r])
                     assert at % 16 == 0 and 0 <= at <= len(self.smem) - 16, at
                     self._settled(np.arange(at, at + 16), "stmatrix")
                     self.smem[at:at + 16] = mat[r].view(np.uint8)
@@ -369,7 +369,7 @@ class SimEmitter(TensorCoreEmitter):
     def cp_async(self, byte_offset: int, byte_index: H, p: H, nbytes: int, mask: H | None) -> bool:
         ok = self._mask(mask)
         for t in np.nonzero(self.present)[0]:
-            at = byte_offset + int(byte_index.v[t])
+            at = self.local_base + byte_offset + int(byte_index.v[t])
             src = self.mem[p.v[t]:p.v[t] + nbytes] if ok[t] else np.zeros(nbytes, np.uint8)
             self.smem[at:at + nbytes] = src
             self.in_flight[at:at + nbytes] += 1
@@ -390,7 +390,7 @@ class SimEmitter(TensorCoreEmitter):
         return True
 
     def shared_address(self, byte_offset: int) -> H:
-        return self._h(np.int32(byte_offset))
+        return self._h(np.int32(self.local_base + byte_offset))
 
     def fence_async_shared(self) -> None:
         pass

@@ -55,6 +55,7 @@ class LLVMBuilder:
         self.globals: list[str] = []
         self.loop_metadata: list[str] = []  # numbered after the target's module flags
         self.uses_smem = False
+        self.local_base = 0  # added to local-memory offsets (``Emitter.local_base``)
         self.name = ""
         self.params: list[tuple[str, str]] = []
         self.threads = 0
@@ -146,7 +147,7 @@ class LLVMBuilder:
     def _local_ptr(self, byte_offset: int, index: Any, dtype: ScalarType) -> Reg:
         self.uses_smem = True
         sp = f"ptr addrspace({self.t.shared_addrspace})"
-        base = self._val(sp, f"getelementptr i8, {sp} @tiles_smem, i32 {byte_offset}")
+        base = self._val(sp, f"getelementptr i8, {sp} @tiles_smem, i32 {byte_offset + self.local_base}")
         return self._val(sp, f"getelementptr {self.local_ty(dtype)}, {base}, {index}")
 
     def local_ty(self, dtype: ScalarType) -> str:

@@ -35,6 +35,9 @@ class Emitter(abc.ABC):
 
     target: Target
     name: str = ""  # the kernel's function name in the code, once ``begin_kernel`` has run
+    # added to every local-memory byte offset: ops lowered inside a software-pipelined loop's body
+    # address a region above its stage buffers (tensorcore/pipeline.py)
+    local_base: int = 0
 
     # ------------------------------------------------------------ kernel frame
     @abc.abstractmethod

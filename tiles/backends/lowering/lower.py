@@ -204,7 +204,8 @@ class Lowering:
         return self.e.binary(Op.AND, a, b, D.int1)
 
     def reserve_local(self, nbytes: int) -> None:
-        self.local_bytes = max(self.local_bytes, nbytes)
+        """Make sure local memory holds ``nbytes`` from the emitter's current ``local_base``."""
+        self.local_bytes = max(self.local_bytes, self.e.local_base + nbytes)
 
     def local_size(self, dtype: ScalarType, n: int) -> int:
         return -(-self.e.local_itemsize(dtype) * n // 16) * 16

@@ -48,6 +48,8 @@ class TensorCoreState:
         self.stores: dict[Instr, Layout] = {}  # STOREs written from fragments (epilogue.py) -> their layout
         self.producer: Any = None  # tma_producer.Producer: a warpgroup that issues the TMA pipelines' copies
         self.persistent: Any = None  # persistent.Persistent: each launched program runs several of the kernel's
+        self.scratch_base = 0  # while a pipelined body is lowered: where its other local memory starts
+        self.unshifted: set[Instr] = set()  # ... and the ops that address the stages themselves
 
 
 class TensorCoreLowering(Lowering):
@@ -73,4 +75,11 @@ class TensorCoreLowering(Lowering):
 
     def lower_instr(self, instr: Instr) -> list[list[Handle]]:
         fn = TC_RULES.get(instr.op)
-        return super().lower_instr(instr) if fn is None else fn(self, instr)
+        if not self.tc.scratch_base:
+            return super().lower_instr(instr) if fn is None else fn(self, instr)
+        saved = self.e.local_base
+        self.e.local_base = 0 if instr in self.tc.unshifted else self.tc.scratch_base
+        try:
+            return super().lower_instr(instr) if fn is None else fn(self, instr)
+        finally:
+            self.e.local_base = saved

@@ -33,9 +33,10 @@ from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from ..emitter import Handle
 from ..lower import RULES, Index, loop_stages
 from ..memory import _groups
-from . import inflight
+from . import inflight, lookahead
 from .base import TensorCoreLowering, tc_rule
 from .inflight import kept_last
+from .lookahead import Lookahead
 from .remat import can_remat, moves_data
 from .running import running_feeds
 from .wgmma import operands
@@ -62,6 +63,8 @@ class Pipe:
     slice: list[Instr]
     step: int
     stages: int
+    ahead: Lookahead | None = None  # carried values the copies read, kept ahead (lookahead.py)
+    scratch: bool = False  # an IF in the body needs local memory: it gets a region above the stages
 
     @property
     def loads(self) -> list[Instr]:
@@ -70,9 +73,9 @@ class Pipe:
 
 def _moves_nothing(lw: TensorCoreLowering, instr: Instr, defs: dict[Value, Instr]) -> bool:
     """The op's lowering uses no local memory (a broadcast of an index expression is
-    recomputed in place, see ``remat.py``)."""
+    recomputed in place, see ``remat.py``; an IF whose branches hold only such ops)."""
     if instr.regions:
-        return False
+        return instr.op is Op.IF and all(_moves_nothing(lw, i, defs) for r in instr.regions for i in r.instrs)
     if instr.op in (Op.BROADCAST, Op.RESHAPE):
         return not moves_data(lw, instr) or can_remat(instr.operands[0], defs, [24])
     return instr.op in _SAFE
@@ -146,26 +149,39 @@ def find_pipe(lw: TensorCoreLowering, instr: Instr, dots: dict[Instr, Any], defs
     needed: set[Instr] = set()
     todo = [o for f in feeds for o in f.load.operands[:2 if f.load.attrs.masked else 1]]
     carried = set(body.args[1:])
+    reads: set[Value] = set()
     while todo:
         v = todo.pop()
         if v in carried:
-            return None
+            reads.add(v)
+            continue
         p = producers.get(v)
         if p is None or p in needed:
             continue
         if not _moves_nothing(lw, p, defs):
             return None
         needed.add(p)
-        todo.extend(p.operands)
+        todo.extend(lookahead.inputs(p))
+    ahead = None
+    if reads:
+        ahead = lookahead.find(body, reads, plan.loops.get(instr, set()), lambda i: _moves_nothing(lw, i, defs))
+        if ahead is None:
+            return None
     loads = {f.load for f in feeds}
-    for i in body.instrs:  # nothing else in the body may use local memory (it holds the stages)
+    scratch = False
+    for i in body.instrs:  # nothing else in the body may use local memory (it holds the stages)...
         if i in mine or i in loads or i in needed or _moves_nothing(lw, i, defs):
+            continue
+        if i.op is Op.IF:
+            scratch = True  # ... but a run-time if (an epilogue), given a region above the stages
             continue
         if not plan.wgmma or i not in plan.frag and i not in plan.absorbed:
             return None
-    if any(v in plan.blocked for v in inside):
+    # blocked copies of fragments go through local memory: only under an IF given the scratch region
+    top = {r for i in body.instrs if not (scratch and i.op is Op.IF) for r in i.results} | set(body.args)
+    if any(v in plan.blocked for v in (top if scratch else inside)):
         return None
-    return Pipe(mine, feeds, hoisted, [i for i in body.instrs if i in needed], step, stages)
+    return Pipe(mine, feeds, hoisted, [i for i in body.instrs if i in needed], step, stages, ahead, scratch)
 
 
 def hoistable(plan: Any, dot: Instr) -> bool:
@@ -384,9 +400,12 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         st.wg_keep[kept] = keep
 
     state = carried_values(lw, instr, pos, rules.mma_handles)
-    runs = running_feeds([f.load for f in pipe.feeds], instr, st.defs)
+    la = pipe.ahead
+    runs = [] if la else running_feeds([f.load for f in pipe.feeds], instr, st.defs)
     n_state = len(state.handles)
-    # + the stage this iteration reads, + a byte offset per running feed
+    far = [list(lw.env[instr.operands[3 + k]]) for k in la.positions] if la else []
+    far_types = [body.args[1 + k].type.dtype for k in la.positions] if la else []
+    # + the stage this iteration reads, + a byte offset per running feed, + the kept-ahead values
     carried = [*state.handles, (lw.const(0, D.int32), D.int32), *((lw.const(0, D.int64), D.int64) for _ in runs)]
 
     def i32(x: int) -> Handle:
@@ -397,13 +416,21 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
 
     for s in range(ahead_by):
         iv_s = lb if s == 0 else e.binary(Op.ADD, lb, ivc(s * pipe.step), iv_dtype)
+        if la:
+            lookahead.bind(lw, body, la, far)
         issue(lw, pipe, iv_arg, iv_s, ub, iv_dtype, i32(s * stage_bytes), places)
+        if la:
+            far = lookahead.advance(lw, body, la, far, iv_s)
+    carried += [(h, t) for hs, t in zip(far, far_types) for h in hs]
+    sizes = [len(hs) for hs in far]
     bases, strides = _running_starts(lw, pipe, iv_arg, e.binary(Op.ADD, lb, ivc(ahead_by * pipe.step), iv_dtype),
                                      ivc(pipe.step), iv_dtype, runs)
 
     def run(iv: Handle, regs: list[Handle]) -> list[Handle]:
         slot = regs[n_state]
-        advanced = regs[n_state + 1:]
+        advanced = regs[n_state + 1:n_state + 1 + len(runs)]
+        flat_kept = regs[n_state + 1 + len(runs):]
+        now = [flat_kept[sum(sizes[:k]):sum(sizes[:k + 1])] for k in range(len(sizes))]
         running = {n: (bases[k], advanced[k]) for k, n in enumerate(runs)}
         e.cp_async_wait(ahead_by - 1)
         if plan.wgmma:
@@ -416,8 +443,12 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         ahead = e.binary(Op.ADD, iv, ivc(ahead_by * pipe.step), iv_dtype)
 
         def start() -> None:
+            if pipe.ahead:
+                lookahead.bind(lw, body, pipe.ahead, now)
             issue(lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, target, i32(stage_bytes), D.int32),
                   places, running)
+            if pipe.ahead:
+                now[:] = lookahead.advance(lw, body, pipe.ahead, now, ahead)
         if not keep:
             start()
         here = e.binary(Op.MUL, slot, i32(stage_bytes), D.int32)
@@ -428,13 +459,20 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
             st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
         st.wg_inflight = [late[1]] if late is not None else []
-        flat = rules.lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:-1]))
+        if pipe.scratch:  # the body's other users of local memory go above the stages
+            st.scratch_base = -(-S * stage_bytes // 1024) * 1024
+            st.unshifted = set(pipe.dots)
+        try:
+            flat = rules.lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:n_state]))
+        finally:
+            st.scratch_base = 0
         if keep:  # the MMAs' wait completed the previous group, which read `target`
             e.barrier()  # ... in every warpgroup
             start()
         last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(e.select(last, i32(0), e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
-        return [*flat, *(e.running_add(off, stride) for off, stride in zip(advanced, strides))]
+        return [*flat, *(e.running_add(off, stride) for off, stride in zip(advanced, strides)),
+                *(h for hs in now for h in hs)]
 
     outs = e.for_range(lb, ub, step, iv_dtype, carried, lw.in_scope(run))
 

@@ -66,7 +66,7 @@ def operands(plan: Plan, dot: Instr) -> Operands:
 
 
 def _smem_base(lw: TensorCoreLowering) -> Handle:
-    return lw.cached(("wgmma-smem-base",), lambda: lw.e.shared_address(0))
+    return lw.cached(("wgmma-smem-base", lw.e.local_base), lambda: lw.e.shared_address(0))
 
 
 def _warp_coordinates(lw: TensorCoreLowering, lay: MMALayout) -> tuple[Index, Index]:
