@@ -50,6 +50,7 @@ class TensorCoreState:
         self.persistent: Any = None  # persistent.Persistent: each launched program runs several of the kernel's
         self.scratch_base = 0  # while a pipelined body is lowered: where its other local memory starts
         self.unshifted: set[Instr] = set()  # ... and the ops that address the stages themselves
+        self.wg_pending: set[Value] = set()  # products a run-time IF's branch waits for before reading
 
 
 class TensorCoreLowering(Lowering):

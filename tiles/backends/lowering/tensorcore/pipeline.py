@@ -317,10 +317,31 @@ def _keep(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
     add = next((a for a, d in plan.fused_adds.items() if d is dot and a in body.instrs), None)
     out = dot.result if add is None else add.result
     acc = plan.add_into.get(dot, dot.operands[2]) if add is not None else dot.operands[2]
-    if _uses(body, out) != 1 or out.type.element not in (D.float32, D.int32):
+    if out.type.element not in (D.float32, D.int32):
         return 0  # a narrower accumulator is converted right after the MMAs
+    if _uses(body, out) != 1:
+        return 1 if _through_if(lw, body, out, acc) else 0
     pos = [i for i, y in enumerate(body.yields) if y is out]
     return 1 if pos and body.args[1 + pos[0]] is acc and _uses(body, acc) == 1 else 0
+
+
+def _through_if(lw: TensorCoreLowering, body: Block, out: Value, acc: Value) -> bool:
+    """Whether the product ``out`` is read only inside one run-time IF whose result the loop
+    yields as the accumulator ``acc`` and one branch of which yields ``out`` there (Triton's
+    flattened persistent matmul: the tile stored and the accumulator reset when ``ki`` is the
+    last k step).  The group may then stay in flight: a branch that reads it waits first
+    (``rules._if``).  Marks ``out`` as such (``wg_pending``)."""
+    users = [i for i in body.instrs if inflight._uses(i, out)]
+    if len(users) != 1 or users[0].op is not Op.IF or _uses(body, acc) != 1 or out in users[0].operands:
+        return False
+    f = users[0]
+    for p, r in enumerate(f.results):
+        at = [k for k, y in enumerate(body.yields) if y is r]
+        if len(at) == 1 and body.args[1 + at[0]] is acc and any(reg.yields[p] is out for reg in f.regions):
+            if _uses(body, r) == 1:
+                lw.tc.wg_pending.add(out)
+                return True
+    return False
 
 
 def rotated(lw: TensorCoreLowering, slot: Handle, by: int, stages: int) -> Handle:

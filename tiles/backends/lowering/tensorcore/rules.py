@@ -25,6 +25,7 @@ from ..lower import RULES
 from .base import TensorCoreLowering, tc_rule
 from .convert import Lanes, align16, padded, stage
 from .fragments import a_from_regs, frag_handles, publish
+from .lookahead import inputs
 from .pipeline import Borrowed, find_pipe, hoistable, lower_pipelined
 from .plan import Frag, MMALayout
 from .wgmma import wgmma_dot
@@ -281,13 +282,22 @@ def _if(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
 
     def branch(block: Block) -> Any:
         def run() -> list[Handle]:
-            inner = Block(args=block.args, instrs=block.instrs,
-                          yields=[y for y, lo in zip(block.yields, lays) if lo is None])
-            plain = iter(lw.lower_block(inner))
-            flat: list[Handle] = []
-            for y, lo in zip(block.yields, lays):
-                flat += next(plain) if lo is None else frag_handles(lw, y, lo)
-            return flat
+            st = lw.tc
+            # a product still in flight (pipeline._through_if): waited for where the branch reads it
+            read = [v for v in st.wg_pending if any(v in inputs(i) for i in block.instrs)]
+            saved = {v: st.mma[v] for v in read}
+            for v in read:
+                st.mma[v] = lw.e.wgmma_wait(0, st.mma[v])
+            try:
+                inner = Block(args=block.args, instrs=block.instrs,
+                              yields=[y for y, lo in zip(block.yields, lays) if lo is None])
+                plain = iter(lw.lower_block(inner))
+                flat: list[Handle] = []
+                for y, lo in zip(block.yields, lays):
+                    flat += next(plain) if lo is None else frag_handles(lw, y, lo)
+                return flat
+            finally:
+                st.mma.update(saved)
         return lw.in_scope(run)
 
     outs = lw.e.if_else(lw.env[instr.operands[0]][0], types, branch(instr.regions[0]), branch(instr.regions[1]))
