@@ -344,6 +344,22 @@ def _through_if(lw: TensorCoreLowering, body: Block, out: Value, acc: Value) -> 
     return False
 
 
+def _fitting_stages(lw: TensorCoreLowering, pipe: Pipe, body: Block, stage_bytes: int) -> int:
+    """``pipe.stages``, or fewer (not under 2) where the stages and the region above them that
+    a run-time if in the body needs (at least its largest tile moved out of fragments) would
+    not fit in the target's shared memory."""
+    if not pipe.scratch:
+        return pipe.stages
+    plan = lw.tc.plan
+    under_if = [r for i in body.instrs if i.op is Op.IF for region in i.regions
+                for j in walk_block(region) for r in j.results]
+    above = max((v.type.numel * v.type.element.itemsize for v in under_if if v in plan.blocked), default=0)
+    stages = pipe.stages
+    while stages > 2 and -(-stages * stage_bytes // 1024) * 1024 + above > lw.e.target.shared_memory:
+        stages -= 1
+    return stages
+
+
 def rotated(lw: TensorCoreLowering, slot: Handle, by: int, stages: int) -> Handle:
     """Stage ``(slot + by) % stages`` (``0 <= by < stages``): the one iteration ``i + by`` uses."""
     e, to = lw.e, lw.e.binary(Op.ADD, slot, lw.const(by, D.int32), D.int32)
@@ -408,7 +424,7 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         assert isinstance(lay, MMALayout)
         rules.hoist_a(lw, dot, plan.dots[dot], lay)
     stage_bytes, places, offsets = _layout(lw, pipe, rules.geometry)
-    S = pipe.stages  # noqa: N806
+    S = _fitting_stages(lw, pipe, body, stage_bytes)  # noqa: N806
     keep = _keep(lw, pipe, body)
     kept, late = pipe.dots[0], kept_last(lw, pipe.dots, body, S)
     if late is not None:  # several products: the last one waited for by the next iteration's first
