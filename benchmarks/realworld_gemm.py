@@ -3,7 +3,9 @@
 Forms: Triton's tutorial matmul exactly (pointer tiles advanced in the loop, rows and columns
 wrapped with ``%``, K masks), the same without masks and wraps (fp16, bf16, with B transposed in
 memory, and fp8 e4m3 with B transposed), a persistent matmul (each program loops over output
-tiles), and a grouped GEMM whose operand addresses are loaded from pointer arrays (Triton's
+tiles), the same flattened as Triton's tutorial 09 writes it (one loop over every (tile, k step)
+pair, the next tile chosen under ``if ki == 0``, stored under ``if ki == k_tiles - 1``), and a
+grouped GEMM whose operand addresses are loaded from pointer arrays (Triton's
 grouped tutorial's form).  Every
 configuration is offered to both compilers; the best median (``triton.testing.do_bench``) per case
 is reported, as TFLOP/s = 2*M*N*K / time.  Each result is checked against torch before it is timed.
@@ -274,14 +276,15 @@ def main() -> None:
                     WRAP_AND_MASK=wrap, num_warps=warps, num_stages=stages, **kw)
             return launch
 
-        def persistent(ops):
+        def persistent(ops, flat=False):
             a, b, c, _ = ops
             strides = (a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
 
             def launch(mod, cfg, kw):
                 bm, bn, bk, warps, stages = cfg
                 tiles_total = math.ceil(m / bm) * math.ceil(n / bn)
-                mod.persistent_matmul[(min(sms, tiles_total),)](
+                kernel = mod.flat_persistent_matmul if flat else mod.persistent_matmul
+                kernel[(min(sms, tiles_total),)](
                     a, b, c, m, n, k, *strides, NUM_SMS=sms, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8,
                     num_warps=warps, num_stages=stages, **kw)
             return launch
@@ -312,7 +315,8 @@ def main() -> None:
         fp16 = operands(torch.float16)
         cases = [("tutorial (wrap + K masks)", fp16, tutorial(fp16, True)),
                  ("tutorial (no masks)", fp16, tutorial(fp16, False)),
-                 ("persistent", fp16, persistent(fp16))]
+                 ("persistent", fp16, persistent(fp16)),
+                 ("flat persistent (tutorial 09)", fp16, persistent(fp16, flat=True))]
         bf16 = operands(torch.bfloat16)
         cases.append(("tutorial bf16", bf16, tutorial(bf16, False)))
         tb = operands(torch.float16, trans_b=True)
