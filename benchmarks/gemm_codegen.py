@@ -72,6 +72,7 @@ def cases(forms: list[str], configs: list[tuple[int, ...]]) -> list[tuple[str, t
 
 
 def tiles_ptx(mod: Any, form: str, cfg: tuple[int, ...], size: int) -> str:
+    from tiles.backends import registry
     from tiles.backends.base import CodegenChoices, Options
     from tiles.backends.cuda import nvptx_target, toolchain
     from tiles.backends.cuda.choices import lower_kernel
@@ -80,7 +81,8 @@ def tiles_ptx(mod: Any, form: str, cfg: tuple[int, ...], size: int) -> str:
     typed = {n: t + (":16" if div else "") for n, (t, div) in sig.items()}
     ir = getattr(mod, kernel).compile(typed, consts, backend="cuda", num_warps=warps, num_stages=stages).ir
     options = Options(warps, stages, codegen=CodegenChoices.from_env())  # TILES_STMATRIX=0 etc. for A/B
-    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), options), "sm_90a")
+    caps = registry.get("cuda").target()  # the backend's limits (227 KiB of shared memory), as a launch sees them
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), options, caps), "sm_90a")
 
 
 def triton_ptx(mod: Any, form: str, cfg: tuple[int, ...], size: int) -> str:

@@ -82,7 +82,9 @@ def _compile(args, programs, bm, bn, bk, warps, stages):
 
 
 def _ptx(ir, warps, stages):
-    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages)), "sm_90a")
+    from tiles.backends import registry
+    caps = registry.get("cuda").target()  # the backend's shared memory (227 KiB), as a launch sees it
+    return toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(warps, stages), caps), "sm_90a")
 
 
 def test_pipelined_with_accumulator_in_registers():

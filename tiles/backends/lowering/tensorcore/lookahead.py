@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from ....core.ir import Block, Instr, Value, walk_block
+from ....core.ops import ATOMICS, SIDE_EFFECTS, Op
 from ..emitter import Handle
 from .base import TensorCoreLowering
 
@@ -90,3 +91,28 @@ def advance(lw: TensorCoreLowering, body: Block, ahead: Lookahead, state: Sequen
             if hs is not None:
                 lw.env[v] = hs
     return [list(lw.env[body.yields[k]]) for k in ahead.positions]
+
+
+def _root(v: Value, defs: dict[Value, Instr]) -> Value:
+    """The pointer ``v`` is offset from (through ``addptr``, broadcasts, reshapes and hints)."""
+    d = defs.get(v)
+    while d is not None and d.op in (Op.ADDPTR, Op.BROADCAST, Op.RESHAPE, Op.HINT):
+        v = d.operands[0]
+        d = defs.get(v)
+    return v
+
+
+def writes_apart(instr: Instr, loads: Sequence[Instr], params: set[Value], defs: dict[Value, Instr]) -> bool:
+    """Whether the only writes under ``instr`` (a run-time IF in a pipelined body) are stores
+    through kernel arguments other than those the pipelined ``loads`` read (copies started
+    iterations early must not miss a store of the body: as Triton, distinct pointer arguments
+    are taken not to overlap)."""
+    read = {_root(ld.operands[0], defs) for ld in loads}
+    for i in walk_block(Block(args=[], instrs=[instr], yields=[])):
+        if i.op in SIDE_EFFECTS - {Op.STORE} or i.op in ATOMICS:
+            return False
+        if i.op is Op.STORE:
+            at = _root(i.operands[0], defs)
+            if at not in params or at in read:
+                return False
+    return True

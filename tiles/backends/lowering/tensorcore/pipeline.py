@@ -168,11 +168,12 @@ def find_pipe(lw: TensorCoreLowering, instr: Instr, dots: dict[Instr, Any], defs
         if ahead is None:
             return None
     loads = {f.load for f in feeds}
+    params = {p.value for p in lw.kernel.params}
     scratch = False
     for i in body.instrs:  # nothing else in the body may use local memory (it holds the stages)...
         if i in mine or i in loads or i in needed or _moves_nothing(lw, i, defs):
             continue
-        if i.op is Op.IF:
+        if i.op is Op.IF and lookahead.writes_apart(i, [f.load for f in feeds], params, lw.tc.defs):
             scratch = True  # ... but a run-time if (an epilogue), given a region above the stages
             continue
         if not plan.wgmma or i not in plan.frag and i not in plan.absorbed:
