@@ -28,7 +28,7 @@ def _tile_of(tile_id, num_pid_in_group, num_pid_m, GROUP_M: tl.constexpr):
 @tiles.jit
 def flat_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, stride_bn, stride_cm, stride_cn,
                 NUM_SMS: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                GROUP_M: tl.constexpr):
+                GROUP_M: tl.constexpr, INTO_A: tl.constexpr):
     start_pid = tl.program_id(axis=0)
     num_pid_m = tl.cdiv(M, BLOCK_M)
     num_pid_n = tl.cdiv(N, BLOCK_N)
@@ -64,7 +64,8 @@ def flat_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_ak, stride_bk, s
         if ki == k_tiles - 1:
             out_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
             out_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-            tl.store(c_ptr + stride_cm * out_m[:, None] + stride_cn * out_n[None, :],
+            out = a_ptr if INTO_A else c_ptr  # INTO_A: a later tile's copies may read what this stores
+            tl.store(out + stride_cm * out_m[:, None] + stride_cn * out_n[None, :],
                      acc.to(c_ptr.dtype.element_ty), mask=(out_m[:, None] < M) & (out_n[None, :] < N))
             acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
 
@@ -76,9 +77,9 @@ def _args(m, n, k):
     return a, b, c, (a, b, c, m, n, k, k, 1, n, 1, n, 1)
 
 
-def _compile(args, programs, bm, bn, bk, warps, stages):
+def _compile(args, programs, bm, bn, bk, warps, stages, into_a=False):
     return flat_matmul.warmup(*args, backend="cuda", NUM_SMS=programs, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk,
-                              GROUP_M=2, num_warps=warps, num_stages=stages).ir
+                              GROUP_M=2, INTO_A=into_a, num_warps=warps, num_stages=stages).ir
 
 
 def _ptx(ir, warps, stages):
@@ -119,3 +120,11 @@ def test_flat_persistent_simulated(m, n, k, programs, stages, pipelined):
     assert ("cp.async.cg.shared.global" in _ptx(ir, warps, stages)) == pipelined
     _simulate(flat_matmul, ir, args, (programs,), warps, stages)
     assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
+
+
+def test_store_into_an_operand_is_not_pipelined():
+    """An epilogue that stores through the pointer the copies read (a later tile may load what it
+    wrote) keeps the loop unpipelined: copies started iterations early would miss the store."""
+    *_, args = _args(256, 256, 256)
+    assert "cp.async" in _ptx(_compile(args, 4, 64, 64, 32, 4, 3), 4, 3)
+    assert "cp.async" not in _ptx(_compile(args, 4, 64, 64, 32, 4, 3, into_a=True), 4, 3)
