@@ -149,6 +149,14 @@ def memory_ops(text: str) -> str:
     return ", ".join(f"{n}x {k}" for k, n in sorted(counts.items())) or "none"
 
 
+def whole(ptx: str) -> str:
+    """Counts of the pipeline's instructions in a kernel whose loop has several blocks (a run-time
+    ``if`` in its body, as the flattened persistent form's)."""
+    keys = ("wgmma.mma_async", "cp.async.cg", "cp.async.wait_group", "wgmma.wait_group", "bar.sync",
+            "ld.global", "stmatrix")
+    return ", ".join(f"{ptx.count(k)}x {k}" for k in keys)
+
+
 def sections(ptx: str) -> dict[str, str] | None:
     """The kernel's basic blocks outside the tensor-core loop, in two parts: the epilogue (blocks
     that store to global memory, drain the MMAs or use ``stmatrix``) and the prologue (the rest:
@@ -214,7 +222,7 @@ def main() -> None:
                 print(f"  {who:6s} {ptx}")
                 continue
             summary = summarize(ptx)
-            loop = summary.line() if summary else "no wgmma loop"
+            loop = summary.line() if summary else f"no single-block wgmma loop; whole kernel: {whole(ptx)}"
             print(f"  {who:6s} {registers(ptx)} | {loop}")
             for line in section_lines(ptx):
                 print(f"         {line}")
