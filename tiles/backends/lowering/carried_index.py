@@ -146,7 +146,8 @@ def _rewrite(loop: Instr, defs: dict[Value, Instr]) -> tuple[list[Instr], Instr]
         key = id(c.branch_if)
         flag = Value(TileType(D.int1))
         carried = {lf: Value(lf.type) for lf in c.leaves}
-        new_inits += [false, *(_const(before, 0, lf.type.element) for lf in c.leaves)]
+        new_inits += [false, *(_const(before, False if lf.type.element.is_bool else 0, lf.type.element)
+                                for lf in c.leaves)]
         new_args += [flag, *carried.values()]
         outs = [Value(TileType(D.int1)), *(Value(lf.type) for lf in c.leaves)]
         extra.setdefault(key, []).extend(zip([true, *c.leaves], [flag, *carried.values()], outs))
