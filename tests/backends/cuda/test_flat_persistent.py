@@ -108,10 +108,12 @@ def test_pipelined_with_accumulator_in_registers():
 
 @pytest.mark.parametrize("m,n,k,programs,stages,pipelined", [
     (150, 144, 112, 4, 3, True), (64, 80, 32, 1, 2, True), (97, 64, 208, 3, 4, True), (45, 144, 48, 2, 3, True),
+    (64, 64, 64, 3, 3, True),
     (150, 130, 100, 4, 3, False)])
 def test_flat_persistent_simulated(m, n, k, programs, stages, pipelined):
     """Sizes that are not multiples of the blocks, more tiles than programs (a program's loop
-    crosses tiles and wraps its k counter), one k step per tile, one program; leading strides
+    crosses tiles and wraps its k counter), one k step per tile, one program, programs without
+    a tile (their loops run no iteration); leading strides
     that are multiples of 16 (the copies pipelined) or not (2-byte loads: not pipelined)."""
     from test_tutorial_forms import _simulate
     a, b, c, args = _args(m, n, k)
