@@ -49,7 +49,7 @@ class TensorCoreState:
         self.producer: Any = None  # tma_producer.Producer: a warpgroup that issues the TMA pipelines' copies
         self.persistent: Any = None  # persistent.Persistent: each launched program runs several of the kernel's
         self.scratch_base = 0  # while a pipelined body is lowered: where its other local memory starts
-        self.unshifted: set[Instr] = set()  # ... and the ops that address the stages themselves
+        self.unshifted: dict[Instr, int] = {}  # ... and the base of the ops that address the stages
         self.wg_pending: set[Value] = set()  # products a run-time IF's branch waits for before reading
 
 
@@ -79,7 +79,7 @@ class TensorCoreLowering(Lowering):
         if not self.tc.scratch_base:
             return super().lower_instr(instr) if fn is None else fn(self, instr)
         saved = self.e.local_base
-        self.e.local_base = 0 if instr in self.tc.unshifted else self.tc.scratch_base
+        self.e.local_base = self.tc.unshifted.get(instr, self.tc.scratch_base)
         try:
             return super().lower_instr(instr) if fn is None else fn(self, instr)
         finally:

@@ -497,13 +497,14 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
             st.async_slot[pipe.dots[0]] = here
         lw.env[iv_arg] = [iv]
         st.wg_inflight = [late[1]] if late is not None else []
+        outer = (st.scratch_base, dict(st.unshifted))
         if pipe.scratch:  # the body's other users of local memory go above the stages
-            st.scratch_base = -(-S * stage_bytes // 1024) * 1024
-            st.unshifted = set(pipe.dots)
+            st.scratch_base = e.local_base + -(-S * stage_bytes // 1024) * 1024
+            st.unshifted.update((d, e.local_base) for d in pipe.dots)
         try:
             flat = rules.lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:n_state]))
         finally:
-            st.scratch_base = 0
+            st.scratch_base, st.unshifted = outer
         if keep:  # the MMAs' wait completed the previous group, which read `target`
             e.barrier()  # ... in every warpgroup
             start()
