@@ -86,3 +86,39 @@ def test_read_only_array_inside_a_tuple_is_named_by_its_element(rng):
     high.flags.writeable = False
     with pytest.raises(LaunchError, match="'outs_1'"):
         split_store[(1,)](x, (low, high), n, BLOCK=8)
+
+
+@tiles.jit
+def strided_copy(src_ptr, dst_ptr, shape, strides, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.arange(0, BLOCK_R)[:, None]
+    cols = tl.arange(0, BLOCK_C)[None, :]
+    mask = (rows < shape[0]) & (cols < shape[1])
+    x = tl.load(src_ptr + rows * strides[0] + cols * strides[1], mask=mask)
+    tl.store(dst_ptr + rows * shape[1] + cols, x, mask=mask)
+
+
+class SizeLike(tuple):
+    """A tuple subclass that is not a namedtuple, as ``torch.Size`` is."""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tuple_subclass_argument_is_a_tuple(backend, rng):
+    """``torch.Size``-like shapes (``x.shape``) pass as tuple arguments and as constexpr shapes."""
+    src = rng.standard_normal((13, 24)).astype(np.float32)[:, 3:17]  # strided view, odd sizes
+    out = np.zeros((13, 14), np.float32)
+    strides = tuple(s // src.itemsize for s in src.strides)
+    strided_copy[(1,)](src, out, SizeLike(src.shape), SizeLike(strides), BLOCK_R=16, BLOCK_C=16,
+                       backend=backend)
+    np.testing.assert_array_equal(out, src)
+    grid = np.full((4, 8), -1, np.int32)
+    tile_of_shape[(1,)](grid, SHAPE=SizeLike((4, 8)), backend=backend)
+    np.testing.assert_array_equal(grid, np.arange(32).reshape(4, 8))
+
+
+def test_torch_size_argument():
+    torch = pytest.importorskip("torch")
+    src = torch.randn(9, 20)[:, 2:13]
+    out = torch.zeros(9, 11)
+    strided_copy[(1,)](src, out, src.shape, src.stride(), BLOCK_R=16, BLOCK_C=16)
+    assert torch.equal(out, src)
+    assert fact_of(torch.Size([3, 5]), "s") == fact_of((3, 5), "s")

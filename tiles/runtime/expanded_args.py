@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..tools.tensor_descriptor import TensorDescriptor
-from .specialize import ArgSpec, classify, descriptor_specs
+from .specialize import ArgSpec, classify, descriptor_specs, is_tuple_argument
 
 
 def specs_of(name: str, value: Any, constexpr: bool, specialize: bool) -> list[ArgSpec]:
@@ -25,7 +25,7 @@ def specs_of(name: str, value: Any, constexpr: bool, specialize: bool) -> list[A
             raise TypeError(f"argument {name!r} is a tl.constexpr parameter; a TensorDescriptor "
                             "is a run-time argument: drop the tl.constexpr annotation")
         return descriptor_specs(name, value, specialize)
-    if type(value) is tuple and not constexpr:
+    if is_tuple_argument(value) and not constexpr:
         specs = [ArgSpec(name, True, None, tuple_len=len(value))]
         for i, item in enumerate(value):
             specs += specs_of(f"{name}_{i}", item, False, specialize)
@@ -40,7 +40,7 @@ def _constexpr(kinds: Sequence[str] | None, i: int) -> bool:
 def has_expansion(values: Sequence[Any], kinds: Sequence[str] | None = None) -> bool:
     """Whether ``values`` hold a descriptor or a run-time tuple; ``kinds``: the parameters'
     kinds (``"c"`` for a ``tl.constexpr`` one, whose tuple is one compile-time value)."""
-    return any((type(v) is tuple and not _constexpr(kinds, i)) or isinstance(v, TensorDescriptor)
+    return any((is_tuple_argument(v) and not _constexpr(kinds, i)) or isinstance(v, TensorDescriptor)
                for i, v in enumerate(values))
 
 
@@ -51,7 +51,7 @@ def flatten(values: Sequence[Any], kinds: Sequence[str] | None = None) -> list[A
     for i, v in enumerate(values):
         if isinstance(v, TensorDescriptor):
             out += [v.base, *v.shape, *v.strides]
-        elif type(v) is tuple and not _constexpr(kinds, i):
+        elif is_tuple_argument(v) and not _constexpr(kinds, i):
             out.append(v)
             out += flatten(v)
         else:

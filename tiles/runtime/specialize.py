@@ -212,6 +212,12 @@ def _array_key(v: Any) -> tuple[Any, ...] | None:
     return None
 
 
+def is_tuple_argument(v: Any) -> bool:
+    """Whether ``v`` is passed as a tuple argument: a plain tuple or a tuple subclass that is not
+    a namedtuple (``torch.Size``, as Triton's specialization treats it)."""
+    return type(v) is tuple or (isinstance(v, tuple) and not hasattr(v, "_fields"))
+
+
 def fact_of(v: Any, kind: str) -> Any:
     """What one argument contributes to the launch key; ``kind``: ``c`` constexpr, ``s``
     specialized, ``n`` do_not_specialize.  Equal facts imply equal ``classify`` results."""
@@ -227,7 +233,7 @@ def fact_of(v: Any, kind: str) -> Any:
         return "f"
     if t is bool:
         return "b"
-    if t is tuple:
+    if is_tuple_argument(v):
         return ("T", tuple(fact_of(item, kind) for item in v))
     ak = _array_key(v)
     if ak is None:
