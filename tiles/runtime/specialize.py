@@ -13,7 +13,8 @@ from ..language.constexpr import constexpr as constexpr_object
 from ..tools.tensor_descriptor import TensorDescriptor, problem
 
 # torch dtype names that differ from tiles' (the rest are the same words)
-TORCH_ALIASES = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5"}
+TORCH_ALIASES = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5",
+                 "float8_e4m3fnuz": "float8e4b8", "float8_e5m2fnuz": "float8e5b16"}
 
 
 @dataclass(frozen=True)
