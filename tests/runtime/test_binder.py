@@ -94,6 +94,12 @@ def test_an_int_too_wide_for_64_bits_is_refused_after_a_uint64_launch():
     assert out.tolist() == [2**64 - 3] * 2
     with pytest.raises(LaunchError, match="does not fit in 64 bits"):
         add_scalar[(1,)](out, 2**64)
+    # an OverflowError too, as Triton raises; below int64's range is refused, not taken as uint64
+    for value in (2**64, -(2**63) - 1, -(2**64) + 3):
+        with pytest.raises(OverflowError, match="does not fit in 64 bits"):
+            add_scalar[(1,)](out, value)
+    add_scalar[(1,)](out, -(2**63))
+    assert out.tolist() == [2**63] * 2
 
 
 class RecordingBackend(InterpreterBackend):

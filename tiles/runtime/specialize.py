@@ -142,7 +142,7 @@ def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpe
             ty: DType = D.int32
         elif -(2**63) <= v < 2**63:
             ty = D.int64
-        elif v < 2**64:
+        elif 0 <= v < 2**64:
             ty = D.uint64
         else:
             raise OverflowError(f"argument {name}={v} does not fit in 64 bits")
@@ -226,7 +226,7 @@ def fact_of(v: Any, kind: str) -> Any:
         return ("c", _hashable(v))
     t = type(v)
     if t is int:
-        width = 32 if -(2**31) <= v < 2**31 else 64 if -(2**63) <= v < 2**63 else 65 if v < 2**64 else 0
+        width = 32 if -(2**31) <= v < 2**31 else 64 if -(2**63) <= v < 2**63 else 65 if 0 <= v < 2**64 else 0
         if kind == "n":
             return ("i", width)
         return ("i", width, v == 1, v % 16 == 0)
