@@ -17,6 +17,7 @@ from ..core.builder import current
 from ..core.dtypes import PointerType
 from ..core.kinds import AtomicKind
 from ..core.ops import Op
+from . import descriptor_rows
 from . import semantic as S
 from .core import arange
 from .shape import Shape
@@ -345,6 +346,18 @@ class tensor_descriptor:  # noqa: N801
         current().emit(Op.DESC_STORE, [o.handle for o in (*self._operands(offsets), v)],
                        A.Descriptor(self.block_shape))
 
+    def gather(self, *offsets: Any) -> tensor:
+        """Rows ``offsets[0]`` (a 1D int tile) from column ``offsets[1]``: ``descriptor_rows.py``."""
+        if len(offsets) != 2:
+            raise S.error(f"descriptor gather only supports 2D indexing, but got {len(offsets)} offsets")
+        return descriptor_rows.gather(self, *offsets)
+
+    def scatter(self, value: Any, *offsets: Any) -> None:
+        """Write ``value``'s rows to rows ``offsets[0]`` from column ``offsets[1]``."""
+        if len(offsets) != 2:
+            raise S.error(f"descriptor scatter only supports 2D indexing, but got {len(offsets)} offsets")
+        descriptor_rows.scatter(self, value, *offsets)
+
     def atomic_add(self, offsets: Any, value: Any) -> tensor:
         offs, mask = self._tiles(offsets)
         return atomic_add(S.add(self.base, offs), value, mask)
@@ -359,7 +372,8 @@ class tensor_descriptor:  # noqa: N801
 
 
 def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any) -> tensor_descriptor:
-    """A descriptor to load and store ``block_shape`` tiles of a ``shape``/``strides`` tensor."""
+    """A descriptor to load and store ``block_shape`` tiles of a ``shape``/``strides`` tensor (a
+    ``[1, N]`` one also gathers and scatters rows: ``desc.gather(rows, col)``, ``desc.scatter(v, rows, col)``)."""
     b = _pointer(base, "tl.make_tensor_descriptor")
     bs = S.shape_arg(tuple(block_shape))
     if not (len(shape) == len(strides) == len(bs)):
