@@ -28,7 +28,7 @@ from .core import (
     where, zeros, zeros_like,
 )
 from .memory import (
-    advance, atomic_add, atomic_and, atomic_cas, atomic_load, atomic_max, atomic_min, atomic_or,
+    advance, atomic_add, atomic_and, atomic_cas, atomic_load, atomic_max, atomic_min, atomic_or, atomic_poll,
     atomic_store, atomic_xchg, atomic_xor, block_ptr, load, load_tensor_descriptor, make_block_ptr,
     make_tensor_descriptor, store, store_tensor_descriptor, tensor_descriptor,
 )

@@ -179,6 +179,45 @@ def atomic_store(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scop
     _atomic("xchg", pointer, val, mask, sem, scope)
 
 
+def atomic_poll(pointer: Any, expected_value: Any, sem: Any = None, scope: Any = None,
+                timeout_ns: Any = None) -> tensor:
+    """Spin until ``*pointer == expected_value`` (an atomic read per try) and return True.
+
+    As compiled Triton: a scalar pointer to a 16-, 32- or 64-bit integer; ``sem`` "acquire"
+    (default) or "relaxed".  tiles has no device clock, so a timeout works only as the
+    compile-time ``timeout_ns=0``: one read, True where it saw the value.  On the interpreter a
+    program waiting for a value that only a later program writes never ends (as on Triton's)."""
+    from .control import while_
+    p = _pointer(pointer, "tl.atomic_poll")
+    if p.shape:
+        raise S.error(f"tl.atomic_poll takes a scalar pointer, got a tile of shape {list(p.shape)}")
+    elem = p.dtype.element  # type: ignore[union-attr]
+    if not elem.is_int or elem.bits not in (16, 32, 64):
+        raise S.error(f"atomic_poll only supports integer elements with width {{16, 32, 64}}, got {elem}")
+    sem, scope, timeout = S.unwrap(sem), S.unwrap(scope), S.unwrap(timeout_ns)
+    if sem not in (None, "acquire", "relaxed"):
+        raise S.error(f"atomic_poll only supports acquire and relaxed semantics, got {sem!r}")
+    if scope not in _SCOPES:
+        raise S.error(f"atomic_poll scope must be one of {_SCOPES[1:]}, got {scope!r}")
+    expected = S.cast(S.to_tensor(expected_value) if isinstance(expected_value, tensor)
+                      else S.const(S.unwrap(expected_value), elem), elem)
+
+    def seen() -> tensor:
+        return S.compare("eq", _atomic("or", p, 0, None, sem or "acquire", scope), expected)
+
+    if timeout is not None:
+        if isinstance(timeout, int) and timeout < 0:
+            raise S.error("atomic_poll timeout_ns must be non-negative")
+        if timeout != 0:
+            raise S.error("tl.atomic_poll: tiles has no device clock, so only timeout_ns=0 (a "
+                          "compile-time 0: one read) is supported; poll without a timeout, or loop "
+                          "on tl.atomic_load with a bound of your own")
+        return seen()
+    while_(lambda: S.compare("ne", _atomic("or", p, 0, None, sem or "acquire", scope), expected),
+           lambda: (), [], [])
+    return S.const(True, D.int1)
+
+
 # ---------------------------------------------------------------- block pointers
 
 

@@ -42,8 +42,6 @@ UNSUPPORTED: dict[str, str] = {
                   "and use tl.dot",
     "inline_asm_elementwise": "tiles compiles one IR for OpenCL, CUDA and ROCm, so it cannot embed "
                               "target assembly; write the operation with tl ops",
-    "atomic_poll": "spin-waiting on memory with a timeout is not implemented; use atomic_cas in a "
-                   "while loop",
     "float8e4b15": "Triton's bias-15 fp8 format has no NumPy/ml_dtypes counterpart here",
     "void": "void is only the result type of inline assembly, which tiles does not support",
     "slice": "slicing tiles (x[a:b]) is not supported; use masks, tl.split or tl.reshape",
