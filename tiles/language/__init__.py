@@ -42,6 +42,7 @@ from .reduction import (
 )
 from .standard import bitonic_merge, flip, interleave, reduce_or, squeeze, swizzle2d, topk, unsqueeze
 from .tensor import tensor
+from .type_names import str_to_ty, tensor_descriptor_type, tuple_type
 from .unsupported import placeholders as _placeholders
 
 float8e4m3fn = float8e4nv
