@@ -181,12 +181,13 @@ def atomic_store(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scop
 
 def atomic_poll(pointer: Any, expected_value: Any, sem: Any = None, scope: Any = None,
                 timeout_ns: Any = None) -> tensor:
-    """Spin until ``*pointer == expected_value`` (an atomic read per try) and return True.
+    """Spin until ``*pointer == expected_value`` (an atomic read per try); True where it was seen.
 
     As compiled Triton: a scalar pointer to a 16-, 32- or 64-bit integer; ``sem`` "acquire"
-    (default) or "relaxed".  tiles has no device clock, so a timeout works only as the
-    compile-time ``timeout_ns=0``: one read, True where it saw the value.  On the interpreter a
-    program waiting for a value that only a later program writes never ends (as on Triton's)."""
+    (default) or "relaxed".  tiles has no device clock: with ``timeout_ns`` it gives up after
+    ``timeout_ns`` further reads (each takes at least a nanosecond, so never before the budget
+    has passed) and returns False; ``timeout_ns=0`` reads once.  On the interpreter a program
+    waiting without a timeout for a value only a later program writes never ends (as on Triton's)."""
     from .control import while_
     p = _pointer(pointer, "tl.atomic_poll")
     if p.shape:
@@ -205,17 +206,26 @@ def atomic_poll(pointer: Any, expected_value: Any, sem: Any = None, scope: Any =
     def seen() -> tensor:
         return S.compare("eq", _atomic("or", p, 0, None, sem or "acquire", scope), expected)
 
-    if timeout is not None:
-        if isinstance(timeout, int) and timeout < 0:
+    if timeout is None:
+        while_(lambda: S.compare("ne", _atomic("or", p, 0, None, sem or "acquire", scope), expected),
+               lambda: (), [], [])
+        return S.const(True, D.int1)
+    if isinstance(timeout, tensor):
+        if timeout.shape or not timeout.dtype.is_int:
+            raise S.error("atomic_poll timeout_ns must be a scalar integer")
+        budget = S.cast(timeout, D.uint64)
+    elif isinstance(timeout, int) and not isinstance(timeout, bool):
+        if timeout < 0:
             raise S.error("atomic_poll timeout_ns must be non-negative")
-        if timeout != 0:
-            raise S.error("tl.atomic_poll: tiles has no device clock, so only timeout_ns=0 (a "
-                          "compile-time 0: one read) is supported; poll without a timeout, or loop "
-                          "on tl.atomic_load with a bound of your own")
-        return seen()
-    while_(lambda: S.compare("ne", _atomic("or", p, 0, None, sem or "acquire", scope), expected),
-           lambda: (), [], [])
-    return S.const(True, D.int1)
+        if timeout == 0:
+            return seen()
+        budget = S.const(timeout, D.uint64)
+    else:
+        raise S.error(f"atomic_poll timeout_ns must be a scalar integer, got {timeout!r}")
+    found, _ = while_(lambda ok, n: S.bitwise("and", S.bitwise("xor", ok, True), S.compare("lt", n, budget)),
+                      lambda ok, n: (seen(), S.add(n, 1)), ["matched", "reads"],
+                      [seen(), S.const(0, D.uint64)])
+    return found
 
 
 # ---------------------------------------------------------------- block pointers
