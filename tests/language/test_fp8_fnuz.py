@@ -103,3 +103,21 @@ def test_numpy_and_torch_arrays_of_fnuz_types(rng):
     t = torch.tensor(x.astype(np.float32)).to(torch.float8_e4m3fnuz)
     roundtrip_kernel[(1,)](t, out, bits, 50, DST=tl.float8e4b8, ROUNDING=None, BLOCK=64)
     np.testing.assert_array_equal(out, x.astype(np.float32))
+
+
+@tiles.jit
+def widen_any_kernel(x_ptr, out_ptr, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs).to(tl.float32))
+
+
+def test_one_kernel_over_fp8_arrays_of_every_format(rng):
+    """NumPy gives e4m3fn, e4m3fnuz and e5m2fnuz arrays the same ``dtype.str`` ('<V1'): each
+    launch must still specialize on its own format, not reuse the previous one's kernel."""
+    x = rng.standard_normal(64) * 4
+    for np_dtype in (ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e4m3fnuz, ml_dtypes.float8_e5m2fnuz,
+                     ml_dtypes.float8_e4m3fn):
+        src = x.astype(np_dtype)
+        out = np.zeros(64, np.float32)
+        widen_any_kernel[(1,)](src, out, BLOCK=64)
+        np.testing.assert_array_equal(out, src.astype(np.float32))

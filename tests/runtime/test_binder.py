@@ -229,3 +229,16 @@ def test_the_launch_function_sends_bad_calls_to_the_general_paths_errors():
     compiled = binder_copy[(1,)](x, out, 16, SCALE=7, warmup=True)
     assert compiled is binder_copy[(1,)](x, out, 16, SCALE=7, warmup=True)
     assert not np.isin(out, x * 7).any()  # warmup compiles without launching
+
+
+def test_a_big_endian_array_after_a_little_endian_one_is_refused(rng):
+    @tiles.jit
+    def copy4(x, out):
+        tl.store(out + tl.arange(0, 4), tl.load(x + tl.arange(0, 4)))
+
+    x = rng.integers(-1000, 1000, 4).astype(np.int32)
+    out = np.zeros(4, np.int32)
+    copy4[(1,)](x, out)
+    assert out.tolist() == x.tolist()
+    with pytest.raises(LaunchError, match="cannot be passed"):
+        copy4[(1,)](x.astype(">i4"), out)  # same dtype name 'int32': must not reuse the launch

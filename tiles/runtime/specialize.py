@@ -204,7 +204,7 @@ def _descriptor_fact(desc: TensorDescriptor, kind: str) -> tuple[Any, ...]:
 
 def _array_key(v: Any) -> tuple[Any, ...] | None:
     if isinstance(v, np.ndarray):
-        return ("a", v.dtype.str, v.__array_interface__["data"][0] % 16 == 0, v.flags.writeable)
+        return ("a", v.dtype, v.__array_interface__["data"][0] % 16 == 0, v.flags.writeable)
     ptr = getattr(v, "data_ptr", None)
     if ptr is not None:
         get_device = getattr(v, "get_device", None)
