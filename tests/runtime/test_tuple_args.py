@@ -4,6 +4,8 @@ elements work, and a constexpr tuple stays one compile-time value (runtime/expan
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 import pytest
 
@@ -122,3 +124,31 @@ def test_torch_size_argument():
     strided_copy[(1,)](src, out, src.shape, src.stride(), BLOCK_R=16, BLOCK_C=16)
     assert torch.equal(out, src)
     assert fact_of(torch.Size([3, 5]), "s") == fact_of((3, 5), "s")
+
+
+Window = namedtuple("Window", ["ptr", "rows", "cols", "stride"])
+Other = namedtuple("Other", ["ptr", "rows", "cols", "stride"])
+
+
+@tiles.jit
+def window_sum(src, dst, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)[:, None]
+    c = tl.arange(0, BLOCK)[None, :]
+    mask = (r < src.rows) & (c < src.cols)
+    x = tl.load(src.ptr + r * src.stride + c, mask=mask, other=0.0)
+    tl.store(dst.ptr + r * dst.stride + c, x * 2 + 1, mask=mask)
+    if isinstance(src, Window):  # the kernel gets the namedtuple's own class back
+        tl.store(dst.ptr, -1.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_namedtuple_arguments_keep_their_class(backend, rng):
+    a = rng.standard_normal((9, 13)).astype(np.float32)
+    for cls, corner in ((Window, -1.0), (Other, None)):
+        out = np.zeros((9, 13), np.float32)
+        window_sum[(1,)](cls(a, 9, 13, 13), cls(out, 9, 13, 13), BLOCK=16, backend=backend)
+        want = a * 2 + 1
+        if corner is not None:
+            want[0, 0] = corner
+        np.testing.assert_array_equal(out, want)
+    assert fact_of(Window(a, 1, 2, 3), "s") != fact_of(Other(a, 1, 2, 3), "s")

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..tools.tensor_descriptor import TensorDescriptor
-from .specialize import ArgSpec, classify, descriptor_specs, is_tuple_argument
+from .specialize import ArgSpec, classify, descriptor_specs, is_tuple_argument, namedtuple_class
 
 
 def specs_of(name: str, value: Any, constexpr: bool, specialize: bool) -> list[ArgSpec]:
@@ -26,7 +26,7 @@ def specs_of(name: str, value: Any, constexpr: bool, specialize: bool) -> list[A
                             "is a run-time argument: drop the tl.constexpr annotation")
         return descriptor_specs(name, value, specialize)
     if is_tuple_argument(value) and not constexpr:
-        specs = [ArgSpec(name, True, None, tuple_len=len(value))]
+        specs = [ArgSpec(name, True, namedtuple_class(value), tuple_len=len(value))]
         for i, item in enumerate(value):
             specs += specs_of(f"{name}_{i}", item, False, specialize)
         return specs
@@ -75,7 +75,7 @@ def _take(specs: Sequence[ArgSpec], leaves: Sequence[Any], i: int, count: int) -
         spec = specs[i]
         if spec.tuple_len is not None:
             items, i = _take(specs, leaves, i + 1, spec.tuple_len)
-            out.append(tuple(items))
+            out.append(tuple(items) if spec.value is None else spec.value(*items))
         elif spec.descriptor is not None:
             rank = len(spec.descriptor)
             base, rest = leaves[i], leaves[i + 1:i + 1 + 2 * rank]

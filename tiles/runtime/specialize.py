@@ -34,8 +34,10 @@ class ArgSpec:
     tuple_len: int | None = None
 
     def key(self) -> tuple[Any, ...]:
-        if self.tuple_len is not None:
-            return (self.name, "tuple", self.tuple_len)
+        if self.tuple_len is not None:  # ``value``: a namedtuple's class, else None
+            cls = self.value
+            named = None if cls is None else f"{cls.__module__}.{cls.__qualname__}{list(cls._fields)}"
+            return (self.name, "tuple", self.tuple_len, named)
         if self.constexpr:
             return (self.name, "c", _hashable(self.value))
         if self.descriptor is not None:
@@ -214,9 +216,14 @@ def _array_key(v: Any) -> tuple[Any, ...] | None:
 
 
 def is_tuple_argument(v: Any) -> bool:
-    """Whether ``v`` is passed as a tuple argument: a plain tuple or a tuple subclass that is not
-    a namedtuple (``torch.Size``, as Triton's specialization treats it)."""
-    return type(v) is tuple or (isinstance(v, tuple) and not hasattr(v, "_fields"))
+    """Whether ``v`` is passed as a tuple argument: any tuple (``torch.Size``, a namedtuple, which
+    the kernel gets back as its own class), as Triton's specialization treats them."""
+    return isinstance(v, tuple)
+
+
+def namedtuple_class(v: Any) -> type | None:
+    """``v``'s class when it is a namedtuple (rebuilt as such in the kernel), else None."""
+    return type(v) if isinstance(v, tuple) and hasattr(type(v), "_fields") else None
 
 
 def fact_of(v: Any, kind: str) -> Any:
@@ -235,7 +242,7 @@ def fact_of(v: Any, kind: str) -> Any:
     if t is bool:
         return "b"
     if is_tuple_argument(v):
-        return ("T", tuple(fact_of(item, kind) for item in v))
+        return ("T", namedtuple_class(v), tuple(fact_of(item, kind) for item in v))
     ak = _array_key(v)
     if ak is None:
         if isinstance(v, TensorDescriptor):
