@@ -152,3 +152,35 @@ def test_namedtuple_arguments_keep_their_class(backend, rng):
             want[0, 0] = corner
         np.testing.assert_array_equal(out, want)
     assert fact_of(Window(a, 1, 2, 3), "s") != fact_of(Other(a, 1, 2, 3), "s")
+
+
+Closure = namedtuple("Closure", ["fn", "captured"])
+
+
+@tiles.jit
+def scale_by(x, s_ptr):
+    return x * tl.load(s_ptr)
+
+
+@tiles.jit
+def shift_by(x, s_ptr):
+    return x + tl.load(s_ptr)
+
+
+@tiles.jit
+def apply_closure(closure, x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, closure.fn(x, *closure.captured), mask=offs < n)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jit_functions_as_arguments_are_compile_time(backend, rng):
+    """A ``@jit`` function passed as an argument (here inside a namedtuple, as Triton's tests do) is
+    a compile-time value: each function gets its own specialization."""
+    x = rng.standard_normal(50).astype(np.float32)
+    s = rng.standard_normal(1).astype(np.float32)
+    for fn, want in ((scale_by, x * s[0]), (shift_by, x + s[0]), (scale_by, x * s[0])):
+        out = np.zeros(50, np.float32)
+        apply_closure[(1,)](Closure(fn, (s,)), x, out, 50, BLOCK=64, backend=backend)
+        np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)

@@ -39,11 +39,23 @@ class ArgSpec:
             named = None if cls is None else f"{cls.__module__}.{cls.__qualname__}{list(cls._fields)}"
             return (self.name, "tuple", self.tuple_len, named)
         if self.constexpr:
+            jit_key = _jit_function_key(self.value)
+            if jit_key is not None:  # a @jit function argument: keyed by its source, as Triton's
+                return (self.name, "c", jit_key)
             return (self.name, "c", _hashable(self.value))
         if self.descriptor is not None:
             return (self.name, str(self.type), self.divisibility, "desc", self.descriptor)
         return (self.name, str(self.type), self.divisibility)
 
+
+
+def _jit_function_key(v: Any) -> tuple[str, str] | None:
+    """A ``@jit`` function's key (its name and the fingerprint of its source and what it
+    reaches), so the disk cache tells apart kernels handed different or edited functions."""
+    from .jit import JITFunction
+    if isinstance(v, JITFunction):
+        return ("jit", f"{v.fn.__module__}.{v.__qualname__}:{v.cache_key}")
+    return None
 
 
 def _hashable(v: Any) -> Any:
@@ -162,6 +174,8 @@ def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpe
         addr = address_of(value)
         div = 16 if specialize and addr is not None and addr % 16 == 0 else 1
         return ArgSpec(name, False, type=PointerType(dt), divisibility=div)
+    if _jit_function_key(value) is not None:  # a @jit function: compile-time, as in Triton
+        return ArgSpec(name, True, value)
     raise TypeError(f"argument {name!r}: cannot pass a {type(value).__name__} to a kernel "
                     "(expected an array, a tensor, a number, or a constexpr)")
 
