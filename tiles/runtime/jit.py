@@ -104,6 +104,8 @@ NO_COMPILE_HINTS: CompileHints = (None, None)
 class JITFunction(KernelInterface):
     """A kernel (or a device helper called from kernels)."""
 
+    tiles_jit_function = True  # what specialize.py recognizes a @jit argument by (no import cycle)
+
     def __init__(self, fn: Callable[..., Any], do_not_specialize: Sequence[str | int] = (),
                  debug: bool | None = None) -> None:
         self.fn = fn

@@ -52,8 +52,7 @@ class ArgSpec:
 def _jit_function_key(v: Any) -> tuple[str, str] | None:
     """A ``@jit`` function's key (its name and the fingerprint of its source and what it
     reaches), so the disk cache tells apart kernels handed different or edited functions."""
-    from .jit import JITFunction
-    if isinstance(v, JITFunction):
+    if getattr(type(v), "tiles_jit_function", False):  # runtime/jit.py's JITFunction
         return ("jit", f"{v.fn.__module__}.{v.__qualname__}:{v.cache_key}")
     return None
 
