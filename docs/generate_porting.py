@@ -89,13 +89,23 @@ def present(dotted: str) -> bool:
     return True
 
 
+def placeholder_reason(name: str) -> str | None:
+    """Why tiles declares ``name`` unsupported (``tiles/language/unsupported.py``: the name exists
+    so that imports work, and raises where a kernel uses it), or None."""
+    from tiles.language.unsupported import UNSUPPORTED as DECLARED
+    return DECLARED.get(name[3:]) if name.startswith("tl.") else None
+
+
 def rows() -> list[Row]:
     table = notes()
     result = []
     for name in triton_names():
         spelled = tiles_spelling(name)
         kind, text = note_for(name, table)
-        if present(spelled):
+        declared = placeholder_reason(name)
+        if declared is not None:
+            status, text = UNSUPPORTED, text if kind == "unsupported" else declared
+        elif present(spelled):
             status = DIFFERS if kind == "differs" else SUPPORTED
             text = text if kind == "differs" else ""
         else:

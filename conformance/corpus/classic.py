@@ -370,7 +370,7 @@ def _grid_case(grid: tuple[int, ...]) -> Case:
 
 def cases(profile: Profile) -> list[Case]:
     out = [_fraction_case(src, dst) for src in FLOATS for dst in INTS]
-    out += [_other_case(d) for d in D.ALL_DTYPES if d not in (D.float8e4nv, D.float8e5)]
+    out += [_other_case(d) for d in D.ALL_DTYPES if d in D.LOWERED_DTYPES and d not in (D.float8e4nv, D.float8e5)]
     out += [_partial_store_case(d, n) for d in (D.int8, D.float16, D.int32, D.float32, D.int64)
             for n in (1021, 1027)]
     out += [_masked_tail_case(d, 1072, 5) for d in (D.int8, D.float16, D.int32, D.float32, D.int64)]

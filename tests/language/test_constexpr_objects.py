@@ -193,3 +193,19 @@ def test_constexpr_function_gets_plain_values_and_gives_a_constexpr():
     assert (out[40:] == -1).all()
     with pytest.raises(CompilationError, match="constexpr_function.*run-time tile"):
         constexpr_function_on_tile_kernel[(1,)](out, 40)
+
+
+@tiles.jit
+def constexpr_type_kernel(out_ptr, values, strides):
+    tl.static_assert(values[1].type == tl.constexpr_type(3))
+    tl.static_assert(isinstance(strides[1].type, tl.constexpr_type))  # an int 1 is specialized
+    tl.store(out_ptr, tl.load(values[0]) + values[1] + strides[0])
+
+
+def test_compile_time_values_have_a_constexpr_type(rng):
+    """``x.type`` of a compile-time value is ``tl.constexpr_type(x)``, as in Triton: a
+    ``tl.constexpr`` tuple element and a tuple's specialized 1 both answer so."""
+    x = rng.integers(-100, 100, 1).astype(np.int32)
+    out = np.zeros(1, np.int32)
+    constexpr_type_kernel[(1,)](out, (x, tl.constexpr(3)), (7, 1))
+    assert out[0] == x[0] + 3 + 7

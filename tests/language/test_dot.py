@@ -124,10 +124,44 @@ def test_batched_3d_dot_with_accumulator(rng):
     np.testing.assert_allclose(c, a.astype(np.float64) @ b + acc, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("m,n,k", [(1, 1, 1), (2, 4, 8), (16, 16, 8), (16, 2, 16), (4, 32, 16), (8, 8, 32)])
+def test_dot_below_16(rng, m, n, k):
+    """M, N or K below 16 work, as on Triton's interpreter and AMD backend (M, N >= 1; its NVIDIA
+    backend takes M and N of 1 too, but wants K >= 16 for 16-bit operands, 8 for float32)."""
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    b = rng.standard_normal((k, n)).astype(np.float32)
+    c = np.empty((m, n), np.float32)
+    dot_kernel[(1,)](a, b, c, M=m, N=n, K=k, PRECISION="ieee", OUT=tl.float32)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b, rtol=1e-5, atol=1e-5)
+    a16, b16 = a.astype(np.float16), b.astype(np.float16)
+    dot_kernel[(1,)](a16, b16, c, M=m, N=n, K=k, PRECISION="ieee", OUT=tl.float32)
+    np.testing.assert_allclose(c, a16.astype(np.float64) @ b16.astype(np.float64), rtol=1e-5, atol=1e-5)
+    ai = rng.integers(-128, 128, (m, k)).astype(np.int8)
+    bi = rng.integers(-128, 128, (k, n)).astype(np.int8)
+    ci = np.empty((m, n), np.int32)
+    dot_kernel[(1,)](ai, bi, ci, M=m, N=n, K=k, PRECISION="ieee", OUT=tl.int32)
+    np.testing.assert_array_equal(ci, ai.astype(np.int32) @ bi.astype(np.int32))
+
+
+def test_small_batched_dot(rng):
+    a = rng.standard_normal((2, 4, 8)).astype(np.float32)
+    b = rng.standard_normal((2, 8, 2)).astype(np.float32)
+    acc = rng.standard_normal((2, 4, 2)).astype(np.float32)
+    c = np.empty_like(acc)
+    batched_dot_kernel[(1,)](a, b, acc, c, B=2, M=4, N=2, K=8)
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b + acc, rtol=1e-5, atol=1e-5)
+
+
+@tiles.jit
+def mismatched_dot(p_ptr):
+    r8, r16 = tl.arange(0, 8), tl.arange(0, 16)
+    a = tl.load(p_ptr + r16[:, None] * 8 + r8[None, :])
+    tl.store(p_ptr + r16[:, None] * 16 + r16[None, :], tl.dot(a, a.reshape(8, 16).trans()))
+
+
 def test_dot_shape_errors():
-    a = np.ones((16, 16), np.float32)
-    with pytest.raises(tiles.CompilationError, match="at least 16"):
-        dot_kernel[(1,)](a, a, a, M=8, N=16, K=16, PRECISION="ieee", OUT=tl.float32)
+    with pytest.raises(tiles.CompilationError, match="inner dimensions differ"):
+        mismatched_dot[(1,)](np.ones(256, np.float32))
 
 
 @tiles.jit

@@ -94,6 +94,12 @@ def test_an_int_too_wide_for_64_bits_is_refused_after_a_uint64_launch():
     assert out.tolist() == [2**64 - 3] * 2
     with pytest.raises(LaunchError, match="does not fit in 64 bits"):
         add_scalar[(1,)](out, 2**64)
+    # an OverflowError too, as Triton raises; below int64's range is refused, not taken as uint64
+    for value in (2**64, -(2**63) - 1, -(2**64) + 3):
+        with pytest.raises(OverflowError, match="does not fit in 64 bits"):
+            add_scalar[(1,)](out, value)
+    add_scalar[(1,)](out, -(2**63))
+    assert out.tolist() == [2**63] * 2
 
 
 class RecordingBackend(InterpreterBackend):
@@ -223,3 +229,16 @@ def test_the_launch_function_sends_bad_calls_to_the_general_paths_errors():
     compiled = binder_copy[(1,)](x, out, 16, SCALE=7, warmup=True)
     assert compiled is binder_copy[(1,)](x, out, 16, SCALE=7, warmup=True)
     assert not np.isin(out, x * 7).any()  # warmup compiles without launching
+
+
+def test_a_big_endian_array_after_a_little_endian_one_is_refused(rng):
+    @tiles.jit
+    def copy4(x, out):
+        tl.store(out + tl.arange(0, 4), tl.load(x + tl.arange(0, 4)))
+
+    x = rng.integers(-1000, 1000, 4).astype(np.int32)
+    out = np.zeros(4, np.int32)
+    copy4[(1,)](x, out)
+    assert out.tolist() == x.tolist()
+    with pytest.raises(LaunchError, match="cannot be passed"):
+        copy4[(1,)](x.astype(">i4"), out)  # same dtype name 'int32': must not reuse the launch

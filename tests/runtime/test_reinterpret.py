@@ -57,3 +57,25 @@ def test_torch_tensors_view_in_torchs_dtype():
     raw = torch.arange(8, dtype=torch.uint8)
     assert tiles.reinterpret(raw, tl.float8e4nv).dtype == torch.float8_e4m3fn
     assert tiles.reinterpret(raw, tl.int1).dtype == torch.bool
+
+
+def test_numpy_dtypes_name_the_element_type(rng):
+    raw = rng.integers(0, 256, 16, dtype=np.uint8)
+    assert tiles.reinterpret(raw, np.int8).dtype == np.int8
+    assert tiles.reinterpret(raw, np.dtype(ml_dtypes.float8_e4m3fnuz)).dtype == ml_dtypes.float8_e4m3fnuz
+    with pytest.raises(TypeError, match="not an element dtype"):
+        tiles.reinterpret(raw, np.complex64)
+
+
+def test_torch_dtypes_name_the_element_type(rng):
+    """``triton.reinterpret(x, torch.float16)``, as Triton's conversion tests write it."""
+    torch = pytest.importorskip("torch")
+    x = torch.tensor(rng.standard_normal(37).astype(np.float32))
+    bits = tiles.reinterpret(x, torch.int32)
+    assert bits.dtype == torch.int32 and bits.data_ptr() == x.data_ptr()
+    raw = torch.tensor(fp8_bytes(rng, 64, ml_dtypes.float8_e4m3fnuz))
+    out = np.full(64, np.nan, np.float32)
+    widen[(1,)](out, tiles.reinterpret(raw, torch.float8_e4m3fnuz), 64, BLOCK=64)
+    np.testing.assert_array_equal(out, raw.numpy().view(ml_dtypes.float8_e4m3fnuz).astype(np.float32))
+    with pytest.raises(TypeError, match="not an element dtype"):
+        tiles.reinterpret(x, torch.complex64)

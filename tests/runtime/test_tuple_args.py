@@ -4,6 +4,8 @@ elements work, and a constexpr tuple stays one compile-time value (runtime/expan
 
 from __future__ import annotations
 
+from collections import namedtuple
+
 import numpy as np
 import pytest
 
@@ -86,3 +88,99 @@ def test_read_only_array_inside_a_tuple_is_named_by_its_element(rng):
     high.flags.writeable = False
     with pytest.raises(LaunchError, match="'outs_1'"):
         split_store[(1,)](x, (low, high), n, BLOCK=8)
+
+
+@tiles.jit
+def strided_copy(src_ptr, dst_ptr, shape, strides, BLOCK_R: tl.constexpr, BLOCK_C: tl.constexpr):
+    rows = tl.arange(0, BLOCK_R)[:, None]
+    cols = tl.arange(0, BLOCK_C)[None, :]
+    mask = (rows < shape[0]) & (cols < shape[1])
+    x = tl.load(src_ptr + rows * strides[0] + cols * strides[1], mask=mask)
+    tl.store(dst_ptr + rows * shape[1] + cols, x, mask=mask)
+
+
+class SizeLike(tuple):
+    """A tuple subclass that is not a namedtuple, as ``torch.Size`` is."""
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tuple_subclass_argument_is_a_tuple(backend, rng):
+    """``torch.Size``-like shapes (``x.shape``) pass as tuple arguments and as constexpr shapes."""
+    src = rng.standard_normal((13, 24)).astype(np.float32)[:, 3:17]  # strided view, odd sizes
+    out = np.zeros((13, 14), np.float32)
+    strides = tuple(s // src.itemsize for s in src.strides)
+    strided_copy[(1,)](src, out, SizeLike(src.shape), SizeLike(strides), BLOCK_R=16, BLOCK_C=16,
+                       backend=backend)
+    np.testing.assert_array_equal(out, src)
+    grid = np.full((4, 8), -1, np.int32)
+    tile_of_shape[(1,)](grid, SHAPE=SizeLike((4, 8)), backend=backend)
+    np.testing.assert_array_equal(grid, np.arange(32).reshape(4, 8))
+
+
+def test_torch_size_argument():
+    torch = pytest.importorskip("torch")
+    src = torch.randn(9, 20)[:, 2:13]
+    out = torch.zeros(9, 11)
+    strided_copy[(1,)](src, out, src.shape, src.stride(), BLOCK_R=16, BLOCK_C=16)
+    assert torch.equal(out, src)
+    assert fact_of(torch.Size([3, 5]), "s") == fact_of((3, 5), "s")
+
+
+Window = namedtuple("Window", ["ptr", "rows", "cols", "stride"])
+Other = namedtuple("Other", ["ptr", "rows", "cols", "stride"])
+
+
+@tiles.jit
+def window_sum(src, dst, BLOCK: tl.constexpr):
+    r = tl.arange(0, BLOCK)[:, None]
+    c = tl.arange(0, BLOCK)[None, :]
+    mask = (r < src.rows) & (c < src.cols)
+    x = tl.load(src.ptr + r * src.stride + c, mask=mask, other=0.0)
+    tl.store(dst.ptr + r * dst.stride + c, x * 2 + 1, mask=mask)
+    if isinstance(src, Window):  # the kernel gets the namedtuple's own class back
+        tl.store(dst.ptr, -1.0)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_namedtuple_arguments_keep_their_class(backend, rng):
+    a = rng.standard_normal((9, 13)).astype(np.float32)
+    for cls, corner in ((Window, -1.0), (Other, None)):
+        out = np.zeros((9, 13), np.float32)
+        window_sum[(1,)](cls(a, 9, 13, 13), cls(out, 9, 13, 13), BLOCK=16, backend=backend)
+        want = a * 2 + 1
+        if corner is not None:
+            want[0, 0] = corner
+        np.testing.assert_array_equal(out, want)
+    assert fact_of(Window(a, 1, 2, 3), "s") != fact_of(Other(a, 1, 2, 3), "s")
+
+
+Closure = namedtuple("Closure", ["fn", "captured"])
+
+
+@tiles.jit
+def scale_by(x, s_ptr):
+    return x * tl.load(s_ptr)
+
+
+@tiles.jit
+def shift_by(x, s_ptr):
+    return x + tl.load(s_ptr)
+
+
+@tiles.jit
+def apply_closure(closure, x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, closure.fn(x, *closure.captured), mask=offs < n)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jit_functions_as_arguments_are_compile_time(backend, rng):
+    """A ``@jit`` function passed as an argument (here inside a namedtuple, as Triton's tests do) is
+    a compile-time value: each function gets its own specialization."""
+    x = rng.standard_normal(50).astype(np.float32)
+    s = rng.standard_normal(1).astype(np.float32)
+    for fn, want in ((scale_by, x * s[0]), (shift_by, x + s[0]), (scale_by, x * s[0])):
+        out = np.zeros(50, np.float32)
+        apply_closure[(1,)](Closure(fn, (s,)), x, out, 50, BLOCK=64, backend=backend)
+        np.testing.assert_allclose(out, want, rtol=1e-6, atol=1e-6)

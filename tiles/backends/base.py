@@ -32,7 +32,7 @@ class Target:
     warp_size: int = 32
     max_threads_per_block: int = 1024
     shared_memory: int = 48 * 1024
-    dtypes: frozenset[DType] = frozenset(D.ALL_DTYPES)
+    dtypes: frozenset[DType] = D.LOWERED_DTYPES
     unsupported_ops: frozenset[Op] = frozenset()
     # float32 ops computed by hardware approximations, with the bound their results keep:
     # (op, rtol, atol) means |got - exact| <= rtol * |exact| + atol.  Declared, not hidden.

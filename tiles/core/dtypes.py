@@ -64,8 +64,8 @@ class TritonTypeQueries:
     def is_fp8e4nv(self) -> bool: return self._named("float8e4nv")
     def is_fp8e5(self) -> bool: return self._named("float8e5")
     def is_fp8e4b15(self) -> bool: return False
-    def is_fp8e4b8(self) -> bool: return False
-    def is_fp8e5b16(self) -> bool: return False
+    def is_fp8e4b8(self) -> bool: return self._named("float8e4b8")
+    def is_fp8e5b16(self) -> bool: return self._named("float8e5b16")
     def is_int1(self) -> bool: return self._named("int1")
     def is_int8(self) -> bool: return self._named("int8")
     def is_int16(self) -> bool: return self._named("int16")
@@ -248,6 +248,10 @@ uint32 = DType("uint32", Kind.UINT, 32)
 uint64 = DType("uint64", Kind.UINT, 64)
 float8e4nv = DType("float8e4nv", Kind.FLOAT, 8, 3)
 float8e5 = DType("float8e5", Kind.FLOAT, 8, 2)
+# AMD's "fnuz" fp8 formats (no infinities, no negative zero, NaN is 0x80): e4m3 with bias 8 and
+# e5m2 with bias 16, ml_dtypes' float8_e4m3fnuz and float8_e5m2fnuz
+float8e4b8 = DType("float8e4b8", Kind.FLOAT, 8, 3)
+float8e5b16 = DType("float8e5b16", Kind.FLOAT, 8, 2)
 float16 = DType("float16", Kind.FLOAT, 16, 10)
 bfloat16 = DType("bfloat16", Kind.FLOAT, 16, 7)
 float32 = DType("float32", Kind.FLOAT, 32, 23)
@@ -255,16 +259,21 @@ float64 = DType("float64", Kind.FLOAT, 64, 52)
 
 ALL_DTYPES: tuple[DType, ...] = (
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-    float8e4nv, float8e5, float16, bfloat16, float32, float64,
+    float8e4nv, float8e5, float8e4b8, float8e5b16, float16, bfloat16, float32, float64,
 )
+# types only the interpreter runs: the GPU lowerings have no conversions for them
+INTERPRETER_ONLY: frozenset[DType] = frozenset({float8e4b8, float8e5b16})
+LOWERED_DTYPES: frozenset[DType] = frozenset(ALL_DTYPES) - INTERPRETER_ONLY
 BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
 BY_NAME.update({"fp16": float16, "bf16": bfloat16, "fp32": float32, "fp64": float64,
                 "i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64,
                 "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64,
-                "fp8e4nv": float8e4nv, "fp8e5": float8e5, "bool": int1})
+                "fp8e4nv": float8e4nv, "fp8e5": float8e5, "fp8e4b8": float8e4b8,
+                "fp8e5b16": float8e5b16, "bool": int1})
 # Triton 3.9's other spellings of a type given as a string (its ``type_canonicalisation_dict``:
 # signatures such as ``"*float8_e5m2"``, ``"*half"``); it has no ``tl.float8_e5m2`` attribute
-BY_NAME.update({"float8_e4m3fn": float8e4nv, "float8_e5m2": float8e5, "half": float16, "float": float32,
+BY_NAME.update({"float8_e4m3fn": float8e4nv, "float8_e5m2": float8e5, "float8_e4m3fnuz": float8e4b8,
+                "float8_e5m2fnuz": float8e5b16, "half": float16, "float": float32,
                 "double": float64, "int": int32, "uint1": int1, "u1": int1})
 
 _NUMPY: dict[str, np.dtype] = {
@@ -272,6 +281,7 @@ _NUMPY: dict[str, np.dtype] = {
     "int32": np.dtype(np.int32), "int64": np.dtype(np.int64), "uint8": np.dtype(np.uint8),
     "uint16": np.dtype(np.uint16), "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64),
     "float8e4nv": np.dtype(ml_dtypes.float8_e4m3fn), "float8e5": np.dtype(ml_dtypes.float8_e5m2),
+    "float8e4b8": np.dtype(ml_dtypes.float8_e4m3fnuz), "float8e5b16": np.dtype(ml_dtypes.float8_e5m2fnuz),
     "float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
 }

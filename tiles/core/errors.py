@@ -45,3 +45,7 @@ class KernelRuntimeError(TilesError):
 
 class LaunchError(TilesError):
     """The arguments or grid of a launch are wrong."""
+
+
+class ArgumentOverflowError(LaunchError, OverflowError):
+    """An integer argument does not fit in 64 bits (an ``OverflowError`` too, as Triton raises)."""

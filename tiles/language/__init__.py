@@ -11,7 +11,7 @@ uses them (``unsupported.py``).
 from ..core.dtypes import (
     DType as dtype,
     PointerType as pointer_type,
-    bfloat16, float8e4nv, float8e5, float16, float32, float64,
+    bfloat16, float8e4b8, float8e4nv, float8e5, float8e5b16, float16, float32, float64,
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
 from ..core.ir import TileType as block_type
@@ -28,7 +28,7 @@ from .core import (
     where, zeros, zeros_like,
 )
 from .memory import (
-    advance, atomic_add, atomic_and, atomic_cas, atomic_load, atomic_max, atomic_min, atomic_or,
+    advance, atomic_add, atomic_and, atomic_cas, atomic_load, atomic_max, atomic_min, atomic_or, atomic_poll,
     atomic_store, atomic_xchg, atomic_xor, block_ptr, load, load_tensor_descriptor, make_block_ptr,
     make_tensor_descriptor, store, store_tensor_descriptor, tensor_descriptor,
 )
@@ -42,6 +42,7 @@ from .reduction import (
 )
 from .standard import bitonic_merge, flip, interleave, reduce_or, squeeze, swizzle2d, topk, unsqueeze
 from .tensor import tensor
+from .type_names import str_to_ty, tensor_descriptor_type, tuple_type
 from .unsupported import placeholders as _placeholders
 
 float8e4m3fn = float8e4nv

@@ -22,6 +22,7 @@ METHODS: dict[str, Callable[..., Any]] = {
     "atomic_max": memory.atomic_max, "atomic_min": memory.atomic_min,
     "atomic_and": memory.atomic_and, "atomic_or": memory.atomic_or, "atomic_xor": memory.atomic_xor,
     "atomic_xchg": memory.atomic_xchg, "atomic_cas": memory.atomic_cas,
+    "atomic_poll": memory.atomic_poll,
     "atomic_load": memory.atomic_load, "atomic_store": memory.atomic_store, "advance": memory.advance,
     "cdiv": core.cdiv, "flip": standard.flip, "reduce_or": standard.reduce_or,
 }

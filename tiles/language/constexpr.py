@@ -96,6 +96,13 @@ class constexpr:  # noqa: N801  (Triton's spelling)
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         return self.value(*args, **kwargs)
 
+    @property
+    def type(self) -> Any:
+        """``constexpr_type(value)``, as Triton's ``x.type`` of a compile-time value (so a tuple
+        argument's specialized ``1`` or a ``tl.constexpr`` element answers as one)."""
+        from .core import constexpr_type
+        return constexpr_type(self.value)
+
     def __getattr__(self, name: str) -> Any:
         # Attribute access reaches the value, as in Triton (``DTYPE.is_fp16()``).
         if name.startswith("__"):

@@ -17,6 +17,7 @@ from ..core.builder import current
 from ..core.dtypes import PointerType
 from ..core.kinds import AtomicKind
 from ..core.ops import Op
+from . import descriptor_rows
 from . import semantic as S
 from .core import arange
 from .shape import Shape
@@ -176,6 +177,55 @@ def atomic_load(pointer: Any, mask: Any = None, sem: Any = None, scope: Any = No
 def atomic_store(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> None:
     """Atomically write ``val`` to ``*pointer`` (an exchange whose old value is dropped)."""
     _atomic("xchg", pointer, val, mask, sem, scope)
+
+
+def atomic_poll(pointer: Any, expected_value: Any, sem: Any = None, scope: Any = None,
+                timeout_ns: Any = None) -> tensor:
+    """Spin until ``*pointer == expected_value`` (an atomic read per try); True where it was seen.
+
+    As compiled Triton: a scalar pointer to a 16-, 32- or 64-bit integer; ``sem`` "acquire"
+    (default) or "relaxed".  tiles has no device clock: with ``timeout_ns`` it gives up after
+    ``timeout_ns`` further reads (each takes at least a nanosecond, so never before the budget
+    has passed) and returns False; ``timeout_ns=0`` reads once.  On the interpreter a program
+    waiting without a timeout for a value only a later program writes never ends (as on Triton's)."""
+    from .control import while_
+    p = _pointer(pointer, "tl.atomic_poll")
+    if p.shape:
+        raise S.error(f"tl.atomic_poll takes a scalar pointer, got a tile of shape {list(p.shape)}")
+    elem = p.dtype.element  # type: ignore[union-attr]
+    if not elem.is_int or elem.bits not in (16, 32, 64):
+        raise S.error(f"atomic_poll only supports integer elements with width {{16, 32, 64}}, got {elem}")
+    sem, scope, timeout = S.unwrap(sem), S.unwrap(scope), S.unwrap(timeout_ns)
+    if sem not in (None, "acquire", "relaxed"):
+        raise S.error(f"atomic_poll only supports acquire and relaxed semantics, got {sem!r}")
+    if scope not in _SCOPES:
+        raise S.error(f"atomic_poll scope must be one of {_SCOPES[1:]}, got {scope!r}")
+    expected = S.cast(S.to_tensor(expected_value) if isinstance(expected_value, tensor)
+                      else S.const(S.unwrap(expected_value), elem), elem)
+
+    def seen() -> tensor:
+        return S.compare("eq", _atomic("or", p, 0, None, sem or "acquire", scope), expected)
+
+    if timeout is None:
+        while_(lambda: S.compare("ne", _atomic("or", p, 0, None, sem or "acquire", scope), expected),
+               lambda: (), [], [])
+        return S.const(True, D.int1)
+    if isinstance(timeout, tensor):
+        if timeout.shape or not timeout.dtype.is_int:
+            raise S.error("atomic_poll timeout_ns must be a scalar integer")
+        budget = S.cast(timeout, D.uint64)
+    elif isinstance(timeout, int) and not isinstance(timeout, bool):
+        if timeout < 0:
+            raise S.error("atomic_poll timeout_ns must be non-negative")
+        if timeout == 0:
+            return seen()
+        budget = S.const(timeout, D.uint64)
+    else:
+        raise S.error(f"atomic_poll timeout_ns must be a scalar integer, got {timeout!r}")
+    found, _ = while_(lambda ok, n: S.bitwise("and", S.bitwise("xor", ok, True), S.compare("lt", n, budget)),
+                      lambda ok, n: (seen(), S.add(n, 1)), ["matched", "reads"],
+                      [seen(), S.const(0, D.uint64)])
+    return found
 
 
 # ---------------------------------------------------------------- block pointers
@@ -345,6 +395,18 @@ class tensor_descriptor:  # noqa: N801
         current().emit(Op.DESC_STORE, [o.handle for o in (*self._operands(offsets), v)],
                        A.Descriptor(self.block_shape))
 
+    def gather(self, *offsets: Any) -> tensor:
+        """Rows ``offsets[0]`` (a 1D int tile) from column ``offsets[1]``: ``descriptor_rows.py``."""
+        if len(offsets) != 2:
+            raise S.error(f"descriptor gather only supports 2D indexing, but got {len(offsets)} offsets")
+        return descriptor_rows.gather(self, *offsets)
+
+    def scatter(self, value: Any, *offsets: Any) -> None:
+        """Write ``value``'s rows to rows ``offsets[0]`` from column ``offsets[1]``."""
+        if len(offsets) != 2:
+            raise S.error(f"descriptor scatter only supports 2D indexing, but got {len(offsets)} offsets")
+        descriptor_rows.scatter(self, value, *offsets)
+
     def atomic_add(self, offsets: Any, value: Any) -> tensor:
         offs, mask = self._tiles(offsets)
         return atomic_add(S.add(self.base, offs), value, mask)
@@ -359,7 +421,8 @@ class tensor_descriptor:  # noqa: N801
 
 
 def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any) -> tensor_descriptor:
-    """A descriptor to load and store ``block_shape`` tiles of a ``shape``/``strides`` tensor."""
+    """A descriptor to load and store ``block_shape`` tiles of a ``shape``/``strides`` tensor (a
+    ``[1, N]`` one also gathers and scatters rows: ``desc.gather(rows, col)``, ``desc.scatter(v, rows, col)``)."""
     b = _pointer(base, "tl.make_tensor_descriptor")
     bs = S.shape_arg(tuple(block_shape))
     if not (len(shape) == len(strides) == len(bs)):

@@ -264,9 +264,9 @@ def dot(a: tensor, b: tensor, acc: tensor | None, input_precision: Any, allow_tf
         raise S.error(f"tl.dot needs two 2D or two 3D tiles, got {list(a.shape)} and {list(b.shape)}")
     if a.shape[-1] != b.shape[-2]:
         raise S.error(f"tl.dot: inner dimensions differ: {list(a.shape)} @ {list(b.shape)}")
-    m, k, n = a.shape[-2], a.shape[-1], b.shape[-1]
-    if m < 16 or n < 16 or k < 16:
-        raise S.error(f"tl.dot needs M, N and K of at least 16, got M={m}, N={n}, K={k}")
+    n = b.shape[-1]
+    # any M, N, K >= 1, as Triton's interpreter and AMD backend take (its NVIDIA backend wants
+    # K >= 16 for 16-bit operands); shapes the tensor cores cannot take use the generic lowering
     if a.dtype != b.dtype:
         if a.dtype.is_floating and b.dtype.is_floating:
             ctype = D.computation_type(a.dtype, False, b.dtype, False)  # type: ignore[union-attr,arg-type,assignment]

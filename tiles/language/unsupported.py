@@ -37,18 +37,14 @@ class Unsupported:
         return f"<tl.{self.name}: not supported by tiles>"
 
 
-_FNUZ = ("an AMD 'fnuz' fp8 format; tiles has float8e4nv (e4m3fn) and float8e5 (e5m2) only")
-
 UNSUPPORTED: dict[str, str] = {
     "dot_scaled": "microscaled (MX) matrix products are not implemented; dequantize the operands "
                   "and use tl.dot",
     "inline_asm_elementwise": "tiles compiles one IR for OpenCL, CUDA and ROCm, so it cannot embed "
                               "target assembly; write the operation with tl ops",
-    "atomic_poll": "spin-waiting on memory with a timeout is not implemented; use atomic_cas in a "
-                   "while loop",
     "float8e4b15": "Triton's bias-15 fp8 format has no NumPy/ml_dtypes counterpart here",
-    "float8e4b8": _FNUZ,
-    "float8e5b16": _FNUZ,
+    "aggregate_replace": "Triton's @aggregate classes (triton.language.core._aggregate) are not "
+                         "supported by tiles; use tuples or plain Python objects of tiles",
     "void": "void is only the result type of inline assembly, which tiles does not support",
     "slice": "slicing tiles (x[a:b]) is not supported; use masks, tl.split or tl.reshape",
     "target_info": "kernels cannot branch on the target; tiles compiles one kernel for every "

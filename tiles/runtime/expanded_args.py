@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..tools.tensor_descriptor import TensorDescriptor
-from .specialize import ArgSpec, classify, descriptor_specs
+from .specialize import ArgSpec, classify, descriptor_specs, is_tuple_argument, namedtuple_class
 
 
 def specs_of(name: str, value: Any, constexpr: bool, specialize: bool) -> list[ArgSpec]:
@@ -25,8 +25,8 @@ def specs_of(name: str, value: Any, constexpr: bool, specialize: bool) -> list[A
             raise TypeError(f"argument {name!r} is a tl.constexpr parameter; a TensorDescriptor "
                             "is a run-time argument: drop the tl.constexpr annotation")
         return descriptor_specs(name, value, specialize)
-    if type(value) is tuple and not constexpr:
-        specs = [ArgSpec(name, True, None, tuple_len=len(value))]
+    if is_tuple_argument(value) and not constexpr:
+        specs = [ArgSpec(name, True, namedtuple_class(value), tuple_len=len(value))]
         for i, item in enumerate(value):
             specs += specs_of(f"{name}_{i}", item, False, specialize)
         return specs
@@ -40,7 +40,7 @@ def _constexpr(kinds: Sequence[str] | None, i: int) -> bool:
 def has_expansion(values: Sequence[Any], kinds: Sequence[str] | None = None) -> bool:
     """Whether ``values`` hold a descriptor or a run-time tuple; ``kinds``: the parameters'
     kinds (``"c"`` for a ``tl.constexpr`` one, whose tuple is one compile-time value)."""
-    return any((type(v) is tuple and not _constexpr(kinds, i)) or isinstance(v, TensorDescriptor)
+    return any((is_tuple_argument(v) and not _constexpr(kinds, i)) or isinstance(v, TensorDescriptor)
                for i, v in enumerate(values))
 
 
@@ -51,7 +51,7 @@ def flatten(values: Sequence[Any], kinds: Sequence[str] | None = None) -> list[A
     for i, v in enumerate(values):
         if isinstance(v, TensorDescriptor):
             out += [v.base, *v.shape, *v.strides]
-        elif type(v) is tuple and not _constexpr(kinds, i):
+        elif is_tuple_argument(v) and not _constexpr(kinds, i):
             out.append(v)
             out += flatten(v)
         else:
@@ -75,7 +75,7 @@ def _take(specs: Sequence[ArgSpec], leaves: Sequence[Any], i: int, count: int) -
         spec = specs[i]
         if spec.tuple_len is not None:
             items, i = _take(specs, leaves, i + 1, spec.tuple_len)
-            out.append(tuple(items))
+            out.append(tuple(items) if spec.value is None else spec.value(*items))
         elif spec.descriptor is not None:
             rank = len(spec.descriptor)
             base, rest = leaves[i], leaves[i + 1:i + 1 + 2 * rank]

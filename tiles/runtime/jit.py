@@ -16,7 +16,7 @@ from ..backends.base import Backend, CompiledKernel, Options
 from ..core import passes
 from ..core.builder import Builder, current, is_tracing, tb_loc, tracing
 from ..core.dtypes import DType, PointerType
-from ..core.errors import CompilationError, LaunchError, TilesError
+from ..core.errors import ArgumentOverflowError, CompilationError, LaunchError, TilesError
 from ..core.frontend import rewrite
 from ..core.ir import Kernel, Loc, Param, TileType, Value
 from ..core.printer import format_kernel
@@ -103,6 +103,8 @@ NO_COMPILE_HINTS: CompileHints = (None, None)
 
 class JITFunction(KernelInterface):
     """A kernel (or a device helper called from kernels)."""
+
+    tiles_jit_function = True  # what specialize.py recognizes a @jit argument by (no import cycle)
 
     def __init__(self, fn: Callable[..., Any], do_not_specialize: Sequence[str | int] = (),
                  debug: bool | None = None) -> None:
@@ -269,7 +271,9 @@ class JITFunction(KernelInterface):
             try:
                 specs += expanded_args.specs_of(name, value, name in self.constexprs,
                                                 name not in self.do_not_specialize)
-            except (TypeError, OverflowError) as e:
+            except OverflowError as e:
+                raise ArgumentOverflowError(f"{self.loc}: {self.__name__}: {e}") from None
+            except TypeError as e:
                 raise LaunchError(f"{self.loc}: {self.__name__}: {e}") from None
         return specs
 

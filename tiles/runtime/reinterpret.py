@@ -12,14 +12,30 @@ from .specialize import TORCH_ALIASES
 _TORCH_NAMES = {tiles_name: torch_name for torch_name, tiles_name in TORCH_ALIASES.items()}
 
 
-def reinterpret(tensor: Any, dtype: D.DType | str) -> Any:
+def _element_type(dtype: Any) -> D.DType | None:
+    """The tiles dtype named by ``dtype``: a tiles dtype, its name, a torch dtype (``torch.int8``,
+    as Triton's tests pass) or a NumPy dtype; None when there is none."""
+    if isinstance(dtype, D.DType):
+        return dtype
+    if type(dtype).__name__ == "dtype" and type(dtype).__module__ == "torch":
+        name = str(dtype).removeprefix("torch.")
+        return D.BY_NAME.get(TORCH_ALIASES.get(name, name))
+    if isinstance(dtype, np.dtype) or (isinstance(dtype, type) and issubclass(dtype, np.generic)):
+        try:
+            return D.from_numpy(dtype)
+        except TypeError:
+            return None
+    return D.BY_NAME.get(str(dtype))
+
+
+def reinterpret(tensor: Any, dtype: Any) -> Any:
     """A view of ``tensor``'s memory as ``dtype`` elements (e.g. a uint8 buffer as ``tl.float8e5``).
 
     Triton wraps the tensor and changes only the pointer type kernels see; tiles returns the
     array library's own view (NumPy's ``view`` with ml_dtypes, torch's ``view(dtype)``), which
     kernels, the interpreter and NumPy code all read the same way.  Views between element sizes
     follow the library's rules (the last axis must be contiguous and is rescaled)."""
-    target = dtype if isinstance(dtype, D.DType) else D.BY_NAME.get(str(dtype))
+    target = _element_type(dtype)
     if target is None:
         raise TypeError(f"reinterpret: {dtype!r} is not an element dtype (use tl.float8e5, tl.uint8, ...)")
     if isinstance(tensor, np.ndarray):

@@ -13,7 +13,8 @@ from ..language.constexpr import constexpr as constexpr_object
 from ..tools.tensor_descriptor import TensorDescriptor, problem
 
 # torch dtype names that differ from tiles' (the rest are the same words)
-TORCH_ALIASES = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5"}
+TORCH_ALIASES = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5",
+                 "float8_e4m3fnuz": "float8e4b8", "float8_e5m2fnuz": "float8e5b16"}
 
 
 @dataclass(frozen=True)
@@ -33,14 +34,27 @@ class ArgSpec:
     tuple_len: int | None = None
 
     def key(self) -> tuple[Any, ...]:
-        if self.tuple_len is not None:
-            return (self.name, "tuple", self.tuple_len)
+        if self.tuple_len is not None:  # ``value``: a namedtuple's class, else None
+            cls = self.value
+            named = None if cls is None else f"{cls.__module__}.{cls.__qualname__}{list(cls._fields)}"
+            return (self.name, "tuple", self.tuple_len, named)
         if self.constexpr:
+            jit_key = _jit_function_key(self.value)
+            if jit_key is not None:  # a @jit function argument: keyed by its source, as Triton's
+                return (self.name, "c", jit_key)
             return (self.name, "c", _hashable(self.value))
         if self.descriptor is not None:
             return (self.name, str(self.type), self.divisibility, "desc", self.descriptor)
         return (self.name, str(self.type), self.divisibility)
 
+
+
+def _jit_function_key(v: Any) -> tuple[str, str] | None:
+    """A ``@jit`` function's key (its name and the fingerprint of its source and what it
+    reaches), so the disk cache tells apart kernels handed different or edited functions."""
+    if getattr(type(v), "tiles_jit_function", False):  # runtime/jit.py's JITFunction
+        return ("jit", f"{v.fn.__module__}.{v.__qualname__}:{v.cache_key}")
+    return None
 
 
 def _hashable(v: Any) -> Any:
@@ -141,7 +155,7 @@ def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpe
             ty: DType = D.int32
         elif -(2**63) <= v < 2**63:
             ty = D.int64
-        elif v < 2**64:
+        elif 0 <= v < 2**64:
             ty = D.uint64
         else:
             raise OverflowError(f"argument {name}={v} does not fit in 64 bits")
@@ -159,6 +173,8 @@ def classify(name: str, value: Any, constexpr: bool, specialize: bool) -> ArgSpe
         addr = address_of(value)
         div = 16 if specialize and addr is not None and addr % 16 == 0 else 1
         return ArgSpec(name, False, type=PointerType(dt), divisibility=div)
+    if _jit_function_key(value) is not None:  # a @jit function: compile-time, as in Triton
+        return ArgSpec(name, True, value)
     raise TypeError(f"argument {name!r}: cannot pass a {type(value).__name__} to a kernel "
                     "(expected an array, a tensor, a number, or a constexpr)")
 
@@ -203,13 +219,24 @@ def _descriptor_fact(desc: TensorDescriptor, kind: str) -> tuple[Any, ...]:
 
 def _array_key(v: Any) -> tuple[Any, ...] | None:
     if isinstance(v, np.ndarray):
-        return ("a", v.dtype.str, v.__array_interface__["data"][0] % 16 == 0, v.flags.writeable)
+        return ("a", v.dtype, v.__array_interface__["data"][0] % 16 == 0, v.flags.writeable)
     ptr = getattr(v, "data_ptr", None)
     if ptr is not None:
         get_device = getattr(v, "get_device", None)
         device = get_device() if callable(get_device) else None
         return ("t", type(v), str(v.dtype), ptr() % 16 == 0, device)
     return None
+
+
+def is_tuple_argument(v: Any) -> bool:
+    """Whether ``v`` is passed as a tuple argument: any tuple (``torch.Size``, a namedtuple, which
+    the kernel gets back as its own class), as Triton's specialization treats them."""
+    return isinstance(v, tuple)
+
+
+def namedtuple_class(v: Any) -> type | None:
+    """``v``'s class when it is a namedtuple (rebuilt as such in the kernel), else None."""
+    return type(v) if isinstance(v, tuple) and hasattr(type(v), "_fields") else None
 
 
 def fact_of(v: Any, kind: str) -> Any:
@@ -219,7 +246,7 @@ def fact_of(v: Any, kind: str) -> Any:
         return ("c", _hashable(v))
     t = type(v)
     if t is int:
-        width = 32 if -(2**31) <= v < 2**31 else 64 if -(2**63) <= v < 2**63 else 65 if v < 2**64 else 0
+        width = 32 if -(2**31) <= v < 2**31 else 64 if -(2**63) <= v < 2**63 else 65 if 0 <= v < 2**64 else 0
         if kind == "n":
             return ("i", width)
         return ("i", width, v == 1, v % 16 == 0)
@@ -227,8 +254,8 @@ def fact_of(v: Any, kind: str) -> Any:
         return "f"
     if t is bool:
         return "b"
-    if t is tuple:
-        return ("T", tuple(fact_of(item, kind) for item in v))
+    if is_tuple_argument(v):
+        return ("T", namedtuple_class(v), tuple(fact_of(item, kind) for item in v))
     ak = _array_key(v)
     if ak is None:
         if isinstance(v, TensorDescriptor):

@@ -21,7 +21,7 @@ from ..llvm.target import LLVMTarget
 from . import toolchain
 
 UNSUPPORTED_OPS = frozenset({Op.DEVICE_ASSERT})
-SUPPORTED_DTYPES = frozenset(D.ALL_DTYPES)  # float8 on sm_89+ (fp8_ops.py)
+SUPPORTED_DTYPES = D.LOWERED_DTYPES  # float8 on sm_89+ (fp8_ops.py)
 
 
 LIBDEVICE_F32 = {"sin": "__nv_sinf", "cos": "__nv_cosf", "erf": "__nv_erff", "log": "__nv_logf",

@@ -57,7 +57,7 @@ class OpenCLBackend(Backend):
 
         from . import runtime
         _, _, dev = runtime.device()
-        dtypes = set(D.ALL_DTYPES)
+        dtypes = set(D.LOWERED_DTYPES)
         if not runtime.has_fp64():
             dtypes.discard(D.float64)
         ops = UNSUPPORTED_OPS

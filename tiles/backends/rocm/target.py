@@ -96,6 +96,6 @@ def backend_target(arch: str) -> Target:
     info = arch_info(arch)
     # fp8 needs software conversions the shared LLVM emitter does not have yet (gfx942's
     # native fp8 formats are not the ones tiles uses): declared unsupported.
-    dtypes = frozenset(set(D.ALL_DTYPES) - {D.float8e4nv, D.float8e5})
+    dtypes = D.LOWERED_DTYPES - {D.float8e4nv, D.float8e5}
     return Target("rocm", arch, warp_size=info.wavefront_size, max_threads_per_block=MAX_WORKGROUP_SIZE,
                   shared_memory=info.lds_bytes, dtypes=dtypes)
