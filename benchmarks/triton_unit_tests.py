@@ -74,7 +74,8 @@ def side_env(side: str, python: str) -> dict[str, str]:
 
 def internal_testing_path(python: str) -> str:
     """Where the real Triton's test helpers are, read without importing Triton."""
-    code = "import importlib.util as u, os; print(os.path.join(os.path.dirname(u.find_spec('triton').origin), '_internal_testing.py'))"
+    code = ("import importlib.util as u, os; "
+            "print(os.path.join(os.path.dirname(u.find_spec('triton').origin), '_internal_testing.py'))")
     return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
@@ -241,6 +242,8 @@ def main() -> None:
     ap.add_argument("--sides", nargs="*", default=list(SIDES), choices=SIDES)
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds one case may run")
     ap.add_argument("--budget", type=float, default=3600.0, help="seconds of wall time for this run")
+    ap.add_argument("--redo", nargs="*", default=[], choices=SIDES,
+                    help="run these sides again on the chosen cases (after a fix), dropping their outcomes")
     ap.add_argument("--report", action="store_true", help="only print the table of the results file")
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args()
@@ -269,6 +272,8 @@ def main() -> None:
             chosen = [n for n in ids if in_shard(n, shard, args.seed)]
             for nodeid in chosen:
                 case = data["cases"].setdefault(nodeid, {})
+                for side in args.redo:
+                    case.pop(side, None)
                 if ids[nodeid]:
                     case["internals"] = ids[nodeid]
             print(f"{test_file}: {len(ids)} cases, {len(chosen)} in shard {args.shard} (seed {args.seed})", flush=True)
