@@ -175,7 +175,8 @@ def _file_of(nodeid: str) -> str:
 
 def _shape(reason: str) -> str:
     """A failure's first line with the case-specific parts (numbers, quoted names) masked."""
-    text = re.sub(r"0x[0-9a-f]+", "0x…", reason)
+    text = re.sub(r"\S*/([\w.]+\.py):\d+ in [\w<>.]+: ", "", reason)  # the kernel's file:line
+    text = re.sub(r"0x[0-9a-f]+", "0x…", text)
     text = re.sub(r"'[^']{0,80}'", "'…'", text)
     text = re.sub(r"\d+(\.\d+)?", "N", text)
     return text[:160]
@@ -211,15 +212,17 @@ def report(data: dict[str, Any], top: int) -> str:
     cols = ["cases", "triton", "tiles", "both", "gap", "internals", "tiles_only", "both_skip"]
     head = ("| file | cases | Triton pass | tiles pass | both pass | Triton-only (gap) | of which internals "
             "| tiles-only | skipped on both |")
-    lines = [head, "|" + " --- |" * (len(cols) + 1)]
+    head = head.replace("| cases |", "| collected | cases run |")
+    lines = [head, "|" + " --- |" * (len(cols) + 2)]
+    collected = data.get("collected", {})
     total: collections.Counter[str] = collections.Counter()
+    def cells(row: collections.Counter[str]) -> str:
+        return " | ".join(str(row[c] + (row["internals"] if c == "gap" else 0)) for c in cols)
+
     for name in sorted(rows):
-        row = rows[name]
-        total.update(row)
-        lines.append(f"| {name} | " + " | ".join(str(row[c] + (row["internals"] if c == "gap" else 0))
-                                                 for c in cols) + " |")
-    lines.append("| **all** | " + " | ".join(str(total[c] + (total["internals"] if c == "gap" else 0))
-                                              for c in cols) + " |")
+        total.update(rows[name])
+        lines.append(f"| {name} | {collected.get(name, '?')} | {cells(rows[name])} |")
+    lines.append(f"| **all** | {sum(collected.get(n, 0) for n in rows)} | {cells(total)} |")
     lines.append("")
     lines.append(f"Gap reasons (tiles' outcome and first error line, grouped), top {top}:")
     for key, count in gap.most_common(top):
@@ -270,6 +273,7 @@ def main() -> None:
                 break
             ids = collect(args.python, tests, test_file, work)
             chosen = [n for n in ids if in_shard(n, shard, args.seed)]
+            data.setdefault("collected", {})[test_file] = len(ids)
             for nodeid in chosen:
                 case = data["cases"].setdefault(nodeid, {})
                 for side in args.redo:
