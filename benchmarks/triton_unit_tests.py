@@ -122,8 +122,9 @@ def run_side(python: str, side: str, tests: Path, test_file: str, todo: list[str
         out = work / f"out-{side}-{test_file}.jsonl"
         out.unlink(missing_ok=True)
         env = side_env(side, python) | {"UH_OUT": str(out), "UH_SELECT": str(select), "UH_TIMEOUT": str(timeout)}
+        log = open(work / f"log-{side}.txt", "w")
         proc = subprocess.Popen(pytest_cmd(python, side, tests / "unit" / "language" / test_file), cwd=tests, env=env,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+                                stdout=log, stderr=subprocess.STDOUT, text=True)
         last_size, last_change = -1, time.time()
         stalled = False
         while proc.poll() is None:
@@ -135,7 +136,8 @@ def run_side(python: str, side: str, tests: Path, test_file: str, todo: list[str
                 stalled = True
                 proc.kill()
                 proc.wait()
-        stderr = proc.stderr.read() if proc.stderr else ""
+        log.close()
+        stderr = (work / f"log-{side}.txt").read_text(errors="replace")
         records = read_lines(out)
         started = [r["start"] for r in records if "start" in r]
         finished = {r["nodeid"]: r for r in records if "nodeid" in r}
@@ -145,7 +147,7 @@ def run_side(python: str, side: str, tests: Path, test_file: str, todo: list[str
             why = "killed: no progress" if stalled else f"process died (exit {proc.returncode})"
             done[nodeid] = {"nodeid": nodeid, "outcome": "timeout" if stalled else "crash", "reason": why}
         if not started:  # nothing ran: the file does not import or collect on this side
-            first = next((ln for ln in stderr.splitlines()[::-1] if "Error" in ln), stderr.strip()[-300:])
+            first = next((ln[1:].strip() for ln in stderr.splitlines() if ln.startswith("E ")), stderr.strip()[-300:])
             for nodeid in pending:
                 done[nodeid] = {"nodeid": nodeid, "outcome": "error", "reason": f"not run: {first[:300]}"}
         pending = [n for n in pending if n not in done]
@@ -182,6 +184,13 @@ def _shape(reason: str) -> str:
     return text[:160]
 
 
+def _internals_error(reason: str) -> str:
+    """The compiler internal a failure shows the test reached for (IR text, FileCheck), if any."""
+    m = re.search(r"triton\._filecheck|'asm'|\.asm\b|'(ttir|ttgir|llir|ptx)'|attribute 'compile'"
+                  r"|_unsafe_update_src|attribute 'cache'", reason)
+    return m.group(0) if m else ""
+
+
 def report(data: dict[str, Any], top: int) -> str:
     """The per-file table and the grouped reasons Triton passes where tiles does not."""
     rows: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
@@ -201,9 +210,10 @@ def report(data: dict[str, Any], top: int) -> str:
         row["tiles_only"] += sp and not tp
         row["both_skip"] += t["outcome"] == "skipped" and s["outcome"] == "skipped"
         if tp and not sp:
-            if case.get("internals"):
+            why = _internals_error(s.get("reason", ""))
+            if why:
                 row["internals"] += 1
-                internals[case["internals"]] += 1
+                internals[why] += 1
             else:
                 row["gap"] += 1
                 key = f"{s['outcome']}: {_shape(s.get('reason', ''))}"
