@@ -40,8 +40,6 @@ class Unsupported:
 _FNUZ = ("an AMD 'fnuz' fp8 format; tiles has float8e4nv (e4m3fn) and float8e5 (e5m2) only")
 
 UNSUPPORTED: dict[str, str] = {
-    "dot_scaled": "microscaled (MX) matrix products are not implemented; dequantize the operands "
-                  "and use tl.dot",
     "inline_asm_elementwise": "tiles compiles one IR for OpenCL, CUDA and ROCm, so it cannot embed "
                               "target assembly; write the operation with tl ops",
     "atomic_poll": "spin-waiting on memory with a timeout is not implemented; use atomic_cas in a "
