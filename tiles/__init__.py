@@ -12,6 +12,7 @@ from .core.errors import (
     UnsupportedError,
 )
 from .language.constexpr import constexpr_function
+from .language.control import must_use_result
 from .language.core import constexpr
 from .runtime.autotune import AutotuneError, Autotuner, Config, autotune
 from .runtime.errors import InterpreterError, OutOfResources, TritonError
@@ -47,6 +48,7 @@ __all__ = [
     "AutotuneError", "Autotuner", "Config", "Heuristics", "autotune", "heuristics", "testing",
     "CompilationError", "InterpreterError", "JITFunction", "KernelInterface", "KernelRuntimeError", "LaunchError",
     "MockTensor", "OutOfResources", "OutOfResourcesError", "TilesError", "TritonError", "UnsupportedError",
-    "cdiv", "compiler", "constexpr", "constexpr_function", "jit", "language", "next_power_of_2", "reinterpret",
+    "cdiv", "compiler", "constexpr", "constexpr_function", "jit", "language", "must_use_result", "next_power_of_2",
+    "reinterpret",
     "install_as_triton", "knobs", "runtime", "set_allocator", "set_backend", "uninstall_as_triton",
 ]

@@ -142,3 +142,26 @@ def test_a_real_triton_imported_before_is_shadowed_then_restored(monkeypatch):
     finally:
         tiles.uninstall_as_triton()
     assert sys.modules["triton"] is real and sys.modules["triton.language"] is real_language
+
+
+def test_allocator_fixture_of_triton_tests(alias):
+    """Triton's test fixture ``with_allocator``: set an allocator, run, put ``NullAllocator()`` back."""
+    import triton
+    import triton.language as tl
+    from triton.runtime._allocation import NullAllocator
+
+    @triton.jit
+    def double(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * 2, mask=offs < n)
+
+    x = np.random.default_rng(3).standard_normal(37).astype(np.float32)
+    out = np.zeros_like(x)
+    triton.set_allocator(lambda size, align, stream: np.empty(size, np.int8))
+    try:
+        double[(1,)](x, out, x.size, BLOCK=64)
+    finally:
+        triton.set_allocator(NullAllocator())
+    np.testing.assert_array_equal(out, x * 2)
+    with pytest.raises(RuntimeError, match="no allocator is set"):
+        NullAllocator()(64, 16, None)

@@ -41,6 +41,7 @@ TRITON_MODULES: dict[str, str] = {
     "triton.runtime.autotuner": "tiles.runtime.autotuner",
     "triton.runtime.driver": "tiles.runtime.driver",
     "triton.runtime.errors": "tiles.runtime.errors",
+    "triton.runtime._allocation": "tiles.runtime.allocation",
     "triton.runtime.jit": "tiles.runtime.jit",
     "triton.compiler": "tiles.compiler",
     "triton.compiler.compiler": "tiles.compiler",

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-from ..core.errors import CompilationError, UnsupportedError
+from ..core.errors import CompilationError, CompileTimeAssertionFailure, UnsupportedError
 
 UnsupportedLanguageConstruct = UnsupportedError
-
-
-class CompileTimeAssertionFailure(CompilationError):  # noqa: N818  (Triton's name)
-    """A ``tl.static_assert`` that is false for this specialization."""
 
 
 __all__ = ["CompilationError", "CompileTimeAssertionFailure", "UnsupportedLanguageConstruct"]

@@ -88,7 +88,7 @@ class Builder:
             try:
                 result_types = infer(op, [v.type for v in operands], attrs)
             except IRTypeError as e:
-                raise CompilationError(str(e), user_loc()) from None
+                raise CompilationError(str(e), user_loc(), cause=ValueError(str(e)))  # noqa: B904  (__cause__ is the bare error)
         results = tuple(Value(t) for t in result_types)
         self.block.instrs.append(Instr(op, tuple(operands), results, attrs, tuple(regions), user_loc()))
         return results

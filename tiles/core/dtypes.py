@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, ClassVar, cast
 
 import ml_dtypes
 import numpy as np
@@ -96,13 +96,33 @@ class TritonTypeQueries:
         return self  # type: ignore[return-value]
 
 
+class _DTypeMeta(type):
+    """``tl.dtype("fp16")`` is ``tl.float16``, as in Triton, where a dtype is built from its name."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) == 1 and not kwargs and isinstance(args[0], str):
+            found = BY_NAME.get(args[0])
+            if found is None:
+                raise TypeError(f"tl.dtype({args[0]!r}): tiles has no dtype of that name")
+            return found
+        return super().__call__(*args, **kwargs)
+
+
 @dataclass(frozen=True)
-class DType(TritonTypeQueries):
+class DType(TritonTypeQueries, metaclass=_DTypeMeta):
     """A scalar element type (``tl.float32``, ``tl.int8``...): its kind and width in bits."""
     name: str
     kind: Kind
     bits: int
     mantissa: int = 0  # explicit mantissa bits, floats only
+
+    # Triton's lists of type names (``tl.dtype.SINT_TYPES``...), which its tests parametrize over.
+    SINT_TYPES: ClassVar[list[str]] = ["int8", "int16", "int32", "int64"]
+    UINT_TYPES: ClassVar[list[str]] = ["int1", "uint8", "uint16", "uint32", "uint64"]
+    FP_TYPES: ClassVar[list[str]] = ["fp8e4b15", "fp8e4nv", "fp8e4b8", "fp8e5", "fp8e5b16", "fp16", "bf16", "fp32",
+                                     "fp64"]
+    STANDARD_FP_TYPES: ClassVar[list[str]] = ["fp16", "bf16", "fp32", "fp64"]
+    OTHER_TYPES: ClassVar[list[str]] = ["void"]
 
     @property
     def np(self) -> np.dtype:
@@ -356,7 +376,7 @@ def computation_type(a: DType, a_is_literal: bool, b: DType, b_is_literal: bool,
     if a.is_floating or b.is_floating:
         return a if a.is_floating else b
     if div_or_mod and a.is_signed != b.is_signed:  # int1 counts as unsigned, as in Triton
-        raise TypeError(f"cannot use / or % with {a} and {b}: they differ in signedness; "
+        raise TypeError(f"Cannot use /, // or % with {a} and {b} because they have different signedness; "
                         "cast one operand first")
     return integer_promote(a, b)
 

@@ -10,17 +10,27 @@ class TilesError(Exception):
 
 
 class CompilationError(TilesError):
-    """A kernel could not be traced or lowered; names the kernel's file:line."""
+    """A kernel could not be traced or lowered; names the kernel's file:line.
 
-    def __init__(self, message: str, loc: Loc = UNKNOWN_LOC) -> None:
+    When the language itself refused an operation (a bad axis, mismatched types), ``__cause__`` is
+    that error with the bare message (a ``ValueError`` or ``TypeError``), as in Triton, where
+    ``str(exc.__cause__)`` is what tests and tools match."""
+
+    def __init__(self, message: str, loc: Loc = UNKNOWN_LOC, cause: BaseException | None = None) -> None:
         self.message = message
         self.loc = loc
+        if cause is not None:
+            self.__cause__ = cause
         text = message
         if loc.line:
             text = f"{loc}: {message}"
             if loc.source:
                 text += f"\n    {loc.source}"
         super().__init__(text)
+
+
+class CompileTimeAssertionFailure(CompilationError):  # noqa: N818  (Triton's name)
+    """A ``tl.static_assert`` that is false for this specialization (no ``__cause__``: the assert is the error)."""
 
 
 class UnsupportedError(CompilationError):

@@ -174,6 +174,8 @@ class _Rewriter:
         if isinstance(s, (ast.FunctionDef, ast.ClassDef)):
             return [s]
         s = _Exprs().visit(s)
+        if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):  # a result dropped: must_use_result
+            s.value.func = ast.copy_location(_call("discarding", s.value.func), s.value.func)
         if isinstance(s, ast.Assign) and not any(isinstance(t, ast.Name) and t.id == RET for t in s.targets):
             s.value = ast.copy_location(_call("assigned", s.value), s.value)  # numbers bind as tiles
         return [s]

@@ -138,7 +138,7 @@ class EagerBuilder(Builder):
             try:
                 result_types = infer(op, [v.type for v in operands], attrs)
             except IRTypeError as e:
-                raise CompilationError(str(e), loc) from None
+                raise CompilationError(str(e), loc, cause=ValueError(str(e)))  # noqa: B904  (__cause__ is the bare error)
         session = self.session
         results = tuple(LiveValue(t, None, session) for t in result_types)
         instr = Instr(op, tuple(operands), results, attrs, tuple(regions), loc)

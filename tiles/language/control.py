@@ -62,6 +62,25 @@ def assigned(value: Any) -> Any:
     return value
 
 
+def must_use_result(fn: Any, message: Any = True) -> Any:
+    """Triton's ``triton.must_use_result``: calling ``fn`` in a kernel as a statement, dropping its
+    result, is a compile error.  ``@must_use_result("why")`` adds ``why`` to the message."""
+    if isinstance(fn, str):
+        return lambda f: must_use_result(f, fn)
+    fn._must_use_result = message
+    return fn
+
+
+def discarding(callee: Any) -> Any:
+    """``callee`` of a call whose result the kernel drops: refused if marked ``must_use_result``."""
+    mark = getattr(getattr(callee, "__func__", callee), "_must_use_result", None)
+    if mark:
+        name = getattr(callee, "__qualname__", None) or getattr(getattr(callee, "fn", None), "__qualname__", "")
+        extra = f" {mark}" if isinstance(mark, str) else ""
+        raise S.error(f"The result of {name} is not being used.{extra}")
+    return callee
+
+
 def lookup(scope: dict[str, Any], names: Sequence[str]) -> tuple[Any, ...]:
     return tuple(scope.get(n, _Undefined(n)) for n in names)
 

@@ -6,7 +6,8 @@ from typing import Any
 
 from ..core import attrs as A
 from ..core import dtypes as D
-from ..core.builder import current
+from ..core.builder import current, user_loc
+from ..core.errors import CompileTimeAssertionFailure
 from ..core.ops import Op
 from . import semantic as S
 from .constexpr import constexpr  # noqa: F401  (tl.core.constexpr)
@@ -17,7 +18,7 @@ def program_id(axis: Any) -> tensor:
     """The index of this program along grid axis ``axis`` (0, 1 or 2), an int32 scalar."""
     axis = S.unwrap(axis)
     if axis not in (0, 1, 2):
-        raise S.error(f"program_id axis must be 0, 1 or 2, got {axis!r}")
+        raise S.error(f"program_id axis must be 0, 1, or 2 but got {axis!r}")
     return S.wrap(current().emit1(Op.PROGRAM_ID, [], A.Axis(axis)))
 
 
@@ -280,7 +281,8 @@ def static_assert(cond: Any, msg: str = "") -> None:
     if isinstance(cond, tensor):
         raise S.error("tl.static_assert needs a compile-time condition")
     if not cond:
-        raise S.error(f"static_assert failed: {msg}" if msg else "static_assert failed")
+        raise CompileTimeAssertionFailure(f"static_assert failed: {msg}" if msg else "static_assert failed",
+                                          user_loc())
 
 
 def static_print(*values: Any, sep: str = " ", end: str = "\n") -> None:

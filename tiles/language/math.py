@@ -54,7 +54,8 @@ def call(name: str, *args: Any) -> tensor:
         x = S.to_tensor(args[0])
         n = S.to_tensor(args[1])
         if not n.dtype.is_int:  # type: ignore[union-attr]
-            raise S.error(f"libdevice.{name} needs an integer exponent, got {n.dtype}")
+            raise S.error(  # noqa: B904  (__cause__ is the bare error)
+            f"libdevice.{name} needs an integer exponent, got {n.dtype}")
         shape = S.broadcast_shapes(x.shape, n.shape)
         operands = [S.broadcast_to(x, shape), S.broadcast_to(S.cast(n, D.int32), shape)]
     else:
@@ -65,8 +66,9 @@ def call(name: str, *args: Any) -> tensor:
     except TypeError:
         got = ", ".join(dict.fromkeys(str(t) for t in types))
         fix = "; convert first with x.to(tl.float32)" if "f" in kinds else "; convert first with x.to(tl.int32)"
-        raise S.error(f"libdevice.{name} needs {mathfns.describe_operands(fn)} (as Triton's libdevice), "
-                      f"got {got}{fix}") from None
+        raise S.error(  # noqa: B904  (__cause__ is the bare error)
+            f"libdevice.{name} needs {mathfns.describe_operands(fn)} (as Triton's libdevice), "
+            f"got {got}{fix}")
     return S.emit(Op.MATH_FN, operands, A.MathFn(name))
 
 
@@ -84,7 +86,8 @@ def _float_only(name: str, op: Callable[..., tensor]) -> Callable[..., tensor]:
     def f(*args: Any) -> tensor:
         ts = [S.to_tensor(a) for a in args]
         if not all(t.dtype in (D.float32, D.float64) for t in ts):
-            raise S.error(f"libdevice.{name} needs float32 or float64 operands (as Triton's libdevice), "
+            raise S.error(  # noqa: B904  (__cause__ is the bare error)
+            f"libdevice.{name} needs float32 or float64 operands (as Triton's libdevice), "
                           f"got {', '.join(str(t.dtype) for t in ts)}; convert first with x.to(tl.float32)")
         return op(*args)
     f.__name__ = f.__qualname__ = name

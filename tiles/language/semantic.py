@@ -26,8 +26,9 @@ from .unsupported import Unsupported
 Operand = Any  # tensor | bool | int | float
 
 
-def error(message: str) -> CompilationError:
-    return CompilationError(message, user_loc())
+def error(message: str, kind: type[Exception] = ValueError) -> CompilationError:
+    """The language refusing an operation: names the kernel's line; ``__cause__`` is ``kind(message)``."""
+    return CompilationError(message, user_loc(), cause=kind(message))
 
 
 def is_number(x: Any) -> bool:
@@ -91,7 +92,7 @@ def as_dtype(d: Any) -> ScalarType:
     try:
         return D.from_numpy(d)
     except TypeError:
-        raise error(f"{d!r} is not a tiles dtype (use tl.float32, tl.int32, ...)") from None
+        raise error(f"{d!r} is not a tiles dtype (use tl.float32, tl.int32, ...)")  # noqa: B904  (__cause__ is the bare error)
 
 
 # ---------------------------------------------------------------- shapes
@@ -150,9 +151,14 @@ def expand_dims(t: Operand, axis: Any) -> tensor:
     axes = [unwrap(axis)] if not isinstance(axis, (tuple, list)) else [unwrap(a) for a in axis]
     shape = list(t.shape)
     ndim = len(shape) + len(axes)
-    for a in sorted(x + ndim if x < 0 else x for x in axes):
-        if not 0 <= a <= len(shape):
-            raise error(f"expand_dims: axis {a} is out of range for shape {list(t.shape)}")
+    for a in axes:
+        if not -ndim <= a < ndim:
+            raise error(f"expand_dims: invalid axis {a} for a result of {ndim} dimensions "
+                        f"(expected {-ndim} <= axis < {ndim})")
+    normalized = [a + ndim if a < 0 else a for a in axes]
+    if len(set(normalized)) != len(normalized):
+        raise error(f"expand_dims: duplicate axes, normalized axes = {normalized}")
+    for a in sorted(normalized):
         shape.insert(a, 1)
     return reshape(t, tuple(shape))
 
@@ -202,8 +208,8 @@ def subscript(t: tensor, index: Any) -> tensor:
             shape.extend(t.shape[src:src + rest])
             src += rest
         else:
-            raise error("tiles can be indexed only with None and ':' (x[None, :], x[:, None]); "
-                        f"got {item!r}")
+            raise error(f"unsupported tensor index: {item!r} (tiles can be indexed only with None and ':', "
+                        "as in x[None, :] and x[:, None])")
     shape.extend(t.shape[src:])
     return reshape(t, tuple(shape))
 
@@ -252,7 +258,7 @@ def _pair(a: Operand, b: Operand, div_or_mod: bool = False,
     try:
         ctype = D.computation_type(a_ty, a_lit, b_ty, b_lit, div_or_mod)
     except TypeError as e:
-        raise error(str(e)) from None
+        raise error(str(e))  # noqa: B904  (__cause__ is the bare error)
     shape = broadcast_shapes(ta.shape if ta is not None else (), tb.shape if tb is not None else ())
     return _coerce(a, ctype, shape), _coerce(b, ctype, shape), ctype
 
@@ -348,7 +354,7 @@ def mod(a: Operand, b: Operand) -> tensor:
 def _int_operands(kind: str, a: Operand, b: Operand) -> tuple[tensor, tensor, DType]:
     x, y, ctype = _pair(a, b)
     if not ctype.is_int:
-        raise error(f"{kind} needs integer operands, got {ctype}")
+        raise error(f"invalid operands of type {ctype} for {kind}: it needs integer operands", TypeError)
     return x, y, ctype
 
 

@@ -38,8 +38,6 @@ class Unsupported:
 
 
 UNSUPPORTED: dict[str, str] = {
-    "dot_scaled": "microscaled (MX) matrix products are not implemented; dequantize the operands "
-                  "and use tl.dot",
     "inline_asm_elementwise": "tiles compiles one IR for OpenCL, CUDA and ROCm, so it cannot embed "
                               "target assembly; write the operation with tl ops",
     "float8e4b15": "Triton's bias-15 fp8 format has no NumPy/ml_dtypes counterpart here",
