@@ -10,11 +10,15 @@ specialization.  Both halves run in fresh subprocesses of a Python with torch an
 Triton's with ``TRITON_INTERPRET=1``, tiles' with ``tiles.install_as_triton()`` and an empty
 ``TILES_CACHE_DIR`` (nothing traced before), so both run the same source on CPU tensors.
 
+Times are CPU seconds of each process (``time.process_time``, torch on one thread): steadier
+than wall-clock time on a shared machine; the cold run's wall-clock ratio is printed too.
 Per row: the **cold** run (every specialization new: what a test suite pays, the ratio that
 counts), then the median of ``--repeats`` **warm** runs (every specialization cached).  For
 tiles the cold run is split into trace (the tracer, ``JITFunction.trace`` less the IR passes),
-prepare (IR passes, the backend's compile, the interpreter's plan), execute (the interpreter
-walking the IR) and other (binding, specialization, cache keys, the host wrappers' torch calls);
+prepare (the rest of a new specialization's set-up: classifying arguments, IR passes, the
+backend's compile, the launcher, the interpreter's plan), disk cache (key, lookup, store),
+execute (the interpreter walking the IR) and other (binding on the hot path, the host
+wrappers' torch calls);
 "per spec" is (cold - warm) / new specializations, the first-launch cost of a specialization.
 Outputs are checked against torch after the cold run on both sides.
 """
@@ -156,7 +160,7 @@ def workloads(k, torch) -> dict[str, Callable[[], list[tuple[object, Callable[[]
 
 
 class Timers:
-    """Wall-clock seconds spent in wrapped functions, outermost calls only."""
+    """CPU seconds spent in wrapped functions."""
 
     def __init__(self) -> None:
         self.totals: dict[str, float] = {}
@@ -167,11 +171,11 @@ class Timers:
         timers = self
 
         def timed(*args, **kwargs):
-            start = time.perf_counter()
+            start = time.process_time()
             try:
                 return inner(*args, **kwargs)
             finally:
-                spent = time.perf_counter() - start
+                spent = time.process_time() - start
                 timers.totals[label] = timers.totals.get(label, 0.0) + spent
                 if subtract_from:
                     timers.totals[subtract_from] = timers.totals.get(subtract_from, 0.0) - spent
@@ -179,19 +183,31 @@ class Timers:
 
 
 def instrument() -> Timers:
-    """Time the tracer, the preparing passes and the interpreter's walk in tiles."""
-    from tiles.backends.interpreter import InterpreterBackend
+    """Time the tracer, the preparation of a specialization, the disk cache and the interpreter's walk."""
+    import tiles.interp
     from tiles.core import passes
     from tiles.interp import executor
+    from tiles.runtime import cache
     from tiles.runtime.jit import JITFunction
-    import tiles.interp
     t = Timers()
-    t.wrap(JITFunction, "trace", "trace")
+    t.wrap(JITFunction, "_prepare_launch", "prepare")
+    t.wrap(JITFunction, "trace", "trace", subtract_from="prepare")
     t.wrap(passes, "run_pipeline", "prepare", subtract_from="trace")
-    t.wrap(InterpreterBackend, "compile", "prepare")
+    for name in ("compile_key", "load", "store"):
+        t.wrap(cache, name, "cache", subtract_from="prepare")
     t.wrap(tiles.interp, "interpret", "execute")
     t.wrap(executor, "plan_of", "prepare", subtract_from="execute")
     return t
+
+
+def warm_up(k, torch) -> float:
+    """Seconds of what a process pays once, kept out of the rows: torch's lazy imports on its first
+    backward and loss, and a first launch of a specialization no row uses."""
+    start = time.process_time()
+    x = torch.ones(3, requires_grad=True)
+    torch.nn.functional.cross_entropy(x[None] * 2, torch.zeros(1, dtype=torch.long)).backward()
+    torch.testing.assert_close(k.long_sum(torch.ones(10), 16), torch.full((1,), 10.0))
+    return time.process_time() - start
 
 
 def run_half(flavor: str, repeats: int, only: str) -> dict[str, dict[str, float]]:
@@ -205,40 +221,41 @@ def run_half(flavor: str, repeats: int, only: str) -> dict[str, dict[str, float]
     sys.path.insert(0, str(HERE))
     import real_workload_kernels as k
     torch.set_num_threads(1)
-    results = {}
+    results = {"process warm-up": {"cold": warm_up(k, torch), "cold_wall": float("nan")}}
     for name, run in workloads(k, torch).items():
         if only and not re.search(only, name):
             continue
         if flavor == "tiles":
             timers.totals.clear()
             traces = STATS["traces"]
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         checks = run()
-        cold = time.perf_counter() - start
-        row = {"cold": cold}
+        cold, wall = time.process_time() - cpu, time.perf_counter() - start
+        row = {"cold": cold, "cold_wall": wall}
         if flavor == "tiles":
             row.update(timers.totals, specs=STATS["traces"] - traces)
         for got, want, tol in checks:
             torch.testing.assert_close(got, want(), rtol=tol, atol=tol, check_dtype=False)
         warm = []
         for _ in range(repeats):
-            start = time.perf_counter()
+            cpu = time.process_time()
             run()
-            warm.append(time.perf_counter() - start)
-        row["warm"] = statistics.median(warm)
+            warm.append(time.process_time() - cpu)
+        row["warm"] = statistics.median(warm) if warm else float("nan")
         results[name] = row
-        print(f"  [{flavor}] {name}: cold {cold:.3f} s, warm {row['warm']:.3f} s", file=sys.stderr)
+        print(f"  [{flavor}] {name}: cold {cold:.3f} s CPU ({wall:.3f} s wall), warm {row['warm']:.3f} s CPU",
+              file=sys.stderr)
     return results
 
 
-def spawn(flavor: str, repeats: int, only: str, python: str) -> dict[str, dict[str, float]]:
+def spawn(flavor: str, repeats: int, only: str, python: str, tiles_root: str) -> dict[str, dict[str, float]]:
     env = dict(os.environ)
     if flavor == "triton":
         env.pop("PYTHONPATH", None)
         env.pop("TILES_AS_TRITON", None)
         env["TRITON_INTERPRET"] = "1"
     else:
-        env["PYTHONPATH"] = str(HERE.parent)
+        env["PYTHONPATH"] = tiles_root
         env["TILES_BACKEND"] = "interpreter"
         env["TILES_CACHE_DIR"] = tempfile.mkdtemp(prefix="tiles-real-workloads-")
     proc = subprocess.run([python, __file__, "--flavor", flavor, "--repeats", str(repeats), "--only", only],
@@ -255,26 +272,31 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--only", default="", help="only the workloads whose name matches this regex")
     parser.add_argument("--python", default=TRITON_PYTHON, help="a Python with torch and triton")
+    parser.add_argument("--tiles-root", default=str(HERE.parent),
+                        help="the folder holding the tiles package to time (another checkout: a before/after)")
     args = parser.parse_args()
     if args.flavor != "both":
         print(json.dumps(run_half(args.flavor, args.repeats, args.only)))
         return
-    ours = spawn("tiles", args.repeats, args.only, args.python)
-    theirs = spawn("triton", args.repeats, args.only, args.python)
-    print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()))
-    print("| workload | tiles cold s | Triton cold s | ratio | tiles warm s | Triton warm s | warm ratio "
-          "| trace s | prepare s | execute s | other s | specs | per spec ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    ours = spawn("tiles", args.repeats, args.only, args.python, args.tiles_root)
+    theirs = spawn("triton", args.repeats, args.only, args.python, args.tiles_root)
+    print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "(CPU seconds of each process; wall ratio for scale)")
+    print("| workload | tiles cold s | Triton cold s | ratio | wall ratio | tiles warm s | Triton warm s | warm ratio "
+          "| trace s | prepare s | disk cache s | execute s | other s | specs | per spec ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in ours.items():
         t = theirs[name]
+        head = f"| {name} | {r['cold']:.3f} | {t['cold']:.3f} | {t['cold'] / r['cold']:.1f}x |"
+        if name == "process warm-up":
+            print(head + " |" * 11)
+            continue
         specs = int(r.get("specs", 0))
-        parts = [r.get(p, 0.0) for p in ("trace", "prepare", "execute")]
+        parts = [r.get(p, 0.0) for p in ("trace", "prepare", "cache", "execute")]
         other = r["cold"] - sum(parts)
         per_spec = (r["cold"] - r["warm"]) / specs * 1e3 if specs else float("nan")
-        print(f"| {name} | {r['cold']:.3f} | {t['cold']:.3f} | {t['cold'] / r['cold']:.1f}x | {r['warm']:.3f} | "
-              f"{t['warm']:.3f} | {t['warm'] / r['warm']:.1f}x | "
-              + " | ".join(f"{p:.3f}" for p in (*parts, other)) + f" | {specs} | {per_spec:.1f} |")
-
+        print(head + f" {t['cold_wall'] / r['cold_wall']:.1f}x | {r['warm']:.3f} | {t['warm']:.3f} | "
+              f"{t['warm'] / r['warm']:.1f}x | " + " | ".join(f"{p:.3f}" for p in (*parts, other))
+              + f" | {specs} | {per_spec:.1f} |")
 
 if __name__ == "__main__":
     main()

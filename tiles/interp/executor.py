@@ -228,7 +228,7 @@ class _Walker:
             if st == 0:
                 self._zero_step(ctx, instr)
             for i in range(lo, hi, st):
-                carried = self.run_region(ctx, body, env, [np.array([i]).astype(dt), *carried])
+                carried = self.run_region(ctx, body, env, [np.array([i], dt), *carried])  # i fits: lo <= i < hi
             return carried
         count = ctx.P
         lo64, hi64, st64 = (np.broadcast_to(x, (count,)).astype(np.int64) for x in (lb, ub, step))

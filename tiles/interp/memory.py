@@ -332,7 +332,7 @@ class Memory:
                        ) -> tuple[Buffer, np.ndarray] | None:
         """The fast path for ``p + i`` with every base ``p`` in one buffer (``p`` is usually
         uniform per program, or per row of a 2D tile: far smaller than the pointer tile)."""
-        p, i = d.p, d.i
+        p, i = _one_copy(d.p), d.i  # a broadcast base (one per program) is checked once
         if size != d.size:
             return None
         lo_b, hi_b = _min_max(p, None)
