@@ -20,7 +20,8 @@ backend's compile, the launcher, the interpreter's plan), disk cache (key, looku
 execute (the interpreter walking the IR) and other (binding on the hot path, the host
 wrappers' torch calls);
 "per spec" is (cold - warm) / new specializations, the first-launch cost of a specialization.
-Outputs are checked against torch after the cold run on both sides.
+Outputs are checked against torch after the cold run on both sides.  Each half runs ``--runs``
+(tiles) / ``--triton-runs`` times in fresh processes; the table shows per-figure medians.
 """
 
 from __future__ import annotations
@@ -266,10 +267,21 @@ def spawn(flavor: str, repeats: int, only: str, python: str, tiles_root: str) ->
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def median_of(runs: list[dict[str, dict[str, float]]]) -> dict[str, dict[str, float]]:
+    """Per row and figure, the median over runs (a figure missing from a run counts as 0)."""
+    out = {}
+    for name in runs[0]:
+        keys = set().union(*(r[name] for r in runs))
+        out[name] = {k: statistics.median(r[name].get(k, 0.0) for r in runs) for k in keys}
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--flavor", choices=["both", "tiles", "triton"], default="both")
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--runs", type=int, default=3, help="fresh tiles processes; each figure is their median")
+    parser.add_argument("--triton-runs", type=int, default=1, help="fresh Triton processes (its figures vary less)")
     parser.add_argument("--only", default="", help="only the workloads whose name matches this regex")
     parser.add_argument("--python", default=TRITON_PYTHON, help="a Python with torch and triton")
     parser.add_argument("--tiles-root", default=str(HERE.parent),
@@ -278,8 +290,10 @@ def main() -> None:
     if args.flavor != "both":
         print(json.dumps(run_half(args.flavor, args.repeats, args.only)))
         return
-    ours = spawn("tiles", args.repeats, args.only, args.python, args.tiles_root)
-    theirs = spawn("triton", args.repeats, args.only, args.python, args.tiles_root)
+    ours = median_of([spawn("tiles", args.repeats, args.only, args.python, args.tiles_root)
+                      for _ in range(args.runs)])
+    theirs = median_of([spawn("triton", args.repeats, args.only, args.python, args.tiles_root)
+                        for _ in range(args.triton_runs)])
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "(CPU seconds of each process; wall ratio for scale)")
     print("| workload | tiles cold s | Triton cold s | ratio | wall ratio | tiles warm s | Triton warm s | warm ratio "
           "| trace s | prepare s | disk cache s | execute s | other s | specs | per spec ms |")
