@@ -284,16 +284,27 @@ def main() -> None:
     parser.add_argument("--triton-runs", type=int, default=1, help="fresh Triton processes (its figures vary less)")
     parser.add_argument("--only", default="", help="only the workloads whose name matches this regex")
     parser.add_argument("--python", default=TRITON_PYTHON, help="a Python with torch and triton")
-    parser.add_argument("--tiles-root", default=str(HERE.parent),
-                        help="the folder holding the tiles package to time (another checkout: a before/after)")
+    parser.add_argument("--tiles-root", default=str(HERE.parent), help="the folder holding the tiles package to time")
+    parser.add_argument("--baseline-root", help="another checkout's folder, timed alternately with --tiles-root "
+                        "against the same Triton runs (a before/after)")
     args = parser.parse_args()
     if args.flavor != "both":
         print(json.dumps(run_half(args.flavor, args.repeats, args.only)))
         return
-    ours = median_of([spawn("tiles", args.repeats, args.only, args.python, args.tiles_root)
-                      for _ in range(args.runs)])
+    roots = [args.tiles_root] + ([args.baseline_root] if args.baseline_root else [])
+    runs: dict[str, list[dict[str, dict[str, float]]]] = {root: [] for root in roots}
+    for _ in range(args.runs):  # alternating, so that both meet the same load on a shared machine
+        for root in reversed(roots):
+            runs[root].append(spawn("tiles", args.repeats, args.only, args.python, root))
     theirs = median_of([spawn("triton", args.repeats, args.only, args.python, args.tiles_root)
                         for _ in range(args.triton_runs)])
+    for root in reversed(roots):
+        print(f"\ntiles from {root}: median of {args.runs} processes; Triton 3.9 interpreter: median of "
+              f"{args.triton_runs}")
+        print_table(median_of(runs[root]), theirs)
+
+
+def print_table(ours: dict[str, dict[str, float]], theirs: dict[str, dict[str, float]]) -> None:
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "(CPU seconds of each process; wall ratio for scale)")
     print("| workload | tiles cold s | Triton cold s | ratio | wall ratio | tiles warm s | Triton warm s | warm ratio "
           "| trace s | prepare s | disk cache s | execute s | other s | specs | per spec ms |")
