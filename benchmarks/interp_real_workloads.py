@@ -1,6 +1,9 @@
 """tiles' interpreter against Triton's interpreter on real-form workloads, run as test suites run them.
 
-    /work/tvenv/bin/python benchmarks/interp_real_workloads.py [--only REGEX] [--repeats 2]
+    /work/tvenv/bin/python benchmarks/interp_real_workloads.py [--runs 5] [--triton-runs 3]
+        [--baseline-root OTHER_CHECKOUT] [--only REGEX]
+
+(``--baseline-root``: a before/after, e.g. ``git archive <commit> tiles | tar -x -C /tmp/base``.)
 
 A row is a workload: a kernel of ``real_workload_kernels.py`` (Liger-style RMSNorm, cross
 entropy and SwiGLU behind autograd wrappers, tutorial layer norm and matmul, a one-program
