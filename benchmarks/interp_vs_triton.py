@@ -20,7 +20,6 @@ import importlib.util
 import json
 import os
 import re
-import statistics
 import subprocess
 import sys
 import time
@@ -29,6 +28,9 @@ from pathlib import Path
 import numpy as np
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+from interp_timing import time_launch  # noqa: E402
+
 SIZES = {"full": dict(vec=2**20, rows=1024, cols=1024, mnk=256, sum_n=2**22,
                      persistent=(512, 512, 256, 12), tuned=(384, 320, 200), scan=(64, 4096),
                      attention=(16, 1024, 64), groups=((128, 128, 128), (256, 64, 192),
@@ -203,17 +205,7 @@ def time_cases(flavor: str, size: dict, repeats: int, only: str = "") -> dict[st
     for name, (launch, check) in build_cases(flavor, size).items():
         if only and not re.search(only, name):
             continue
-        first = time.perf_counter()
-        launch()          # warm-up: traces/compiles (and autotunes), and its output is checked
-        first = time.perf_counter() - first
-        check()
-        walls, cpus = [], []
-        for _ in range(repeats):
-            start, cpu = time.perf_counter(), time.process_time()
-            launch()
-            walls.append(time.perf_counter() - start)
-            cpus.append(time.process_time() - cpu)
-        results[name] = [statistics.median(walls), statistics.median(cpus), first]
+        results[name] = time_launch(launch, check, repeats)  # the warm-up call is checked
         print(f"  [{flavor}] {name}: {results[name][0]:.4f} s wall, {results[name][1]:.4f} s CPU",
               file=sys.stderr)
     return results

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -23,6 +22,7 @@ HERE = Path(__file__).resolve().parent
 spec = importlib.util.spec_from_file_location("interp_vs_triton", HERE / "interp_vs_triton.py")
 ivt = importlib.util.module_from_spec(spec)  # type: ignore[arg-type]
 spec.loader.exec_module(ivt)  # type: ignore[union-attr]
+time_launch = ivt.time_launch
 
 
 def time_tiles(size: dict, repeats: int, only: str, backend: str) -> dict[str, list[float]]:
@@ -35,17 +35,7 @@ def time_tiles(size: dict, repeats: int, only: str, backend: str) -> dict[str, l
     for name, (launch, check) in cases.items():
         if only and not re.search(only, name):
             continue
-        first = time.perf_counter()
-        launch()
-        first = time.perf_counter() - first
-        check()
-        walls, cpus = [], []
-        for _ in range(repeats):
-            start, cpu = time.perf_counter(), time.process_time()
-            launch()
-            walls.append(time.perf_counter() - start)
-            cpus.append(time.process_time() - cpu)
-        out[name] = [statistics.median(walls), statistics.median(cpus), first]
+        out[name] = time_launch(launch, check, repeats)
         print(f"  [{backend}] {name}: {out[name][0]:.4f} s wall, {out[name][1]:.4f} s CPU", file=sys.stderr)
     return out
 

@@ -29,10 +29,10 @@ STOPPED_WRITER = textwrap.dedent("""
     from pathlib import Path
     from tiles.runtime import cache
 
-    def stop(fd):
+    def stop(src, dst):
         Path({ready!r}).write_text("stopped")
         time.sleep(60)
-    os.fsync = stop
+    os.replace = stop
     cache.write_entry(Path({path!r}), b"new entry " * 100_000)
 """)
 

@@ -100,6 +100,10 @@ class Op(enum.Enum):
     DEVICE_PRINT = "device_print"
     BARRIER = "barrier"
 
+    # Members are singletons compared by identity: hash them so too (Enum's hash of the name is
+    # a Python call, and every dict or set keyed by an op pays it).
+    __hash__ = object.__hash__
+
 
 DOCS: dict[Op, str] = {
     Op.CONST: "r = splat(value) : every element equals the attribute's value",

@@ -47,6 +47,8 @@ class Plan:
         self.sequential = any(i.op is Op.ATOMIC_CAS or (i.op is Op.ATOMIC and i.attrs.kind == "xchg")
                               or (i.op is Op.LOAD and i.attrs.volatile) for i in kernel.walk())
         self.chunk = 1 if self.sequential else max(1, CHUNK_ELEMENTS // biggest)
+        # CONST/ARANGE results (rules._cached): the same for every launch, read-only, kept here
+        self.constants: dict[Instr, tuple[np.ndarray, ...]] = {}
 
     def _compile(self, block: Block) -> None:
         """Each instruction of ``block`` (and of its regions) as a Step, looked up once."""
@@ -130,6 +132,7 @@ def interpret(kernel: Kernel, grid: tuple[int, ...], args: list[Any],
     memory = Memory(kernel, list(args), check_races="races" in wanted)
     walker = _Walker(plan)
     launch = Launch(kernel, memory, walker.run_region, plan.free.__getitem__)
+    launch.cache = plan.constants
     total = grid3[0] * grid3[1] * grid3[2]
     with np.errstate(all="ignore"):
         for start in range(0, total, plan.chunk):
@@ -228,7 +231,7 @@ class _Walker:
             if st == 0:
                 self._zero_step(ctx, instr)
             for i in range(lo, hi, st):
-                carried = self.run_region(ctx, body, env, [np.array([i]).astype(dt), *carried])
+                carried = self.run_region(ctx, body, env, [np.array([i], dt), *carried])  # i fits: lo <= i < hi
             return carried
         count = ctx.P
         lo64, hi64, st64 = (np.broadcast_to(x, (count,)).astype(np.int64) for x in (lb, ub, step))

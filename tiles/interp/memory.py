@@ -103,7 +103,18 @@ def _one_copy(x: np.ndarray) -> np.ndarray:
     return x[tuple(slice(0, 1) if st == 0 else slice(None) for st in x.strides)]
 
 
+_SELECT_LIMIT = 1 << 16
+
+
+def _to_shape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
+    """``x`` broadcast to ``shape`` (``np.broadcast_to`` costs more than most small ops: skip it
+    when the shape is already right)."""
+    return x if x.shape == shape else np.broadcast_to(x, shape)
+
+
 def _min_max(x: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
+    """The least and greatest of ``x`` over the lanes ``mask`` leaves on (all when None); with no
+    lane on, (the dtype's max, its min)."""
     if x.size == 1 and (mask is None or mask.all()):
         v = int(x.flat[0])
         return v, v
@@ -111,7 +122,13 @@ def _min_max(x: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
         x = _one_copy(x)
         return int(x.min()), int(x.max())
     shape = np.broadcast_shapes(x.shape, mask.shape)
-    x, mask = np.broadcast_to(x, shape), np.broadcast_to(mask, shape)
+    x, mask = _to_shape(x, shape), _to_shape(mask, shape)
+    if x.size <= _SELECT_LIMIT:  # small tiles: one copy of the active lanes beats two masked reductions
+        active = x[mask]
+        if active.size:
+            return int(active.min()), int(active.max())
+        info = np.iinfo(x.dtype)
+        return int(info.max), int(info.min)
     info = np.iinfo(x.dtype)
     return (int(np.min(x, where=mask, initial=info.max)),
             int(np.max(x, where=mask, initial=info.min)))
@@ -332,7 +349,7 @@ class Memory:
                        ) -> tuple[Buffer, np.ndarray] | None:
         """The fast path for ``p + i`` with every base ``p`` in one buffer (``p`` is usually
         uniform per program, or per row of a 2D tile: far smaller than the pointer tile)."""
-        p, i = d.p, d.i
+        p, i = _one_copy(d.p), d.i  # a broadcast base (one per program) is checked once
         if size != d.size:
             return None
         lo_b, hi_b = _min_max(p, None)
@@ -413,11 +430,11 @@ class Memory:
             if idx.shape[0] == 1 and (mask is None or mask.shape[0] == 1):
                 value = value[-1:]  # every program writes the same lanes: the last one wins
             shape = np.broadcast_shapes(idx.shape, value.shape, () if mask is None else mask.shape)
-            idx, v = np.broadcast_to(idx, shape), np.broadcast_to(value, shape)
+            idx, v = _to_shape(idx, shape), _to_shape(value, shape)
             if mask is None:
                 buf.view(vdt)[idx.ravel()] = v.ravel()  # 1-D index: in order, the last wins
             else:
-                m = np.broadcast_to(mask, shape)
+                m = _to_shape(mask, shape)
                 buf.view(vdt)[idx[m]] = v[m]
             return
         a = addresses(addr)

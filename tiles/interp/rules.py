@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core import semantics
 from ..core.attrs import Arange, Atomic, Const, Descriptor, Load, Store
-from ..core.dtypes import DType
+from ..core.dtypes import DType, PointerType
 from ..core.errors import KernelRuntimeError
 from ..core.ir import Instr
 from ..core.ops import Op
@@ -44,9 +44,12 @@ def lead_broadcast(*arrays: np.ndarray) -> list[np.ndarray]:
 
 
 def _cached(ctx: Ctx, instr: Instr, make: Callable[[], np.ndarray]) -> tuple[np.ndarray, ...]:
+    """``make()``'s value, made once per kernel (``Plan.constants``): read-only, every launch shares it."""
     hit = ctx.launch.cache.get(instr)
     if hit is None:
-        hit = ctx.launch.cache[instr] = (make(),)
+        value = make()
+        value.flags.writeable = False
+        hit = ctx.launch.cache[instr] = (value,)
     return hit
 
 
@@ -104,7 +107,24 @@ def _broadcast(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.nd
     shape = instr.attrs.shape
     if x.ndim == 1 and shape:
         x = x.reshape((x.shape[0],) + (1,) * len(shape))
-    return (np.broadcast_to(x, (x.shape[0], *shape)),)
+    full = (x.shape[0], *shape)
+    if x.shape == full:
+        return (x,)
+    if x.shape[0] * _prod(shape) <= SMALL_BROADCAST and not isinstance(instr.results[0].type.dtype, PointerType):
+        out = np.empty(full, x.dtype)  # a small copy costs less than np.broadcast_to's view
+        out[...] = x
+        return (out,)
+    return (np.broadcast_to(x, full),)  # pointers stay views: accesses check a broadcast base once
+
+
+SMALL_BROADCAST = 4096
+
+
+def _prod(shape: tuple[int, ...]) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n
 
 
 @_rule(Op.RESHAPE)

@@ -1,10 +1,12 @@
 """Entries of the on-disk cache: checksummed files replaced atomically.
 
 An entry is one header line ``tiles-cache <format> <sha256 of payload> <length>`` and the
-payload.  Writers write a private temporary file in the entry's folder, fsync it and
-``os.replace`` it into place, so readers see a whole old entry or a whole new one.  A
-truncated, garbled or foreign file fails the header/length/checksum test: it is reported
-once with a ``CacheWarning`` and treated as missing (the caller rebuilds and replaces it).
+payload.  Writers write a private temporary file in the entry's folder and ``os.replace``
+it into place, so readers see a whole old entry or a whole new one.  A truncated, garbled or
+foreign file fails the header/length/checksum test: it is reported once with a
+``CacheWarning`` and treated as missing (the caller rebuilds and replaces it).  So writers do
+not ``fsync`` (it cost more than tracing a kernel for the interpreter): an entry torn by a
+crash before the data reached the disk fails the checksum and is rebuilt.
 A folder that cannot be written gives one warning per process.
 """
 
@@ -65,16 +67,17 @@ def write_entry(path: Path, payload: bytes) -> bool:
     when the disk refuses."""
     header = f"{MAGIC} {FORMAT} {hashlib.sha256(payload).hexdigest()} {len(payload)}\n".encode()
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:  # the folder usually exists: make it only when it does not (a syscall saved per write)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        except FileNotFoundError:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     except OSError as e:
         _warn_unwritable(path.parent, e)
         return False
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(header + payload)
-            f.flush()
-            os.fsync(f.fileno())
         os.replace(tmp, path)
         _remove_stale_temporaries(path)
         return True
@@ -87,10 +90,17 @@ def write_entry(path: Path, payload: bytes) -> bool:
         return False
 
 
+_swept: set[Path] = set()  # folders whose stale temporaries this process removed
+
+
 def _remove_stale_temporaries(path: Path) -> None:
-    """Delete what writers of ``path`` killed mid-write left; a live writer's file is younger."""
+    """Delete what writers in ``path``'s folder killed mid-write left, once per folder and process
+    (listing a folder on every write cost more than the write); a live writer's file is younger."""
+    if path.parent in _swept:
+        return
+    _swept.add(path.parent)
     deadline = time.time() - STALE_TEMP_SECONDS
-    for leftover in path.parent.glob(f".{path.name}.*.tmp"):
+    for leftover in path.parent.glob(".*.tmp"):
         try:
             if leftover.stat().st_mtime < deadline:
                 leftover.unlink()

@@ -18,6 +18,7 @@ import os
 import sys
 import sysconfig
 import types
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -47,7 +48,12 @@ def _is_user_function(obj: Any) -> bool:
     """A plain Python function from user code (not tiles, the standard library or site-packages)."""
     if not isinstance(obj, types.FunctionType):
         return False
-    filename = obj.__code__.co_filename
+    return _is_user_file(obj.__code__.co_filename)
+
+
+@functools.lru_cache(maxsize=4096)
+def _is_user_file(filename: str) -> bool:
+    """Whether code from ``filename`` is the user's (resolving a path is slow: once per file)."""
     if filename.startswith("<"):
         return True
     path = str(Path(filename).resolve())
@@ -99,13 +105,21 @@ def _source_override(obj: Any) -> str | None:
     return text if isinstance(text, str) else None
 
 
+# a code object's source, found once: ``inspect.getsource`` searches modules and files on each call
+_SOURCES: weakref.WeakKeyDictionary[types.CodeType, str] = weakref.WeakKeyDictionary()
+
+
 def _function_source(fn: types.FunctionType, override: str | None = None) -> str:
     if override is not None:
         return override
-    try:
-        return inspect.getsource(fn)
-    except (OSError, TypeError):
-        return fn.__code__.co_code.hex()
+    text = _SOURCES.get(fn.__code__)
+    if text is None:
+        try:
+            text = inspect.getsource(fn)
+        except (OSError, TypeError):
+            text = fn.__code__.co_code.hex()
+        _SOURCES[fn.__code__] = text
+    return text
 
 
 def value_text(value: Any) -> str | None:
@@ -189,10 +203,21 @@ def source_fingerprint(jit_fn: Any) -> str:
     return digest.hexdigest()
 
 
+_STABLE: dict[tuple[type, str], Any] = {}  # a frozen dataclass's form, by type and repr (every compile key asks)
+
+
 def stable(value: Any) -> Any:
-    """A JSON-able form of a target/options value whose text does not depend on hash seeds."""
+    """A JSON-able form of a target/options value whose text does not depend on hash seeds
+    (shared between calls for a frozen dataclass: do not modify it)."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: stable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+        # keyed by the text, not by ==: Options(x=1) == Options(x=True), but their forms differ
+        key = (type(value), repr(value)) if type(value).__dataclass_params__.frozen else None  # type: ignore[attr-defined]
+        found = _STABLE.get(key) if key is not None else None
+        if found is None:
+            found = {f.name: stable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+            if key is not None and len(_STABLE) < 1024:
+                _STABLE[key] = found
+        return found
     if isinstance(value, (frozenset, set)):
         return sorted(str(stable(v)) for v in value)
     if isinstance(value, (list, tuple)):

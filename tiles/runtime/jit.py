@@ -354,7 +354,8 @@ class JITFunction(KernelInterface):
         compiled = compile_cached(self, specs, backend, options, traced)
         if getattr(backend, "wants_function", False):  # the stepping interpreter runs the Python
             compiled.extra.update(jit_function=self, specs=tuple(specs), regroup=expanded_args.regroup)
-        compiled.asm.setdefault("ir", format_kernel(compiled.ir))
+        if "ir" not in compiled.asm:
+            compiled.asm["ir"] = format_kernel(compiled.ir)
         for stage in config.dump_stages(compiled.asm):
             if stage in compiled.asm:
                 print(f"// ---- {self.__name__}: {stage}\n{compiled.asm[stage]}", file=sys.stderr)
