@@ -68,6 +68,7 @@ C99 = CDialect(
     local_buffer="unsigned char tiles_local[{bytes}] __attribute__((aligned(16)));",
     thread_id="0", program_id="tiles_pid[{axis}]", num_programs="tiles_grid[{axis}]",
     barrier=";",  # one thread
+    global_fence=";",  # the programs run one after another: nothing to order
     math={Op.EXP: "exp", Op.EXP2: "exp2", Op.LOG: "log", Op.LOG2: "log2", Op.SQRT: "sqrt",
           Op.RSQRT: "tiles_rsqrt", Op.SIN: "sin", Op.COS: "cos", Op.ERF: "erf", Op.FLOOR: "floor",
           Op.CEIL: "ceil", Op.ABS: "fabs"},

@@ -57,8 +57,9 @@ class CDialect:
     atomic_pointer: str = "volatile {space}{t}*"
     # ``tl.debug_barrier()``: as ``barrier``, also ordering global memory ("": ``barrier`` does)
     program_barrier: str = ""
-    # a statement ordering this thread's global memory accesses before and after it (the fence
-    # around an atomic whose ``sem`` is not relaxed; "": the atomics are ordered already)
+    # a statement ordering this thread's global memory accesses before and after it for every other
+    # program (the fence around an atomic whose ``sem`` is not relaxed; ";" where nothing needs
+    # ordering; "": none is known, so such atomics are refused)
     global_fence: str = ""
     # the text every program starts with
     pragmas: tuple[str, ...] = ()
