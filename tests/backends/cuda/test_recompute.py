@@ -50,9 +50,10 @@ def test_masked_2d_copy_needs_no_local_memory(rng, M, N, bm, bn, warps):
 
 
 def test_loaded_vectors_still_broadcast_through_local_memory(rng):
-    x = rng.standard_normal(16).astype(np.float32)
-    y = np.zeros((16, 16), np.float32)
-    ir = row_vector_broadcast.warmup(x, y, N=16, num_warps=2, backend="cuda").ir
+    # 64 elements on 64 threads: wider than a warp, so not moved by shuffles (test_lane_gather.py)
+    x = rng.standard_normal(64).astype(np.float32)
+    y = np.zeros((64, 64), np.float32)
+    ir = row_vector_broadcast.warmup(x, y, N=64, num_warps=2, backend="cuda").ir
     assert _local_bytes(ir, [x, y], 2) > 0
     run(ir, [x, y], (1,), 64)
     np.testing.assert_array_equal(y, x[None, :] + x[:, None])
