@@ -3,6 +3,9 @@ shuffles (``lowering/lane_gather.py``), not local memory: loaded vectors and val
 them, in the Mamba state-update form, checked on the numpy SIMT simulator against numpy with odd
 sizes whose masks cut rows and columns, over several warp counts and dtypes."""
 
+import sys
+from pathlib import Path
+
 import numpy as np
 import pytest
 from sim_emitter import SimEmitter, addresses, run
@@ -82,3 +85,36 @@ def test_vector_broadcasts_by_dtype(rng, dtype, n, warps):
     run(ir, [x, y], (1,), warps * 32)
     with np.errstate(over="ignore"):
         np.testing.assert_array_equal(y, x[None, :] - x[:, None])
+
+
+@pytest.mark.parametrize("batch, heads, dim, dstate, block_m, warps", [
+    (2, 3, 40, 16, 32, 4), (2, 2, 10, 128, 4, 4), (1, 2, 13, 32, 16, 2), (2, 2, 37, 8, 32, 1), (3, 2, 21, 4, 32, 8)])
+def test_mamba_state_update_simulated(rng, batch, heads, dim, dstate, block_m, warps):
+    # the corpus kernel at the benchmark's BLOCK_M rule (heads_per_group 2: a 1 would be specialized
+    # away, and the simulator passes every argument)
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat"))
+    from compat_harness import load
+    mk = load("mamba_selective_state_update")
+    f32 = np.float32
+    state0 = rng.standard_normal((batch, heads, dim, dstate)).astype(f32)
+    x, dt, z = (rng.standard_normal((batch, heads, dim)).astype(f32) for _ in range(3))
+    A = (-np.abs(rng.standard_normal((heads, dim, dstate))) - 0.1).astype(f32)
+    B, C = (rng.standard_normal((batch, 1, dstate)).astype(f32) for _ in range(2))
+    bias, skip = (rng.standard_normal((heads, dim)).astype(f32) for _ in range(2))
+    state, out = state0.copy(), np.zeros_like(x)
+
+    def st(a, i):
+        return np.int32(a.strides[i] // a.itemsize)
+    args = [state, x, dt, bias, A, B, C, skip, z, out, np.int32(dim), np.int32(dstate), np.int32(heads),
+            st(state, 0), st(state, 1), st(state, 2), st(x, 0), st(x, 1), st(dt, 0), st(dt, 1), st(A, 0), st(A, 1),
+            st(B, 0), st(B, 1), st(out, 0), st(out, 1)]
+    grid = (-(-dim // block_m), batch, heads)
+    fn = mk._ssm_step
+    while type(fn).__name__ == "Heuristics":
+        fn = fn.fn
+    ir = fn.warmup(*args, SOFTPLUS=True, BLOCK_M=block_m, HAS_BIAS=True, HAS_SKIP=True, HAS_GATE=True,
+                   BLOCK_N=1 << (dstate - 1).bit_length(), num_warps=warps, backend="cuda", grid=grid).ir
+    run(ir, args, grid, warps * 32)
+    want_state, want_out = mk._reference(state0, x, dt, bias, A, B, C, skip, z, True, heads)
+    np.testing.assert_allclose(state, want_state, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(out, want_out, rtol=1e-4, atol=1e-4)
