@@ -20,17 +20,22 @@ from .layout import Layout
 from .lower import Index, Lowering
 
 
+def fits_lanes(lw: Lowering, src: Value) -> bool:
+    """Whether lane ``c`` of every warp holds element ``c`` of ``src``, all of it (module doc)."""
+    lay, warp = lw.layout(src), lw.e.target.warp_size
+    return (lay.vec == 1 and lay.rounds == 1 and warp % lay.nchunks == 0 and lw.threads % warp == 0
+            and not isinstance(src.type.dtype, PointerType))
+
+
 def gather_lanes(lw: Lowering, src: Value, dst: Layout, source_index: Callable[[int, Index], Index],
                  one_per_chunk: bool = False) -> list[Handle] | None:
     """Result slot j of ``dst`` holds element source_index(j, its row-major index) of ``src``, read
     from the lane holding it; None where ``src``'s layout or the target does not allow (module doc).
     ``one_per_chunk``: the slots of a chunk of ``dst`` all read one element (a broadcast along the
     last axis), shuffled once."""
-    lay, warp = lw.layout(src), lw.e.target.warp_size
-    dtype = src.type.dtype
-    if lay.vec != 1 or lay.rounds != 1 or warp % lay.nchunks or lw.threads % warp or isinstance(dtype, PointerType):
+    if not fits_lanes(lw, src):
         return None
-    value = lw.env[src][0]
+    value, dtype = lw.env[src][0], src.type.dtype
     out: list[Handle] = []
     for j in range(dst.per_thread):
         if one_per_chunk and dst.slot(j)[1]:

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from ...core.dtypes import ScalarType, int32
 from ...core.ir import Instr, Value
 from ...core.ops import Op
+from .broadcast_loads import taken
 from .emitter import Handle
 from .lane_gather import gather_lanes
 from .layout import Layout
@@ -64,7 +65,8 @@ def _broadcast(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         return lw.flatten(shape, [0 if d == 1 else c for d, c in zip(shape, cs)])
     if recomputable(lw, src):
         return [[recompute(lw, src, index(j, lw.flat_index(dst, j))) for j in range(dst.per_thread)]]
-    return [gather_lanes(lw, src, dst, index, one_per_chunk=shape[-1] == 1) or gather_local(lw, [src], dst, index)]
+    return [gather_lanes(lw, src, dst, index, one_per_chunk=shape[-1] == 1) or taken(lw, instr)
+            or gather_local(lw, [src], dst, index)]
 
 
 @rule(Op.RESHAPE)
