@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 from ...core.ir import Instr, Value
 from ...core.ops import Op
+from .axisinfo import AxisInfo, vector_width
 from .emitter import Handle
 from .lane_gather import fits_lanes
 from .lower import Index, Lowering
@@ -73,16 +74,33 @@ def read_for_broadcasts(lw: Lowering, load: Instr, handles: Sequence[Handle]) ->
         if dst.per_thread > MAX_SLOTS or fits_lanes(lw, broadcast.operands[0]):
             continue
         one_per_chunk = broadcast.operands[0].type.shape[-1] == 1
+        width = 1 if one_per_chunk else _width(lw, load, dst.vec)
         reads: list[Handle] = []
         for j in range(dst.per_thread):
-            if one_per_chunk and dst.slot(j)[1]:
-                reads.append(reads[-1])
+            if one_per_chunk and dst.slot(j)[1] or j % width:
+                if one_per_chunk:
+                    reads.append(reads[-1])
                 continue
             at = source_index(lw, broadcast, lw.flat_index(dst, j))
-            reads.append(lw.e.load(recompute(lw, ptr, at), elem,
-                                   recompute(lw, mask, at) if mask is not None else None,
-                                   recompute(lw, other, at) if other is not None else None))
+            p = recompute(lw, ptr, at)
+            m = recompute(lw, mask, at) if mask is not None else None
+            if width == 1:
+                reads.append(lw.e.load(p, elem, m, recompute(lw, other, at) if other is not None else None))
+            else:
+                others = None if other is None else [recompute(lw, other, lw.iop(Op.ADD, at, k)) for k in range(width)]
+                reads.extend(lw.e.load_vector(p, elem, width, m, others))
         _READS.setdefault(lw, {})[broadcast.result] = (handles, reads)
+
+
+def _width(lw: Lowering, load: Instr, vec: int) -> int:
+    """Elements per read where a chunk of the broadcast reads consecutive elements of the vector
+    (its last axis kept): as wide as the load's pointers, mask and other allow."""
+    a = load.attrs
+    infos = [lw.info.get(load.operands[i]) for i, on in ((1, a.masked), (2, a.has_other)) if on]
+    w = vector_width(vec, lw.info.get(load.operands[0]) or AxisInfo(), load.result.type.element.itemsize, *infos)
+    while w > 1 and not lw.e.vector_ok(load.result.type.element, w):
+        w //= 2
+    return w
 
 
 def taken(lw: Lowering, broadcast: Instr) -> list[Handle] | None:
