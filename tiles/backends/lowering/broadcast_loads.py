@@ -4,7 +4,8 @@
 elements to the threads that need them costs a trip through local memory and two barriers.  When
 the load's pointers, mask and other value are index expressions (``recompute.py``), the load rule
 also reads, right where the kernel loads ``b`` (so no store of the kernel can come in between),
-the elements each thread's slots of the broadcast need; the broadcast then takes those.  Vectors of
+the elements each thread's slots of the broadcast need (vector accesses where a column vector's
+pointers, mask and other allow); the broadcast then takes those.  Vectors of
 at most a warp's elements are left to shuffles (``lane_gather.py``), and a broadcast needing more
 than ``MAX_SLOTS`` reads per thread to local memory.
 """
