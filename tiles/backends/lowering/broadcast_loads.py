@@ -2,12 +2,12 @@
 
 ``b = tl.load(B + cols, mask=cols < N)`` then ``b[None, :]`` against a 2-D tile: moving ``b``'s
 elements to the threads that need them costs a trip through local memory and two barriers.  When
-the load's pointers, mask and other value are index expressions (``recompute.py``), the load rule
-also reads, right where the kernel loads ``b`` (so no store of the kernel can come in between),
-the elements each thread's slots of the broadcast need (vector accesses where a column vector's
-pointers, mask and other allow); the broadcast then takes those.  Vectors of
-at most a warp's elements are left to shuffles (``lane_gather.py``), and a broadcast needing more
-than ``MAX_SLOTS`` reads per thread to local memory.
+the load's pointers, mask and other value are index expressions (``recompute.py``) and no atomic of
+the kernel writes what it reads, the load rule also reads, right where the kernel loads ``b`` (so no
+store of the kernel can come in between), the elements each thread's slots of the broadcast need
+(vector accesses where a column vector's pointers, mask and other allow); the broadcast then takes
+those.  Vectors of at most a warp's elements are left to shuffles (``lane_gather.py``), and a
+broadcast needing more than ``MAX_SLOTS`` reads per thread to local memory.
 """
 
 from __future__ import annotations
@@ -64,7 +64,7 @@ def source_index(lw: Lowering, broadcast: Instr, flat: Index) -> Index:
 def read_for_broadcasts(lw: Lowering, load: Instr, handles: Sequence[Handle]) -> None:
     """After ``load`` gave ``handles``: read again, in its layout, each broadcast it feeds (module doc)."""
     a = load.attrs
-    if a.volatile or not all(recomputable(lw, x) for x in load.operands):
+    if a.volatile or _atomics_may_write(lw, load) or not all(recomputable(lw, x) for x in load.operands):
         return
     ptr = load.operands[0]
     mask = load.operands[1] if a.masked else None
@@ -91,6 +91,15 @@ def read_for_broadcasts(lw: Lowering, load: Instr, handles: Sequence[Handle]) ->
                 others = None if other is None else [recompute(lw, other, lw.iop(Op.ADD, at, k)) for k in range(width)]
                 reads.extend(lw.e.load_vector(p, elem, width, m, others))
         _READS.setdefault(lw, {})[broadcast.result] = (handles, reads)
+
+
+def _atomics_may_write(lw: Lowering, load: Instr) -> bool:
+    """Whether the kernel's atomics (other programs') may change what ``load`` reads: the copies of
+    an element must then come from one read (``memory.py``), not one each."""
+    if lw.origins is None:
+        return False
+    origins, written = lw.origins.get(load.operands[0]), lw.atomic_params
+    return origins is None or written is None or bool(origins & written)
 
 
 def _width(lw: Lowering, load: Instr, vec: int) -> int:
