@@ -1,7 +1,7 @@
 """A numpy SIMT simulator of the lowering's emitter contract, tensor-core calls included.
 
 Every handle holds one value per thread of the program (a numpy array); warp-wide
-calls (``ldmatrix``, ``stmatrix``, ``mma``, ``shuffle_xor``) act on each group of 32 threads as
+calls (``ldmatrix``, ``stmatrix``, ``mma``, ``shuffle_xor``, ``shuffle_index``) act on each group of 32 threads as
 PTX specifies.  Threads run in lock step, so barriers are no-ops.  It lets the
 tensor-core lowering (fragment layouts, MMA operand repacking, row reductions) be
 checked numerically without a GPU: ``run(kernel_ir, args, grid, threads)``.
@@ -233,6 +233,11 @@ class SimEmitter(TensorCoreEmitter):
 
     def shuffle_xor(self, value: H, lane_mask: int, dtype: Any) -> H:
         return H(value.v[np.arange(self.threads) ^ lane_mask])
+
+    def shuffle_index(self, value: H, lane: H, dtype: Any) -> H:
+        src = np.broadcast_to(np.asarray(lane.v, np.int64), (self.threads,))
+        assert ((src >= 0) & (src < WARP)).all(), "indexed shuffle outside the warp"
+        return H(value.v[np.arange(self.threads) // WARP * WARP + src])
 
     # local memory
     def local_itemsize(self, dtype: Any) -> int:

@@ -24,7 +24,7 @@ def masked_copy_2d(x_ptr, y_ptr, M, N, stride_xm, stride_ym, BLOCK_M: tl.constex
 
 @tiles.jit
 def row_vector_broadcast(x_ptr, y_ptr, N: tl.constexpr):
-    v = tl.load(x_ptr + tl.arange(0, N))  # loaded: moved, not recomputed
+    v = tl.load(x_ptr + tl.arange(0, N)) * 2.0  # computed from a load: moved, not recomputed
     tl.store(y_ptr + tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :], v[None, :] + v[:, None])
 
 
@@ -49,10 +49,11 @@ def test_masked_2d_copy_needs_no_local_memory(rng, M, N, bm, bn, warps):
     np.testing.assert_array_equal(y[:, N], 7.0)
 
 
-def test_loaded_vectors_still_broadcast_through_local_memory(rng):
-    x = rng.standard_normal(16).astype(np.float32)
-    y = np.zeros((16, 16), np.float32)
-    ir = row_vector_broadcast.warmup(x, y, N=16, num_warps=2, backend="cuda").ir
+def test_computed_vectors_still_broadcast_through_local_memory(rng):
+    # 64 elements on 64 threads: wider than a warp, so not moved by shuffles (test_lane_gather.py)
+    x = rng.standard_normal(64).astype(np.float32)
+    y = np.zeros((64, 64), np.float32)
+    ir = row_vector_broadcast.warmup(x, y, N=64, num_warps=2, backend="cuda").ir
     assert _local_bytes(ir, [x, y], 2) > 0
     run(ir, [x, y], (1,), 64)
-    np.testing.assert_array_equal(y, x[None, :] + x[:, None])
+    np.testing.assert_array_equal(y, 2 * x[None, :] + 2 * x[:, None])

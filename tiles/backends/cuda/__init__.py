@@ -74,6 +74,7 @@ def nvptx_target(arch: str) -> LLVMTarget:
         barrier="llvm.nvvm.barrier0",
         fence_ordered_rmw=True,
         shuffle_xor="llvm.nvvm.shfl.sync.bfly.i32",
+        shuffle_idx="llvm.nvvm.shfl.sync.idx.i32",
         math_f32={"log2": "llvm.nvvm.lg2.approx.f", "exp2": "llvm.nvvm.ex2.approx.ftz.f",
                   **(LIBDEVICE_F32 if libdevice else {})},
         math_f64=LIBDEVICE_F64 if libdevice else {},

@@ -37,6 +37,8 @@ class LLVMTarget:
     fence_ordered_rmw: bool = False
     # i32 butterfly shuffle intrinsic (membermask, value, lane mask, clamp), "" when absent.
     shuffle_xor: str = ""
+    # i32 indexed shuffle intrinsic (membermask, value, source lane, clamp), "" when absent.
+    shuffle_idx: str = ""
     # fp32 math intrinsics that replace the generic llvm.<name>.f32 ones (e.g. NVPTX has no
     # lowering for llvm.log2.f32): {"log2": "llvm.nvvm.lg2.approx.f"}.
     math_f32: dict[str, str] = field(default_factory=dict)

@@ -165,6 +165,11 @@ class Emitter(abc.ABC):
         when the target has no cross-lane shuffle (the lowering then uses local memory)."""
         return None
 
+    def shuffle_index(self, value: Handle, lane: Handle, dtype: ScalarType) -> Handle | None:
+        """The ``value`` of lane ``lane`` (int32, per thread) of this warp (all lanes active), or None
+        when the target has no indexed shuffle (the lowering then uses local memory)."""
+        return None
+
     # ------------------------------------------------------------ local memory
     # Levels of a reduction tree done between two barriers: with n, each thread that carries on
     # combines 2**n partials, and at the end every thread combines the last levels itself.

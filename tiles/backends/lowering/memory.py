@@ -15,6 +15,7 @@ from ...core.dtypes import PointerType
 from ...core.ir import Instr
 from ...core.ops import Op
 from .axisinfo import AxisInfo, vector_width
+from .broadcast_loads import read_for_broadcasts
 from .emitter import Handle
 from .layout import Layout
 from .lower import Lowering, rule
@@ -67,6 +68,7 @@ def _load(lw: Lowering, instr: Instr) -> list[list[Handle]]:
             out.append(lw.e.load(ptrs[j], elem, m, others[j] if others else None))
         else:
             out.extend(lw.e.load_vector(ptrs[j], elem, w, m, others[j:j + w] if others else None))
+    read_for_broadcasts(lw, instr, out)
     return [out]
 
 

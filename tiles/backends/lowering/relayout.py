@@ -15,7 +15,9 @@ from collections.abc import Callable, Sequence
 from ...core.dtypes import ScalarType, int32
 from ...core.ir import Instr, Value
 from ...core.ops import Op
+from .broadcast_loads import taken
 from .emitter import Handle
+from .lane_gather import gather_lanes
 from .layout import Layout
 from .lower import Index, Lowering, rule
 from .recompute import recomputable, recompute
@@ -63,7 +65,8 @@ def _broadcast(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         return lw.flatten(shape, [0 if d == 1 else c for d, c in zip(shape, cs)])
     if recomputable(lw, src):
         return [[recompute(lw, src, index(j, lw.flat_index(dst, j))) for j in range(dst.per_thread)]]
-    return [gather_local(lw, [src], dst, index)]
+    return [gather_lanes(lw, src, dst, index, one_per_chunk=shape[-1] == 1) or taken(lw, instr)
+            or gather_local(lw, [src], dst, index)]
 
 
 @rule(Op.RESHAPE)
@@ -73,7 +76,7 @@ def _reshape(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         return [[lw.env[src][0]] * dst.per_thread] if dst.numel == 1 else [list(lw.env[src])]
     if recomputable(lw, src):
         return [[recompute(lw, src, lw.flat_index(dst, j)) for j in range(dst.per_thread)]]
-    return [gather_local(lw, [src], dst, lambda j, flat: flat)]
+    return [gather_lanes(lw, src, dst, lambda j, flat: flat) or gather_local(lw, [src], dst, lambda j, flat: flat)]
 
 
 @rule(Op.PERMUTE)
