@@ -45,9 +45,11 @@ class OpenCLEmitter(CStyleEmitter):
     # NVIDIA's 64-bit saturating conversions give INT64_MIN for NaN: legalize.py tests for it
     legality = Legality(float_to_int_nan_is_zero=False)
 
-    def __init__(self, target: Target, fp64: bool, tree_levels_per_barrier: int = 1) -> None:
+    def __init__(self, target: Target, fp64: bool, tree_levels_per_barrier: int = 1,
+                 recompute_budget: int = CStyleEmitter.recompute_budget) -> None:
         super().__init__(target, OPENCL, fp64)
         self.tree_levels_per_barrier = tree_levels_per_barrier
+        self.recompute_budget = recompute_budget
 
     def math_fn(self, fn: MathFunction, args: Sequence[Handle], dtypes: Sequence[DType]) -> Handle:
         d = dtypes[0]
