@@ -112,7 +112,8 @@ class OpenCLBackend(Backend):
         levels between barriers instead of one: pocl's compile time grows faster than the number
         of barriers (a 64-element sum: 3 barriers instead of 8).  For the same reason a CPU program
         recomputes index expressions of up to ``cpu_recompute_budget`` ops per element (a block
-        pointer's 2-D boundary mask) rather than broadcast them through local memory."""
+        pointer's 2-D boundary mask) rather than broadcast them through local memory, and defers
+        the trailing barrier of each exchange through local memory (``lowering/exchanges.py``)."""
         from ..lowering import lower
         from . import runtime
         from .emit_c import OpenCLEmitter
@@ -120,7 +121,8 @@ class OpenCLBackend(Backend):
         cpu = runtime.is_cpu()
         levels = self.cpu_tree_levels_per_barrier if cpu else 1
         budget = self.cpu_recompute_budget if cpu else OpenCLEmitter.recompute_budget
-        lowered = lower(compiled.ir, OpenCLEmitter(self.target(), runtime.has_fp64(), levels, budget),
+        emitter = OpenCLEmitter(self.target(), runtime.has_fp64(), levels, budget, defer_exchange_barriers=cpu)
+        lowered = lower(compiled.ir, emitter,
                         dataclasses.replace(options, num_warps=threads // 32))
         compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
         compiled.not_applied = lowered.not_applied
