@@ -34,6 +34,7 @@ class OpenCLBackend(Backend):
     cpu_elements_per_work_item = 4  # see _threads
     cpu_tree_levels_per_barrier = 3  # see _generate
     cpu_recompute_budget = 32  # see _generate
+    cpu_defer_exchange_barriers = True  # see _generate
 
     def available(self) -> tuple[bool, str]:
         try:
@@ -121,7 +122,8 @@ class OpenCLBackend(Backend):
         cpu = runtime.is_cpu()
         levels = self.cpu_tree_levels_per_barrier if cpu else 1
         budget = self.cpu_recompute_budget if cpu else OpenCLEmitter.recompute_budget
-        emitter = OpenCLEmitter(self.target(), runtime.has_fp64(), levels, budget, defer_exchange_barriers=cpu)
+        emitter = OpenCLEmitter(self.target(), runtime.has_fp64(), levels, budget,
+                                defer_exchange_barriers=cpu and self.cpu_defer_exchange_barriers)
         lowered = lower(compiled.ir, emitter,
                         dataclasses.replace(options, num_warps=threads // 32))
         compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
