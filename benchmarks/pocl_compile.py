@@ -22,17 +22,19 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {p.stem.split("_", 1)[1]: p for p in sorted((ROOT / "examples").glob("[0-9]*.py"))}
-CORPUS = ["tut02_fused_softmax", "tut03_matmul_swizzle2d", "tut05_layer_norm_fwd", "liger_rms_norm",
-          "liger_cross_entropy", "fg_topk", "fla_chunk_scan_dot", "tut06_fused_attention"]
+CORPUS = sorted((ROOT / "tests" / "compat" / "kernels").glob("*.py"))
+GEMM_FORMS = ["wrap", "no-masks", "persistent"]  # realworld_gemm.py's forms, each over its CONFIGS, at 256^3
+ATTENTION_HEAD_DIMS = [64]  # realworld_attention.py's block-pointer form over its CONFIGS
 BIG_ADD_BLOCKS = [2**16, 2**20]
 ATTN_RES_MAX_BLOCKS = [1, 2, 4, 8]  # liger2_attn_res: reductions under a run-time if in a static_range
 
 CHILD = r"""
-import importlib.util, json, sys, time
-sys.path[:0] = [{tiles_root!r}, {compat!r}]
+import importlib.util, json, math, sys, time
+sys.path[:0] = [{tiles_root!r}, {compat!r}, {benchmarks!r}]
 import numpy as np
 import tiles
 from tiles.backends.opencl import OpenCLBackend
@@ -40,8 +42,13 @@ from tiles.backends.opencl import runtime
 from tiles.runtime import jit
 
 times = {{"c_bytes": 0}}
+kernels = {{}}  # id(compiled) -> {{name, lines, seconds in C / build / first launch}}
 def add(name, seconds):
     times[name] = times.get(name, 0.0) + seconds
+
+def record(compiled):
+    return kernels.setdefault(id(compiled), {{"name": compiled.name, "lines": 0, "c": 0.0, "build": 0.0,
+                                              "launch": 0.0, "keep": compiled}})
 
 def timed(owner, attr, label):
     inner = getattr(owner, attr)
@@ -55,34 +62,86 @@ def timed(owner, attr, label):
 
 timed(jit.JITFunction, "trace", "trace")
 timed(runtime, "launch", "launches")
-import pyopencl as cl
-binaries = cl.Program.binaries
-def timed_binaries(program):
-    start = time.perf_counter()
-    try:
-        return binaries.__get__(program)
-    finally:
-        add("binary_fetch", time.perf_counter() - start)
-cl.Program.binaries = property(timed_binaries)
 stages = OpenCLBackend.stages
 def timed_stages(self, options):
     def wrap(name, stage):
         def run(value, compiled):
             start = time.perf_counter()
             out = stage(value, compiled)
-            add("stage_" + name, time.perf_counter() - start)
+            seconds = time.perf_counter() - start
+            add("stage_" + name, seconds)
             if name == "opencl":
                 times["c_bytes"] += len(out)
+                record(compiled)["lines"] = out.count("\n") + 1
+                record(compiled)["c"] += seconds
+            elif name == "build":
+                record(compiled)["build"] += seconds
             return out
         return run
     return {{name: wrap(name, stage) for name, stage in stages(self, options).items()}}
 OpenCLBackend.stages = timed_stages
+first_launch = OpenCLBackend.launch
+def timed_launch(self, compiled, *args, **kwargs):
+    if "launched" in compiled.loaded:
+        return first_launch(self, compiled, *args, **kwargs)
+    start = time.perf_counter()
+    try:
+        return first_launch(self, compiled, *args, **kwargs)
+    finally:
+        record(compiled)["launch"] += time.perf_counter() - start
+OpenCLBackend.launch = timed_launch
 
 def load(path):
     spec = importlib.util.spec_from_file_location("bench_case", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+def gemm_form(form):
+    import tempfile
+    from pathlib import Path
+    import realworld_gemm as rg
+    from memory_bound import load_kernels
+    mod = load_kernels("tiles", Path(tempfile.mkdtemp()), rg.KERNELS, "realworld_gemm")
+    rng = np.random.default_rng(0)
+    m = n = k = 256
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    want = a.astype(np.float32) @ b.astype(np.float32)
+    for bm, bn, bk, warps, stages in rg.CONFIGS:
+        c = np.zeros((m, n), np.float16)
+        strides = (k, 1, n, 1, n, 1)
+        meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8, num_warps=warps, num_stages=stages)
+        tiles_total = math.ceil(m / bm) * math.ceil(n / bn)
+        if form == "persistent":
+            mod.persistent_matmul[(min(2, tiles_total),)](a, b, c, m, n, k, *strides, NUM_SMS=2, **meta)
+        else:
+            mod.tutorial_matmul[(tiles_total,)](a, b, c, m, n, k, *strides, WRAP_AND_MASK=form == "wrap", **meta)
+        np.testing.assert_allclose(c.astype(np.float32), want, rtol=2e-2, atol=0.25)
+
+def attention_form(d):
+    import tempfile
+    from pathlib import Path
+    import realworld_attention as ra
+    from memory_bound import load_kernels
+    mod = load_kernels("tiles", Path(tempfile.mkdtemp()), ra.KERNELS, "realworld_attention")
+    rng = np.random.default_rng(0)
+    z, h, n_ctx = 1, 2, 128
+    q, k, v = (rng.standard_normal((z, h, n_ctx, d)).astype(np.float16) for _ in range(3))
+    scale = 1 / math.sqrt(d)
+    s = np.einsum("zhmd,zhnd->zhmn", q.astype(np.float32), k.astype(np.float32)) * scale
+    p = np.exp(s - s.max(-1, keepdims=True))
+    want = np.einsum("zhmn,zhnd->zhmd", p / p.sum(-1, keepdims=True), v.astype(np.float32))
+    st = lambda x: tuple(s // x.itemsize for s in x.strides)
+    for bm, bn, warps, stages in ra.CONFIGS:
+        if bn > d:
+            continue
+        o = np.zeros_like(q)
+        m = np.zeros((z, h, n_ctx), np.float32)
+        mod.attn_fwd[(math.ceil(n_ctx / bm), z * h)](q, k, v, scale, m, o, *st(q), *st(k), *st(v), *st(o), z, h, n_ctx,
+                                                     HEAD_DIM=d, BLOCK_M=bm, BLOCK_N=bn, STAGE=1, num_warps=warps,
+                                                     num_stages=stages)
+        np.testing.assert_allclose(o.astype(np.float32), want, rtol=2e-2, atol=2e-2)
 
 kind, what = {kind!r}, {what!r}
 start = time.perf_counter()
@@ -93,6 +152,10 @@ elif kind == "corpus":
 elif kind == "attn-res":
     max_blocks = int(what)
     load({attn_res!r}).run(np.random.default_rng(0), max_blocks - max_blocks // 4, max_blocks)
+elif kind == "gemm":
+    gemm_form(what)
+elif kind == "attention":
+    attention_form(int(what))
 else:
     add_kernel = load({add_example!r}).add_kernel
     n = int(what)
@@ -101,23 +164,29 @@ else:
     add_kernel[(1,)](x, x, out, n, BLOCK=n, backend="opencl")
     np.testing.assert_array_equal(out, x + x)
 times["wall"] = time.perf_counter() - start
+for entry in kernels.values():
+    del entry["keep"]
+times["kernels"] = list(kernels.values())
 print(json.dumps(times))
 """
 
 
 def cases(selected: set[str] | None) -> list[tuple[str, str, str]]:
     found = [(name, "example", str(path)) for name, path in EXAMPLES.items()]
-    found += [(name, "corpus", str(ROOT / "tests" / "compat" / "kernels" / f"{name}.py")) for name in CORPUS]
+    found += [(path.stem, "corpus", str(path)) for path in CORPUS]
+    found += [(f"gemm {form}", "gemm", form) for form in GEMM_FORMS]
+    found += [(f"attention d={d}", "attention", str(d)) for d in ATTENTION_HEAD_DIMS]
     found += [(f"add BLOCK=2**{block.bit_length() - 1}", "big-add", str(block)) for block in BIG_ADD_BLOCKS]
     found += [(f"attn_res MAX_BLOCKS={n}", "attn-res", str(n)) for n in ATTN_RES_MAX_BLOCKS]
     return [c for c in found if selected is None or c[0] in selected]
 
 
-def run_case(tiles_root: Path, kind: str, what: str, timeout: float) -> dict[str, float] | str:
+def run_case(tiles_root: Path, kind: str, what: str, timeout: float) -> dict[str, Any] | str:
     with tempfile.TemporaryDirectory() as tiles_cache, tempfile.TemporaryDirectory() as pocl_cache:
         env = {**os.environ, "TILES_CACHE_DIR": tiles_cache, "TILES_ALWAYS_COMPILE": "1",
                "POCL_CACHE_DIR": pocl_cache, "TILES_BACKEND": "opencl"}
-        script = CHILD.format(tiles_root=str(tiles_root), compat=str(ROOT / "tests" / "compat"), kind=kind,
+        script = CHILD.format(tiles_root=str(tiles_root), compat=str(ROOT / "tests" / "compat"),
+                              benchmarks=str(ROOT / "benchmarks"), kind=kind,
                               what=what, add_example=str(EXAMPLES["vector_add"]),
                               attn_res=str(ROOT / "tests" / "compat" / "kernels" / "liger2_attn_res.py"))
         try:
@@ -126,7 +195,8 @@ def run_case(tiles_root: Path, kind: str, what: str, timeout: float) -> dict[str
         except subprocess.TimeoutExpired:
             return f"> {timeout:.0f} s"
     if done.returncode != 0:
-        return "failed: " + done.stderr.strip().splitlines()[-1][:120]
+        lines = done.stderr.strip().splitlines() or ["(no output)"]
+        return "failed: " + lines[-1][:120]
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -136,22 +206,71 @@ def export(ref: str, folder: Path) -> Path:
     return folder
 
 
-def describe(result: dict[str, float] | str) -> str:
+def per_kernel(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per kernel name: its configurations (compiles), the largest OpenCL C (lines), and
+    the seconds per configuration (C generation + pocl build + first launch; mean and worst)."""
+    rows: dict[str, dict[str, Any]] = {}
+    for k in result.get("kernels", []):
+        seconds = k["c"] + k["build"] + k["launch"]
+        row = rows.setdefault(k["name"], {"kernel": k["name"], "configs": 0, "lines": 0, "total": 0.0, "worst": 0.0})
+        row["configs"] += 1
+        row["lines"] = max(row["lines"], k["lines"])
+        row["total"] += seconds
+        row["worst"] = max(row["worst"], seconds)
+    return list(rows.values())
+
+
+def describe(result: dict[str, Any] | str) -> str:
     if isinstance(result, str):
         return result
-    fetch = result.get("binary_fetch", 0.0)
-    build = result.get("stage_build", result.get("stage_binary", 0.0)) - fetch
+    worst = max(per_kernel(result), key=lambda r: r["worst"], default=None)
+    slowest = "" if worst is None else (f"; slowest {worst['kernel']}: {worst['configs']} config(s), "
+                                        f"{worst['lines']} lines, {worst['total'] / worst['configs']:.1f} s/config, "
+                                        f"worst {worst['worst']:.1f} s")
     return (f"{result['wall']:7.1f} s (trace {result.get('trace', 0):.1f}, C {result.get('stage_opencl', 0):.1f}"
-            f" s/{result['c_bytes'] / 1024:.0f} KiB, build {build:.1f}, binary {fetch:.1f}, "
-            f"launches {result.get('launches', 0):.1f})")
+            f" s/{result['c_bytes'] / 1024:.0f} KiB, build {result.get('stage_build', 0):.1f}, "
+            f"launches {result.get('launches', 0):.1f}{slowest})")
+
+
+def summary(records: list[dict[str, Any]], label: str, top: int) -> None:
+    """The ``top`` slowest kernels by worst seconds for one configuration, then the failures."""
+    rows = []
+    for rec in records:
+        if rec["label"] != label:
+            continue
+        if isinstance(rec["result"], str):
+            rows.append((float("inf"), rec["case"], rec["result"], "", "", "", ""))
+            continue
+        for r in per_kernel(rec["result"]):
+            rows.append((r["worst"], rec["case"], r["kernel"], r["lines"], r["configs"],
+                         f"{r['total'] / r['configs']:.1f}", f"{r['worst']:.1f}"))
+    rows.sort(key=lambda r: -r[0])
+    cases_run = len({rec["case"] for rec in records if rec["label"] == label})
+    print(f"\n{label}: {cases_run} cases, {len(rows)} kernels; slowest {top} by worst seconds per configuration")
+    print("| case | kernel | OpenCL C lines | configurations | s per configuration | worst s |")
+    print("|---|---|---:|---:|---:|---:|")
+    for row in rows[:top]:
+        print("| " + " | ".join(str(x) for x in row[1:]) + " |")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--before", help="git commit whose tiles runs beside this one")
     parser.add_argument("--cases", help="comma-separated case names (default: all)")
+    parser.add_argument("--chunk", help="I/N: run only the I-th of N equal slices of the cases (1-based)")
+    parser.add_argument("--out", help="JSON-lines file each case's result is appended to; cases already in it "
+                                      "are skipped (resume), and the summary covers all of it")
+    parser.add_argument("--summary", action="store_true", help="print the summary of --out and stop")
+    parser.add_argument("--top", type=int, default=10)
     parser.add_argument("--timeout", type=float, default=600.0, help="seconds per case and tiles")
     args = parser.parse_args()
+    out = Path(args.out) if args.out else None
+    records = [json.loads(line) for line in out.read_text().splitlines()] if out and out.exists() else []
+    labels = (["before", "after"] if args.before else ["after"])
+    if args.summary:
+        for label in sorted({rec["label"] for rec in records}):
+            summary(records, label, args.top)
+        return
     import pyopencl as cl
 
     sys.path.insert(0, str(ROOT))
@@ -159,13 +278,27 @@ def main() -> None:
     device = runtime.device()[2]
     print(f"device: {device.platform.name} {device.platform.version} / {device.name}", flush=True)
     selected = set(args.cases.split(",")) if args.cases else None
+    todo = cases(selected)
+    if args.chunk:
+        i, n = (int(x) for x in args.chunk.split("/"))
+        todo = todo[i - 1::n]
+    done = {(rec["case"], rec["label"]) for rec in records}
     with tempfile.TemporaryDirectory() as peer:
         trees = [("after", ROOT)]
         if args.before:
-            trees.insert(0, (f"before ({args.before})", export(args.before, Path(peer))))
-        for name, kind, what in cases(selected):
+            trees.insert(0, ("before", export(args.before, Path(peer))))
+        for name, kind, what in todo:
             for label, tree in trees:
-                print(f"{name:28s} {label:18s} {describe(run_case(tree, kind, what, args.timeout))}", flush=True)
+                if (name, label) in done:
+                    continue
+                result = run_case(tree, kind, what, args.timeout)
+                print(f"{name:28s} {label:7s} {describe(result)}", flush=True)
+                records.append({"case": name, "label": label, "result": result})
+                if out:
+                    with out.open("a") as f:
+                        f.write(json.dumps(records[-1]) + "\n")
+    for label in labels:
+        summary(records, label, args.top)
     del cl
 
 

@@ -545,9 +545,11 @@ def addresses(args: Sequence[Any]) -> list[int]:
     return out
 
 
-def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, num_stages: int = 1) -> None:
+def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, num_stages: int = 1,
+        recompute_budget: int | None = None) -> None:
     """Run the lowered ``kernel`` (tile IR) on numpy arrays: every array argument is copied
-    into one byte buffer, its address passed as the pointer, and copied back after."""
+    into one byte buffer, its address passed as the pointer, and copied back after
+    (``recompute_budget``: the emitter's, where given)."""
     arrays = [a for a in args if isinstance(a, np.ndarray)]
     total = sum(a.nbytes + 256 for a in arrays)
     mem = np.zeros(total, np.uint8)
@@ -564,7 +566,11 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
     for z in range(g[2]):
         for y in range(g[1]):
             for x in range(g[0]):
-                applicable(lambda o, at=(x, y, z): lower_with_tensor_cores(kernel, SimEmitter(values, at, g, mem), o),
-                           options)
+                def lowered(o, at=(x, y, z)):
+                    emitter = SimEmitter(values, at, g, mem)
+                    if recompute_budget is not None:
+                        emitter.recompute_budget = recompute_budget
+                    return lower_with_tensor_cores(kernel, emitter, o)
+                applicable(lowered, options)
     for a in arrays:
         a.reshape(-1).view(np.uint8)[:] = mem[addr[id(a)]:addr[id(a)] + a.nbytes]

@@ -23,15 +23,26 @@ def masked_copy_2d(x_ptr, y_ptr, M, N, stride_xm, stride_ym, BLOCK_M: tl.constex
 
 
 @tiles.jit
+def wide_offsets_copy_2d(x_ptr, y_ptr, M, N, stride_xm, stride_ym, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = (tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)).to(tl.int64)  # int64 offsets: casts
+    cols = (tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)).to(tl.int16).to(tl.int64)
+    mask = (rows[:, None] < M) & (cols[None, :] < N)
+    x = tl.load(x_ptr + rows[:, None] * stride_xm + cols[None, :], mask=mask, other=-1.0)
+    tl.store(y_ptr + rows[:, None] * stride_ym + cols[None, :], x * 2.0, mask=mask)
+
+
+@tiles.jit
 def row_vector_broadcast(x_ptr, y_ptr, N: tl.constexpr):
     v = tl.load(x_ptr + tl.arange(0, N)) * 2.0  # computed from a load: moved, not recomputed
     tl.store(y_ptr + tl.arange(0, N)[:, None] * N + tl.arange(0, N)[None, :], v[None, :] + v[:, None])
 
 
-def _local_bytes(ir, args, warps):
+def _local_bytes(ir, args, warps, budget=None):
     emitter = SimEmitter([np.int64(a) if isinstance(x, np.ndarray) else x for a, x in zip(addresses(args), args)],
                          (0, 0, 0), (1, 1, 1), np.zeros(sum(a.nbytes + 256 for a in args if isinstance(a, np.ndarray)),
                                                         np.uint8))
+    if budget is not None:
+        emitter.recompute_budget = budget
     assert isinstance(lower_with_tensor_cores(ir, emitter, Options(num_warps=warps)), Lowered)
     return emitter.local_bytes
 
@@ -45,6 +56,19 @@ def test_masked_2d_copy_needs_no_local_memory(rng, M, N, bm, bn, warps):
                                grid=(-(-M // bm), -(-N // bn))).ir
     assert _local_bytes(ir, args, warps) == 0
     run(ir, args, (-(-M // bm), -(-N // bn)), warps * 32)
+    np.testing.assert_array_equal(y[:, :N], 2 * x[:, :N])
+    np.testing.assert_array_equal(y[:, N], 7.0)
+
+
+@pytest.mark.parametrize("M, N, bm, bn, warps", [(37, 53, 16, 32, 4), (5, 70, 8, 64, 1)])
+def test_integer_casts_are_recomputed(rng, M, N, bm, bn, warps):
+    x = rng.standard_normal((M, N + 3)).astype(np.float32)
+    y = np.full((M, N + 1), 7.0, np.float32)
+    args = [x, y, np.int32(M), np.int32(N), np.int32(N + 3), np.int32(N + 1)]
+    grid = (-(-M // bm), -(-N // bn))
+    ir = wide_offsets_copy_2d.warmup(*args, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, backend="cuda", grid=grid).ir
+    assert _local_bytes(ir, args, warps, budget=16) == 0  # a CPU's budget (the pointers take 9 ops)
+    run(ir, args, grid, warps * 32, recompute_budget=16)
     np.testing.assert_array_equal(y[:, :N], 2 * x[:, :N])
     np.testing.assert_array_equal(y[:, N], 7.0)
 

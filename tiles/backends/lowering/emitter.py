@@ -174,6 +174,12 @@ class Emitter(abc.ABC):
     # Levels of a reduction tree done between two barriers: with n, each thread that carries on
     # combines 2**n partials, and at the end every thread combines the last levels itself.
     tree_levels_per_barrier = 1
+    # Ops an index expression may take to be recomputed by each thread that needs an element of
+    # it, instead of moved through local memory with two barriers (lowering/recompute.py).
+    recompute_budget = 8
+    # Whether an exchange's trailing barrier may be deferred, its region kept apart from the next
+    # exchange's (lowering/exchanges.py): fewer barriers, up to twice the local memory.
+    defer_exchange_barriers = False
 
     def local_itemsize(self, dtype: ScalarType) -> int:
         """Bytes one element of ``dtype`` takes in local memory."""

@@ -24,6 +24,7 @@ from ...core.origins import PointerOrigins, atomically_written
 from ..base import Options
 from .axisinfo import analyze
 from .emitter import Emitter, Handle
+from .exchanges import Exchanges
 from .layout import Layout, choose_layout
 
 Index = int | Handle  # a Python int is a compile-time index, folded before it reaches the emitter
@@ -69,6 +70,7 @@ class Lowering:
         self.program_ids: list[Handle] | None = None
         self.program_counts: list[Handle] | None = None
         self.local_bytes = 0
+        self.exchanges = Exchanges.of(emitter)  # where exchanges through local memory go; their barriers
         self._scopes: list[dict[Any, Handle]] = [{}]
         self.info = analyze(kernel)
         self.max_vec = _widest_chunk(kernel)

@@ -135,11 +135,10 @@ def _row_groups(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequ
         if total is None:
             return None
         totals.append(total)
-    offsets, off = [], 0
-    for t in types:
-        offsets.append(off)
-        off += lw.local_size(t, dst.numel * parts)
-    lw.reserve_local(off)
+    sizes = [lw.local_size(t, dst.numel * parts) for t in types]
+    base = lw.exchanges.start(sum(sizes))
+    offsets = [base + sum(sizes[:k]) for k in range(len(types))]
+    lw.reserve_local(base + sum(sizes))
     first_lane = e.binary(Op.EQ, lw.idx(lw.iop(Op.MOD, lw.tid, lanes)), lw.const(0, D.int32), D.int32)
     for r, values in enumerate(totals):
         chunk = lw.chunk(lay, r * lay.vec)
@@ -151,13 +150,13 @@ def _row_groups(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequ
     e.barrier()
     outs: list[list[Handle]] = [[] for _ in types]
     for j in range(dst.per_thread):
-        base = lw.iop(Op.MUL, lw.flat_index(dst, j), parts)
-        acc = [e.local_load(o, lw.idx(base), t) for o, t in zip(offsets, types)]
+        row = lw.iop(Op.MUL, lw.flat_index(dst, j), parts)
+        acc = [e.local_load(o, lw.idx(row), t) for o, t in zip(offsets, types)]
         for p in range(1, parts):
-            acc = combine(acc, [e.local_load(o, lw.idx(lw.iop(Op.ADD, base, p)), t) for o, t in zip(offsets, types)])
+            acc = combine(acc, [e.local_load(o, lw.idx(lw.iop(Op.ADD, row, p)), t) for o, t in zip(offsets, types)])
         for k, h in enumerate(acc):
             outs[k].append(h)
-    e.barrier()
+    lw.exchanges.end(offsets[0], sum(sizes))
     return outs
 
 
@@ -183,11 +182,10 @@ def _tree(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequence[S
         shuffled = _across_warps(lw, dst, rows, types, combine, partial)
         if shuffled is not None:
             return shuffled
-    offsets, off = [], 0
-    for t in types:
-        offsets.append(off)
-        off += lw.local_size(t, rows * width)
-    lw.reserve_local(off)
+    sizes = [lw.local_size(t, rows * width) for t in types]
+    base = lw.exchanges.start(sum(sizes))
+    offsets = [base + sum(sizes[:k]) for k in range(len(types))]
+    lw.reserve_local(base + sum(sizes))
     in_tree = None if active == threads else e.binary(Op.LT, lw.tid, lw.const(active, D.int32), D.int32)
     for row in range(rows):
         for o, h, t in zip(offsets, partial[row], types):
@@ -220,7 +218,7 @@ def _tree(lw: Lowering, lay: Layout, dst: Layout, length: int, types: Sequence[S
         last = [lw.idx(lw.iop(Op.ADD, at, m)) for m in range(2 * step or 1)]
         for k, h in enumerate(_gather(lw, offsets, types, combine, last)):
             outs[k].append(h)
-    e.barrier()
+    lw.exchanges.end(base, sum(sizes))
     return outs
 
 
@@ -297,16 +295,17 @@ def _butterfly(lw: Lowering, values: list[Handle], types: Sequence[ScalarType], 
 
 
 def _stage_all(lw: Lowering, src: Value, types: Sequence[ScalarType],
-               inputs: list[list[Handle]]) -> list[int]:
+               inputs: list[list[Handle]]) -> tuple[list[int], int]:
+    """Every element of each input in local memory (an exchange's start): the offsets, the bytes."""
     lay = lw.layout(src)
-    offsets, off = [], 0
-    for t, hs in zip(types, inputs):
-        offsets.append(off)
-        stage(lw, hs, lay, t, off)
-        off += lw.local_size(t, lay.numel)
-    lw.reserve_local(off)
+    sizes = [lw.local_size(t, lay.numel) for t in types]
+    base = lw.exchanges.start(sum(sizes))
+    offsets = [base + sum(sizes[:k]) for k in range(len(types))]
+    for o, t, hs in zip(offsets, types, inputs):
+        stage(lw, hs, lay, t, o)
+    lw.reserve_local(base + sum(sizes))
     lw.e.barrier()
-    return offsets
+    return offsets, sum(sizes)
 
 
 def _row_start(lw: Lowering, shape: tuple[int, ...], axis: int, flat: Index, keep_axis: bool) -> Index:
@@ -326,7 +325,7 @@ def _staged(lw: Lowering, instr: Instr, types: Sequence[ScalarType], combine: Co
     shape = src.type.shape
     stride, length = row_major_strides(shape)[axis], shape[axis]
     dst = lw.layout(instr.results[0])
-    offsets = _stage_all(lw, src, types, inputs)
+    offsets, nbytes = _stage_all(lw, src, types, inputs)
     e = lw.e
     outs: list[list[Handle]] = [[] for _ in types]
     for j in range(dst.per_thread):
@@ -341,7 +340,7 @@ def _staged(lw: Lowering, instr: Instr, types: Sequence[ScalarType], combine: Co
                           D.int32, list(zip(init, types)), lw.in_scope(body))
         for k, h in enumerate(res):
             outs[k].append(h)
-    e.barrier()
+    lw.exchanges.end(offsets[0], nbytes)
     return outs
 
 

@@ -3,7 +3,8 @@ split, cat, gather.
 
 Each is a *gather through local memory*: the owners write their elements at
 their row-major index, a barrier, every thread reads the source index of each of
-its result slots, a barrier (so the next conversion may reuse the space).  Cases
+its result slots, a barrier (so the next conversion may reuse the space; deferred
+where the emitter allows, see exchanges.py).  Cases
 that move nothing (broadcasting a single element, reshapes that keep the layout)
 skip local memory.
 """
@@ -37,15 +38,17 @@ def gather_local(lw: Lowering, sources: Sequence[Value], dst: Layout,
     the sources are staged one after the other."""
     dtype = sources[0].type.dtype
     total = sum(v.type.numel for v in sources)
-    lw.reserve_local(lw.local_size(dtype, total))
+    size = lw.local_size(dtype, total)
+    base = lw.exchanges.start(size)
+    lw.reserve_local(base + size)
     first = 0
     for v in sources:
-        stage(lw, lw.env[v], lw.layout(v), dtype, 0, first)
+        stage(lw, lw.env[v], lw.layout(v), dtype, base, first)
         first += v.type.numel
     lw.e.barrier()
-    out = [lw.e.local_load(0, lw.idx(source_index(j, lw.flat_index(dst, j))), dtype)
+    out = [lw.e.local_load(base, lw.idx(source_index(j, lw.flat_index(dst, j))), dtype)
            for j in range(dst.per_thread)]
-    lw.e.barrier()
+    lw.exchanges.end(base, size)
     return out
 
 

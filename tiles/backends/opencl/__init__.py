@@ -33,6 +33,8 @@ class OpenCLBackend(Backend):
     name = "opencl"
     cpu_elements_per_work_item = 4  # see _threads
     cpu_tree_levels_per_barrier = 3  # see _generate
+    cpu_recompute_budget = 32  # see _generate
+    cpu_defer_exchange_barriers = True  # see _generate
 
     def available(self) -> tuple[bool, str]:
         try:
@@ -109,13 +111,20 @@ class OpenCLBackend(Backend):
     def _generate(self, compiled: CompiledKernel, options: Options) -> str:
         """The OpenCL C.  On a CPU device a reduction's tree does ``cpu_tree_levels_per_barrier``
         levels between barriers instead of one: pocl's compile time grows faster than the number
-        of barriers (a 64-element sum: 3 barriers instead of 8)."""
+        of barriers (a 64-element sum: 3 barriers instead of 8).  For the same reason a CPU program
+        recomputes index expressions of up to ``cpu_recompute_budget`` ops per element (a block
+        pointer's 2-D boundary mask) rather than broadcast them through local memory, and defers
+        the trailing barrier of each exchange through local memory (``lowering/exchanges.py``)."""
         from ..lowering import lower
         from . import runtime
         from .emit_c import OpenCLEmitter
         threads = self._threads(options, compiled.ir)
-        levels = self.cpu_tree_levels_per_barrier if runtime.is_cpu() else 1
-        emitter = OpenCLEmitter(self.target(), runtime.has_fp64(), levels, runtime.global_fence())
+        cpu = runtime.is_cpu()
+        levels = self.cpu_tree_levels_per_barrier if cpu else 1
+        budget = self.cpu_recompute_budget if cpu else OpenCLEmitter.recompute_budget
+        emitter = OpenCLEmitter(self.target(), runtime.has_fp64(), levels, budget,
+                                defer_exchange_barriers=cpu and self.cpu_defer_exchange_barriers,
+                                global_fence=runtime.global_fence())
         lowered = lower(compiled.ir, emitter,
                         dataclasses.replace(options, num_warps=threads // 32))
         compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry

@@ -47,9 +47,12 @@ class OpenCLEmitter(CStyleEmitter):
     legality = Legality(float_to_int_nan_is_zero=False)
 
     def __init__(self, target: Target, fp64: bool, tree_levels_per_barrier: int = 1,
+                 recompute_budget: int = CStyleEmitter.recompute_budget, defer_exchange_barriers: bool = False,
                  global_fence: str = OPENCL.global_fence) -> None:
         super().__init__(target, dataclasses.replace(OPENCL, global_fence=global_fence), fp64)
         self.tree_levels_per_barrier = tree_levels_per_barrier
+        self.recompute_budget = recompute_budget
+        self.defer_exchange_barriers = defer_exchange_barriers
 
     def math_fn(self, fn: MathFunction, args: Sequence[Handle], dtypes: Sequence[DType]) -> Handle:
         d = dtypes[0]
