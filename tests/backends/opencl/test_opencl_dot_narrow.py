@@ -33,6 +33,12 @@ def test_float16_result_is_rounded_once(rng):
         narrow_dot[(1,)](a, b, c, M=m, N=n, K=k, OUT=tl.float16, backend=backend)
         results[backend] = c.astype(np.float32)
     ulp = np.abs(np.spacing(want.astype(np.float16))).astype(np.float32)
-    err = {name: np.abs(got - want) / ulp for name, got in results.items()}
-    assert err["interpreter"].max() <= 0.5 + 1e-6  # one rounding of the exact sum
-    assert err["opencl"].max() <= 1.0, f"{err['opencl'].max():.1f} ulp"  # float32 sum, rounded once
+    err = {name: np.abs(got - want) for name, got in results.items()}
+    assert (err["interpreter"] / ulp).max() <= 0.5 + 1e-6  # one rounding of the exact sum
+    # a float32 sum rounded once: float32's own error (which cancellation can make larger than a
+    # float16 ulp of a small result) plus one float16 rounding; rounding to float16 after each
+    # product would be off by many float16 ulps of the partial sums (~50)
+    magnitude = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64)) + np.abs(c0.astype(np.float64))
+    float32_error = (k + 1) * np.finfo(np.float32).eps * magnitude
+    worst = (err["opencl"] - float32_error) / ulp
+    assert worst.max() <= 1.0, f"{worst.max():.2f} float16 ulp beyond float32's own error"
