@@ -79,10 +79,19 @@ def internal_testing_path(python: str) -> str:
     return subprocess.run([python, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
 
 
+def plugin_is_registered(python: str) -> bool:
+    """Whether tiles' pytest plugin loads by itself (its entry point is visible: tiles installed, or
+    an editable checkout's metadata on PYTHONPATH); naming it again with -p would register it twice."""
+    code = ("import importlib.metadata as m; "
+            "print(any(e.name == 'tiles_as_triton' for e in m.entry_points(group='pytest11')))")
+    out = subprocess.run([python, "-c", code], capture_output=True, text=True, env=side_env("tiles", python))
+    return out.stdout.strip() == "True"
+
+
 def pytest_cmd(python: str, side: str, test_file: Path) -> list[str]:
     cmd = ["nice", "-n", "15", python, "-m", "pytest", "-p", "triton_unit_plugin", "-p", "no:cacheprovider",
            "-q", "-rN", "--no-header", "-o", "addopts=", "--device", "cpu", str(test_file)]
-    if side == "tiles":
+    if side == "tiles" and not plugin_is_registered(python):
         cmd[6:6] = ["-p", "tiles_as_triton_pytest"]
     return cmd
 
