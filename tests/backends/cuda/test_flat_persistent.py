@@ -106,6 +106,28 @@ def test_pipelined_with_accumulator_in_registers():
         assert toolchain.ptxas_info(ptx, "sm_90a").get("spill_stores", 0) == 0
 
 
+def _after_mmas(ptx):
+    """The loop's PTX from its wgmma group's commit to the next copies' commit."""
+    start = ptx.index("wgmma.commit_group")
+    return ptx[start:ptx.index("cp.async.commit_group", start)]
+
+
+@pytest.mark.parametrize("bm,bn,bk,warps,stages", [(128, 256, 64, 8, 3), (64, 64, 32, 4, 4)])
+def test_copies_in_the_mmas_block(bm, bn, bk, warps, stages):
+    """The copies of iteration i+S-1 start right after the in-flight group's wait, in the MMAs'
+    basic block (no label or branch between): the tile switch of the iteration they copy for
+    branches before the MMAs, the epilogue ``if`` after the copies, so ptxas may compute their
+    addresses while the MMAs issue (as in Triton's SASS); before, they followed the epilogue and
+    the tile switch, after the wait, on the path to the next MMAs."""
+    *_, args = _args(4096, 4096, 4096)
+    ptx = _ptx(_compile(args, 132, bm, bn, bk, warps, stages), warps, stages)
+    between = _after_mmas(ptx)
+    assert "wgmma.wait_group.sync.aligned 1;" in between
+    assert "wgmma.wait_group.sync.aligned 0;" not in between, "the copies wait for the epilogue"
+    assert "$L__" not in between and "bra" not in between, between[:2000]
+    assert between.count("cp.async.cg.shared.global") == (bm * bk + bk * bn) * 2 // 16 // (warps * 32)
+
+
 @pytest.mark.parametrize("m,n,k,programs,stages,pipelined", [
     (150, 144, 112, 4, 3, True), (64, 80, 32, 1, 2, True), (97, 64, 208, 3, 4, True), (45, 144, 48, 2, 3, True),
     (64, 64, 64, 3, 3, True),
