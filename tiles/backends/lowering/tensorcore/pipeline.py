@@ -518,7 +518,9 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         finally:
             st.scratch_base, st.unshifted = outer
         pending = lw.tc.after_wait.pop(kept, None) if early else None
-        if keep and (not early or pending is not None):  # (not run by the DOT: here, after the body)
+        if pending is not None:  # not run by the DOT: here, after the body
+            pending()
+        elif keep and not early:  # the MMAs' wait completed the previous group, which read `target`
             _apart(lw, start)
         last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(e.select(last, i32(0), e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
