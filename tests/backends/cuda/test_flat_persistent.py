@@ -106,6 +106,29 @@ def test_pipelined_with_accumulator_in_registers():
         assert toolchain.ptxas_info(ptx, "sm_90a").get("spill_stores", 0) == 0
 
 
+def _after_mmas(ptx):
+    """The loop's PTX from its wgmma group's commit to the next copies' commit."""
+    start = ptx.index("wgmma.commit_group")
+    end = ptx.find("cp.async.commit_group", start)
+    return ptx[start:] if end < 0 else ptx[start:end]
+
+
+@pytest.mark.parametrize("bm,bn,bk,warps,stages", [(128, 256, 64, 8, 3), (64, 64, 32, 4, 4)])
+def test_copies_in_the_mmas_block(bm, bn, bk, warps, stages):
+    """The copies of iteration i+S-1 start right after the in-flight group's wait, in the MMAs'
+    basic block (no label or branch between): the tile switch of the iteration they copy for
+    branches before the MMAs, the epilogue ``if`` after the copies, so ptxas may compute their
+    addresses while the MMAs issue (as in Triton's SASS); before, they followed the epilogue and
+    the tile switch, after the wait, on the path to the next MMAs."""
+    *_, args = _args(4096, 4096, 4096)
+    ptx = _ptx(_compile(args, 132, bm, bn, bk, warps, stages), warps, stages)
+    between = _after_mmas(ptx)
+    assert "wgmma.wait_group.sync.aligned 1;" in between
+    assert "wgmma.wait_group.sync.aligned 0;" not in between, "the copies wait for the epilogue"
+    assert "$L__" not in between and "bra" not in between, between[:2000]
+    assert between.count("cp.async.cg.shared.global") == (bm * bk + bk * bn) * 2 // 16 // (warps * 32)
+
+
 @pytest.mark.parametrize("m,n,k,programs,stages,pipelined", [
     (150, 144, 112, 4, 3, True), (64, 80, 32, 1, 2, True), (97, 64, 208, 3, 4, True), (45, 144, 48, 2, 3, True),
     (64, 64, 64, 3, 3, True),
@@ -130,3 +153,50 @@ def test_store_into_an_operand_is_not_pipelined():
     *_, args = _args(256, 256, 256)
     assert "cp.async" in _ptx(_compile(args, 4, 64, 64, 32, 4, 3), 4, 3)
     assert "cp.async" not in _ptx(_compile(args, 4, 64, 64, 32, 4, 3, into_a=True), 4, 3)
+
+
+@tiles.jit
+def chunked_matmul(a_ptr, b_ptr, c_ptr, M, N, K, stride_am, stride_bk, stride_cm, BLOCK_M: tl.constexpr,
+                   BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, CHUNK: tl.constexpr):
+    # one program per output tile; every CHUNK k steps the partial product is stored into its own
+    # slice of c (c[j] = A[:, chunk j] @ B[chunk j, :]) and the accumulator reset, under a run-time if
+    pid_m = tl.program_id(0)
+    pid_n = tl.program_id(1)
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    lanes = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for ki in range(0, tl.cdiv(K, BLOCK_K)):
+        offs_k = ki * BLOCK_K + lanes
+        a = tl.load(a_ptr + rows[:, None] * stride_am + offs_k[None, :], mask=lanes[None, :] < K - ki * BLOCK_K,
+                    other=0.0)
+        b = tl.load(b_ptr + offs_k[:, None] * stride_bk + cols[None, :], mask=lanes[:, None] < K - ki * BLOCK_K,
+                    other=0.0)
+        acc = tl.dot(a, b, acc)
+        if ki % CHUNK == CHUNK - 1:
+            out = c_ptr + (ki // CHUNK) * M * stride_cm + rows[:, None] * stride_cm + cols[None, :]
+            tl.store(out, acc.to(tl.float16), mask=(rows[:, None] < M) & (cols[None, :] < N))
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+
+
+@pytest.mark.parametrize("m,n,k,stages", [(64, 64, 192, 3), (128, 64, 256, 4), (64, 128, 128, 2)])
+def test_copies_before_a_run_time_if_without_carried_addresses(m, n, k, stages):
+    """The same placement where the copies' pointers advance with the loop (no values kept
+    ahead; running offsets): started right after the in-flight group's wait, before the ``if``
+    that stores each chunk's partial product and resets the accumulator; simulated against numpy."""
+    from test_tutorial_forms import _simulate
+    bm, bn, bk, warps, chunk = 64, 64, 32, 4, 2
+    a = rng.standard_normal((m, k)).astype(np.float16)
+    b = rng.standard_normal((k, n)).astype(np.float16)
+    parts = k // bk // chunk
+    c = np.full((parts, m, n), np.nan, np.float16)
+    args = (a, b, c, m, n, k, k, n, n)
+    ir = chunked_matmul.warmup(*args, backend="cuda", BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, CHUNK=chunk,
+                               num_warps=warps, num_stages=stages).ir
+    between = _after_mmas(_ptx(ir, warps, stages))
+    assert "wgmma.wait_group.sync.aligned 1;" in between and "$L__" not in between
+    _simulate(chunked_matmul, ir, args, (m // bm, n // bn), warps, stages)
+    step = bk * chunk
+    for j in range(parts):
+        want = a[:, j * step:(j + 1) * step].astype(np.float32) @ b[j * step:(j + 1) * step].astype(np.float32)
+        assert _rel(c[j], want) < 2e-3, j

@@ -51,6 +51,7 @@ class TensorCoreState:
         self.scratch_base = 0  # while a pipelined body is lowered: where its other local memory starts
         self.unshifted: dict[Instr, int] = {}  # ... and the base of the ops that address the stages
         self.wg_pending: set[Value] = set()  # products a run-time IF's branch waits for before reading
+        self.after_wait: dict[Instr, Callable[[], None]] = {}  # DOT -> run right after its wgmma wait (pipeline.py)
 
 
 class TensorCoreLowering(Lowering):

@@ -225,17 +225,18 @@ Running = dict[int, tuple[list[Handle], Handle]]  # feed -> (its pointers at the
 
 
 def issue(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, iv: Handle, ub: Handle, iv_dtype: DType,
-          slot_base: Handle, places: list[Place], running: Running | None = None) -> None:
+          slot_base: Handle, places: list[Place], running: Running | None = None, evaluate: bool = True) -> None:
     """Start the copies of the iteration at induction value ``iv`` into the stage at
     ``slot_base`` (bytes); one commit group per call, empty when ``iv`` is past the end.
     A thread's chunk in a later round of the layout lies a whole number of rows below its chunk
     in round 0: when the place's shift for those rows is constant, the copy addresses the
     round-0 destination plus that constant (one address register per chunk position, not per
     chunk, as Triton's).  ``running`` feeds address their copies from a base and a byte offset
-    (``running.py``)."""
+    (``running.py``).  ``evaluate`` False: the slice is already in ``lw.env``."""
     e = lw.e
     valid = e.binary(Op.LT, iv, ub, iv_dtype)
-    _evaluate(lw, pipe, iv_arg, iv)
+    if evaluate:
+        _evaluate(lw, pipe, iv_arg, iv)
     for n, (feed, place) in enumerate(zip(pipe.feeds, places)):
         load, w = feed.load, feed.width
         ptrs = lw.env[load.operands[0]]
@@ -432,6 +433,10 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         keep, kept = 1, late[0]
         lw.variants.add(inflight.VARIANT)
     ahead_by = S - 1  # stages in flight ahead of the one being read
+    # a run-time IF in the body (an epilogue) would put the copies of iteration i+S-1 in another
+    # basic block than the MMAs: ptxas then cannot compute their addresses in the MMAs' shadow, so
+    # they start right after the kept group's wait, before the rest of the body (as Triton orders it)
+    early = bool(keep) and late is None and any(i.op is Op.IF for i in body.instrs)
     lw.reserve_local(S * stage_bytes)
     st.async_loads.update(pipe.loads)
     if keep:
@@ -489,6 +494,13 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
                 now[:] = lookahead.advance(lw, body, pipe.ahead, now, ahead)
         if not keep:
             start()
+        elif early and pipe.ahead:
+            copies = _advance_first(lw, pipe, body, now, iv_arg, ahead, lambda: issue(
+                lw, pipe, iv_arg, ahead, ub, iv_dtype, e.binary(Op.MUL, target, i32(stage_bytes), D.int32),
+                places, running, evaluate=False))
+            lw.tc.after_wait[kept] = lambda: _apart(lw, copies)
+        elif early:
+            lw.tc.after_wait[kept] = lambda: _apart(lw, start)
         here = e.binary(Op.MUL, slot, i32(stage_bytes), D.int32)
         if plan.wgmma:
             for (dot, operand), at in offsets.items():
@@ -505,9 +517,11 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
             flat = rules.lower_carried_body(lw, body, state.inner, pos, plan, state.split(regs[:n_state]))
         finally:
             st.scratch_base, st.unshifted = outer
-        if keep:  # the MMAs' wait completed the previous group, which read `target`
-            e.barrier()  # ... in every warpgroup
-            start()
+        pending = lw.tc.after_wait.pop(kept, None) if early else None
+        if pending is not None:  # not run by the DOT: here, after the body
+            pending()
+        elif keep and not early:  # the MMAs' wait completed the previous group, which read `target`
+            _apart(lw, start)
         last = e.binary(Op.EQ, slot, i32(S - 1), D.int32)
         flat.append(e.select(last, i32(0), e.binary(Op.ADD, slot, i32(1), D.int32), D.int32))
         return [*flat, *(e.running_add(off, stride) for off, stride in zip(advanced, strides)),
@@ -519,6 +533,50 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         e.cp_async_wait(0)
         e.barrier()
     return finish_carried(lw, instr, pos, state.split(outs[:n_state]), keep, drain)
+
+
+def _advance_first(lw: TensorCoreLowering, pipe: Pipe, body: Block, now: list[list[Handle]], iv_arg: Value,
+                   ahead: Handle, copies: Callable[[], None]) -> Callable[[], None]:
+    """Advance the kept-ahead values ``now`` here (their run-time IFs, a tile switch under
+    ``if ki == 0``, branch before the MMAs, as Triton places them) and return what starts the
+    copies: the rest of the address slice, from the values bound here, then ``copies``."""
+    la = pipe.ahead
+    assert la is not None
+    old = [list(hs) for hs in now]
+    saved = dict(lw.env)
+
+    def advance() -> dict[Value, list[Handle]]:
+        now[:] = lookahead.advance(lw, body, la, old, ahead)
+        return {r: lw.env[r] for ins in la.update for r in ins.results if r in lw.env}
+    try:
+        known = lw.in_scope(advance)()
+    finally:
+        lw.env.clear()
+        lw.env.update(saved)
+
+    def start() -> None:
+        lookahead.bind(lw, body, la, old)
+        lw.env[iv_arg] = [ahead]
+        lw.env.update(known)
+        for ins in pipe.slice:
+            if not all(r in known for r in ins.results):
+                for v, hs in zip(ins.results, lw.lower_instr(ins)):
+                    lw.env[v] = hs
+        copies()
+    return start
+
+
+def _apart(lw: TensorCoreLowering, start: Callable[[], None]) -> None:
+    """The barrier after the kept wgmma group's wait (the group that read the stage the copies
+    overwrite is complete in every warpgroup), then ``start``, leaving the body's bindings as they
+    were (it binds the carried values, the induction variable and the address slice ahead)."""
+    lw.e.barrier()
+    saved = dict(lw.env)
+    try:
+        lw.in_scope(start)()
+    finally:
+        lw.env.clear()
+        lw.env.update(saved)
 
 
 def _running_starts(lw: TensorCoreLowering, pipe: Pipe, iv_arg: Value, first: Handle, step: Handle,

@@ -52,6 +52,9 @@ def _dot(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     if st.plan.wgmma:
         d = wgmma_dot(lw, instr, lay, c, st.plan, a_in_registers(lw, instr), st.wg_staged.get(instr),
                       st.wg_keep.get(instr, 0))
+        then = st.after_wait.pop(instr, None)
+        if then is not None:
+            then()  # the pipeline's next copies, in the MMAs' basic block (pipeline.lower_pipelined)
     else:
         d = mma_dot(lw, instr, shape, lay, c)
     if out_dt != wide:
