@@ -31,7 +31,19 @@ LAYERS: list[set[str]] = [
 ]
 
 # Packages whose modules must not import each other in a cycle.
-ACYCLIC = ("tiles.runtime", "tiles.backends.lowering")
+ACYCLIC = ("tiles.runtime", "tiles.backends.lowering", "tiles.backends.cuda.hopper", "tiles.backends.cuda.simulator")
+
+# (package, packages it must not import): rooms inside one layer.  The shared lowering serves every
+# backend and knows none of them: a target's additions come in through its extension point
+# (``lowering/mma/extension.py``; CUDA's Hopper parts, ``backends/cuda/hopper/``, registered by
+# ``cuda/choices.py``).  The simulator that checks the CUDA lowering is for tests: nothing
+# else of the CUDA backend imports it.
+FORBIDDEN: list[tuple[str, tuple[str, ...]]] = [
+    ("tiles.backends.lowering", ("tiles.backends.cuda", "tiles.backends.rocm", "tiles.backends.opencl",
+                                 "tiles.backends.llvm", "tiles.backends.cstyle", "tiles.backends.interpreter",
+                                 "tiles.backends.registry")),
+    ("tiles.backends.cuda", ("tiles.backends.cuda.simulator",)),
+]
 
 # Edges other helpers are removing; the coordinator deletes each line when its fix is merged.
 KNOWN: set[tuple[str, str]] = set()
@@ -182,3 +194,20 @@ def test_no_import_cycles_in_runtime_and_lowering():
         sub = {m: {t for t in graph[m] if t in inside and (m, t) not in KNOWN} for m in inside}
         cycles = _cycles(sub)
         assert not cycles, f"import cycles in {package}: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def _inside(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_rooms_keep_to_themselves():
+    bad = []
+    for module, targets in sorted(import_graph().items()):
+        for package, banned in FORBIDDEN:
+            if not _inside(module, package):
+                continue
+            for target in sorted(targets):
+                hit = next((b for b in banned if _inside(target, b) and not _inside(module, b)), None)
+                if hit is not None:
+                    bad.append(f"{module} imports {target} ({package} may not import {hit})")
+    assert not bad, "imports across rooms:\n" + "\n".join(bad)

@@ -12,7 +12,7 @@ import pytest
 from test_tma import desc_copy
 
 from tiles.backends.cuda import tensor_map
-from tiles.backends.lowering.tensorcore.tma_spec import MapSpec, Source
+from tiles.backends.cuda.hopper.tma_spec import MapSpec, Source
 
 # ---------------------------------------------------------------- host encoding
 

@@ -129,8 +129,8 @@ class CUDABackend(Backend):
         arch = self.arch()
 
         def llir(kernel: Any, compiled: CompiledKernel) -> str:
-            from ..lowering.tensorcore import persistent
             from .choices import lower_chosen
+            from .hopper import persistent
             lowered = lower_chosen(compiled.ir, nvptx_target(arch), options, self.target())
             compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
             compiled.arch, compiled.not_applied = arch, lowered.not_applied

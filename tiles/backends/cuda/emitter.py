@@ -4,7 +4,7 @@ instructions (``choices.py`` lowers kernels onto it)."""
 from __future__ import annotations
 
 from ..llvm.emitter import LLVMEmitter
-from ..lowering.tensorcore import TensorCoreEmitter
+from ..lowering.mma import TensorCoreEmitter
 from .atomic_ops import PTXAtomicOps
 from .fp8_ops import PTXFloat8Ops
 from .mma_ops import PTXMMAOps

@@ -14,7 +14,7 @@ from typing import Any
 
 from ...core import dtypes as D
 from ..llvm.builder import LLVMBuilder, Reg
-from ..lowering.tensorcore.tma_claim import TMAEmitter
+from .hopper.tma_claim import TMAEmitter
 from .mma_ops import sm_version
 
 WAIT_TRIES = 1 << 26
