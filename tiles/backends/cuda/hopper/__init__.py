@@ -10,6 +10,7 @@ lowering (``backends/lowering/mma/``) through its extension point: ``extension.H
 - ``tma_producer.py``: a producer warpgroup that issues those copies;
 - ``persistent.py``: at most one program per SM, each running several of the kernel's.
 
-The instructions themselves are spelled by the CUDA emitter's mixins (``cuda/wgmma_ops.py``,
-``cuda/tma_ops.py``, ``cuda/stmatrix_ops.py``).
+and the instructions they need, as mixins of the CUDA emitter (``cuda/emitter.py``):
+``wgmma_ops.py`` (``wgmma``, its fences and waits), ``tma_ops.py`` (bulk tensor copies,
+mbarriers, named barriers, ``setmaxnreg``), ``stmatrix_ops.py``.
 """

@@ -4,7 +4,7 @@ product (attention: ``qk = dot(q, k)`` then ``acc = dot(p, v, acc)``).
 The accumulator product is waited for not at its own ``wgmma.wait_group`` but at the next
 iteration's first product's ``wait_group 0`` (which completes every older group too), so the
 warpgroup goes on to the next stage's copies and MMAs while it runs; the loop's exit waits for
-it (``pipeline.finish_carried``).  Until that wait the carried accumulator's registers belong
+it (``mma/pipeline.finish_carried``).  Until that wait the carried accumulator's registers belong
 to the MMA: the waits tie them (``wgmma_wait`` takes them as in/out operands) and the fragment
 handles are rebound to the tied ones, so nothing reads them earlier.  It applies only when no
 use of the carried accumulator comes before the first product of the body, and in loops of

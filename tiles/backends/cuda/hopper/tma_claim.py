@@ -45,7 +45,7 @@ _DATA_TYPE_NAMES = frozenset({"uint8", "int8", "float8e4nv", "float8e5", "uint16
 
 
 class TMAEmitter:
-    """The instructions TMA needs from an emitter (``cuda/tma_ops.py`` writes them as PTX)."""
+    """The instructions TMA needs from an emitter (``tma_ops.py`` writes them as PTX)."""
 
     def tma_ok(self) -> bool:
         return False

@@ -2,9 +2,9 @@
 
 A ``FOR`` whose DOTs read DESC_LOADs that ``tma_claim.py`` kept (B or the ``x`` of B = ``x.T``,
 and A unless A is already in registers: repacked from a previous product, or loop-invariant and
-hoisted before the loop as in ``pipeline.py``) gets ``num_stages`` rotating stage buffers in
+hoisted before the loop as in ``lowering/mma/pipeline.py``) gets ``num_stages`` rotating stage buffers in
 the local-memory arena, laid out
-exactly as ``wgmma`` reads its operands (``smem.Swizzled``: column blocks of 128/64/32-byte
+exactly as ``wgmma`` reads its operands (``mma/smem.Swizzled``: column blocks of 128/64/32-byte
 rows, 16-byte chunks XORed with the row), and one mbarrier per stage after them.  Thread 0
 fills a stage with one ``cp.async.bulk.tensor`` per column block of each operand, using a
 tensor map whose box is that block and whose swizzle mode is the tile's (the hardware
@@ -12,7 +12,7 @@ pattern and ``Swizzled.address`` are the same XOR of address bits 4-6 with bits 
 announcing the stage's bytes on its mbarrier (``expect_tx``); elements outside the tensor
 arrive as zeros, which is DESC_LOAD's meaning.
 
-The schedule is ``pipeline.py``'s (Triton's): before the loop every mbarrier is initialized
+The schedule is ``mma/pipeline.py``'s (Triton's): before the loop every mbarrier is initialized
 and stages 0..S-2 are started; iteration i waits on stage ``i % S``'s mbarrier for phase
 parity ``(i // S) % 2`` (the slot and the parity are carried), and thread 0 starts iteration
 i + S - 1 into the stage iteration i - 1 read.  When the product only feeds the next
@@ -23,7 +23,7 @@ With one stage, each iteration copies its own tiles and waits for them.  A wait 
 (a copy that never lands) makes the next ones try once, and the kernel traps after the loop
 rather than inside it (see ``mbarrier_wait_or_give_up``).  After the loop the mbarriers are
 invalidated behind a barrier, so the arena is free again.  Loops this module does not take
-go to the generic ``rules.lower_for`` (cp.async pipelines and plain loops).
+go to the generic ``mma/rules.lower_for`` (cp.async pipelines and plain loops).
 """
 
 from __future__ import annotations

@@ -6,12 +6,12 @@ Every warpgroup (4 warps) owns 64-row blocks of the output in the interleaved MM
 of the block starting at ``mi * 16 * warps_m + 64 * (w // 4)``.  A is stored M x K
 (K-major), B either K x N (N-major, read transposed; 16-bit types only) or N x K rows
 (K-major): x's rows when the DOT absorbed ``trans(x)``, else B written transposed (tf32 and
-8-bit operands, which wgmma reads K-major only); see ``smem.py``.  A operand already in
+8-bit operands, which wgmma reads K-major only); see ``lowering/mma/smem.py``.  A operand already in
 registers (hoisted or repacked from a previous product) is passed as registers.
 
 Outside pipelined loops the DOT stages its operands, fences them for the async proxy,
 synchronizes, issues all MMAs as one group and waits for it; inside a pipelined loop
-(``pipeline.py``) the operands are already in the stage buffer and the last group may
+(``lowering/mma/pipeline.py``) the operands are already in the stage buffer and the last group may
 stay in flight (``keep``).
 """
 
