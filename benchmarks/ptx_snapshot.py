@@ -110,8 +110,8 @@ def attention_cases(tmp: Path) -> Iterator[Case]:
                 if cfg[1] > d:
                     continue
                 for causal in (False, True):
-                    name = f"attention.{form}.d{d}.{cfg[0]}x{cfg[1]}_w{cfg[2]}_s{cfg[3]}.{'causal' if causal else 'full'}"
-                    yield name, one(form, d, cfg, causal)
+                    name = f"attention.{form}.d{d}.{cfg[0]}x{cfg[1]}_w{cfg[2]}_s{cfg[3]}"
+                    yield f"{name}.{'causal' if causal else 'full'}", one(form, d, cfg, causal)
         for off in (("tma",), ("producer",), ("inflight",), ("stmatrix",)):
             yield f"attention.{form}.d128.no_{off[0]}", one(form, 128, (128, 64, 8, 3), False, off)
 
