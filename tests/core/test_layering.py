@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
     {"tiles.runtime", "tiles.compiler", "tiles.knobs"},
     {"tiles.as_triton"},  # the Triton compatibility mode: triton.* module names served by tiles
     {"tiles"},  # the package itself: the public names
+    {"tiles.conformance"},  # the conformance suite (python -m conformance), on the public names
     {"tiles.cli", "tiles.run"},
 ]
 

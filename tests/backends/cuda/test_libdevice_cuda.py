@@ -10,11 +10,11 @@ from test_examples_ptx import CompileOnlyCUDA
 
 import tiles
 import tiles.language as tl
-from conformance.corpus import libdevice as corpus
-from conformance.profiles import CI
-from conformance.runner import PASSED, run_case
 from tiles.backends import registry
 from tiles.backends.cuda import toolchain
+from tiles.conformance.corpus import libdevice as corpus
+from tiles.conformance.profiles import CI
+from tiles.conformance.runner import PASSED, run_case
 from tiles.core import mathfns
 from tiles.core.errors import UnsupportedError
 from tiles.language.extra import libdevice

@@ -3,10 +3,10 @@ bound (the conformance corpus's libdevice family: a few kernels, each applying m
 
 import pytest
 
-from conformance.corpus import libdevice as corpus
-from conformance.profiles import CI
-from conformance.runner import PASSED, UNSUPPORTED, run_case
 from tiles.backends import registry
+from tiles.conformance.corpus import libdevice as corpus
+from tiles.conformance.profiles import CI
+from tiles.conformance.runner import PASSED, UNSUPPORTED, run_case
 from tiles.core import dtypes as D
 from tiles.core import mathfns
 

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 from test_rocm_examples import CompileOnlyROCm
 
-from conformance.corpus import libdevice as corpus
-from conformance.profiles import CI
+from tiles.conformance.corpus import libdevice as corpus
+from tiles.conformance.profiles import CI
 from tiles.core import mathfns
 from tiles.core.errors import UnsupportedError
 
