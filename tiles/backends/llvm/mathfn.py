@@ -9,20 +9,16 @@ are unsupported, with an error that says so.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ...core.dtypes import DType
 from ...core.errors import UnsupportedError
 from ...core.mathfns import MathFunction
-from .builder import Reg
-
-if TYPE_CHECKING:
-    from .arith import LLVMArithmetic
+from .builder import LLVMBuilder, Reg
 
 _SUFFIX = {"float": "f32", "double": "f64", "i32": "i32", "i64": "i64"}
 
 
-def lower_math_fn(b: LLVMArithmetic, fn: MathFunction, args: Sequence[Reg], dtypes: Sequence[DType]) -> Reg:
+def lower_math_fn(b: LLVMBuilder, fn: MathFunction, args: Sequence[Reg], dtypes: Sequence[DType]) -> Reg:
     d = dtypes[0]
     spelling = fn.llvm if fn.llvm and fn.llvm not in b.t.math_fn_avoid else ""
     if spelling:
@@ -38,7 +34,7 @@ def lower_math_fn(b: LLVMArithmetic, fn: MathFunction, args: Sequence[Reg], dtyp
     return _libdevice(b, fn, symbol, list(args), d)
 
 
-def _libdevice(b: LLVMArithmetic, fn: MathFunction, symbol: str, args: list[Reg], d: DType) -> Reg:
+def _libdevice(b: LLVMBuilder, fn: MathFunction, symbol: str, args: list[Reg], d: DType) -> Reg:
     result = fn.result
     if result in ("b", "i32") and fn.operands[0] == "f":
         raw = b._call(symbol, "i32", args)
@@ -50,7 +46,7 @@ def _libdevice(b: LLVMArithmetic, fn: MathFunction, symbol: str, args: list[Reg]
     return b._call(symbol, ret, args)
 
 
-def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg], d: DType) -> Reg:
+def _generic(b: LLVMBuilder, fn: MathFunction, spelling: str, args: list[Reg], d: DType) -> Reg:
     x = args[0]
     ty = x.ty
     sfx = _SUFFIX[ty]
@@ -120,7 +116,7 @@ def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg]
     return _to_i32(b, r) if fn.result == "i32" else r
 
 
-def _nextafter(b: LLVMArithmetic, x: Reg, y: Reg) -> Reg:
+def _nextafter(b: LLVMBuilder, x: Reg, y: Reg) -> Reg:
     """The neighbour of x toward y: one step of the bit pattern, the smallest subnormal (with y's
     sign) from zero, y itself when x == y, NaN when either is."""
     ty = x.ty
@@ -147,7 +143,7 @@ def _nextafter(b: LLVMArithmetic, x: Reg, y: Reg) -> Reg:
     return b._val(ty, f"select {nan}, {either}, {r}")
 
 
-def _exponent(b: LLVMArithmetic, x: Reg, sfx: str, kind: str) -> Reg:
+def _exponent(b: LLVMBuilder, x: Reg, sfx: str, kind: str) -> Reg:
     """ilogb / logb from llvm.frexp (whose exponent is one more), with the special values of
     core/mathfns.py: ilogb(0) = ilogb(NaN) = INT_MIN, ilogb(+-inf) = INT_MAX; logb(0) = -inf,
     logb(+-inf) = +inf, logb(NaN) = NaN."""
@@ -170,5 +166,5 @@ def _exponent(b: LLVMArithmetic, x: Reg, sfx: str, kind: str) -> Reg:
     return b._val(ty, f"select {zero}, {ty} 0xFFF0000000000000, {f}")
 
 
-def _to_i32(b: LLVMArithmetic, v: Reg) -> Reg:
+def _to_i32(b: LLVMBuilder, v: Reg) -> Reg:
     return v if v.ty == "i32" else b._val("i32", f"trunc {v} to i32")
