@@ -1,9 +1,9 @@
 """MATH_FN (core/mathfns.py) as LLVM IR.
 
-A function with an ``llvm`` spelling (rounding, copysign, ldexp, classification, bit
+A function with an LLVM spelling (``SPELLINGS``: rounding, copysign, ldexp, classification, bit
 counting) is lowered the same way on every LLVM target: exact, no library needed.  The rest
-call NVIDIA's libdevice when the target links it (``LLVMTarget.libdevice``); elsewhere they
-are unsupported, with an error that says so.
+call NVIDIA's libdevice (``libdevice.py``) when the target links it (``LLVMTarget.libdevice``);
+elsewhere they are unsupported, with an error that says so.
 """
 
 from __future__ import annotations
@@ -13,17 +13,37 @@ from collections.abc import Sequence
 from ...core.dtypes import DType
 from ...core.errors import UnsupportedError
 from ...core.mathfns import MathFunction
+from . import libdevice
 from .builder import LLVMBuilder, Reg
 
 _SUFFIX = {"float": "f32", "double": "f64", "i32": "i32", "i64": "i64"}
+_INF, _FINITE = (1 << 2) | (1 << 9), 0x1F8   # llvm.is.fpclass test masks
+
+# function -> "llvm.<intrinsic>" (the type suffix added) or an expansion below: "fpclass:<mask>",
+# "signbit", "saturating:<rounding intrinsic>", ...
+SPELLINGS: dict[str, str] = {
+    "logb": "logb", "ilogb": "ilogb", "ldexp": "llvm.ldexp", "scalbn": "llvm.ldexp",
+    "trunc": "llvm.trunc", "round": "llvm.round", "rint": "llvm.rint", "nearbyint": "llvm.nearbyint",
+    "llrint": "saturating:llvm.rint", "llround": "saturating:llvm.round",
+    "copysign": "llvm.copysign", "fdim": "fdim", "nextafter": "nextafter",
+    "div_rz": "div_rz", "div_rd": "div_rd", "div_ru": "div_ru", "saturatef": "saturate",
+    "isinf": f"fpclass:{_INF}", "isfinited": f"fpclass:{_FINITE}", "finitef": f"fpclass:{_FINITE}",
+    "signbit": "signbit",
+    "clz": "llvm.ctlz", "popc": "llvm.ctpop", "ffs": "llvm.cttz", "brev": "llvm.bitreverse",
+}
+
+
+def spelling(fn: MathFunction) -> str:
+    """``fn``'s LLVM spelling, "" when it needs a math library."""
+    return SPELLINGS.get(fn.name, "")
 
 
 def lower_math_fn(b: LLVMBuilder, fn: MathFunction, args: Sequence[Reg], dtypes: Sequence[DType]) -> Reg:
     d = dtypes[0]
-    spelling = fn.llvm if fn.llvm and fn.llvm not in b.t.math_fn_avoid else ""
-    if spelling:
-        return _generic(b, fn, spelling, list(args), d)
-    symbol = fn.nv_symbol(d.bits) if b.t.libdevice else ""
+    exact = spelling(fn)
+    if exact and exact not in b.t.math_fn_avoid:
+        return _generic(b, fn, exact, list(args), d)
+    symbol = libdevice.symbol(fn, d.bits) if b.t.libdevice else ""
     if not symbol:
         where = b.target.backend
         raise UnsupportedError(

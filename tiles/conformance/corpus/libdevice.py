@@ -16,6 +16,7 @@ import numpy as np
 
 import tiles
 import tiles.language as tl
+from tiles.backends.opencl import mathfns as opencl_math
 from tiles.core import dtypes as D
 from tiles.core import mathfns
 from tiles.core.dtypes import DType
@@ -51,7 +52,7 @@ def groups(dtype: DType) -> dict[str, list[MathFunction]]:
         if dtype.is_int != (fn.operands[0] == "n") or dtype == D.float64 and fn.f32_only:
             continue
         kind = "fast" if fn.name.startswith("fast_") else "exact" if fn.exact else "inexact"
-        if not fn.has_opencl(dtype):
+        if not opencl_math.available(fn, dtype):
             kind += "-no_opencl"  # apart, so that OpenCL runs the rest of the group
         out.setdefault(f"{fn.operands}-{kind}", []).append(fn)
     return out
