@@ -49,5 +49,5 @@ def check(rng):
     with pytest.raises(CompilationError) as caught:
         _gelu_tanh[(tiles.cdiv(n, 128),)](x, y, n, USE_ASM=True)
     message = str(caught.value)
-    assert "lang_inline_asm_fallback.py:17" in message, message
+    assert "triton_language/inline_asm_fallback.py:17" in message, message
     assert "inline_asm_elementwise" in message and "tl ops" in message, message

@@ -2,7 +2,7 @@
 takes one group of ``group_size`` values, finds ``absmax`` with ``tl.max(tl.abs(..))`` floored by
 ``eps``, scales by ``fp8_max / absmax``, clamps with ``tl.clamp`` to ``[fp8_min, fp8_max]`` and
 stores ``float8e4nv`` (e4m3fn) through the output pointer's element type, plus the fp32 scale
-(int8 groups: sglang_per_token_group_quant_int8.py)."""
+(int8 groups: sglang/per_token_group_quant_int8.py)."""
 
 import ml_dtypes
 import numpy as np

@@ -153,7 +153,7 @@ def check(rng):
     ws = [(rng.standard_normal((loras, N, K2)) * 0.2).astype(np.float32) for _ in range(2)]
     out2 = np.zeros((2, M, N), np.float32)
     if tiles.backends.registry.default().name == "cuda":
-        return  # host addresses in the table: the CUDA form is rt_pointer_table's
+        return  # host addresses in the table: the CUDA form is triton_runtime/pointer_table's
     if refuses_pointers_from_integers():
         with pytest.raises(UnsupportedError, match="int_to_ptr is not supported on opencl"):
             _launch(x2, ws, out2, meta, 2, 2.0, 1, 16, 16, 32)
