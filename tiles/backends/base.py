@@ -21,6 +21,7 @@ from ..core import dtypes as D
 from ..core.dtypes import DType
 from ..core.ir import Kernel
 from ..core.ops import Op
+from .launch_facts import DEFAULT_NUM_STAGES, DEFAULT_NUM_WARPS
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,8 @@ class Options:
     lists them, and docs/porting-from-triton.md says why each has no effect.  ``codegen``: the
     code shapes allowed (``CodegenChoices``; the jit fills it from the environment)."""
 
-    num_warps: int = 4
-    num_stages: int = 3   # software-pipelining depth of tensor-core loops (cuda); tl.range's wins
+    num_warps: int = DEFAULT_NUM_WARPS
+    num_stages: int = DEFAULT_NUM_STAGES   # software-pipelining depth of tensor-core loops (cuda); tl.range's wins
     debug: bool = False
     fp_fusion: bool = False  # Triton's enable_fp_fusion: a * b + c may round once (lowering/contract.py)
     maxnreg: int | None = None  # Triton's maxnreg: the most registers per thread (cuda: PTX .maxnreg)

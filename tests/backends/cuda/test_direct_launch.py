@@ -1,4 +1,4 @@
-"""The native direct launch (``backends/cuda/direct_launch.py``) and the binder's path to it.
+"""The native direct launch (``backends/cuda/launch/direct_launch.py``) and the binder's path to it.
 
 First the builtin alone against ctypes stand-ins for ``cuCtxGetCurrent``/``cuLaunchKernel``
 (``test_trampoline.Recorder``): every byte it hands the driver equals ``struct.pack``'s, values
@@ -26,8 +26,9 @@ from test_trampoline import CC, CONTEXT, FUNCTION, Recorder, _address
 
 import tiles
 import tiles.language as tl
-from tiles.backends.cuda import CUDABackend, direct_launch, launcher, runtime, trampoline
+from tiles.backends.cuda import CUDABackend, runtime
 from tiles.backends.cuda.driver import Driver, load_library
+from tiles.backends.cuda.launch import direct_launch, launcher, trampoline
 from tiles.core.dtypes import PointerType
 from tiles.core.errors import LaunchError
 from tiles.runtime.binder import make_binder

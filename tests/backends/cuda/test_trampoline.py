@@ -1,4 +1,4 @@
-"""The native launch trampoline (``backends/cuda/trampoline.py``) against stand-in drivers.
+"""The native launch trampoline (``backends/cuda/launch/trampoline.py``) against stand-in drivers.
 
 Its ``cuCtxGetCurrent``/``cuLaunchKernel`` are ctypes callbacks that record what they receive,
 so every byte the native code hands the driver is checked: grid, block, shared bytes, stream,
@@ -27,8 +27,9 @@ import stream_kernels as K
 
 import tiles
 import tiles.language as tl
-from tiles.backends.cuda import CUDABackend, launcher, runtime, trampoline
+from tiles.backends.cuda import CUDABackend, runtime
 from tiles.backends.cuda.driver import CUDAError, Driver, load_library
+from tiles.backends.cuda.launch import launcher, trampoline
 from tiles.core.dtypes import PointerType
 
 REASON = trampoline.unavailable_reason()
@@ -112,9 +113,10 @@ def _random_record(rng, codes: str) -> tuple[bytes, int, tuple[int, int, int]]:
 def test_constants_layout_matches_the_native_code():
     fields = ["Q", "Q", "Q", "Q", "I", "I", "Q", "Q"]
     offsets = [struct.calcsize("@" + "".join(fields[:i])) for i in range(len(fields))]
-    assert trampoline.CONSTANTS.format == "@" + "".join(fields)
-    assert offsets[1:] == [trampoline._OFFSETS[name] for name in
-                           ("$LAUNCH", "$CONTEXT", "$FUNCTION", "$BLOCK", "$SHARED", "$RECORD_SIZE", "$ARGS_SIZE")]
+    assert trampoline.CONSTANTS.struct.format == "@" + "".join(fields)
+    assert offsets == [trampoline.CONSTANTS.offsets[name] for name in
+                       ("$GET_CURRENT", "$LAUNCH", "$CONTEXT", "$FUNCTION", "$BLOCK", "$SHARED", "$RECORD_SIZE",
+                        "$ARGS_SIZE")]
 
 
 @needs_trampoline

@@ -177,7 +177,7 @@ class CUDABackend(Backend):
     def make_launcher(self, compiled: CompiledKernel,
                       plan: Sequence[tuple[int, str, bool, bool]]) -> Callable[..., None]:
         """``launcher(grid, values, stream=None)`` for any arguments (``launcher.general``)."""
-        from . import launcher
+        from .launch import launcher
         if compiled.extra.get("tensor_maps"):
             return self._with_tensor_maps(compiled, plan, lambda c, p: launcher.general(c, self._loaded(c), p))
         return launcher.general(compiled, self._loaded(compiled), plan)
@@ -194,7 +194,7 @@ class CUDABackend(Backend):
                             example: Sequence[Any]) -> Callable[..., None]:
         """A launcher for values with the types, dtypes and devices of ``example`` (the jit's
         launch key guarantees it): torch CUDA tensors take ``launcher.keyed``'s short path."""
-        from . import launcher
+        from .launch import launcher
         if type(self).make_launcher is not CUDABackend.make_launcher:  # a subclass launches its own way
             return self.make_launcher(compiled, plan)
         if compiled.extra.get("tensor_maps"):

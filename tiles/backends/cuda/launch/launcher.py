@@ -31,10 +31,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...core.errors import LaunchError
-from ..base import CompiledKernel, LaunchArg
-from . import direct_launch, hot_launch, runtime, trampoline
-from . import driver as cu
+from ....core.errors import LaunchError
+from ...base import CompiledKernel, LaunchArg
+from .. import driver as cu
+from .. import runtime
+from . import direct_launch, hot_launch, trampoline
 
 Launcher = Callable[..., None]
 Plan = Sequence[tuple[int, str, bool, bool]]
