@@ -14,7 +14,7 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import config
 from ..core import dtypes as D
@@ -97,8 +97,10 @@ class Options:
         return self.num_warps * target.warp_size
 
 
-# CompiledKernel's typed launch facts, also readable through its ``metadata`` view.
+# CompiledKernel's typed launch facts, also readable through its ``metadata`` view; the optional ones
+# only where set (a kernel with tensor maps, a persistent one).
 LAUNCH_FIELDS = ("threads", "shared", "entry", "arch", "not_applied")
+OPTIONAL_LAUNCH_FIELDS = ("tensor_maps", "persistent")
 OPTION_FACTS = ("name", "num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "enable_fp_fusion")
 
 
@@ -128,7 +130,11 @@ class CompiledKernel:
     ``threads``, ``shared`` (bytes of dynamic shared / local memory per program), ``entry`` (the
     function name in the code), ``arch`` and ``not_applied`` (options the generated code does not
     follow, each with its file:line, e.g. a ``tl.range(num_stages=)`` with nothing to pipeline)
-    are set by the stages; ``extra`` holds any other JSON-able facts a backend reports
+    are set by the stages, and where the code takes hidden parameters, ``tensor_maps`` (the JSON
+    specs of the ``CUtensorMap``s whose device address is one more parameter after the user's,
+    cuda's TMA) and ``persistent`` (programs loop over the grid: launched with at most one per
+    multiprocessor, the grid as three more int32 parameters); ``extra`` holds any other JSON-able
+    facts a backend reports
     (registers, spills...), ``loaded`` the live objects it keeps (modules, programs; never
     cached).  ``metadata`` is a read-only view of all the facts, as Triton's
     ``CompiledKernel.metadata``; a saved one passed back as ``extra`` fills the typed fields.
@@ -145,6 +151,8 @@ class CompiledKernel:
     entry: str = ""
     arch: str = ""
     not_applied: tuple[str, ...] = ()  # options the code does not follow, each with its file:line
+    tensor_maps: tuple[dict[str, Any], ...] = ()  # the hidden tensor maps' specs (cuda/tma_launch.py)
+    persistent: bool = False  # launched with at most one program per multiprocessor, the grid passed
     loaded: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -152,6 +160,10 @@ class CompiledKernel:
         """The JSON-able facts (the launch fields, the options under Triton's names, then ``extra``), read-only."""
         facts = {name: getattr(self, name) for name in LAUNCH_FIELDS}
         facts["not_applied"] = list(self.not_applied)
+        if self.tensor_maps:
+            facts["tensor_maps"] = list(self.tensor_maps)
+        if self.persistent:
+            facts["persistent"] = True
         return Metadata({**facts, **self._option_facts(), **self.extra})
 
     def _option_facts(self) -> dict[str, Any]:
@@ -210,18 +222,39 @@ class CompiledKernel:
 
     def __post_init__(self) -> None:
         # A saved ``metadata`` dict given as ``extra`` (disk-cache entries): launch facts go to their fields.
-        for name in LAUNCH_FIELDS:
+        for name in (*LAUNCH_FIELDS, *OPTIONAL_LAUNCH_FIELDS):
             if name in self.extra:
                 setattr(self, name, self.extra.pop(name))
         for name in OPTION_FACTS:
             self.extra.pop(name, None)
         self.not_applied = tuple(self.not_applied)
+        self.tensor_maps = tuple(self.tensor_maps)
+        self.persistent = bool(self.persistent)
 
     @classmethod
     def restore(cls, kernel: Kernel, options: Options, asm: dict[str, Any], metadata: Mapping[str, Any],
                 handle: Any = None) -> CompiledKernel:
         """A kernel rebuilt from stored stages and the ``metadata`` saved with them (disk cache)."""
         return cls(kernel.name, kernel, options, dict(asm), dict(metadata), handle)
+
+
+class PlannedArg(NamedTuple):
+    """One run-time parameter of a launch plan (the jit makes one per kernel parameter that is
+    not a constexpr; ``make_launcher`` takes them): where its value is among the launch's values
+    (``position``; negative for a hidden parameter appended after them), its ``name``, whether it is
+    a pointer and whether the kernel may write through it."""
+
+    position: int
+    name: str
+    is_pointer: bool
+    writable: bool
+
+    def arg(self, values: Sequence[Any]) -> LaunchArg:
+        """This parameter's ``LaunchArg`` in a launch of ``values``."""
+        return LaunchArg(self.name, values[self.position], self.is_pointer, self.writable)
+
+
+LaunchPlan = Sequence[PlannedArg]
 
 
 @dataclass
@@ -295,17 +328,16 @@ class Backend(abc.ABC):
         """Whether kernels run on a GPU (only GPU backends are picked by default)."""
         return True
 
-    def make_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]]
-                      ) -> Callable[..., None]:
-        """A function ``(grid, values, stream=None)`` that launches ``compiled``; ``plan`` lists,
-        per run-time parameter, (index into values, name, is pointer, may be written).  The jit
+    def make_launcher(self, compiled: CompiledKernel, plan: LaunchPlan) -> Callable[..., None]:
+        """A function ``(grid, values, stream=None)`` that launches ``compiled``; ``plan``: a
+        ``PlannedArg`` per run-time parameter (index into values, name, is pointer, may be written).  The jit
         passes ``stream=`` only when the launch named one.  Backends override this to make
         repeated launches cheap; this default hands ``stream`` to ``launch`` when that takes one
         and otherwise ignores it (backends without streams run in order anyway)."""
         takes_stream = "stream" in inspect.signature(self.launch).parameters
 
         def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
-            args = [LaunchArg(name, values[i], is_ptr, writable) for i, name, is_ptr, writable in plan]
+            args = [p.arg(values) for p in plan]
             if stream is not None and takes_stream:
                 self.launch(compiled, grid, args, stream=stream)  # type: ignore[call-arg]
             else:

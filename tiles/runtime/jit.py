@@ -12,7 +12,7 @@ from typing import Any
 
 from .. import config, progress
 from ..backends import registry
-from ..backends.base import Backend, CompiledKernel, Options
+from ..backends.base import Backend, CompiledKernel, Options, PlannedArg
 from ..backends.launch_facts import DEFAULT_NUM_STAGES, DEFAULT_NUM_WARPS, LAUNCH_OPTIONS, ParamKind
 from ..core import passes
 from ..core.builder import Builder, current, is_tracing, tb_loc, tracing
@@ -497,7 +497,7 @@ class JITFunction(KernelInterface):
             values = expanded_args.flatten(values, self._param_kinds)
             named = {s.name: v for s, v in zip(specs, values)}
         check_writable(named, stores, self.loc, self.__name__)
-        plan = [(i, s.name, isinstance(s.type, PointerType), s.name in stores)
+        plan = [PlannedArg(i, s.name, isinstance(s.type, PointerType), s.name in stores)
                 for i, s in enumerate(specs) if not s.constexpr]
         keyed = getattr(backend, "make_keyed_launcher", None)
         if keyed is not None and checked_launch.plan_of(compiled) is None:

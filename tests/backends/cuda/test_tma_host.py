@@ -154,7 +154,7 @@ def test_launcher_appends_the_maps_and_falls_back(monkeypatch):
     monkeypatch.setattr(tma_launch.runtime, "stream_handle", lambda stream, device: 0)
     monkeypatch.setattr(tma_launch, "_TABLE", tensor_map.MapTable())
     compiled = CompiledKernel("k", None, None)  # type: ignore[arg-type]
-    compiled.extra["tensor_maps"] = [SPEC.to_json()]
+    compiled.tensor_maps = (SPEC.to_json(),)
     launched = []
 
     def make(kernel, plan):
@@ -178,7 +178,7 @@ def test_launcher_appends_the_maps_and_falls_back(monkeypatch):
 
 
 def test_persistent_kernels_launch_one_program_per_sm_with_the_grid(monkeypatch):
-    """``compiled.extra["persistent"]``: at most one program per SM along x, the kernel's grid as
+    """``compiled.persistent``: at most one program per SM along x, the kernel's grid as
     three more values after the maps' address; an empty grid launches nothing, and a grid whose
     program counter would wrap (2**31 programs) runs the kernel without TMA."""
     from tiles.backends.base import CompiledKernel
@@ -192,7 +192,7 @@ def test_persistent_kernels_launch_one_program_per_sm_with_the_grid(monkeypatch)
     monkeypatch.setattr(tma_launch.runtime, "multiprocessor_count", lambda device: 132)
     monkeypatch.setattr(tma_launch, "_TABLE", tensor_map.MapTable())
     compiled = CompiledKernel("k", None, None)  # type: ignore[arg-type]
-    compiled.extra.update(tensor_maps=[SPEC.to_json()], persistent=True)
+    compiled.tensor_maps, compiled.persistent = (SPEC.to_json(),), True
     launched = []
 
     def make(kernel, plan):

@@ -32,13 +32,13 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ....core.errors import LaunchError
-from ...base import CompiledKernel, LaunchArg
+from ...base import CompiledKernel, LaunchPlan
 from .. import driver as cu
 from .. import runtime
 from . import direct_launch, hot_launch, trampoline
 
 Launcher = Callable[..., None]
-Plan = Sequence[tuple[int, str, bool, bool]]
+Plan = LaunchPlan
 
 # STAND-IN LIBCUDA ONLY (benchmarks/cuda_launch_path_stub.py --torch, tests): when set, torch CPU
 # tensors (device -1) count as tensors on this CUDA device, so real torch tensors can drive the
@@ -49,13 +49,13 @@ stub_cpu_device: int | None = None
 def general(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan) -> Launcher:
     """A launcher for any arguments; torch CUDA tensors and scalars skip ``LaunchArg`` objects."""
     block = compiled.threads
-    indices = [i for i, *_ in plan]
-    pointers = [i for i, _n, is_ptr, _w in plan if is_ptr]
+    indices = [p.position for p in plan]
+    pointers = [p.position for p in plan if p.is_pointer]
     pointer_set = set(pointers)
     is_cuda_tensor = runtime.is_cuda_tensor
 
     def slow(grid: tuple[int, int, int], values: Sequence[Any], stream: Any) -> None:
-        args = [LaunchArg(n, values[i], p, w) for i, n, p, w in plan]
+        args = [p.arg(values) for p in plan]
         runtime.launch(loaded, grid, block, args, stream)
 
     def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
