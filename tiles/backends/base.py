@@ -267,6 +267,53 @@ class LaunchArg:
     writable: bool = True  # False when the kernel provably never writes through it
 
 
+_ASM = object()  # Staged.next when the next stage takes the stage's asm
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What a stage returns when it fixes more than its text.  ``asm`` is kept in
+    ``compiled.asm[stage]`` (``TILES_DUMP`` prints it) and handed to the next stage unless ``next``
+    says otherwise (ROCm's object code); each launch fact given (None: not this stage's) is set on
+    the ``CompiledKernel``, ``extra``/``loaded``/``more_asm`` entries are added to its dicts.
+    ``Backend.compile`` does all of that (``record``): stages read ``compiled`` and never write it."""
+
+    asm: Any
+    next: Any = _ASM
+    threads: int | None = None
+    shared: int | None = None
+    entry: str | None = None
+    arch: str | None = None
+    not_applied: tuple[str, ...] | None = None
+    tensor_maps: tuple[dict[str, Any], ...] | None = None
+    persistent: bool | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    loaded: Mapping[str, Any] = field(default_factory=dict)
+    more_asm: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def lowered(cls, lowered: Any, **facts: Any) -> Staged:
+        """A code stage's result from the lowering's ``Lowered`` (``lowering/entry.py``): its code
+        and the launch facts it fixed (threads, shared bytes, entry, options not applied)."""
+        return cls(lowered.code, threads=lowered.threads, shared=lowered.shared_bytes, entry=lowered.entry,
+                   not_applied=tuple(lowered.not_applied), **facts)
+
+    def record(self, stage: str, compiled: CompiledKernel) -> Any:
+        """Put this result on ``compiled`` (``asm[stage]``, the facts, the dicts' entries); what
+        the next stage takes."""
+        compiled.asm[stage] = self.asm
+        compiled.asm.update(self.more_asm)
+        for name in (*LAUNCH_FIELDS, *OPTIONAL_LAUNCH_FIELDS):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(compiled, name, value)
+        compiled.extra.update(self.extra)
+        compiled.loaded.update(self.loaded)
+        return self.asm if self.next is _ASM else self.next
+
+
+# A compile stage: ``stage(previous output, compiled) -> output`` (a plain value, kept in
+# ``compiled.asm`` and passed on, or a ``Staged``); ``compiled`` is read (its ``ir``, ``name``), not written.
 Stage = Callable[[Any, CompiledKernel], Any]
 
 
@@ -379,7 +426,10 @@ class Backend(abc.ABC):
         limit = self.target().shared_memory
         for stage_name, stage in self.stages(options).items():
             value = stage(value, compiled)
-            compiled.asm[stage_name] = value
+            if isinstance(value, Staged):
+                value = value.record(stage_name, compiled)
+            else:
+                compiled.asm[stage_name] = value
             needed = compiled.shared
             if needed > limit:
                 from ..core.errors import OutOfResourcesError

@@ -26,6 +26,7 @@ from test_trampoline import CC, CONTEXT, FUNCTION, Recorder, _address
 
 import tiles
 import tiles.language as tl
+from tiles.backends.base import PlannedArg
 from tiles.backends.cuda import CUDABackend, runtime
 from tiles.backends.cuda.driver import Driver, load_library
 from tiles.backends.cuda.launch import direct_launch, launcher, trampoline
@@ -238,7 +239,7 @@ def test_keyed_launches_go_direct_with_the_general_paths_bytes(fake, rng, monkey
     entry = _entry(direct_mix)
     assert type(entry.direct).__name__ == ("builtin_function_or_method" if native else "function")
     names = direct_mix.arg_names
-    plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out")
+    plan = [PlannedArg(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out")
             for p in entry.compiled.ir.params]
     general = CUDABackend().make_launcher(entry.compiled, plan)
     for grid in ((5,), (2, 3), (4, 1, 6)):

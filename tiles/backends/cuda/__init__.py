@@ -16,7 +16,18 @@ from typing import Any
 from ...core import dtypes as D
 from ...core.ops import Op
 from ...core.printer import format_kernel
-from ..base import Backend, CodegenChoices, CompiledKernel, LaunchArg, LaunchPlan, Options, PlannedArg, Stage, Target
+from ..base import (
+    Backend,
+    CodegenChoices,
+    CompiledKernel,
+    LaunchArg,
+    LaunchPlan,
+    Options,
+    PlannedArg,
+    Stage,
+    Staged,
+    Target,
+)
 from ..llvm.target import LLVMTarget
 from . import toolchain
 
@@ -128,24 +139,20 @@ class CUDABackend(Backend):
     def stages(self, options: Options) -> dict[str, Stage]:
         arch = self.arch()
 
-        def llir(kernel: Any, compiled: CompiledKernel) -> str:
+        def llir(kernel: Any, compiled: CompiledKernel) -> Staged:
             from ..lowering.tensorcore import persistent
             from .choices import lower_chosen
             lowered = lower_chosen(compiled.ir, nvptx_target(arch), options, self.target())
-            compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
-            compiled.arch, compiled.not_applied = arch, lowered.not_applied
             # TMA: launched with the maps as a hidden argument (tma_launch.py), and the grid as three more
-            compiled.tensor_maps = tuple(lowered.tensor_maps)
-            compiled.persistent = persistent.VARIANT in lowered.variants
-            return lowered.code
+            return Staged.lowered(lowered, arch=arch, tensor_maps=tuple(lowered.tensor_maps),
+                                  persistent=persistent.VARIANT in lowered.variants)
 
-        def ptx(text: str, compiled: CompiledKernel) -> str:
+        def ptx(text: str, compiled: CompiledKernel) -> Staged:
             code = toolchain.to_ptx(text, arch)
             if options.maxnreg is not None:
                 from .occupancy import with_directive
                 code = with_directive(code, f".maxnreg {options.maxnreg}") or code
-            compiled.loaded["resources"] = functools.partial(_ptxas_resources, code, arch)
-            return code
+            return Staged(code, loaded={"resources": functools.partial(_ptxas_resources, code, arch)})
 
         return {"ir": lambda kernel, compiled: format_kernel(kernel), "llir": llir, "ptx": ptx}
 
