@@ -115,7 +115,7 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     """A launcher for values with the types, dtypes and devices of ``example`` (see the module
     docstring); ``general``'s when they are not all torch tensors on one CUDA device."""
     fallback = general(compiled, loaded, plan)
-    device = _torch_device(example, [i for i, _n, is_ptr, _w in plan if is_ptr])
+    device = _torch_device(example, [p.position for p in plan if p.is_pointer])
     if device is None:
         return fallback
     drv = runtime.driver()
@@ -126,9 +126,9 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     finally:
         if pushed:
             drv.pop()
-    bfloat16 = {i for position, (i, *_) in enumerate(plan) if position in loaded.bfloat16}  # kernel params
-    arguments = ", ".join(f"values[{i}].data_ptr()" if is_ptr else f"_bf16(values[{i}])" if i in bfloat16
-                          else f"values[{i}]" for i, _n, is_ptr, _w in plan)
+    bfloat16 = {p.position for n, p in enumerate(plan) if n in loaded.bfloat16}  # kernel params
+    arguments = ", ".join(f"values[{p.position}].data_ptr()" if p.is_pointer else f"_bf16(values[{p.position}])"
+                          if p.position in bfloat16 else f"values[{p.position}]" for p in plan)
     record = struct.Struct(trampoline.record_format(loaded.codes))
     native = trampoline.make(drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"),
                              context, function, compiled.threads, loaded.shared_bytes, record.size) \
@@ -141,7 +141,8 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     }
     if native is not None:
         namespace.update(_pack=record.pack, _native=native, _FALLBACK=trampoline.FALLBACK)
-        direct_arguments = ", ".join(f"_bf16(v{i})" if i in bfloat16 else f"v{i}" for i, *_ in plan)
+        direct_arguments = ", ".join(f"_bf16(v{p.position})" if p.position in bfloat16 else f"v{p.position}"
+                                     for p in plan)
         source = _NATIVE_SOURCE.format(arguments=arguments) + _DIRECT_SOURCE.format(
             params="".join(f", v{i}" for i in range(len(example))), arguments=direct_arguments)
     else:
@@ -157,8 +158,8 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     launcher.device = device  # type: ignore[attr-defined]  # the arguments fix the device (jit's FastLaunch)
     if native is not None:  # the jit's binder calls it with the tensors' addresses (runtime/binder.py)
         codes: list[str | None] = [None] * len(example)
-        for position, (i, *_) in enumerate(plan):
-            codes[i] = loaded.codes[position]
+        for n, p in enumerate(plan):
+            codes[p.position] = loaded.codes[n]
         fully_native = None if bfloat16 else direct_launch.make(
             drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"), context, function,
             compiled.threads, loaded.shared_bytes, codes, runtime.driver_generation, namespace["_raw_stream"],
