@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from ..backends.launch_facts import ParamKind, int_class
+from ..backends.launch_facts import Alignment, ParamKind, int_class
 from ..core import dtypes as D
 from ..core.dtypes import DType, PointerType, ScalarType
 from ..language.constexpr import constexpr as constexpr_object
@@ -213,19 +213,26 @@ def descriptor_specs(name: str, desc: TensorDescriptor, specialize: bool) -> lis
 
 def _descriptor_fact(desc: TensorDescriptor, kind: str) -> tuple[Any, ...]:
     strides = tuple(desc.strides)
-    return ("d", _array_key(desc.base), _hashable(tuple(desc.block_shape)), desc.padding,
+    # (the base's alignment specializes even under do_not_specialize: descriptor_specs)
+    return ("d", _array_key(desc.base, ParamKind.SPECIALIZED), _hashable(tuple(desc.block_shape)), desc.padding,
             tuple(fact_of(n, kind) for n in desc.shape), tuple(fact_of(n, kind) for n in strides[:-1]),
             strides[-1:])
 
 
-def _array_key(v: Any) -> tuple[Any, ...] | None:
+def _alignment(address: int, kind: str) -> Alignment:
+    if kind == ParamKind.NOT_SPECIALIZED:  # the address's alignment does not specialize
+        return Alignment.ANY
+    return Alignment.UNALIGNED if address % 16 else Alignment.ALIGNED
+
+
+def _array_key(v: Any, kind: str) -> tuple[Any, ...] | None:
     if isinstance(v, np.ndarray):
-        return ("a", v.dtype, v.__array_interface__["data"][0] % 16 == 0, v.flags.writeable)
+        return ("a", v.dtype, _alignment(v.__array_interface__["data"][0], kind), v.flags.writeable)
     ptr = getattr(v, "data_ptr", None)
     if ptr is not None:
         get_device = getattr(v, "get_device", None)
         device = get_device() if callable(get_device) else None
-        return ("t", type(v), str(v.dtype), ptr() % 16 == 0, device)
+        return ("t", type(v), str(v.dtype), _alignment(ptr(), kind), device)
     return None
 
 
@@ -265,13 +272,11 @@ def fact_of(v: Any, kind: str) -> Any:
         return "b"
     if is_tuple_argument(v):
         return ("T", namedtuple_class(v), tuple(fact_of(item, kind) for item in v))
-    ak = _array_key(v)
+    ak = _array_key(v, kind)
     if ak is None:
         if isinstance(v, TensorDescriptor):
             return _descriptor_fact(v, kind)
         return ("o", t, _hashable(v) if not hasattr(v, "dtype") else str(getattr(v, "dtype", "")))
-    if kind == ParamKind.NOT_SPECIALIZED:  # the address's alignment does not specialize
-        return (*ak[:2], *ak[3:]) if ak[0] == "a" else (*ak[:3], *ak[4:])
     return ak
 
 
