@@ -127,14 +127,12 @@ $SWITCH$CONVERSIONSstored:
 grid:
   %grid_object_at = getelementptr ptr, ptr %args, i64 1
   %grid_object = load ptr, ptr %grid_object_at
-  %grid_type_at = getelementptr i8, ptr %grid_object, i64 $OB_TYPE
-  %grid_type = load ptr, ptr %grid_type_at
+  %grid_type = read ptr from %grid_object at $OB_TYPE
   %tuple_type = read ptr from %constants at $TUPLE_TYPE
   %is_tuple = icmp eq ptr %grid_type, %tuple_type
   br i1 %is_tuple, label %grid_size, label %fallback
 grid_size:
-  %grid_length_at = getelementptr i8, ptr %grid_object, i64 $TUPLE_SIZE
-  %grid_length = load i64, ptr %grid_length_at
+  %grid_length = read i64 from %grid_object at $TUPLE_SIZE
   %grid_some = icmp sge i64 %grid_length, 1
   %grid_few = icmp sle i64 %grid_length, 3
   %grid_length_ok = and i1 %grid_some, %grid_few
@@ -157,8 +155,7 @@ axis_one:
 axis_read:
   %axis_object_at = getelementptr ptr, ptr %grid_items, i64 %axis_index
   %axis_object = load ptr, ptr %axis_object_at
-  %axis_type_at = getelementptr i8, ptr %axis_object, i64 $OB_TYPE
-  %axis_type = load ptr, ptr %axis_type_at
+  %axis_type = read ptr from %axis_object at $OB_TYPE
   %axis_is_int = icmp eq ptr %axis_type, %int_type_for_grid
   br i1 %axis_is_int, label %axis_convert, label %fallback
 axis_convert:
@@ -212,8 +209,7 @@ read_answer:
   %answer_failed = icmp ne ptr %answer_error, null
   br i1 %answer_failed, label %raise, label %launch
 given_stream:
-  %type_at = getelementptr i8, ptr %stream_object, i64 $OB_TYPE
-  %type = load ptr, ptr %type_at
+  %type = read ptr from %stream_object at $OB_TYPE
   %int_type = read ptr from %constants at $INT_TYPE
   %is_int = icmp eq ptr %type, %int_type
   br i1 %is_int, label %read_given, label %fallback
