@@ -257,3 +257,5 @@ def test_the_binder_and_fact_of_speak_one_int_encoding(kind):
         assert fact == fact_of(v, kind) == int_class(v, kind)
         assert IntClass(fact) is int_class(v, kind)
     assert int_class(2**63, kind) is None and not isinstance(fact_of(2**63, kind), int)
+    from tiles.runtime.specialize import FLOAT_FACT, NONE_FACT
+    assert bind(None)[0][0][0] == NONE_FACT and bind(0.5)[0][0][0] == fact_of(0.5, kind) == FLOAT_FACT
