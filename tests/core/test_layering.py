@@ -31,7 +31,21 @@ LAYERS: list[set[str]] = [
 ]
 
 # Packages whose modules must not import each other in a cycle.
-ACYCLIC = ("tiles.runtime", "tiles.backends.lowering")
+ACYCLIC = ("tiles.runtime", "tiles.backends.lowering", "tiles.backends.cuda.hopper", "tiles.backends.cuda.simulator")
+
+# Imports a package must not make, whatever the layers allow: (importer, imported, why); each is a
+# package or module name, covering its submodules.  Rooms of backends (issue 33): the shared
+# lowering serves every backend and knows none of them, a target's additions coming in through
+# an extension it is handed (lowering/mma/extension.py; CUDA's Hopper parts, backends/cuda/hopper/,
+# passed by cuda/choices.py); the simulator that checks the CUDA lowering is for tests.
+_SHARED = "the shared lowering knows no backend: a target's additions come in as an MMAExtension"
+FORBIDDEN: list[tuple[str, str, str]] = [
+    *(("tiles.backends.lowering", f"tiles.backends.{backend}", _SHARED)
+      for backend in ("cuda", "rocm", "opencl", "llvm", "cstyle", "interpreter", "stepping", "registry")),
+    *((f"tiles.backends.cuda.{room}", "tiles.backends.cuda.simulator",
+       "the simulator checks the lowering from outside: only tests import it")
+      for room in ("hopper", "choices", "emitter")),
+]
 
 # Edges other helpers are removing; the coordinator deletes each line when its fix is merged.
 KNOWN: set[tuple[str, str]] = set()
@@ -182,3 +196,16 @@ def test_no_import_cycles_in_runtime_and_lowering():
         sub = {m: {t for t in graph[m] if t in inside and (m, t) not in KNOWN} for m in inside}
         cycles = _cycles(sub)
         assert not cycles, f"import cycles in {package}: " + "; ".join(" <-> ".join(c) for c in cycles)
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_forbidden_imports():
+    bad = [f"{module} imports {target}: {why}"
+           for module, targets in sorted(import_graph().items())
+           for target in sorted(targets)
+           for importer, imported, why in FORBIDDEN
+           if _within(module, importer) and _within(target, imported) and (module, target) not in KNOWN]
+    assert not bad, "forbidden imports:\n" + "\n".join(bad)

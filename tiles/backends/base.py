@@ -48,12 +48,12 @@ class CodegenChoices:
     into ``Options.codegen``, so both compile caches key on them; the lowering reads only these
     fields.  A backend that finds one does not serve a kernel lowers it again with it off."""
 
-    tma: bool = config.TMA_BY_DEFAULT  # TILES_TMA: descriptor tiles copied by TMA (tensorcore/tma_claim.py)
+    tma: bool = config.TMA_BY_DEFAULT  # TILES_TMA: descriptor tiles copied by TMA (cuda/hopper/tma_claim.py)
     tma_top_loads: bool = True  # no variable: a producer may copy top-level descriptor loads (persistent.py)
-    producer: bool = True    # TILES_PRODUCER: a producer warpgroup issues the copies (tensorcore/tma_producer.py)
-    persistent: bool = True  # TILES_PERSISTENT: at most one program per SM (tensorcore/persistent.py)
-    inflight: bool = True    # TILES_INFLIGHT: the last product left in flight (tensorcore/inflight.py)
-    stmatrix: bool = True    # TILES_STMATRIX: MMA tiles staged swizzled (tensorcore/staging.py, epilogue.py)
+    producer: bool = True    # TILES_PRODUCER: a producer warpgroup issues the copies (cuda/hopper/tma_producer.py)
+    persistent: bool = True  # TILES_PERSISTENT: at most one program per SM (cuda/hopper/persistent.py)
+    inflight: bool = True    # TILES_INFLIGHT: the last product left in flight (cuda/hopper/inflight.py)
+    stmatrix: bool = True    # TILES_STMATRIX: MMA tiles staged swizzled (lowering/mma/staging.py, epilogue.py)
     approx_div: bool = True  # TILES_APPROX_DIV: float32 ``/`` as the emitter's approximate_divide
     occupancy: bool = True   # TILES_OCCUPANCY: cuda reloads register-bound kernels capped (cuda/occupancy.py)
 

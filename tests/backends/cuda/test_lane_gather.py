@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sim_emitter import SimEmitter, addresses, run
 
 import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
+from tiles.backends.cuda.simulator.simt import SimEmitter, addresses, run
 from tiles.backends.lowering.entry import lower_with_tensor_cores
 
 

@@ -13,7 +13,7 @@ from test_tma import desc_copy
 
 from tiles.backends.base import PlannedArg
 from tiles.backends.cuda import tensor_map
-from tiles.backends.lowering.tensorcore.tma_spec import MapSpec, Source
+from tiles.backends.cuda.hopper.tma_spec import MapSpec, Source
 
 # ---------------------------------------------------------------- host encoding
 

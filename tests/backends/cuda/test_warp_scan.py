@@ -5,10 +5,10 @@ wrapping) and a non-commutative recurrence (operand order)."""
 
 import numpy as np
 import pytest
-from sim_emitter import run
 
 import tiles
 import tiles.language as tl
+from tiles.backends.cuda.simulator.simt import run
 
 
 @tiles.jit

@@ -140,8 +140,8 @@ class CUDABackend(Backend):
         arch = self.arch()
 
         def llir(kernel: Any, compiled: CompiledKernel) -> Staged:
-            from ..lowering.tensorcore import persistent
             from .choices import lower_chosen
+            from .hopper import persistent
             lowered = lower_chosen(compiled.ir, nvptx_target(arch), options, self.target())
             # TMA: launched with the maps as a hidden argument (tma_launch.py), and the grid as three more
             return Staged.lowered(lowered, arch=arch, tensor_maps=tuple(lowered.tensor_maps),

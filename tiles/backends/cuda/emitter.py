@@ -4,15 +4,15 @@ instructions (``choices.py`` lowers kernels onto it)."""
 from __future__ import annotations
 
 from ..llvm.emitter import LLVMEmitter
-from ..lowering.tensorcore import TensorCoreEmitter
+from ..lowering.mma import TensorCoreEmitter
 from .atomic_ops import PTXAtomicOps
 from .fp8_ops import PTXFloat8Ops
+from .hopper.stmatrix_ops import PTXStoreMatrixOps
+from .hopper.tma_ops import PTXTensorMemoryOps
+from .hopper.wgmma_ops import PTXWarpgroupOps
 from .mma_ops import PTXMMAOps
 from .print_ops import PTXPrintOps
 from .rounding_ops import PTXRoundingOps
-from .stmatrix_ops import PTXStoreMatrixOps
-from .tma_ops import PTXTensorMemoryOps
-from .wgmma_ops import PTXWarpgroupOps
 
 
 class CUDAEmitter(PTXAtomicOps, PTXFloat8Ops, PTXRoundingOps, PTXPrintOps, PTXMMAOps, PTXStoreMatrixOps,

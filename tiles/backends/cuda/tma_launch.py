@@ -9,7 +9,7 @@ stride that is not a positive multiple of 16 bytes...), it uses the same kernel 
 TMA instead, built on first need.  A launch with tensors not seen before copies their maps to
 the device and waits for the copy (``cuStreamSynchronize``): under CUDA graph capture, launch
 once with the same tensors before capturing.  A kernel whose programs are persistent
-(``compiled.persistent``, ``lowering/tensorcore/persistent.py``) takes the launch's grid as
+(``compiled.persistent``, ``hopper/persistent.py``) takes the launch's grid as
 three more int32 parameters and is launched with at most one program per SM.
 """
 
@@ -20,10 +20,10 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..base import CompiledKernel, LaunchArg, LaunchPlan, PlannedArg
-from ..lowering.tensorcore.persistent import GRID_PARAMS
-from ..lowering.tensorcore.tma_claim import HIDDEN_PARAM
-from ..lowering.tensorcore.tma_spec import MapSpec
 from . import runtime
+from .hopper.persistent import GRID_PARAMS
+from .hopper.tma_claim import HIDDEN_PARAM
+from .hopper.tma_spec import MapSpec
 from .tensor_map import MapTable, encode, encode_arguments
 
 Launcher = Callable[..., None]

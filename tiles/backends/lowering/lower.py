@@ -66,7 +66,7 @@ class Lowering:
         self.variants: set[str] = set()  # optional code shapes chosen that a backend may lower without
         self.env: dict[Value, list[Handle]] = {}
         # a program's ids and the launch's program counts per axis, where the code computes them
-        # (tensorcore/persistent.py: one launched program runs several of the kernel's programs)
+        # (cuda/hopper/persistent.py: one launched program runs several of the kernel's programs)
         self.program_ids: list[Handle] | None = None
         self.program_counts: list[Handle] | None = None
         self.local_bytes = 0
@@ -103,7 +103,7 @@ class Lowering:
         for instr in block.instrs:
             outs = self.lower_instr(instr)
             for v, hs in zip(instr.results, outs):
-                if hs is None:  # held only in another layout (tensorcore/: MMA accumulators)
+                if hs is None:  # held only in another layout (mma/: MMA accumulators)
                     continue
                 assert len(hs) == self.layout(v).per_thread, (instr.op, v.type)
                 self.env[v] = hs

@@ -6,63 +6,29 @@ Every warpgroup (4 warps) owns 64-row blocks of the output in the interleaved MM
 of the block starting at ``mi * 16 * warps_m + 64 * (w // 4)``.  A is stored M x K
 (K-major), B either K x N (N-major, read transposed; 16-bit types only) or N x K rows
 (K-major): x's rows when the DOT absorbed ``trans(x)``, else B written transposed (tf32 and
-8-bit operands, which wgmma reads K-major only); see ``smem.py``.  A operand already in
+8-bit operands, which wgmma reads K-major only); see ``lowering/mma/smem.py``.  A operand already in
 registers (hoisted or repacked from a previous product) is passed as registers.
 
 Outside pipelined loops the DOT stages its operands, fences them for the async proxy,
 synchronizes, issues all MMAs as one group and waits for it; inside a pipelined loop
-(``pipeline.py``) the operands are already in the stage buffer and the last group may
+(``lowering/mma/pipeline.py``) the operands are already in the stage buffer and the last group may
 stay in flight (``keep``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from ....core import dtypes as D  # noqa: N812
 from ....core.dtypes import DType
 from ....core.ir import Instr
 from ....core.ops import Op
-from ..emitter import Handle
-from ..lower import Index
+from ...lowering.emitter import Handle
+from ...lowering.lower import Index
+from ...lowering.mma.base import TensorCoreLowering
+from ...lowering.mma.plan import WARP, MMALayout, Plan
+from ...lowering.mma.smem import descriptor, operands
 from . import inflight
-from .base import TensorCoreLowering
-from .plan import WARP, MMALayout, Plan
-from .smem import Swizzled, descriptor, swizzle_width
 
 MAX_N = 256  # widest wgmma
-
-
-@dataclass(frozen=True)
-class Operands:
-    a: Swizzled
-    b: Swizzled
-    b_k_major: bool  # B stored as N x K rows
-
-    @property
-    def b_offset(self) -> int:
-        return self.a.nbytes
-
-    @property
-    def nbytes(self) -> int:
-        return self.a.nbytes + self.b.nbytes
-
-
-def operands(plan: Plan, dot: Instr) -> Operands:
-    a, b, _ = dot.operands
-    s = a.type.element.itemsize
-    m, k = a.type.shape
-    n = b.type.shape[-1]
-    lay = plan.values[dot.result]
-    assert isinstance(lay, MMALayout)
-    wa = swizzle_width(k * s)
-    assert wa is not None
-    sa = Swizzled(m, k, s, wa)
-    if dot in plan.b_rows or s != 2:  # only 16-bit operands may be MN-major
-        return Operands(sa, Swizzled(n, k, s, wa), True)
-    wb = swizzle_width(lay.reps_n * 8 * s)
-    assert wb is not None
-    return Operands(sa, Swizzled(k, n, s, wb), False)
 
 
 def _smem_base(lw: TensorCoreLowering) -> Handle:

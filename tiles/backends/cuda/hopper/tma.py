@@ -25,9 +25,9 @@ from ....core import dtypes as D  # noqa: N812
 from ....core.descriptors import descriptor_operands
 from ....core.ir import Block, Instr, walk_block
 from ....core.ops import Op
-from ..emitter import Handle
-from ..lower import Lowering
-from .base import TensorCoreLowering, tc_rule
+from ...lowering.emitter import Handle
+from ...lowering.lower import Lowering
+from ...lowering.mma.base import TensorCoreLowering
 from .tma_claim import HIDDEN_PARAM, TMAEmitter, spec_of
 from .tma_spec import MapSpec
 
@@ -74,8 +74,7 @@ def _first_thread(lw: TensorCoreLowering) -> Handle:
     return e.binary(Op.EQ, e.thread_id(), lw.const(0, D.int32), D.int32)
 
 
-@tc_rule(Op.DESC_LOAD)
-def _desc_load(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
+def desc_load(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
     if instr in lw.tc.async_loads:
         return [None]  # type: ignore[list-item]  # copied into a pipeline stage (tma_pipeline.py)
     if lw.tc.persistent is not None and instr in lw.tc.persistent.singles:
@@ -106,8 +105,7 @@ def _desc_load(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
     return [values]
 
 
-@tc_rule(Op.DESC_STORE)
-def _desc_store(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
+def desc_store(lw: TensorCoreLowering, instr: Instr) -> list[list[Handle]]:
     e = lw.e
     assert isinstance(e, TMAEmitter)
     value = descriptor_operands(instr).value

@@ -4,7 +4,7 @@ product (attention: ``qk = dot(q, k)`` then ``acc = dot(p, v, acc)``).
 The accumulator product is waited for not at its own ``wgmma.wait_group`` but at the next
 iteration's first product's ``wait_group 0`` (which completes every older group too), so the
 warpgroup goes on to the next stage's copies and MMAs while it runs; the loop's exit waits for
-it (``pipeline.finish_carried``).  Until that wait the carried accumulator's registers belong
+it (``mma/pipeline.finish_carried``).  Until that wait the carried accumulator's registers belong
 to the MMA: the waits tie them (``wgmma_wait`` takes them as in/out operands) and the fragment
 handles are rebound to the tied ones, so nothing reads them earlier.  It applies only when no
 use of the carried accumulator comes before the first product of the body, and in loops of
@@ -19,14 +19,9 @@ from __future__ import annotations
 
 from ....core import dtypes as D  # noqa: N812
 from ....core.ir import Block, Instr, Value
-from ..emitter import Handle
-from .base import TensorCoreLowering
-
-
-def _uses(instr: Instr, v: Value) -> bool:
-    return any(o is v for o in instr.operands) or any(
-        any(_uses(i, v) for i in region.instrs) or any(y is v for y in region.yields) for region in instr.regions)
-
+from ...lowering.emitter import Handle
+from ...lowering.mma.base import TensorCoreLowering
+from ...lowering.mma.pipeline import reads_value
 
 VARIANT = "inflight"  # its name in ``Lowered.variants``
 
@@ -43,7 +38,7 @@ def kept_last(lw: TensorCoreLowering, dots: list[Instr], body: Block, stages: in
         return None
     last = order[-1]
     out = last.result
-    if out.type.element not in (D.float32, D.int32) or any(_uses(i, out) for i in body.instrs):
+    if out.type.element not in (D.float32, D.int32) or any(reads_value(i, out) for i in body.instrs):
         return None
     pos = [i for i, y in enumerate(body.yields) if y is out]
     if len(pos) != 1:
@@ -52,7 +47,7 @@ def kept_last(lw: TensorCoreLowering, dots: list[Instr], body: Block, stages: in
     if acc in plan.blocked or any(y is acc for y in body.yields):
         return None
     first = body.instrs.index(order[0])
-    if any(_uses(i, acc) for i in body.instrs[:first + 1]):
+    if any(reads_value(i, acc) for i in body.instrs[:first + 1]):
         return None
     return last, acc
 

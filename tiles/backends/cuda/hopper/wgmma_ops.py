@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...core import dtypes as D
-from ...core.dtypes import DType
-from ..llvm.builder import LLVMBuilder, Reg
+from ....core import dtypes as D
+from ....core.dtypes import DType
+from ...llvm.builder import LLVMBuilder, Reg
 
 _CONSTRAINT = {"float": "f", "double": "d", "i64": "l", "half": "h", "bfloat": "h", "i16": "h"}
 _KIND = {"float16": "f16", "bfloat16": "bf16", "float32": "tf32", "int8": "s8", "uint8": "u8",

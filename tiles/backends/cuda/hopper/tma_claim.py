@@ -30,10 +30,10 @@ from ....core.dtypes import PointerType
 from ....core.ir import Block, Instr, Kernel, Param, TileType, Value
 from ....core.ops import DESCRIPTOR, Op
 from ...base import Options
-from ..axisinfo import AxisInfo, analyze
-from ..emitter import Emitter, Handle
-from .emitter import TensorCoreEmitter
-from .plan import wgmma_fits
+from ...lowering.axisinfo import AxisInfo, analyze
+from ...lowering.emitter import Emitter, Handle
+from ...lowering.mma.emitter import TensorCoreEmitter
+from ...lowering.mma.plan import wgmma_fits
 from .tma_rebase import rewrite_dot_loops
 from .tma_spec import MapSpec, Source, box_fits
 
@@ -45,7 +45,7 @@ _DATA_TYPE_NAMES = frozenset({"uint8", "int8", "float8e4nv", "float8e5", "uint16
 
 
 class TMAEmitter:
-    """The instructions TMA needs from an emitter (``cuda/tma_ops.py`` writes them as PTX)."""
+    """The instructions TMA needs from an emitter (``tma_ops.py`` writes them as PTX)."""
 
     def tma_ok(self) -> bool:
         return False

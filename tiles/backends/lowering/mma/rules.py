@@ -28,7 +28,6 @@ from .fragments import a_from_regs, frag_handles, publish
 from .lookahead import inputs
 from .pipeline import Borrowed, find_pipe, hoistable, lower_pipelined
 from .plan import Frag, MMALayout
-from .wgmma import wgmma_dot
 
 
 def mma_handles(lw: TensorCoreLowering, v: Value, lay: Frag) -> list[Handle]:
@@ -50,8 +49,9 @@ def _dot(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     if out_dt != wide:
         c = [lw.e.cast(h, out_dt, wide) for h in c]
     if st.plan.wgmma:
-        d = wgmma_dot(lw, instr, lay, c, st.plan, a_in_registers(lw, instr), st.wg_staged.get(instr),
-                      st.wg_keep.get(instr, 0))
+        assert lw.ext.warpgroup is not None
+        d = lw.ext.warpgroup.dot(lw, instr, lay, c, st.plan, a_in_registers(lw, instr), st.wg_staged.get(instr),
+                                 st.wg_keep.get(instr, 0))
         then = st.after_wait.pop(instr, None)
         if then is not None:
             then()  # the pipeline's next copies, in the MMAs' basic block (pipeline.lower_pipelined)
@@ -205,9 +205,18 @@ def loads_first(instrs: list[Instr]) -> list[Instr]:
     return [i for i in instrs if i in need] + [i for i in instrs if i not in need]
 
 
+@tc_rule(Op.FOR)
+def _for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+    """A FOR: the extension's copy engine first (``MMAExtension.pipelined_loop``; CUDA's TMA
+    pipelines, ``cuda/hopper/tma_pipeline.py``), else ``lower_for``."""
+    take = lw.ext.pipelined_loop
+    taken = None if take is None else take(lw, instr)
+    return lower_for(lw, instr) if taken is None else taken
+
+
 def lower_for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
-    """A FOR without TMA feeds (``tma_pipeline``'s FOR rule tries those first): cp.async
-    pipelined where ``find_pipe`` finds a pipe, else a plain loop carrying MMA fragments."""
+    """A FOR the extension's copy engine does not take: cp.async pipelined where ``find_pipe``
+    finds a pipe, else a plain loop carrying MMA fragments (or the shared rule)."""
     st = lw.tc
     pos = st.plan.loops.get(instr)
     if not pos:

@@ -6,9 +6,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ...core import dtypes as D
-from ..llvm.builder import LLVMBuilder
-from .mma_ops import sm_version
+from ....core import dtypes as D
+from ...llvm.builder import LLVMBuilder
+from ..mma_ops import sm_version
 
 
 class PTXStoreMatrixOps(LLVMBuilder):

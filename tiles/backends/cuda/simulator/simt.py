@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
-from tiles.backends.base import CodegenChoices, Options, Target
-from tiles.backends.cuda.choices import applicable
-from tiles.backends.lowering.entry import lower_with_tensor_cores
-from tiles.backends.lowering.tensorcore import TensorCoreEmitter
-from tiles.core import dtypes as D
-from tiles.core.dtypes import DType, PointerType
-from tiles.core.ops import Op
+from ....core import dtypes as D  # noqa: N812
+from ....core.dtypes import DType, PointerType
+from ....core.ops import Op
+from ...base import CodegenChoices, Options, Target
+from ...lowering.entry import lower_with_tensor_cores
+from ...lowering.mma import TensorCoreEmitter
+from ..choices import applicable
+from ..hopper.extension import HOPPER
 
 WARP = 32
 
@@ -288,22 +289,22 @@ class SimEmitter(TensorCoreEmitter):
         outs = [np.zeros(self.threads, np.float32) for _ in range(4)]
         bh = [self._halves(r) for r in b]
         for w in range(self.threads // WARP):
-            A = self._frag_a([r.v for r in a], w * WARP, in_dtype).astype(np.float32)
-            B = np.zeros((16, 8), np.float32)
-            C = np.zeros((16, 8), np.float32)
+            fa = self._frag_a([r.v for r in a], w * WARP, in_dtype).astype(np.float32)
+            fb = np.zeros((16, 8), np.float32)
+            fc = np.zeros((16, 8), np.float32)
             for lane in range(WARP):
                 t = w * WARP + lane
                 g, q = lane // 4, lane % 4
                 for i, k0 in enumerate((2 * q, 2 * q + 8)):
-                    B[k0, g], B[k0 + 1, g] = bh[i][0][t], bh[i][1][t]
-                C[g, 2 * q], C[g, 2 * q + 1] = c[0].v[t], c[1].v[t]
-                C[g + 8, 2 * q], C[g + 8, 2 * q + 1] = c[2].v[t], c[3].v[t]
-            Dm = A @ B + C
+                    fb[k0, g], fb[k0 + 1, g] = bh[i][0][t], bh[i][1][t]
+                fc[g, 2 * q], fc[g, 2 * q + 1] = c[0].v[t], c[1].v[t]
+                fc[g + 8, 2 * q], fc[g + 8, 2 * q + 1] = c[2].v[t], c[3].v[t]
+            fd = fa @ fb + fc
             for lane in range(WARP):
                 t = w * WARP + lane
                 g, q = lane // 4, lane % 4
-                outs[0][t], outs[1][t] = Dm[g, 2 * q], Dm[g, 2 * q + 1]
-                outs[2][t], outs[3][t] = Dm[g + 8, 2 * q], Dm[g + 8, 2 * q + 1]
+                outs[0][t], outs[1][t] = fd[g, 2 * q], fd[g, 2 * q + 1]
+                outs[2][t], outs[3][t] = fd[g + 8, 2 * q], fd[g + 8, 2 * q + 1]
         return [H(o) for o in outs]
 
     @staticmethod
@@ -437,7 +438,7 @@ class SimEmitter(TensorCoreEmitter):
         return [H(r.v) if isinstance(r, _Pending) and r.op.out is not None else r for r in regs]
 
     def _warpgroups(self) -> list[int]:
-        """The warpgroups running here (a producer warpgroup's threads have left, tma_sim.py)."""
+        """The warpgroups running here (a producer warpgroup's threads have left, tma.py)."""
         return [g for g in range(self.threads // 128) if self.present[128 * g:128 * g + 128].all()]
 
     def _desc(self, vals: np.ndarray, g: int) -> int:
@@ -457,17 +458,17 @@ class SimEmitter(TensorCoreEmitter):
         mode = desc >> 62
         if mode == 0:
             raise NotImplementedError("wgmma descriptor without swizzle (interleave mode)")
-        W = {1: 128, 2: 64, 3: 32}[mode]
+        width = {1: 128, 2: 64, 3: 32}[mode]
         s = dtype.itemsize
         r, kk = np.arange(rows)[:, None], np.arange(k)[None, :]
         if mn_major:
             if s != 2:
                 raise NotImplementedError(f"MN-major wgmma operand of {dtype}")
-            per = W // s
-            x = start + (r // per) * lbo + (kk // 8) * sbo + (kk % 8) * W + (r % per) * s
+            per = width // s
+            x = start + (r // per) * lbo + (kk // 8) * sbo + (kk % 8) * width + (r % per) * s
         else:
-            x = start + (r // 8) * sbo + (r % 8) * W + kk * s
-        phys = x ^ (((x >> 7) & (W // 16 - 1)) << 4)
+            x = start + (r // 8) * sbo + (r % 8) * width + kk * s
+        phys = x ^ (((x >> 7) & (width // 16 - 1)) << 4)
         assert phys.min() >= 0 and phys.max() + s <= len(self.smem), (phys.min(), phys.max())
         return phys
 
@@ -483,23 +484,23 @@ class SimEmitter(TensorCoreEmitter):
         out = np.zeros((n // 2, self.threads), acc_np)
         for g in self._warpgroups():
             if isinstance(op.a, list):
-                A = np.concatenate([self._frag_a(op.a, 128 * g + 32 * wi, dt) for wi in range(4)])
+                ma = np.concatenate([self._frag_a(op.a, 128 * g + 32 * wi, dt) for wi in range(4)])
             else:
-                A = self._wgmma_operand(self._desc(op.a, g), 64, k, dt, op.trans_a)
-            Bt = self._wgmma_operand(self._desc(op.b, g), n, k, dt, op.trans_b)  # n x k
+                ma = self._wgmma_operand(self._desc(op.a, g), 64, k, dt, op.trans_a)
+            mbt = self._wgmma_operand(self._desc(op.b, g), n, k, dt, op.trans_b)  # n x k
             if dt.is_int:
-                Ci = np.zeros((64, n), np.int64)
-                Ci[rows, cols] = accs[:, 128 * g:128 * g + 128]
-                Di = A.astype(np.int64) @ Bt.astype(np.int64).T + Ci
-                out[:, 128 * g:128 * g + 128] = Di[rows, cols].astype(np.int32)  # wraps like the hardware
+                ci = np.zeros((64, n), np.int64)
+                ci[rows, cols] = accs[:, 128 * g:128 * g + 128]
+                di = ma.astype(np.int64) @ mbt.astype(np.int64).T + ci
+                out[:, 128 * g:128 * g + 128] = di[rows, cols].astype(np.int32)  # wraps like the hardware
             else:
-                Am, Bm = A.astype(np.float32), Bt.astype(np.float32)
+                am, bm = ma.astype(np.float32), mbt.astype(np.float32)
                 if dt.name == "float32":  # tf32: the low 13 mantissa bits are not used
-                    Am, Bm = ((x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32) for x in (Am, Bm))
-                Cm = np.zeros((64, n), np.float64)
-                Cm[rows, cols] = accs[:, 128 * g:128 * g + 128]
-                Dm = Am.astype(np.float64) @ Bm.astype(np.float64).T + Cm
-                out[:, 128 * g:128 * g + 128] = Dm[rows, cols].astype(np.float32)
+                    am, bm = ((x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32) for x in (am, bm))
+                cm = np.zeros((64, n), np.float64)
+                cm[rows, cols] = accs[:, 128 * g:128 * g + 128]
+                dm = am.astype(np.float64) @ bm.astype(np.float64).T + cm
+                out[:, 128 * g:128 * g + 128] = dm[rows, cols].astype(np.float32)
         op.out = list(out)
 
     # control flow (conditions of loops and ifs are uniform)
@@ -507,7 +508,8 @@ class SimEmitter(TensorCoreEmitter):
         assert (h.v == h.v[0]).all()
         return h.v[0]
 
-    def for_range(self, lb: H, ub: H, step: H, iv_dtype: DType, carried: Any, body: Any) -> list[Any]:
+    def for_range(self, lb: H, ub: H, step: H, iv_dtype: DType, carried: Any, body: Any,
+                  unroll: int | None = None) -> list[Any]:
         regs = [h for h, _ in carried]
         iv, end, st = self._uniform(lb), self._uniform(ub), self._uniform(step)
         for i in range(int(iv), int(end), int(st)):
@@ -570,7 +572,7 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
                     emitter = SimEmitter(values, at, g, mem)
                     if recompute_budget is not None:
                         emitter.recompute_budget = recompute_budget
-                    return lower_with_tensor_cores(kernel, emitter, o)
+                    return lower_with_tensor_cores(kernel, emitter, o, HOPPER)
                 applicable(lowered, options)
     for a in arrays:
         a.reshape(-1).view(np.uint8)[:] = mem[addr[id(a)]:addr[id(a)] + a.nbytes]

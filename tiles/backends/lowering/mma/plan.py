@@ -157,7 +157,7 @@ class Plan:
     a_regs: set[Instr] = field(default_factory=set)  # DOTs whose A operand is repacked in registers
     b_rows: dict[Instr, Value] = field(default_factory=dict)  # DOT -> x where B = trans(x): x staged as is
     absorbed: set[Instr] = field(default_factory=set)  # PERMUTEs left to the DOT they feed
-    wgmma: bool = False  # every DOT runs as warpgroup MMAs (wgmma.py) in interleaved layouts
+    wgmma: bool = False  # every DOT runs as warpgroup MMAs (MMAExtension.warpgroup) in interleaved layouts
     add_into: dict[Instr, Value] = field(default_factory=dict)  # DOT of zero acc -> x of its `x + dot`
     fused_adds: dict[Instr, Instr] = field(default_factory=dict)  # that ADD -> the DOT that did it
 

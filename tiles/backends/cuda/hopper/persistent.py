@@ -33,8 +33,9 @@ from ....core import dtypes as D  # noqa: N812
 from ....core.descriptors import descriptor_operands
 from ....core.ir import Instr, Param, TileType, Value, walk_block
 from ....core.ops import Op
-from ..emitter import Handle
-from .base import TensorCoreLowering
+from ...lowering.emitter import Handle
+from ...lowering.mma.base import TensorCoreLowering
+from ...lowering.mma.extension import ChoiceNotApplicableError
 from .tma import chunk_width, map_handle, tma_coords
 from .tma_claim import TMAEmitter
 from .tma_pipeline import MBARRIER_BYTES, WARP, init_stage_barriers
@@ -45,14 +46,18 @@ VARIANT = "persistent"  # its name in ``Lowered.variants``
 _ALIGN = 1024  # a 128-byte swizzle repeats every 1024 bytes: stages start on a whole period
 
 
-class NoRoomError(Exception):
+class NoRoomError(ChoiceNotApplicableError):
     """The consumers' other uses of shared memory reach the ring: lower without this."""
 
+    choice = "persistent"
 
-class TopLoadsUnusedError(Exception):
+
+class TopLoadsUnusedError(ChoiceNotApplicableError):
     """``tma_claim`` took top-level descriptor loads for a producer that does not copy them all:
     prepare the kernel again without (they are quicker as pointer loads than as TMA copies
     every consumer waits for)."""
+
+    choice = "tma_top_loads"
 
 
 def check_top_loads(lw: TensorCoreLowering) -> None:
@@ -60,7 +65,7 @@ def check_top_loads(lw: TensorCoreLowering) -> None:
         return
     ring = lw.tc.persistent
     if any(i.op is Op.DESC_LOAD and (ring is None or i not in ring.singles) for i in lw.kernel.body.instrs):
-        raise TopLoadsUnusedError
+        raise TopLoadsUnusedError("the producer does not copy every top-level load taken")
 
 
 @dataclass(frozen=True)

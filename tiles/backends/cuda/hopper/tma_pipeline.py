@@ -2,9 +2,9 @@
 
 A ``FOR`` whose DOTs read DESC_LOADs that ``tma_claim.py`` kept (B or the ``x`` of B = ``x.T``,
 and A unless A is already in registers: repacked from a previous product, or loop-invariant and
-hoisted before the loop as in ``pipeline.py``) gets ``num_stages`` rotating stage buffers in
+hoisted before the loop as in ``lowering/mma/pipeline.py``) gets ``num_stages`` rotating stage buffers in
 the local-memory arena, laid out
-exactly as ``wgmma`` reads its operands (``smem.Swizzled``: column blocks of 128/64/32-byte
+exactly as ``wgmma`` reads its operands (``mma/smem.Swizzled``: column blocks of 128/64/32-byte
 rows, 16-byte chunks XORed with the row), and one mbarrier per stage after them.  Thread 0
 fills a stage with one ``cp.async.bulk.tensor`` per column block of each operand, using a
 tensor map whose box is that block and whose swizzle mode is the tile's (the hardware
@@ -12,18 +12,18 @@ pattern and ``Swizzled.address`` are the same XOR of address bits 4-6 with bits 
 announcing the stage's bytes on its mbarrier (``expect_tx``); elements outside the tensor
 arrive as zeros, which is DESC_LOAD's meaning.
 
-The schedule is ``pipeline.py``'s (Triton's): before the loop every mbarrier is initialized
+The schedule is ``mma/pipeline.py``'s (Triton's): before the loop every mbarrier is initialized
 and stages 0..S-2 are started; iteration i waits on stage ``i % S``'s mbarrier for phase
 parity ``(i // S) % 2`` (the slot and the parity are carried), and thread 0 starts iteration
 i + S - 1 into the stage iteration i - 1 read.  When the product only feeds the next
-iteration's accumulator, its wgmma group stays in flight (``pipeline._keep``): the refill then
+iteration's accumulator, its wgmma group stays in flight (``pipeline.kept_groups``): the refill then
 goes after the MMAs and their ``wgmma.wait_group 1`` behind a barrier (the previous group,
 complete in every warpgroup, read that stage); otherwise behind a barrier before the MMAs.
 With one stage, each iteration copies its own tiles and waits for them.  A wait that gives up
 (a copy that never lands) makes the next ones try once, and the kernel traps after the loop
 rather than inside it (see ``mbarrier_wait_or_give_up``).  After the loop the mbarriers are
 invalidated behind a barrier, so the arena is free again.  Loops this module does not take
-go to ``rules.lower_for`` (cp.async pipelines and plain loops).
+go to the generic ``mma/rules.lower_for`` (cp.async pipelines and plain loops).
 """
 
 from __future__ import annotations
@@ -36,13 +36,21 @@ from ....core.descriptors import descriptor_operands
 from ....core.dtypes import DType
 from ....core.ir import Instr, Value, walk_block
 from ....core.ops import Op
-from ..emitter import Handle
-from ..lower import loop_stages
-from .base import TensorCoreLowering, tc_rule
-from .pipeline import Pipe, _keep, _moves_nothing, carried_values, finish_carried, hoistable, rotated
-from .plan import WARP, MMALayout
-from .rules import hoist_a, lower_carried_body, lower_for, mma_handles
-from .smem import Swizzled
+from ...lowering.emitter import Handle
+from ...lowering.lower import loop_stages
+from ...lowering.mma.base import TensorCoreLowering
+from ...lowering.mma.pipeline import (
+    Pipe,
+    carried_values,
+    finish_carried,
+    hoistable,
+    kept_groups,
+    moves_nothing,
+    rotated,
+)
+from ...lowering.mma.plan import WARP, MMALayout
+from ...lowering.mma.rules import hoist_a, lower_carried_body, mma_handles
+from ...lowering.mma.smem import Swizzled
 from .tma import map_handle
 from .tma_claim import TMAEmitter, dot_feeds
 from .wgmma import operands
@@ -137,7 +145,7 @@ def find_tma_pipe(lw: TensorCoreLowering, instr: Instr) -> TMAPipe | None:
         needed.add(p)
         todo.extend(p.operands)
     for i in body.instrs:  # nothing else in the body may use local memory (it holds the stages)
-        if i in dots or i in loads or i in needed or _moves_nothing(lw, i, defs):
+        if i in dots or i in loads or i in needed or moves_nothing(lw, i, defs):
             continue
         if i not in plan.frag and i not in plan.absorbed:
             return None
@@ -239,7 +247,7 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
         assert isinstance(lay, MMALayout)
         hoist_a(lw, dot, plan.dots[dot], lay)
     S = pipe.stages  # noqa: N806
-    keep = _keep(lw, Pipe(pipe.dots, [], [], [], pipe.step, S), body) if S >= 2 else 0
+    keep = kept_groups(lw, Pipe(pipe.dots, [], [], [], pipe.step, S), body) if S >= 2 else 0
     fed = st.producer is not None and instr in st.producer.loops  # a producer warp copies (tma_producer.py)
     ring = st.persistent  # the programs' loop (persistent.py) initialized the stages' mbarriers once
     ahead_by = 0 if fed else S - 1  # stages this program's thread 0 copies ahead of the one read
@@ -332,14 +340,16 @@ def lower_tma_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: TMAPipe, pos
     return finish_carried(lw, instr, pos, state.split(outs[:-3]), keep, drain)
 
 
-@tc_rule(Op.FOR)
-def _for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
+def pipelined_loop(lw: TensorCoreLowering, instr: Instr) -> list[Any] | None:
+    """The FOR's results when TMA feeds its DOTs (the producer's loops, or ``find_tma_pipe``'s),
+    else None: the generic lowering's cp.async pipeline or plain loop takes it
+    (``MMAExtension.pipelined_loop``)."""
     pos = lw.tc.plan.loops.get(instr)
     producer = lw.tc.producer
     pipe = (producer.loops[instr] if producer is not None and instr in producer.loops
             else find_tma_pipe(lw, instr) if pos else None)
     if pipe is None:
-        return lower_for(lw, instr)
+        return None
     assert pos is not None
     return lower_tma_pipelined(lw, instr, pipe, pos)
 

@@ -29,7 +29,7 @@ from ....core.descriptors import descriptor_operands
 from ....core.dtypes import PointerType
 from ....core.ir import Block, Instr, Kernel, TileType, Value
 from ....core.ops import Op
-from ..induction import Emit, close_induction_pointers
+from ...lowering.induction import Emit, close_induction_pointers
 from .tma_spec import Source
 
 

@@ -1,4 +1,4 @@
-"""The numpy SIMT simulator (``sim_emitter.py``) with TMA: tensor maps, bulk tensor copies and
+"""The numpy SIMT simulator (``simt.py``) with TMA: tensor maps, bulk tensor copies and
 mbarriers, so the TMA lowering (single-stage and pipelined) is checked numerically without a GPU.
 
 A tensor map is the ``MapSpec`` the lowering recorded (taken from ``map_handle``'s frame when it
@@ -11,13 +11,13 @@ phase's parity different from P (a wait that would spin forever fails here).  Th
 issued, and ``wgmma`` reads its operands when its group completes, so a stage refilled while a
 group still reads it gives wrong sums.
 
-A producer warpgroup (``tma_producer.py``) runs here before the consumers, since the lowering
+A producer warpgroup (``hopper/tma_producer.py``) runs here before the consumers, since the lowering
 emits it first: its joins and stage fills are queued in order, each fill with the "empty" phase
 it waited for, and a fill lands as soon as the producer could have issued it: the consumers have
 reached that loop's join and completed that empty phase (each consumer arrival, init, join and
 wait lets the queue go on).  So a stage released before the MMAs reading it have completed is
 overwritten under them, and a wait for a phase no one completes leaves the queue stuck.
-Persistent programs (``persistent.py``) run the same way: ``run(..., programs=n)`` launches ``n``
+Persistent programs (``hopper/persistent.py``) run the same way: ``run(..., programs=n)`` launches ``n``
 programs with the kernel's grid as the hidden values, and each one's producer queues the fills
 of all the programs it runs (Q's buffer included) before its consumers start.
 """
@@ -31,14 +31,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from sim_emitter import WARP, H, SimEmitter, addresses
 
-from tiles.backends.base import CodegenChoices, Options
-from tiles.backends.cuda.choices import applicable
-from tiles.backends.lowering.entry import lower_with_tensor_cores
-from tiles.backends.lowering.tensorcore import persistent
-from tiles.backends.lowering.tensorcore.tma_claim import TMAEmitter
-from tiles.backends.lowering.tensorcore.tma_spec import MapSpec
+from ...base import CodegenChoices, Options
+from ...lowering.entry import lower_with_tensor_cores
+from ..choices import applicable
+from ..hopper import persistent
+from ..hopper.extension import HOPPER
+from ..hopper.tma_claim import TMAEmitter
+from ..hopper.tma_spec import MapSpec
+from .simt import WARP, H, SimEmitter, addresses
 
 
 @dataclass
@@ -112,7 +113,7 @@ class TMASimEmitter(SimEmitter, TMAEmitter):
 
     def mbarrier_arrive(self, byte_offset: int, index: H | None = None) -> None:
         m = self._mask(None)
-        ats = {self._at(byte_offset, index, t) for t in np.nonzero(m)[0]}
+        ats = {self._at(byte_offset, index, int(t)) for t in np.nonzero(m)[0]}
         assert len(ats) <= 1, "threads arrive on different barriers"
         if not ats:
             return
@@ -194,7 +195,7 @@ class TMASimEmitter(SimEmitter, TMAEmitter):
 
     def mbarrier_wait(self, byte_offset: int, parity: H, index: H | None = None) -> None:
         active = np.nonzero(self._mask(None))[0]
-        at = {self._at(byte_offset, index, t) for t in active}
+        at = {self._at(byte_offset, index, int(t)) for t in active}
         assert len(at) == 1, "threads wait on different barriers"
         if self.producing:  # checked when the fill it guards lands
             self.released = (at.pop(), {int(parity.v[t]) for t in active}.pop())
@@ -277,7 +278,7 @@ class TMASimEmitter(SimEmitter, TMAEmitter):
 
 def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, num_stages: int = 1,
         programs: int | None = None) -> list[TMASimEmitter]:
-    """``sim_emitter.run`` with TMA: the hidden maps parameter gets a dummy value; the emitters
+    """``simt.run`` with TMA: the hidden maps parameter gets a dummy value; the emitters
     (one per program) come back for their counts.  With ``programs``, the kernel must take
     persistent programs (``persistent.py``, with an H100's shared memory) and that many are
     launched, given ``grid`` as the launch does; without it, it is lowered without them."""
@@ -306,7 +307,9 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
                 else:
                     sim.target = dataclasses.replace(sim.target, shared_memory=227 * 1024)
                 # (a choice not applicable is found before anything is emitted, or fails the assertion)
-                lowered = applicable(lambda o, sim=sim: lower_with_tensor_cores(kernel, sim, o), options)
+                def once(o: Options, sim: TMASimEmitter = sim) -> Any:
+                    return lower_with_tensor_cores(kernel, sim, o, HOPPER)
+                lowered = applicable(once, options)
                 if programs is not None:
                     assert persistent.VARIANT in lowered.variants, "the kernel did not take persistent programs"
                 assert not any(b.tx for b in sim.barriers.values()), "copies left in flight"

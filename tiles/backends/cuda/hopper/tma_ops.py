@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...core import dtypes as D
-from ..llvm.builder import LLVMBuilder, Reg
-from ..lowering.tensorcore.tma_claim import TMAEmitter
-from .mma_ops import sm_version
+from ....core import dtypes as D
+from ...llvm.builder import LLVMBuilder, Reg
+from ..mma_ops import sm_version
+from .tma_claim import TMAEmitter
 
 WAIT_TRIES = 1 << 26
 

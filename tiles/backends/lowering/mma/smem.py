@@ -1,4 +1,6 @@
-"""Swizzled local-memory tiles that ``wgmma`` reads through matrix descriptors.
+"""Swizzled local-memory tiles that warpgroup MMAs (``wgmma``) read through matrix descriptors, and
+where a warpgroup DOT's operands sit in them (``operands``: the layout a pipeline stage copies
+into, whichever copy engine fills it).
 
 A ``Swizzled`` tile holds ``rows x cols`` elements: the columns are cut into blocks of
 ``width`` bytes (128, 64 or 32); block ``j`` stores all rows, row ``r`` at byte
@@ -19,10 +21,12 @@ from dataclasses import dataclass
 
 from ....core import dtypes as D  # noqa: N812
 from ....core.dtypes import DType
+from ....core.ir import Instr
 from ....core.ops import Op
 from ..emitter import Handle
 from ..layout import Layout
 from ..lower import Index, Lowering
+from .plan import MMALayout, Plan
 
 _MODE = {128: 1, 64: 2, 32: 3}
 
@@ -99,3 +103,39 @@ def descriptor(lw: Lowering, addr: Handle, fields: int) -> Handle:
                      lw.const(0x3FFF, D.int32), D.int32)
     wide = e.cast(start, D.int32, D.uint64)
     return e.binary(Op.OR, wide, lw.const(fields, D.uint64), D.uint64)
+
+
+@dataclass(frozen=True)
+class Operands:
+    """A warpgroup DOT's staged operands: A (M x K rows), then B at ``b_offset``."""
+
+    a: Swizzled
+    b: Swizzled
+    b_k_major: bool  # B stored as N x K rows
+
+    @property
+    def b_offset(self) -> int:
+        return self.a.nbytes
+
+    @property
+    def nbytes(self) -> int:
+        return self.a.nbytes + self.b.nbytes
+
+
+def operands(plan: Plan, dot: Instr) -> Operands:
+    """How a warpgroup DOT of ``plan`` reads its operands from local memory: A K-major; B N-major
+    (16-bit types) or as N x K rows (``plan.b_rows``, and every other type)."""
+    a, b, _ = dot.operands
+    s = a.type.element.itemsize
+    m, k = a.type.shape
+    n = b.type.shape[-1]
+    lay = plan.values[dot.result]
+    assert isinstance(lay, MMALayout)
+    wa = swizzle_width(k * s)
+    assert wa is not None
+    sa = Swizzled(m, k, s, wa)
+    if dot in plan.b_rows or s != 2:  # only 16-bit operands may be MN-major
+        return Operands(sa, Swizzled(n, k, s, wa), True)
+    wb = swizzle_width(lay.reps_n * 8 * s)
+    assert wb is not None
+    return Operands(sa, Swizzled(k, n, s, wb), False)

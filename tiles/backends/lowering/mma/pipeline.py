@@ -16,8 +16,9 @@ in flight into the next iteration (``wgmma.wait_group 1``); the copies of iterat
 then go after this iteration's MMAs and that wait, and a second barrier, into the buffer
 the previous group (now complete in every warpgroup) read: S-1 stages ahead with one MMA
 group in flight, as Triton schedules it.  With several products (attention) the last may stay
-in flight the same way (``inflight.py``).  Otherwise the copies of iteration i+S-1 start
-right after the first barrier, into the buffer iteration i-1 used, before the MMAs.
+in flight the same way (the extension's ``Warpgroup.kept_last``; CUDA: ``cuda/hopper/inflight.py``).
+Otherwise the copies of iteration i+S-1 start right after the first barrier, into the buffer
+iteration i-1 used, before the MMAs.
 """
 
 from __future__ import annotations
@@ -33,13 +34,12 @@ from ....core.ops import BINARY_ARITH, COMPARISON, Op
 from ..emitter import Handle
 from ..lower import RULES, Index, loop_stages
 from ..memory import _groups
-from . import inflight, lookahead
+from . import lookahead
 from .base import TensorCoreLowering, tc_rule
-from .inflight import kept_last
 from .lookahead import Lookahead
 from .remat import can_remat, moves_data
 from .running import running_feeds
-from .wgmma import operands
+from .smem import operands
 
 _SAFE = frozenset({*BINARY_ARITH, *COMPARISON, Op.CONST, Op.ARANGE, Op.ADDPTR, Op.HINT, Op.CAST,
                    Op.WHERE, Op.NOT, Op.NEG})
@@ -71,14 +71,21 @@ class Pipe:
         return [f.load for f in self.feeds]
 
 
-def _moves_nothing(lw: TensorCoreLowering, instr: Instr, defs: dict[Value, Instr]) -> bool:
+def moves_nothing(lw: TensorCoreLowering, instr: Instr, defs: dict[Value, Instr]) -> bool:
     """The op's lowering uses no local memory (a broadcast of an index expression is
     recomputed in place, see ``remat.py``; an IF whose branches hold only such ops)."""
     if instr.regions:
-        return instr.op is Op.IF and all(_moves_nothing(lw, i, defs) for r in instr.regions for i in r.instrs)
+        return instr.op is Op.IF and all(moves_nothing(lw, i, defs) for r in instr.regions for i in r.instrs)
     if instr.op in (Op.BROADCAST, Op.RESHAPE):
         return not moves_data(lw, instr) or can_remat(instr.operands[0], defs, [24])
     return instr.op in _SAFE
+
+
+def reads_value(instr: Instr, v: Value) -> bool:
+    """Whether ``instr`` or an op in its regions reads ``v`` (a region's yield included)."""
+    return any(o is v for o in instr.operands) or any(
+        any(reads_value(i, v) for i in region.instrs) or any(y is v for y in region.yields)
+        for region in instr.regions)
 
 
 def _uses(block: Block, v: Value) -> int:
@@ -158,20 +165,20 @@ def find_pipe(lw: TensorCoreLowering, instr: Instr, dots: dict[Instr, Any], defs
         p = producers.get(v)
         if p is None or p in needed:
             continue
-        if not _moves_nothing(lw, p, defs):
+        if not moves_nothing(lw, p, defs):
             return None
         needed.add(p)
         todo.extend(lookahead.inputs(p))
     ahead = None
     if reads:
-        ahead = lookahead.find(body, reads, plan.loops.get(instr, set()), lambda i: _moves_nothing(lw, i, defs))
+        ahead = lookahead.find(body, reads, plan.loops.get(instr, set()), lambda i: moves_nothing(lw, i, defs))
         if ahead is None:
             return None
     loads = {f.load for f in feeds}
     params = {p.value for p in lw.kernel.params}
     scratch = False
     for i in body.instrs:  # nothing else in the body may use local memory (it holds the stages)...
-        if i in mine or i in loads or i in needed or _moves_nothing(lw, i, defs):
+        if i in mine or i in loads or i in needed or moves_nothing(lw, i, defs):
             continue
         if i.op is Op.IF and lookahead.writes_apart(i, [f.load for f in feeds], params, lw.tc.defs):
             scratch = True  # ... but a run-time if (an epilogue), given a region above the stages
@@ -308,7 +315,7 @@ def _place(lw: TensorCoreLowering, tile: Any, at: int) -> Place:
     return Place(lambda r, c: lw.iop(Op.ADD, at, tile.address(lw, r, c)), tile.row_shift)
 
 
-def _keep(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
+def kept_groups(lw: TensorCoreLowering, pipe: Pipe, body: Block) -> int:
     """wgmma groups that may stay in flight across iterations: one when the only product is
     only fed back as the next iteration's accumulator, directly or as ``acc + dot``."""
     if not lw.tc.plan.wgmma or len(pipe.dots) != 1:
@@ -333,7 +340,7 @@ def _through_if(lw: TensorCoreLowering, body: Block, out: Value, acc: Value) -> 
     flattened persistent matmul: the tile stored and the accumulator reset when ``ki`` is the
     last k step).  The group may then stay in flight: a branch that reads it waits first
     (``rules._if``).  Marks ``out`` as such (``wg_pending``)."""
-    users = [i for i in body.instrs if inflight._uses(i, out)]
+    users = [i for i in body.instrs if reads_value(i, out)]
     if len(users) != 1 or users[0].op is not Op.IF or _uses(body, acc) != 1 or out in users[0].operands:
         return False
     f = users[0]
@@ -427,11 +434,13 @@ def lower_pipelined(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, pos: set[i
         rules.hoist_a(lw, dot, plan.dots[dot], lay)
     stage_bytes, places, offsets = _layout(lw, pipe, rules.geometry)
     S = _fitting_stages(lw, pipe, body, stage_bytes)  # noqa: N806
-    keep = _keep(lw, pipe, body)
-    kept, late = pipe.dots[0], kept_last(lw, pipe.dots, body, S)
+    keep = kept_groups(lw, pipe, body)
+    wg = lw.ext.warpgroup
+    kept, late = pipe.dots[0], None if wg is None else wg.kept_last(lw, pipe.dots, body, S)
     if late is not None:  # several products: the last one waited for by the next iteration's first
+        assert wg is not None
         keep, kept = 1, late[0]
-        lw.variants.add(inflight.VARIANT)
+        lw.variants.add(wg.kept_variant)
     ahead_by = S - 1  # stages in flight ahead of the one being read
     # a run-time IF in the body (an epilogue) would put the copies of iteration i+S-1 in another
     # basic block than the MMAs: ptxas then cannot compute their addresses in the MMAs' shadow, so

@@ -39,8 +39,8 @@ from ....core import dtypes as D  # noqa: N812
 from ....core.descriptors import descriptor_operands
 from ....core.ir import Instr, Value, walk_block
 from ....core.ops import ELEMENTWISE, Op
-from ..emitter import Handle
-from .base import TensorCoreLowering
+from ...lowering.emitter import Handle
+from ...lowering.mma.base import TensorCoreLowering
 from .tma_claim import TMAEmitter
 from .tma_pipeline import MBARRIER_BYTES, WARP, TMAPipe, find_tma_pipe, issue_copies, next_stage, stage_barriers
 
