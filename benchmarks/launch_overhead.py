@@ -10,7 +10,7 @@ Three kernel shapes: the 5-argument vector add, an 8-argument kernel with two sc
 constexprs (what library kernels look like), and a 10-argument layer norm; then the add with a grid
 function (``grid=lambda meta: ...``, as most Triton code launches).  ``tiles host`` passes
 ``backend="cuda"``, ``default`` leaves the backend to the registry; both are served by the kernel's
-native hot launch (``backends/cuda/hot_launch.py``; the script says if it was not installed).  The
+native hot launch (``backends/cuda/launch/hot_launch.py``; the script says if it was not installed).  The
 last two columns switch parts off for comparison: ``no hot`` (``hot_launch.enabled = False``: the
 Python launch function binds, keys and calls the direct launch) and ``ctypes`` (also
 ``trampoline.enabled = False``: the launcher calls ``cuCtxGetCurrent`` and ``cuLaunchKernel``
@@ -128,7 +128,7 @@ def main() -> None:
         "add, grid function": lambda: torch.testing.assert_close(out, x + y),
     }
     sync = torch.cuda.synchronize
-    from tiles.backends.cuda import hot_launch, trampoline
+    from tiles.backends.cuda.launch import hot_launch, trampoline
 
     def tiles_launches(kernel_name: str, native: bool, hot: bool) -> None:
         """Launch plans built afresh, with or without the native trampoline and hot launch."""

@@ -23,6 +23,7 @@ from typing import Any
 from .. import config as env
 from .. import progress
 from ..backends.base import CompiledKernel
+from ..backends.launch_facts import DEFAULT_NUM_STAGES, DEFAULT_NUM_WARPS
 from ..core.errors import KernelRuntimeError, TilesError
 from .heuristics import named_arguments, unwrap
 from .jit import Grid, KernelInterface
@@ -35,7 +36,8 @@ class AutotuneError(TilesError):
 class Config:
     """One candidate: constexpr meta-parameters plus launch options (Triton's ``Config``)."""
 
-    def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
+    def __init__(self, kwargs: dict[str, Any], num_warps: int = DEFAULT_NUM_WARPS,
+                 num_stages: int = DEFAULT_NUM_STAGES, num_ctas: int = 1,
                  maxnreg: int | None = None, pre_hook: Callable[[dict[str, Any]], Any] | None = None,
                  ir_override: str | None = None) -> None:
         self.kwargs = dict(kwargs)

@@ -54,7 +54,7 @@ def _block_attention():
 
 CASES = [("TILES_APPROX_DIV", lambda: quotients, _division_ptx, lambda c: "div.full.f32" in c.asm["ptx"]),
          ("TILES_STMATRIX", lambda: mm16, _mm_ptx, lambda c: "stmatrix" in c.asm["ptx"]),
-         ("TILES_PERSISTENT", _block_attention, _attention_ptx, lambda c: bool(c.extra.get("persistent")))]
+         ("TILES_PERSISTENT", _block_attention, _attention_ptx, lambda c: bool(c.persistent))]
 
 
 @pytest.mark.parametrize("var,kernel,compiled_of,taken", CASES, ids=[c[0] for c in CASES])
@@ -127,8 +127,8 @@ FLIPS = [
      lambda c: "stmatrix" in c.asm["ptx"]),
     ("tma", _desc_copy_case, lambda c: "cp.async.bulk.tensor" in c.asm["ptx"]),
     ("producer", _attention_case, lambda c: "setmaxnreg" in c.asm["ptx"]),
-    ("persistent", _attention_case, lambda c: bool(c.extra.get("persistent"))),
-    ("tma_top_loads", _attention_case, lambda c: 0 in {m["base"] for m in c.extra.get("tensor_maps", ())}),
+    ("persistent", _attention_case, lambda c: bool(c.persistent)),
+    ("tma_top_loads", _attention_case, lambda c: 0 in {m["base"] for m in c.tensor_maps}),
     # (kept there by ptxas's register count, with TMA off: cuda/choices.py)
     ("inflight", lambda: _attention_case(64, 3), lambda c: "wgmma.wait_group.sync.aligned 1" in c.asm["ptx"]),
 ]

@@ -165,14 +165,14 @@ def test_matmul_programs_without_the_last_release_hang(tma_on, rng, monkeypatch)
 @needs_ptxas
 def test_which_kernels_take_persistent_programs(tma_on, rng, monkeypatch):
     plain = _attention(rng, 128, 128, 2)
-    assert plain.extra.get("persistent") and plain.shared > 200 * 1024  # the ring sits at the top
-    assert {m["base"] for m in plain.extra["tensor_maps"]} == {0, 1, 2}  # Q (the producer's), K, V
+    assert plain.persistent and plain.shared > 200 * 1024  # the ring sits at the top
+    assert {m["base"] for m in plain.tensor_maps} == {0, 1, 2}  # Q (the producer's), K, V
     causal = _attention(rng, 128, 128, 2, causal=True)  # programs of different lengths
-    assert causal.threads == 384 and not causal.extra.get("persistent")
-    assert {m["base"] for m in causal.extra["tensor_maps"]} == {1, 2}  # Q prepared again as pointer loads
+    assert causal.threads == 384 and not causal.persistent
+    assert {m["base"] for m in causal.tensor_maps} == {1, 2}  # Q prepared again as pointer loads
     monkeypatch.setenv("TILES_PERSISTENT", "0")
     off = _attention(rng, 128, 32, 2)  # (a specialization no other test compiles)
-    assert off.threads == 384 and not off.extra.get("persistent")
+    assert off.threads == 384 and not off.persistent
 
 
 @needs_gpu
@@ -188,7 +188,7 @@ def test_persistent_attention_matches_torch(tma_on, monkeypatch, shape):
     strides = q.stride()
     grid = (n_ctx // 128, z * h)
     meta = dict(HEAD_DIM=d, BLOCK_M=128, BLOCK_N=128, CAUSAL=False, num_warps=8, num_stages=2, backend="cuda")
-    assert block_attention.warmup(q, k, v, o, 0.125, *strides, h, n_ctx, grid=grid, **meta).extra["persistent"]
+    assert block_attention.warmup(q, k, v, o, 0.125, *strides, h, n_ctx, grid=grid, **meta).persistent
     block_attention[grid](q, k, v, o, 0.125, *strides, h, n_ctx, **meta)
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.125)
     torch.testing.assert_close(o, want, atol=3e-3, rtol=1e-2)
@@ -206,7 +206,7 @@ def test_persistent_descriptor_attention_matches_torch(tma_on, monkeypatch, shap
     o = torch.full_like(q, float("nan"))
     grid = (n_ctx // 128, z * h)
     meta = dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=bn, num_warps=8, num_stages=stages, backend="cuda")
-    assert desc_attention.warmup(q, k, v, o, 0.125, z, h, n_ctx, grid=grid, **meta).extra["persistent"]
+    assert desc_attention.warmup(q, k, v, o, 0.125, z, h, n_ctx, grid=grid, **meta).persistent
     desc_attention[grid](q, k, v, o, 0.125, z, h, n_ctx, **meta)
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.125)
     torch.testing.assert_close(o, want, atol=3e-3, rtol=1e-2)

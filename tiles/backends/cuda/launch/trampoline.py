@@ -29,30 +29,32 @@ unable to JIT for the host); launchers then use ctypes.
 
 from __future__ import annotations
 
-import ctypes
 import struct
-import sys
-import threading
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Callable
 
-FALLBACK = -1  # the thread's current context is not the kernel's (or cannot be read)
+from ...launch_facts import DECLINED
+from .. import driver as cu
+from .capi import Layout, LazyBuiltin, NativeBuiltin, declarations, fill, symbols, table
+
+FALLBACK = DECLINED  # the thread's current context is not the kernel's (or cannot be read)
 BAD_RECORD = -2  # the record's size is not the one the constants name
 RECORD_PREFIX = "Q"  # the stream handle, ahead of the kernel's arguments
-# get_current, launch_kernel, context, function, block, shared, record size, argument buffer size
-CONSTANTS = struct.Struct("@QQQQIIQQ")
-_OFFSETS = {"$LAUNCH": 8, "$CONTEXT": 16, "$FUNCTION": 24, "$BLOCK": 32, "$SHARED": 36,
-            "$RECORD_SIZE": 40, "$ARGS_SIZE": 48}
+# The words every native launch's constants start with (``check_context`` and ``launch_call``
+# read them; ``direct_launch.HEADER`` starts with them too): libcuda's cuCtxGetCurrent and
+# cuLaunchKernel, the context, the CUfunction, block size, dynamic shared bytes.
+DRIVER_FIELDS = (("GET_CURRENT", "Q"), ("LAUNCH", "Q"), ("CONTEXT", "Q"), ("FUNCTION", "Q"), ("BLOCK", "I"),
+                 ("SHARED", "I"))
+CONSTANTS = Layout((*DRIVER_FIELDS, ("RECORD_SIZE", "Q"), ("ARGS_SIZE", "Q")))
+# what every native launch's IR spells with these words: its status codes and cuLaunchKernel's ``extra``
+STATUS = {"$STATUS_FALLBACK": FALLBACK, "$STATUS_BAD_RECORD": BAD_RECORD,
+          "$BUFFER_POINTER": cu.CU_LAUNCH_PARAM_BUFFER_POINTER, "$BUFFER_SIZE": cu.CU_LAUNCH_PARAM_BUFFER_SIZE}
 METH_O = 0x0008
 
 Trampoline = Callable[[bytes], int]
 
+_API = ("PyBytes_AsString", "PyBytes_Size", "PyLong_FromLong", "PyEval_SaveThread", "PyEval_RestoreThread")
 _IR = """
-declare ptr @PyBytes_AsString(ptr)
-declare i64 @PyBytes_Size(ptr)
-declare ptr @PyLong_FromLong(i64)
-declare ptr @PyEval_SaveThread()
-declare void @PyEval_RestoreThread(ptr)
+$DECLARATIONS
 
 define ptr @tiles_launch(ptr %self, ptr %record_object) {
 entry:
@@ -69,11 +71,11 @@ check_size:
   %size_ok = icmp eq i64 %size, %expected_size
   br i1 %size_ok, label %check_context, label %bad_record
 bad_record:
-  %bad = call ptr @PyLong_FromLong(i64 -2)
+  %bad = call ptr @PyLong_FromLong(i64 $STATUS_BAD_RECORD)
   ret ptr %bad
 $CHECK_CONTEXT
 fallback:
-  %other = call ptr @PyLong_FromLong(i64 -1)
+  %other = call ptr @PyLong_FromLong(i64 $STATUS_FALLBACK)
   ret ptr %other
 launch:
   %stream = load ptr, ptr %record
@@ -100,8 +102,7 @@ def check_context(usable: str) -> str:
   %get_current = load ptr, ptr %constants
   %query = call i32 %get_current(ptr %slot)
   %current = load i64, ptr %slot
-  %context_at = getelementptr i8, ptr %constants, i64 $CONTEXT
-  %context = load i64, ptr %context_at
+  %context = read i64 from %constants at $CONTEXT
   %same = icmp eq i64 %current, %context
   %answered = icmp eq i32 %query, 0
   %usable = and i1 %same, %answered
@@ -117,18 +118,15 @@ def launch_call(arguments: str, size_at: str) -> str:
     ``%grid_x``/``_y``/``_z`` are defined before it."""
     return f"""  %launch_at = getelementptr i8, ptr %constants, i64 $LAUNCH
   %launch_kernel = load ptr, ptr %launch_at
-  %function_at = getelementptr i8, ptr %constants, i64 $FUNCTION
-  %function = load ptr, ptr %function_at
-  %block_at = getelementptr i8, ptr %constants, i64 $BLOCK
-  %block = load i32, ptr %block_at
-  %shared_at = getelementptr i8, ptr %constants, i64 $SHARED
-  %shared = load i32, ptr %shared_at
+  %function = read ptr from %constants at $FUNCTION
+  %block = read i32 from %constants at $BLOCK
+  %shared = read i32 from %constants at $SHARED
   %extra = alloca [5 x ptr]
-  store ptr inttoptr (i64 1 to ptr), ptr %extra
+  store ptr inttoptr (i64 $BUFFER_POINTER to ptr), ptr %extra
   %extra_1 = getelementptr ptr, ptr %extra, i64 1
   store ptr {arguments}, ptr %extra_1
   %extra_2 = getelementptr ptr, ptr %extra, i64 2
-  store ptr inttoptr (i64 2 to ptr), ptr %extra_2
+  store ptr inttoptr (i64 $BUFFER_SIZE to ptr), ptr %extra_2
   %extra_3 = getelementptr ptr, ptr %extra, i64 3
   store ptr {size_at}, ptr %extra_3
   %extra_4 = getelementptr ptr, ptr %extra, i64 4
@@ -146,86 +144,13 @@ def launch_call(arguments: str, size_at: str) -> str:
 def _ir() -> str:
     text = _IR.replace("$LAUNCH_CALL", launch_call("%arguments", "%args_size_at"))
     text = text.replace("$CHECK_CONTEXT", check_context("launch"))
-    for name, offset in _OFFSETS.items():
-        text = text.replace(name, str(offset))
-    return text
-
-
-_PYTHON_SYMBOLS = ("PyBytes_AsString", "PyBytes_Size", "PyLong_FromLong", "PyEval_SaveThread",
-                   "PyEval_RestoreThread")
-
-
-class MethodDef(ctypes.Structure):
-    """CPython's PyMethodDef."""
-
-    _fields_ = [("name", ctypes.c_char_p), ("function", ctypes.c_void_p), ("flags", ctypes.c_int),
-                ("doc", ctypes.c_char_p)]
-
-
-class NativeBuiltin:
-    """One LLVM IR function ``name(self, args)`` calling the CPython API ``symbols``, compiled by
-    llvmlite's MCJIT and wrapped as Python builtins (``PyCFunction_NewEx`` with ``flags``)."""
-
-    def __init__(self, ir: str, symbols: Sequence[str], name: str, flags: int, doc: bytes) -> None:
-        import llvmlite.binding as llvm
-        llvm.initialize_native_target()
-        llvm.initialize_native_asmprinter()
-        api = ctypes.pythonapi
-        for symbol in symbols:
-            llvm.add_symbol(symbol, ctypes.cast(getattr(api, symbol), ctypes.c_void_p).value)
-        module = llvm.parse_assembly(ir)
-        module.verify()
-        machine = llvm.Target.from_default_triple().create_target_machine(opt=2)
-        self.engine = llvm.create_mcjit_compiler(module, machine)
-        self.engine.finalize_object()
-        address = self.engine.get_function_address(name)
-        if not address:
-            raise RuntimeError(f"llvmlite did not produce {name}")
-        self.method = MethodDef(name.encode(), address, flags, doc)
-        self.new_function = api.PyCFunction_NewEx
-        self.new_function.argtypes = [ctypes.c_void_p, ctypes.py_object, ctypes.py_object]
-        self.new_function.restype = ctypes.py_object
-
-    def bind(self, constants: bytes, keep: tuple[Any, ...] = ()) -> Callable[..., int]:
-        """A builtin whose ``self`` is ``constants``; its module slot holds this object (the
-        machine code and the method definition) and ``keep`` (what the constants point to)."""
-        function: Callable[..., int] = self.new_function(ctypes.addressof(self.method), constants,
-                                                         (self, *keep))
-        return function
-
-
-class LazyBuiltin:
-    """A ``NativeBuiltin`` built on first use, once per process; None (and the reason) where
-    it cannot be built (not 64-bit CPython, no JIT for this host, ``check`` refusing)."""
-
-    def __init__(self, build: Callable[[], NativeBuiltin], check: Callable[[], None] = lambda: None) -> None:
-        self._build, self._check = build, check
-        self._lock = threading.Lock()
-        self._native: NativeBuiltin | None = None
-        self._error: Exception | None = None
-
-    def get(self) -> NativeBuiltin | None:
-        if self._native is None and self._error is None:
-            with self._lock:
-                if self._native is None and self._error is None:
-                    try:
-                        if sys.implementation.name != "cpython" or ctypes.sizeof(ctypes.c_void_p) != 8:
-                            raise RuntimeError("native launches need 64-bit CPython")
-                        self._check()
-                        self._native = self._build()
-                    except Exception as e:  # callers fall back to their Python forms
-                        self._error = e
-        return self._native
-
-    def unavailable_reason(self) -> str | None:
-        self.get()
-        return None if self._error is None else f"{type(self._error).__name__}: {self._error}"
+    return fill(text.replace("$DECLARATIONS\n", declarations(_API)), table(CONSTANTS.offsets, STATUS))
 
 
 enabled = True  # False: launchers built from now on call the driver through ctypes (for comparisons)
 _builtin = LazyBuiltin(lambda: NativeBuiltin(
-    _ir(), _PYTHON_SYMBOLS, "tiles_launch", METH_O,
-    b"launch a kernel from a packed record (tiles.backends.cuda.trampoline)"))
+    _ir(), symbols(_API), "tiles_launch", METH_O,
+    b"launch a kernel from a packed record (tiles.backends.cuda.launch.trampoline)"))
 
 
 def unavailable_reason() -> str | None:

@@ -5,7 +5,7 @@ one's fact, builds the launch key and looks it up; that costs more than the driv
 a key has launched directly, the jit installs a *hot* builtin for it (``runtime/hot_path.py``):
 ``METH_FASTCALL | METH_KEYWORDS``, bound to the grid by ``kernel[grid]`` as the launch function
 is, with a ``bytes`` of constants recording the facts of that one key
-(``backends/launch_facts.py``).  It
+(in the words of ``backends/launch_facts.py``).  It
 
 1. takes the grid: a tuple, or a callable (anything else: declined);
 2. binds the call: positional arguments in order, keywords by comparing the call's keyword
@@ -53,18 +53,18 @@ import types
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..launch_facts import CONSTANT, MISSING_DEFAULT, TENSOR, Expected
-from . import direct_launch, hot_launch_ir, trampoline
+from ...launch_facts import DEFAULT_NUM_STAGES, DEFAULT_NUM_WARPS, MISSING_DEFAULT, ArgKind, Expected
+from . import direct_launch, hot_launch_ir
+from .capi import LazyBuiltin, NativeBuiltin, check_object_layout
 from .hot_launch_ir import GUARD, HEADER, OFFSETS, OPTIONS, RECORD
 
 METH_FASTCALL_KEYWORDS = 0x0080 | 0x0002
 
 enabled = True  # False: no hot builtins from now on (every launch takes the launch function)
-_builtin = trampoline.LazyBuiltin(lambda: trampoline.NativeBuiltin(
+_builtin = LazyBuiltin(lambda: NativeBuiltin(
     hot_launch_ir.ir(), (*direct_launch.PYTHON_SYMBOLS, *hot_launch_ir.PYTHON_SYMBOLS), "tiles_hot_launch",
     METH_FASTCALL_KEYWORDS,
-    b"check one launch key's facts and launch (tiles.backends.cuda.hot_launch)"),
-    direct_launch.check_object_layout)
+    b"check one launch key's facts and launch (tiles.backends.cuda.launch.hot_launch)"), check_object_layout)
 
 
 def unavailable_reason() -> str | None:
@@ -79,7 +79,7 @@ def _nothing() -> None:
     """Stands for a tensor accessor in a kernel without tensors."""
 
 
-GRID_META_DEFAULTS = (4, 3)  # a grid function's meta["num_warps"], ["num_stages"] (runtime/jit.py's _launch)
+GRID_META_DEFAULTS = (DEFAULT_NUM_WARPS, DEFAULT_NUM_STAGES)  # a grid function's meta["num_warps"], ["num_stages"]
 _TP_DESCR_GET, _TP_DESCR_SET = 272, 280  # PyTypeObject's tp_descr_get/set on 64-bit CPython 3.8+
 
 
@@ -129,7 +129,7 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
     constants_of_direct = getattr(direct, "__self__", None)
     if native is None or type(constants_of_direct) is not bytes or (backend is None) != (registry is not None):
         return None
-    tensor_types = {e.type for e in expected if e.kind == TENSOR}
+    tensor_types = {e.type for e in expected if e.kind == ArgKind.TENSOR}
     accessors = _accessors(tensor_types.pop()) if len(tensor_types) == 1 else (None, 0, _nothing, _nothing)
     if len(tensor_types) > 0 or accessors is None:
         return None
@@ -152,7 +152,7 @@ def make(direct: Callable[..., int], fallback: Callable[..., Any], compiled: Any
     keep.append(guarded)  # the values too: an address is never reused while the table names it
     table = b"".join(struct.pack("@Q", id(n)) for n in interned)
     records = b"".join(RECORD.pack(e.kind, id(e.type) if e.type is not None else 0,
-                                    id(e.obj) if e.kind in (TENSOR, CONSTANT) else 0, e.expect,
+                                    id(e.obj) if e.kind in (ArgKind.TENSOR, ArgKind.CONSTANT) else 0, e.expect,
                                     0 if d is MISSING_DEFAULT else id(d), e.alignment)
                        for e, d in zip(expected, defaults))
     guard_table = b"".join(GUARD.pack(id(namespace), id(name), id(value)) for namespace, name, value in guarded)

@@ -36,36 +36,44 @@ the launcher then keeps its Python direct form.  ``hot_launch.py`` compiles this
 from __future__ import annotations
 
 import ctypes
+import enum
 import struct
 from collections.abc import Callable, Sequence
 
 from . import trampoline
+from .capi import OBJECT, Layout, LazyBuiltin, NativeBuiltin, check_object_layout, declarations, fill, symbols, table
 
-# struct code -> the native conversion (1 u64, 2 i64, 3 i32, 4 u32, 5 f32, 6 f64)
-KINDS = {"Q": 1, "q": 2, "i": 3, "I": 4, "f": 5, "d": 6}
-SKIP = 0
-HEADER = struct.Struct("@QQQQIIQQQQQQQQQ")
-_OFFSETS = {"$LAUNCH": 8, "$CONTEXT": 16, "$FUNCTION": 24, "$BLOCK": 32, "$SHARED": 36, "$ARGS_SIZE": 40,
-            "$GENERATION_AT": 48, "$GENERATION": 56, "$STREAM_FN": 64, "$DEVICE": 72, "$NONE": 80,
-            "$INT_TYPE": 88, "$NARGS": 96, "$TUPLE_TYPE": 104, "$TABLE": 112}
+
+class Conversion(enum.IntEnum):
+    """How one kernel parameter's Python value becomes its bytes in the argument buffer."""
+
+    SKIP = 0  # not a run-time argument
+    U64 = 1
+    I64 = 2
+    S32 = 3
+    U32 = 4
+    F32 = 5
+    F64 = 6
+
+
+KINDS = {"Q": Conversion.U64, "q": Conversion.I64, "i": Conversion.S32, "I": Conversion.U32,
+         "f": Conversion.F32, "d": Conversion.F64}  # struct code -> its native conversion
+SKIP = Conversion.SKIP
+HEADER = Layout((*trampoline.DRIVER_FIELDS, ("ARGS_SIZE", "Q"), ("GENERATION_AT", "Q"), ("GENERATION", "Q"),
+                 ("STREAM_FN", "Q"), ("DEVICE", "Q"), ("NONE", "Q"), ("INT_TYPE", "Q"), ("NARGS", "Q"),
+                 ("TUPLE_TYPE", "Q")))
+ENTRY = struct.Struct("@II")  # per kernel parameter after the header: its Conversion, its offset in the buffer
+_OFFSETS = table(HEADER.offsets, {"$TABLE": HEADER.size}, OBJECT, trampoline.STATUS)
 METH_FASTCALL = 0x0080
 MAX_ARGS_SIZE = 32764  # cuLaunchKernel's parameter limit on recent drivers
 
 Direct = Callable[..., int]
 
+_API = ("PyBytes_AsString", "PyLong_FromLong", "PyLong_AsLongLong", "PyLong_AsUnsignedLongLong", "PyFloat_AsDouble",
+        "PyErr_Occurred", "PyErr_Clear", "PyObject_CallOneArg", "Py_DecRef", "PyEval_SaveThread",
+        "PyEval_RestoreThread", "llvm.memset.p0.i64")
 _IR = """
-declare ptr @PyBytes_AsString(ptr)
-declare ptr @PyLong_FromLong(i64)
-declare i64 @PyLong_AsLongLong(ptr)
-declare i64 @PyLong_AsUnsignedLongLong(ptr)
-declare double @PyFloat_AsDouble(ptr)
-declare ptr @PyErr_Occurred()
-declare void @PyErr_Clear()
-declare ptr @PyObject_CallOneArg(ptr, ptr)
-declare void @Py_DecRef(ptr)
-declare ptr @PyEval_SaveThread()
-declare void @PyEval_RestoreThread(ptr)
-declare void @llvm.memset.p0.i64(ptr, i8, i64, i1)
+$DECLARATIONS
 
 define ptr @tiles_direct_launch(ptr %self, ptr %args, i64 %nargs) {
 entry:
@@ -75,26 +83,23 @@ entry:
   %nargs_ok = icmp eq i64 %nargs, %expected_nargs
   br i1 %nargs_ok, label %check_generation, label %bad_count
 bad_count:
-  %bad = call ptr @PyLong_FromLong(i64 -2)
+  %bad = call ptr @PyLong_FromLong(i64 $STATUS_BAD_RECORD)
   ret ptr %bad
 check_generation:
-  %generation_at_at = getelementptr i8, ptr %constants, i64 $GENERATION_AT
-  %generation_at = load ptr, ptr %generation_at_at
+  %generation_at = read ptr from %constants at $GENERATION_AT
   %generation = load volatile i64, ptr %generation_at
-  %expected_generation_at = getelementptr i8, ptr %constants, i64 $GENERATION
-  %expected_generation = load i64, ptr %expected_generation_at
+  %expected_generation = read i64 from %constants at $GENERATION
   %same_driver = icmp eq i64 %generation, %expected_generation
   br i1 %same_driver, label %check_context, label %fallback
 $CHECK_CONTEXT
 fallback:
-  %other = call ptr @PyLong_FromLong(i64 -1)
+  %other = call ptr @PyLong_FromLong(i64 $STATUS_FALLBACK)
   ret ptr %other
 failed_conversion:
   call void @PyErr_Clear()
   br label %fallback
 prepare:
-  %args_size_at = getelementptr i8, ptr %constants, i64 $ARGS_SIZE
-  %args_size = load i64, ptr %args_size_at
+  %args_size = read i64 from %constants at $ARGS_SIZE
   %buffer = alloca i8, i64 %args_size, align 16
   %grid_slots = alloca [3 x i32]
   call void @llvm.memset.p0.i64(ptr align 16 %buffer, i8 0, i64 %args_size, i1 false)
@@ -116,35 +121,25 @@ convert:
   %arg_index = add i64 %i, 2
   %object_at = getelementptr ptr, ptr %args, i64 %arg_index
   %object = load ptr, ptr %object_at
-  switch i32 %kind, label %stored [ i32 1, label %as_u64
-                                    i32 2, label %as_i64
-                                    i32 3, label %as_s32
-                                    i32 4, label %as_u32
-                                    i32 5, label %as_f32
-                                    i32 6, label %as_f64 ]
-$CONVERSIONSstored:
+$SWITCH$CONVERSIONSstored:
   %next = add i64 %i, 1
   br label %loop
 grid:
   %grid_object_at = getelementptr ptr, ptr %args, i64 1
   %grid_object = load ptr, ptr %grid_object_at
-  %grid_type_at = getelementptr i8, ptr %grid_object, i64 8
-  %grid_type = load ptr, ptr %grid_type_at
-  %tuple_type_at = getelementptr i8, ptr %constants, i64 $TUPLE_TYPE
-  %tuple_type = load ptr, ptr %tuple_type_at
+  %grid_type = read ptr from %grid_object at $OB_TYPE
+  %tuple_type = read ptr from %constants at $TUPLE_TYPE
   %is_tuple = icmp eq ptr %grid_type, %tuple_type
   br i1 %is_tuple, label %grid_size, label %fallback
 grid_size:
-  %grid_length_at = getelementptr i8, ptr %grid_object, i64 16
-  %grid_length = load i64, ptr %grid_length_at
+  %grid_length = read i64 from %grid_object at $TUPLE_SIZE
   %grid_some = icmp sge i64 %grid_length, 1
   %grid_few = icmp sle i64 %grid_length, 3
   %grid_length_ok = and i1 %grid_some, %grid_few
   br i1 %grid_length_ok, label %grid_axes, label %fallback
 grid_axes:
-  %grid_items = getelementptr i8, ptr %grid_object, i64 24
-  %int_type_for_grid_at = getelementptr i8, ptr %constants, i64 $INT_TYPE
-  %int_type_for_grid = load ptr, ptr %int_type_for_grid_at
+  %grid_items = getelementptr i8, ptr %grid_object, i64 $TUPLE_ITEMS
+  %int_type_for_grid = read ptr from %constants at $INT_TYPE
   br label %axis
 axis:
   %axis_index = phi i64 [ 0, %grid_axes ], [ %next_axis, %axis_stored ]
@@ -160,8 +155,7 @@ axis_one:
 axis_read:
   %axis_object_at = getelementptr ptr, ptr %grid_items, i64 %axis_index
   %axis_object = load ptr, ptr %axis_object_at
-  %axis_type_at = getelementptr i8, ptr %axis_object, i64 8
-  %axis_type = load ptr, ptr %axis_type_at
+  %axis_type = read ptr from %axis_object at $OB_TYPE
   %axis_is_int = icmp eq ptr %axis_type, %int_type_for_grid
   br i1 %axis_is_int, label %axis_convert, label %fallback
 axis_convert:
@@ -197,15 +191,12 @@ grid_store:
   %grid_z_at = getelementptr i8, ptr %grid_x_at, i64 8
   store i32 %grid_z, ptr %grid_z_at, align 1
   %stream_object = load ptr, ptr %args
-  %none_at = getelementptr i8, ptr %constants, i64 $NONE
-  %none = load ptr, ptr %none_at
+  %none = read ptr from %constants at $NONE
   %no_stream = icmp eq ptr %stream_object, %none
   br i1 %no_stream, label %current_stream, label %given_stream
 current_stream:
-  %stream_fn_at = getelementptr i8, ptr %constants, i64 $STREAM_FN
-  %stream_fn = load ptr, ptr %stream_fn_at
-  %device_at = getelementptr i8, ptr %constants, i64 $DEVICE
-  %device = load ptr, ptr %device_at
+  %stream_fn = read ptr from %constants at $STREAM_FN
+  %device = read ptr from %constants at $DEVICE
   %answer = call ptr @PyObject_CallOneArg(ptr %stream_fn, ptr %device)
   %no_answer = icmp eq ptr %answer, null
   br i1 %no_answer, label %raise, label %read_answer
@@ -218,10 +209,8 @@ read_answer:
   %answer_failed = icmp ne ptr %answer_error, null
   br i1 %answer_failed, label %raise, label %launch
 given_stream:
-  %type_at = getelementptr i8, ptr %stream_object, i64 8
-  %type = load ptr, ptr %type_at
-  %int_type_at = getelementptr i8, ptr %constants, i64 $INT_TYPE
-  %int_type = load ptr, ptr %int_type_at
+  %type = read ptr from %stream_object at $OB_TYPE
+  %int_type = read ptr from %constants at $INT_TYPE
   %is_int = icmp eq ptr %type, %int_type
   br i1 %is_int, label %read_given, label %fallback
 read_given:
@@ -242,22 +231,30 @@ $LAUNCH_CALL}
 
 """
 
-# kind's block name, CPython converter, its result type, range tests ({v}: the value; a failing one
-# falls back to the launcher's path), the narrowing to the stored type (None: stored as converted)
+# each Conversion's block name, CPython converter, its result type, range tests ({v}: the value; a
+# failing one falls back to the launcher's path), the narrowing to the stored type (None: as converted)
 _CONVERSIONS = (
-    ("u64", "PyLong_AsUnsignedLongLong", "i64", (), None),
-    ("i64", "PyLong_AsLongLong", "i64", (), None),
-    ("s32", "PyLong_AsLongLong", "i64", ("icmp sge i64 {v}, -2147483648", "icmp sle i64 {v}, 2147483647"),
+    (Conversion.U64, "PyLong_AsUnsignedLongLong", "i64", (), None),
+    (Conversion.I64, "PyLong_AsLongLong", "i64", (), None),
+    (Conversion.S32, "PyLong_AsLongLong", "i64", ("icmp sge i64 {v}, -2147483648", "icmp sle i64 {v}, 2147483647"),
      ("trunc", "i32")),
-    ("u32", "PyLong_AsLongLong", "i64", ("icmp ule i64 {v}, 4294967295",), ("trunc", "i32")),
-    ("f32", "PyFloat_AsDouble", "double", (), ("fptrunc", "float")),
-    ("f64", "PyFloat_AsDouble", "double", (), None),
+    (Conversion.U32, "PyLong_AsLongLong", "i64", ("icmp ule i64 {v}, 4294967295",), ("trunc", "i32")),
+    (Conversion.F32, "PyFloat_AsDouble", "double", (), ("fptrunc", "float")),
+    (Conversion.F64, "PyFloat_AsDouble", "double", (), None),
 )
 
 
-def _conversion(name: str, converter: str, wide: str, tests: Sequence[str],
+def _switch() -> str:
+    """The switch on a parameter's Conversion to its block (``as_<name>``; SKIP: none)."""
+    cases = [f"i32 {int(c)}, label %as_{c.name.lower()}" for c, *_ in _CONVERSIONS]
+    indent = "\n" + " " * 36
+    return f"  switch i32 %kind, label %stored [ {indent.join(cases)} ]\n"
+
+
+def _conversion(conversion: Conversion, converter: str, wide: str, tests: Sequence[str],
                 narrowing: tuple[str, str] | None) -> str:
-    """The IR blocks converting ``%object`` (kind ``name``) and storing it at ``%to``."""
+    """The IR blocks converting ``%object`` (``conversion``) and storing it at ``%to``."""
+    name = conversion.name.lower()
     v = f"%{name}"
     sentinel = f"icmp eq i64 {v}, -1" if wide == "i64" else f"fcmp oeq double {v}, -1.0"
     after_check = f"{name}_range" if tests else f"{name}_store"
@@ -288,35 +285,20 @@ def _conversion(name: str, converter: str, wide: str, tests: Sequence[str],
     return "\n".join(lines) + "\n"
 
 
-PYTHON_SYMBOLS = ("PyBytes_AsString", "PyLong_FromLong", "PyLong_AsLongLong", "PyLong_AsUnsignedLongLong",
-                   "PyFloat_AsDouble", "PyErr_Occurred", "PyErr_Clear", "PyObject_CallOneArg", "Py_DecRef",
-                   "PyEval_SaveThread", "PyEval_RestoreThread")
-
-
 def ir() -> str:
     """The LLVM IR module of ``tiles_direct_launch`` (``hot_launch`` compiles it into its own module too)."""
-    text = _IR.replace("$CONVERSIONS", "".join(_conversion(*c) for c in _CONVERSIONS))
+    text = _IR.replace("$CONVERSIONS", "".join(_conversion(*c) for c in _CONVERSIONS)).replace("$SWITCH", _switch())
     text = text.replace("$LAUNCH_CALL", trampoline.launch_call("%buffer", "%size_slot"))
     text = text.replace("$CHECK_CONTEXT", trampoline.check_context("prepare"))
-    for name, offset in sorted(_OFFSETS.items(), key=lambda item: -len(item[0])):
-        text = text.replace(name, str(offset))
-    return text
+    return fill(text.replace("$DECLARATIONS\n", declarations(_API)), _OFFSETS)
 
 
-def check_object_layout() -> None:
-    """The native code reads an object's type at offset 8 and a tuple's length and items at 16
-    and 24 (CPython's layout with the GIL); refuse any interpreter where that is not so."""
-    grid = (12345678, 2)
-    word = ctypes.c_void_p.from_address
-    if (word(id(grid) + 8).value != id(tuple) or word(id(grid[0]) + 8).value != id(int)
-            or ctypes.c_ssize_t.from_address(id(grid) + 16).value != 2 or word(id(grid) + 24).value != id(grid[0])):
-        raise RuntimeError("this interpreter's object layout is not the one the direct launch reads")
-
+PYTHON_SYMBOLS = symbols(_API)
 
 enabled = True  # False: launchers built from now on keep the Python direct form (for comparisons)
-_builtin = trampoline.LazyBuiltin(lambda: trampoline.NativeBuiltin(
+_builtin = LazyBuiltin(lambda: NativeBuiltin(
     ir(), PYTHON_SYMBOLS, "tiles_direct_launch", METH_FASTCALL,
-    b"launch a kernel from its arguments (tiles.backends.cuda.direct_launch)"), check_object_layout)
+    b"launch a kernel from its arguments (tiles.backends.cuda.launch.direct_launch)"), check_object_layout)
 
 
 def unavailable_reason() -> str | None:
@@ -324,11 +306,12 @@ def unavailable_reason() -> str | None:
     return _builtin.unavailable_reason()
 
 
-def layout(codes: Sequence[str | None]) -> list[tuple[int, int]] | None:
+def layout(codes: Sequence[str | None]) -> list[tuple[Conversion, int]] | None:
     """(kind, offset) per kernel parameter for an argument struct of ``codes`` (None: a parameter
     that is not a run-time argument) followed by the grid's three i32; None when a code has no
     native conversion."""
-    table, fmt = [], "@"
+    table: list[tuple[Conversion, int]] = []
+    fmt = "@"
     for code in codes:
         if code is None:
             table.append((SKIP, 0))
@@ -359,5 +342,5 @@ def make(get_current: int, launch_kernel: int, context: int, function: int, bloc
     header = HEADER.pack(get_current, launch_kernel, context, function, block, shared, args_size,
                          ctypes.addressof(generation), generation.value, id(current_stream), id(device_object),
                          id(None), id(int), 2 + len(table), id(tuple))
-    constants = header + b"".join(struct.pack("@II", kind, offset) for kind, offset in table)
+    constants = header + b"".join(ENTRY.pack(kind, offset) for kind, offset in table)
     return native.bind(constants, (current_stream, device_object, generation))

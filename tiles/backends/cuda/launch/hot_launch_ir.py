@@ -11,45 +11,46 @@ value, compared by identity; ``GUARDS_AT`` is the table's offset).  ``ir()`` sub
 
 from __future__ import annotations
 
-import struct
+from ...launch_facts import LAUNCH_OPTIONS, Alignment, ArgKind, IntClass
+from . import direct_launch, trampoline
+from .capi import OBJECT, Layout, declarations, fill, symbols, table
 
-from . import direct_launch
-
-OPTIONS = ("warmup", "num_warps", "num_stages", "debug", "stream", "backend")  # runtime/binder.OPTIONS
+OPTIONS = LAUNCH_OPTIONS  # bound after the kernel's parameters; ``warmup`` first (read at the options' slot 0)
+assert OPTIONS[0] == "warmup"
 
 HEADER_FIELDS = ("DIRECT", "NEXT_CELL", "FALLBACK", "COMPILED", "FAILED", "NPARAMS", "NNAMES", "NONE", "FALSE",
                   "INT_TYPE", "FLOAT_TYPE", "STR_TYPE", "DTYPE_NAME", "DTYPE_DESCR", "DTYPE_GET", "DATA_PTR",
                   "GET_DEVICE", "NUM_WARPS_NAME", "NUM_STAGES_NAME", "NUM_WARPS", "NUM_STAGES", "TUPLE_TYPE",
                   "BACKEND_MODE", "BACKEND", "GENERATION_AT", "GENERATION", "ENVIRON", "ENV_KEY0", "ENV_VALUE0",
                   "ENV_KEY1", "ENV_VALUE1", "NGUARDS", "GUARDS_AT")
-HEADER = struct.Struct("@" + "Q" * len(HEADER_FIELDS))
-RECORD = struct.Struct("@QQQqQQ")  # kind, type, object, expect, default (0: required), alignment
-GUARD = struct.Struct("@QQQ")  # a global's namespace dict, its name, the value the code was compiled with
-OFFSETS = {f"${name}": 8 * i for i, name in enumerate(HEADER_FIELDS)}
-OFFSETS["$NAMES"] = HEADER.size
+HEADER = Layout([(name, "Q") for name in HEADER_FIELDS])
+# per parameter: its ArgKind, type, object, expect, default (0: required), Alignment
+RECORD = Layout((("KIND", "Q"), ("TYPE", "Q"), ("OBJECT", "Q"), ("EXPECT", "q"), ("DEFAULT", "Q"),
+                 ("ALIGNMENT", "Q")), prefix="R_")
+# per module global the code baked in: its namespace dict, its name, the value the code was compiled with
+GUARD = Layout((("NAMESPACE", "Q"), ("NAME", "Q"), ("VALUE", "Q")), prefix="G_")
+# the words of launch_facts.py, as the IR spells them
+_FACTS = {**{f"$ARG_{k.name}": int(k) for k in ArgKind}, **{f"$ALIGN_{a.name}": int(a) for a in Alignment},
+          **{f"$OPT_{o.upper()}": i for i, o in enumerate(OPTIONS)}}
+OFFSETS = table(HEADER.offsets, {"$NAMES": HEADER.size}, RECORD.offsets, {"$R_SIZE": RECORD.size}, GUARD.offsets,
+                {"$G_SIZE": GUARD.size}, OBJECT, trampoline.STATUS, _FACTS)
+# the test that puts an int argument in each IntClass (bit ``IntClass`` of the mask ``%classes``)
+_CLASS_TESTS = {IntClass.I32_ONE: "%is_one", IntClass.I32_DIV16: "%c1", IntClass.I32_OTHER: "%c2",
+                IntClass.I32_ANY: "%in32", IntClass.I64_DIV16: "%c4", IntClass.I64_OTHER: "%c5",
+                IntClass.I64_ANY: "%out32"}
 
+_API = ("PyObject_GetAttr", "PyObject_Vectorcall", "PyLong_AsLongLongAndOverflow", "PyDict_GetItemWithError",
+        "PyObject_RichCompareBool", "Py_IncRef", "PyObject_CallFunctionObjArgs", "PyCallable_Check",
+        "llvm.memcpy.p0.p0.i64", "PyDict_New", "PyDict_SetItem")
 IR = """
-declare ptr @PyObject_GetAttr(ptr, ptr)
-declare ptr @PyObject_Vectorcall(ptr, ptr, i64, ptr)
-declare i64 @PyLong_AsLongLongAndOverflow(ptr, ptr)
-declare ptr @PyDict_GetItemWithError(ptr, ptr)
-declare i32 @PyObject_RichCompareBool(ptr, ptr, i32)
-declare void @Py_IncRef(ptr)
-declare ptr @PyObject_CallFunctionObjArgs(ptr, ...)
-declare i32 @PyCallable_Check(ptr)
-declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
-declare ptr @PyDict_New()
-declare i32 @PyDict_SetItem(ptr, ptr, ptr)
+$DECLARATIONS
 
 define ptr @tiles_hot_launch(ptr %self, ptr %args, i64 %nargs, ptr %kwnames) {
 entry:
   %c = call ptr @PyBytes_AsString(ptr %self)
-  %nparams_at = getelementptr i8, ptr %c, i64 $NPARAMS
-  %nparams = load i64, ptr %nparams_at
-  %nnames_at = getelementptr i8, ptr %c, i64 $NNAMES
-  %nnames = load i64, ptr %nnames_at
-  %none_at = getelementptr i8, ptr %c, i64 $NONE
-  %none = load ptr, ptr %none_at
+  %nparams = read i64 from %c at $NPARAMS
+  %nnames = read i64 from %c at $NNAMES
+  %none = read ptr from %c at $NONE
   %slots = alloca ptr, i64 %nnames, align 8
   %slots_size = shl i64 %nnames, 3
   call void @llvm.memset.p0.i64(ptr align 8 %slots, i8 0, i64 %slots_size, i1 false)
@@ -68,8 +69,7 @@ entry:
   %has_grid = icmp sge i64 %nargs, 1
   %few = icmp sle i64 %npos, %nparams
   %shape_ok = and i1 %has_grid, %few
-  %enabled_cell_at = getelementptr i8, ptr %c, i64 $NEXT_CELL
-  %enabled_cell = load ptr, ptr %enabled_cell_at
+  %enabled_cell = read ptr from %c at $NEXT_CELL
   %enabled_at = getelementptr i64, ptr %enabled_cell, i64 1
   %enabled = load i64, ptr %enabled_at
   %serving = icmp ne i64 %enabled, 0
@@ -77,10 +77,8 @@ entry:
   br i1 %may_serve, label %grid_kind, label %fallback
 grid_kind:
   %grid = load ptr, ptr %args
-  %grid_type_at = getelementptr i8, ptr %grid, i64 8
-  %grid_type = load ptr, ptr %grid_type_at
-  %tuple_type_at = getelementptr i8, ptr %c, i64 $TUPLE_TYPE
-  %tuple_type = load ptr, ptr %tuple_type_at
+  %grid_type = read ptr from %grid at $OB_TYPE
+  %tuple_type = read ptr from %c at $TUPLE_TYPE
   %grid_is_tuple = icmp eq ptr %grid_type, %tuple_type
   br i1 %grid_is_tuple, label %positional, label %grid_callable
 grid_callable:
@@ -105,8 +103,7 @@ keywords:
   %no_keywords = icmp eq ptr %kwnames, null
   br i1 %no_keywords, label %options, label %keywords_count
 keywords_count:
-  %nkw_at = getelementptr i8, ptr %kwnames, i64 16
-  %nkw = load i64, ptr %nkw_at
+  %nkw = read i64 from %kwnames at $TUPLE_SIZE
   br label %keyword
 keyword:
   %k = phi i64 [ 0, %keywords_count ], [ %k_next, %keyword_stored ]
@@ -114,7 +111,7 @@ keyword:
   br i1 %kmore, label %keyword_name, label %options
 keyword_name:
   %kname_offset = shl i64 %k, 3
-  %kname_index = add i64 %kname_offset, 24
+  %kname_index = add i64 %kname_offset, $TUPLE_ITEMS
   %kname_at = getelementptr i8, ptr %kwnames, i64 %kname_index
   %kname = load ptr, ptr %kname_at
   %kvalue_index = add i64 %nargs, %k
@@ -148,22 +145,21 @@ keyword_stored:
 options:
   %option_slots = getelementptr ptr, ptr %slots, i64 %nparams
   %warmup = load ptr, ptr %option_slots
-  %false_at = getelementptr i8, ptr %c, i64 $FALSE
-  %false = load ptr, ptr %false_at
+  %false = read ptr from %c at $FALSE
   %warmup_absent = icmp eq ptr %warmup, null
   %warmup_false = icmp eq ptr %warmup, %false
   %warmup_ok = or i1 %warmup_absent, %warmup_false
-  %warps_at = getelementptr ptr, ptr %option_slots, i64 1
+  %warps_at = getelementptr ptr, ptr %option_slots, i64 $OPT_NUM_WARPS
   %warps = load ptr, ptr %warps_at
   %warps_absent = icmp eq ptr %warps, null
   %warps_none = icmp eq ptr %warps, %none
   %warps_ok = or i1 %warps_absent, %warps_none
-  %stages_at = getelementptr ptr, ptr %option_slots, i64 2
+  %stages_at = getelementptr ptr, ptr %option_slots, i64 $OPT_NUM_STAGES
   %stages = load ptr, ptr %stages_at
   %stages_absent = icmp eq ptr %stages, null
   %stages_none = icmp eq ptr %stages, %none
   %stages_ok = or i1 %stages_absent, %stages_none
-  %debug_at = getelementptr ptr, ptr %option_slots, i64 3
+  %debug_at = getelementptr ptr, ptr %option_slots, i64 $OPT_DEBUG
   %debug = load ptr, ptr %debug_at
   %debug_absent = icmp eq ptr %debug, null
   %debug_none = icmp eq ptr %debug, %none
@@ -171,41 +167,34 @@ options:
   %options_ok1 = and i1 %warmup_ok, %warps_ok
   %options_ok2 = and i1 %options_ok1, %stages_ok
   %options_ok3 = and i1 %options_ok2, %debug_ok
-  %stream_at = getelementptr ptr, ptr %option_slots, i64 4
+  %stream_at = getelementptr ptr, ptr %option_slots, i64 $OPT_STREAM
   %stream_given = load ptr, ptr %stream_at
   %stream_absent = icmp eq ptr %stream_given, null
   %stream = select i1 %stream_absent, ptr %none, ptr %stream_given
-  %stream_type_at = getelementptr i8, ptr %stream, i64 8
-  %stream_type = load ptr, ptr %stream_type_at
-  %stream_int_type_at = getelementptr i8, ptr %c, i64 $INT_TYPE
-  %stream_int_type = load ptr, ptr %stream_int_type_at
+  %stream_type = read ptr from %stream at $OB_TYPE
+  %stream_int_type = read ptr from %c at $INT_TYPE
   %stream_none = icmp eq ptr %stream, %none
   %stream_int = icmp eq ptr %stream_type, %stream_int_type
   %stream_ok = or i1 %stream_none, %stream_int
   %options_ok = and i1 %options_ok3, %stream_ok
-  %backend_at = getelementptr ptr, ptr %option_slots, i64 5
+  %backend_at = getelementptr ptr, ptr %option_slots, i64 $OPT_BACKEND
   %backend_given = load ptr, ptr %backend_at
   %backend_absent = icmp eq ptr %backend_given, null
   %backend = select i1 %backend_absent, ptr %none, ptr %backend_given
   br i1 %options_ok, label %backend_check, label %fallback
 
 backend_check:
-  %mode_at = getelementptr i8, ptr %c, i64 $BACKEND_MODE
-  %mode = load i64, ptr %mode_at
-  %expected_backend_at = getelementptr i8, ptr %c, i64 $BACKEND
-  %expected_backend = load ptr, ptr %expected_backend_at
+  %mode = read i64 from %c at $BACKEND_MODE
+  %expected_backend = read ptr from %c at $BACKEND
   %by_registry = icmp eq i64 %mode, 0
   br i1 %by_registry, label %registry_check, label %given_backend
 given_backend:
   %same_backend = icmp eq ptr %backend, %expected_backend
   br i1 %same_backend, label %guards, label %given_backend_str
 given_backend_str:
-  %str_type_at = getelementptr i8, ptr %c, i64 $STR_TYPE
-  %str_type = load ptr, ptr %str_type_at
-  %backend_type_at = getelementptr i8, ptr %backend, i64 8
-  %backend_type = load ptr, ptr %backend_type_at
-  %expected_type_at = getelementptr i8, ptr %expected_backend, i64 8
-  %expected_type = load ptr, ptr %expected_type_at
+  %str_type = read ptr from %c at $STR_TYPE
+  %backend_type = read ptr from %backend at $OB_TYPE
+  %expected_type = read ptr from %expected_backend at $OB_TYPE
   %backend_str = icmp eq ptr %backend_type, %str_type
   %expected_str = icmp eq ptr %expected_type, %str_type
   %both_str = and i1 %backend_str, %expected_str
@@ -216,41 +205,32 @@ given_backend_equal:
   br i1 %backend_equal_ok, label %guards, label %fallback
 registry_check:
   %backend_is_none = icmp eq ptr %backend, %none
-  %generation_at_at = getelementptr i8, ptr %c, i64 $GENERATION_AT
-  %generation_at = load ptr, ptr %generation_at_at
+  %generation_at = read ptr from %c at $GENERATION_AT
   %generation = load volatile i64, ptr %generation_at
-  %expected_generation_at = getelementptr i8, ptr %c, i64 $GENERATION
-  %expected_generation = load i64, ptr %expected_generation_at
+  %expected_generation = read i64 from %c at $GENERATION
   %same_generation = icmp eq i64 %generation, %expected_generation
   %registry_ok = and i1 %backend_is_none, %same_generation
   br i1 %registry_ok, label %environ_check, label %fallback
 environ_check:
-  %environ_at = getelementptr i8, ptr %c, i64 $ENVIRON
-  %environ = load ptr, ptr %environ_at
+  %environ = read ptr from %c at $ENVIRON
   %no_environ = icmp eq ptr %environ, null
   br i1 %no_environ, label %guards, label %environ_first
 environ_first:
-  %key0_at = getelementptr i8, ptr %c, i64 $ENV_KEY0
-  %key0 = load ptr, ptr %key0_at
+  %key0 = read ptr from %c at $ENV_KEY0
   %value0 = call ptr @PyDict_GetItemWithError(ptr %environ, ptr %key0)
-  %expected0_at = getelementptr i8, ptr %c, i64 $ENV_VALUE0
-  %expected0 = load ptr, ptr %expected0_at
+  %expected0 = read ptr from %c at $ENV_VALUE0
   %same0 = icmp eq ptr %value0, %expected0
   br i1 %same0, label %environ_second, label %clear_fallback
 environ_second:
-  %key1_at = getelementptr i8, ptr %c, i64 $ENV_KEY1
-  %key1 = load ptr, ptr %key1_at
+  %key1 = read ptr from %c at $ENV_KEY1
   %value1 = call ptr @PyDict_GetItemWithError(ptr %environ, ptr %key1)
-  %expected1_at = getelementptr i8, ptr %c, i64 $ENV_VALUE1
-  %expected1 = load ptr, ptr %expected1_at
+  %expected1 = read ptr from %c at $ENV_VALUE1
   %same1 = icmp eq ptr %value1, %expected1
   br i1 %same1, label %guards, label %clear_fallback
 
 guards:
-  %nguards_at = getelementptr i8, ptr %c, i64 $NGUARDS
-  %nguards = load i64, ptr %nguards_at
-  %guards_at_at = getelementptr i8, ptr %c, i64 $GUARDS_AT
-  %guards_at = load i64, ptr %guards_at_at
+  %nguards = read i64 from %c at $NGUARDS
+  %guards_at = read i64 from %c at $GUARDS_AT
   %guard_table = getelementptr i8, ptr %c, i64 %guards_at
   br label %guard_loop
 guard_loop:
@@ -258,13 +238,11 @@ guard_loop:
   %gmore = icmp slt i64 %g, %nguards
   br i1 %gmore, label %guard, label %params
 guard:
-  %guard_offset = mul i64 %g, 24
+  %guard_offset = mul i64 %g, $G_SIZE
   %guard_record = getelementptr i8, ptr %guard_table, i64 %guard_offset
   %guard_dict = load ptr, ptr %guard_record
-  %guard_key_at = getelementptr i8, ptr %guard_record, i64 8
-  %guard_key = load ptr, ptr %guard_key_at
-  %guard_value_at = getelementptr i8, ptr %guard_record, i64 16
-  %guard_value = load ptr, ptr %guard_value_at
+  %guard_key = read ptr from %guard_record at $G_NAME
+  %guard_value = read ptr from %guard_record at $G_VALUE
   %guard_now = call ptr @PyDict_GetItemWithError(ptr %guard_dict, ptr %guard_key)
   %guard_same = icmp eq ptr %guard_now, %guard_value
   %g_next = add i64 %g, 1
@@ -275,19 +253,14 @@ params:
   %imore = icmp slt i64 %i, %nparams
   br i1 %imore, label %param, label %tensors
 param:
-  %record_offset = mul i64 %i, 48
+  %record_offset = mul i64 %i, $R_SIZE
   %record = getelementptr i8, ptr %records, i64 %record_offset
   %kind = load i64, ptr %record
-  %rtype_at = getelementptr i8, ptr %record, i64 8
-  %rtype = load ptr, ptr %rtype_at
-  %robject_at = getelementptr i8, ptr %record, i64 16
-  %robject = load ptr, ptr %robject_at
-  %rexpect_at = getelementptr i8, ptr %record, i64 24
-  %rexpect = load i64, ptr %rexpect_at
-  %rdefault_at = getelementptr i8, ptr %record, i64 32
-  %rdefault = load ptr, ptr %rdefault_at
-  %ralign_at = getelementptr i8, ptr %record, i64 40
-  %ralign = load i64, ptr %ralign_at
+  %rtype = read ptr from %record at $R_TYPE
+  %robject = read ptr from %record at $R_OBJECT
+  %rexpect = read i64 from %record at $R_EXPECT
+  %rdefault = read ptr from %record at $R_DEFAULT
+  %ralign = read i64 from %record at $R_ALIGNMENT
   %given_at = getelementptr ptr, ptr %slots, i64 %i
   %given = load ptr, ptr %given_at
   %absent = icmp eq ptr %given, null
@@ -300,13 +273,12 @@ param:
   %missing = icmp eq ptr %object, null
   br i1 %missing, label %decline, label %param_kind
 param_kind:
-  %otype_at = getelementptr i8, ptr %object, i64 8
-  %otype = load ptr, ptr %otype_at
-  switch i64 %kind, label %decline [ i64 1, label %tensor
-                                     i64 2, label %integer
-                                     i64 3, label %float
-                                     i64 4, label %none_value
-                                     i64 5, label %constant ]
+  %otype = read ptr from %object at $OB_TYPE
+  switch i64 %kind, label %decline [ i64 $ARG_TENSOR, label %tensor
+                                     i64 $ARG_INT, label %integer
+                                     i64 $ARG_FLOAT, label %float
+                                     i64 $ARG_NONE, label %none_value
+                                     i64 $ARG_CONSTANT, label %constant ]
 param_done:
   %i_next = add i64 %i, 1
   br label %params
@@ -315,8 +287,7 @@ tensor:
   %tensor_type_ok = icmp eq ptr %otype, %rtype
   br i1 %tensor_type_ok, label %param_done, label %decline
 integer:
-  %int_type_at = getelementptr i8, ptr %c, i64 $INT_TYPE
-  %int_type = load ptr, ptr %int_type_at
+  %int_type = read ptr from %c at $INT_TYPE
   %is_int = icmp eq ptr %otype, %int_type
   br i1 %is_int, label %integer_value, label %decline
 integer_value:
@@ -340,33 +311,13 @@ integer_class:
   %c2 = and i1 %c2a, %not_div16
   %c4 = and i1 %out32, %div16
   %c5 = and i1 %out32, %not_div16
-  %b0 = zext i1 %is_one to i64
-  %b1 = zext i1 %c1 to i64
-  %b2 = zext i1 %c2 to i64
-  %b3 = zext i1 %in32 to i64
-  %b4 = zext i1 %c4 to i64
-  %b5 = zext i1 %c5 to i64
-  %b6 = zext i1 %out32 to i64
-  %s1 = shl i64 %b1, 1
-  %s2 = shl i64 %b2, 2
-  %s3 = shl i64 %b3, 3
-  %s4 = shl i64 %b4, 4
-  %s5 = shl i64 %b5, 5
-  %s6 = shl i64 %b6, 6
-  %m1 = or i64 %b0, %s1
-  %m2 = or i64 %m1, %s2
-  %m3 = or i64 %m2, %s3
-  %m4 = or i64 %m3, %s4
-  %m5 = or i64 %m4, %s5
-  %classes = or i64 %m5, %s6
-  %class_bit = lshr i64 %classes, %rexpect
+$CLASS_MASK  %class_bit = lshr i64 %classes, %rexpect
   %class_one = and i64 %class_bit, 1
   %class_ok = icmp eq i64 %class_one, 1
   br i1 %class_ok, label %param_done, label %decline
 
 float:
-  %float_type_at = getelementptr i8, ptr %c, i64 $FLOAT_TYPE
-  %float_type = load ptr, ptr %float_type_at
+  %float_type = read ptr from %c at $FLOAT_TYPE
   %is_float = icmp eq ptr %otype, %float_type
   br i1 %is_float, label %param_done, label %decline
 
@@ -378,15 +329,11 @@ constant:
   %same_constant = icmp eq ptr %object, %robject
   br i1 %same_constant, label %param_done, label %constant_type
 constant_type:
-  %ctype_at = getelementptr i8, ptr %robject, i64 8
-  %ctype = load ptr, ptr %ctype_at
+  %ctype = read ptr from %robject at $OB_TYPE
   %same_ctype = icmp eq ptr %otype, %ctype
-  %cint_at = getelementptr i8, ptr %c, i64 $INT_TYPE
-  %cint = load ptr, ptr %cint_at
-  %cfloat_at = getelementptr i8, ptr %c, i64 $FLOAT_TYPE
-  %cfloat = load ptr, ptr %cfloat_at
-  %cstr_at = getelementptr i8, ptr %c, i64 $STR_TYPE
-  %cstr = load ptr, ptr %cstr_at
+  %cint = read ptr from %c at $INT_TYPE
+  %cfloat = read ptr from %c at $FLOAT_TYPE
+  %cstr = read ptr from %c at $STR_TYPE
   %is_cint = icmp eq ptr %ctype, %cint
   %is_cfloat = icmp eq ptr %ctype, %cfloat
   %is_cstr = icmp eq ptr %ctype, %cstr
@@ -404,22 +351,18 @@ tensors:
   %tmore = icmp slt i64 %t, %nparams
   br i1 %tmore, label %tensor_record, label %launch
 tensor_record:
-  %record_offset2 = mul i64 %t, 48
+  %record_offset2 = mul i64 %t, $R_SIZE
   %record2 = getelementptr i8, ptr %records, i64 %record_offset2
   %kind2 = load i64, ptr %record2
-  %is_tensor2 = icmp eq i64 %kind2, 1
+  %is_tensor2 = icmp eq i64 %kind2, $ARG_TENSOR
   br i1 %is_tensor2, label %tensor_fields, label %tensor_done
 tensor_fields:
-  %robject2_at = getelementptr i8, ptr %record2, i64 16
-  %robject2 = load ptr, ptr %robject2_at
-  %rexpect2_at = getelementptr i8, ptr %record2, i64 24
-  %rexpect2 = load i64, ptr %rexpect2_at
-  %ralign2_at = getelementptr i8, ptr %record2, i64 40
-  %ralign2 = load i64, ptr %ralign2_at
+  %robject2 = read ptr from %record2 at $R_OBJECT
+  %rexpect2 = read i64 from %record2 at $R_EXPECT
+  %ralign2 = read i64 from %record2 at $R_ALIGNMENT
   %object2_at = getelementptr ptr, ptr %originals, i64 %t
   %object2 = load ptr, ptr %object2_at
-  %otype2_at = getelementptr i8, ptr %object2, i64 8
-  %otype2 = load ptr, ptr %otype2_at
+  %otype2 = read ptr from %object2 at $OB_TYPE
   %value_index2 = add i64 %t, 2
   %value_at2 = getelementptr ptr, ptr %values, i64 %value_index2
   br label %tensor_dtype
@@ -428,18 +371,15 @@ tensor_done:
   br label %tensors
 
 tensor_dtype:
-  %dtype_get_at = getelementptr i8, ptr %c, i64 $DTYPE_GET
-  %dtype_get = load ptr, ptr %dtype_get_at
+  %dtype_get = read ptr from %c at $DTYPE_GET
   %by_descriptor = icmp ne ptr %dtype_get, null
   br i1 %by_descriptor, label %dtype_by_descriptor, label %dtype_by_name
 dtype_by_descriptor:
-  %dtype_descr_at = getelementptr i8, ptr %c, i64 $DTYPE_DESCR
-  %dtype_descr = load ptr, ptr %dtype_descr_at
+  %dtype_descr = read ptr from %c at $DTYPE_DESCR
   %dtype_d = call ptr %dtype_get(ptr %dtype_descr, ptr %object2, ptr %otype2)
   br label %dtype_read
 dtype_by_name:
-  %dtype_name_at = getelementptr i8, ptr %c, i64 $DTYPE_NAME
-  %dtype_name = load ptr, ptr %dtype_name_at
+  %dtype_name = read ptr from %c at $DTYPE_NAME
   %dtype_n = call ptr @PyObject_GetAttr(ptr %object2, ptr %dtype_name)
   br label %dtype_read
 dtype_read:
@@ -449,8 +389,7 @@ dtype_read:
   br i1 %dtype_same, label %tensor_device, label %clear_decline
 tensor_device:
   store ptr %object2, ptr %receiver
-  %get_device_at = getelementptr i8, ptr %c, i64 $GET_DEVICE
-  %get_device = load ptr, ptr %get_device_at
+  %get_device = read ptr from %c at $GET_DEVICE
   %device_object = call ptr @PyObject_Vectorcall(ptr %get_device, ptr %receiver, i64 1, ptr null)
   %device_missing = icmp eq ptr %device_object, null
   br i1 %device_missing, label %clear_decline, label %tensor_device_value
@@ -467,8 +406,7 @@ tensor_device_error:
   %device_failed = icmp ne ptr %device_error, null
   br i1 %device_failed, label %clear_decline, label %tensor_address
 tensor_address:
-  %data_ptr_at = getelementptr i8, ptr %c, i64 $DATA_PTR
-  %data_ptr = load ptr, ptr %data_ptr_at
+  %data_ptr = read ptr from %c at $DATA_PTR
   %address_object = call ptr @PyObject_Vectorcall(ptr %data_ptr, ptr %receiver, i64 1, ptr null)
   %address_missing = icmp eq ptr %address_object, null
   br i1 %address_missing, label %clear_decline, label %tensor_address_value
@@ -484,9 +422,9 @@ tensor_alignment:
   %low_bits = and i64 %address, 15
   %aligned = icmp eq i64 %low_bits, 0
   %unaligned = icmp ne i64 %low_bits, 0
-  %any_alignment = icmp eq i64 %ralign2, 0
-  %want_aligned = icmp eq i64 %ralign2, 1
-  %want_unaligned = icmp eq i64 %ralign2, 2
+  %any_alignment = icmp eq i64 %ralign2, $ALIGN_ANY
+  %want_aligned = icmp eq i64 %ralign2, $ALIGN_ALIGNED
+  %want_unaligned = icmp eq i64 %ralign2, $ALIGN_UNALIGNED
   %aligned_ok = and i1 %want_aligned, %aligned
   %unaligned_ok = and i1 %want_unaligned, %unaligned
   %alignment_ok1 = or i1 %any_alignment, %aligned_ok
@@ -516,15 +454,11 @@ meta_stored:
   %mi_next = add i64 %mi, 1
   br label %meta_item
 meta_options:
-  %warps_name_at = getelementptr i8, ptr %c, i64 $NUM_WARPS_NAME
-  %warps_name = load ptr, ptr %warps_name_at
-  %warps_default_at = getelementptr i8, ptr %c, i64 $NUM_WARPS
-  %warps_default = load ptr, ptr %warps_default_at
+  %warps_name = read ptr from %c at $NUM_WARPS_NAME
+  %warps_default = read ptr from %c at $NUM_WARPS
   %wset = call i32 @PyDict_SetItem(ptr %meta, ptr %warps_name, ptr %warps_default)
-  %stages_name_at = getelementptr i8, ptr %c, i64 $NUM_STAGES_NAME
-  %stages_name = load ptr, ptr %stages_name_at
-  %stages_default_at = getelementptr i8, ptr %c, i64 $NUM_STAGES
-  %stages_default = load ptr, ptr %stages_default_at
+  %stages_name = read ptr from %c at $NUM_STAGES_NAME
+  %stages_default = read ptr from %c at $NUM_STAGES
   %sset = call i32 @PyDict_SetItem(ptr %meta, ptr %stages_name, ptr %stages_default)
   %optset = or i32 %wset, %sset
   %optset_failed = icmp ne i32 %optset, 0
@@ -544,8 +478,7 @@ call_direct:
   store ptr %grid_value, ptr %grid_at
   %grid_temp_at = getelementptr ptr, ptr %temps, i64 1
   store ptr %owned_grid, ptr %grid_temp_at
-  %direct_at = getelementptr i8, ptr %c, i64 $DIRECT
-  %direct = load ptr, ptr %direct_at
+  %direct = read ptr from %c at $DIRECT
   %answer = call ptr @tiles_direct_launch(ptr %direct, ptr %values, i64 %nvalues)
   %no_answer = icmp eq ptr %answer, null
   br i1 %no_answer, label %raise, label %read_status
@@ -554,7 +487,7 @@ read_status:
   %launched = icmp eq i64 %status, 0
   br i1 %launched, label %done, label %not_launched
 not_launched:
-  %declined = icmp eq i64 %status, -1
+  %declined = icmp eq i64 %status, $STATUS_FALLBACK
   br i1 %declined, label %declined_by_direct, label %failed
 declined_by_direct:
   call void @Py_DecRef(ptr %answer)
@@ -563,8 +496,7 @@ fallback_with_grid:
   %has_kw = icmp ne ptr %kwnames, null
   br i1 %has_kw, label %count_kw, label %copy_args
 count_kw:
-  %kw_count_at = getelementptr i8, ptr %kwnames, i64 16
-  %kw_count = load i64, ptr %kw_count_at
+  %kw_count = read i64 from %kwnames at $TUPLE_SIZE
   br label %copy_args
 copy_args:
   %nkw_total = phi i64 [ 0, %fallback_with_grid ], [ %kw_count, %count_kw ]
@@ -573,8 +505,7 @@ copy_args:
   %copy_size = shl i64 %ncopy, 3
   call void @llvm.memcpy.p0.p0.i64(ptr align 8 %copied, ptr align 8 %args, i64 %copy_size, i1 false)
   store ptr %grid_value, ptr %copied
-  %next_cell_g_at = getelementptr i8, ptr %c, i64 $NEXT_CELL
-  %next_cell_g = load ptr, ptr %next_cell_g_at
+  %next_cell_g = read ptr from %c at $NEXT_CELL
   %next_g = load ptr, ptr %next_cell_g
   call void @Py_IncRef(ptr %next_g)
   %with_grid = call ptr @PyObject_Vectorcall(ptr %next_g, ptr %copied, i64 %nargs, ptr %kwnames)
@@ -583,8 +514,7 @@ copy_args:
   ret ptr %with_grid
 failed:
   call void @release(ptr %temps, i64 %nvalues)
-  %failed_fn_at = getelementptr i8, ptr %c, i64 $FAILED
-  %failed_fn = load ptr, ptr %failed_fn_at
+  %failed_fn = read ptr from %c at $FAILED
   %reported = call ptr (ptr, ...) @PyObject_CallFunctionObjArgs(ptr %failed_fn, ptr %answer, ptr %grid_value, ptr null)
   call void @Py_DecRef(ptr %answer)
   %report_raised = icmp eq ptr %reported, null
@@ -597,8 +527,7 @@ done:
   call void @release(ptr %temps, i64 %nvalues)
   br label %return_compiled
 return_compiled:
-  %compiled_at = getelementptr i8, ptr %c, i64 $COMPILED
-  %compiled = load ptr, ptr %compiled_at
+  %compiled = read ptr from %c at $COMPILED
   call void @Py_IncRef(ptr %compiled)
   ret ptr %compiled
 raise:
@@ -617,8 +546,7 @@ clear_fallback:
   call void @PyErr_Clear()
   br label %fallback
 fallback:
-  %next_cell_at = getelementptr i8, ptr %c, i64 $NEXT_CELL
-  %next_cell = load ptr, ptr %next_cell_at
+  %next_cell = read ptr from %c at $NEXT_CELL
   %next = load ptr, ptr %next_cell
   call void @Py_IncRef(ptr %next)
   %result = call ptr @PyObject_Vectorcall(ptr %next, ptr %args, i64 %nargs, ptr %kwnames)
@@ -645,14 +573,23 @@ done:
 }
 """
 
-PYTHON_SYMBOLS = ("PyObject_GetAttr", "PyObject_Vectorcall", "PyCallable_Check", "PyDict_New", "PyDict_SetItem",
-                  "PyLong_AsLongLongAndOverflow", "PyDict_GetItemWithError", "PyObject_RichCompareBool",
-                  "Py_IncRef", "PyObject_CallFunctionObjArgs")
+def _class_mask() -> str:
+    """``%classes``: bit ``c`` set for each ``IntClass`` ``c`` the int argument is in (``_CLASS_TESTS``)."""
+    lines = [f"  %b{int(c)} = zext i1 {_CLASS_TESTS[c]} to i64\n" for c in IntClass]
+    lines += [f"  %s{int(c)} = shl i64 %b{int(c)}, {int(c)}\n" for c in IntClass if c]
+    last = len(IntClass) - 1
+    mask = "%b0"
+    for c in range(1, last):
+        lines.append(f"  %m{c} = or i64 {mask}, %s{c}\n")
+        mask = f"%m{c}"
+    lines.append(f"  %classes = or i64 {mask}, %s{last}\n")
+    return "".join(lines)
+
+
+PYTHON_SYMBOLS = symbols(_API)
 
 
 def ir() -> str:
     """The module: ``direct_launch.ir()`` and ``tiles_hot_launch`` with the offsets filled in."""
-    text = IR
-    for name, offset in sorted(OFFSETS.items(), key=lambda item: -len(item[0])):
-        text = text.replace(name, str(offset))
-    return direct_launch.ir() + text
+    text = IR.replace("$DECLARATIONS\n", declarations(_API)).replace("$CLASS_MASK", _class_mask())
+    return direct_launch.ir() + fill(text, OFFSETS)

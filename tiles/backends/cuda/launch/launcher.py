@@ -31,13 +31,14 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ...core.errors import LaunchError
-from ..base import CompiledKernel, LaunchArg
-from . import direct_launch, hot_launch, runtime, trampoline
-from . import driver as cu
+from ....core.errors import LaunchError
+from ...base import CompiledKernel, LaunchPlan
+from .. import driver as cu
+from .. import runtime
+from . import direct_launch, hot_launch, trampoline
 
 Launcher = Callable[..., None]
-Plan = Sequence[tuple[int, str, bool, bool]]
+Plan = LaunchPlan
 
 # STAND-IN LIBCUDA ONLY (benchmarks/cuda_launch_path_stub.py --torch, tests): when set, torch CPU
 # tensors (device -1) count as tensors on this CUDA device, so real torch tensors can drive the
@@ -48,13 +49,13 @@ stub_cpu_device: int | None = None
 def general(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan) -> Launcher:
     """A launcher for any arguments; torch CUDA tensors and scalars skip ``LaunchArg`` objects."""
     block = compiled.threads
-    indices = [i for i, *_ in plan]
-    pointers = [i for i, _n, is_ptr, _w in plan if is_ptr]
+    indices = [p.position for p in plan]
+    pointers = [p.position for p in plan if p.is_pointer]
     pointer_set = set(pointers)
     is_cuda_tensor = runtime.is_cuda_tensor
 
     def slow(grid: tuple[int, int, int], values: Sequence[Any], stream: Any) -> None:
-        args = [LaunchArg(n, values[i], p, w) for i, n, p, w in plan]
+        args = [p.arg(values) for p in plan]
         runtime.launch(loaded, grid, block, args, stream)
 
     def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
@@ -114,7 +115,7 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     """A launcher for values with the types, dtypes and devices of ``example`` (see the module
     docstring); ``general``'s when they are not all torch tensors on one CUDA device."""
     fallback = general(compiled, loaded, plan)
-    device = _torch_device(example, [i for i, _n, is_ptr, _w in plan if is_ptr])
+    device = _torch_device(example, [p.position for p in plan if p.is_pointer])
     if device is None:
         return fallback
     drv = runtime.driver()
@@ -125,9 +126,9 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     finally:
         if pushed:
             drv.pop()
-    bfloat16 = {i for position, (i, *_) in enumerate(plan) if position in loaded.bfloat16}  # kernel params
-    arguments = ", ".join(f"values[{i}].data_ptr()" if is_ptr else f"_bf16(values[{i}])" if i in bfloat16
-                          else f"values[{i}]" for i, _n, is_ptr, _w in plan)
+    bfloat16 = {p.position for n, p in enumerate(plan) if n in loaded.bfloat16}  # kernel params
+    arguments = ", ".join(f"values[{p.position}].data_ptr()" if p.is_pointer else f"_bf16(values[{p.position}])"
+                          if p.position in bfloat16 else f"values[{p.position}]" for p in plan)
     record = struct.Struct(trampoline.record_format(loaded.codes))
     native = trampoline.make(drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"),
                              context, function, compiled.threads, loaded.shared_bytes, record.size) \
@@ -140,7 +141,8 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     }
     if native is not None:
         namespace.update(_pack=record.pack, _native=native, _FALLBACK=trampoline.FALLBACK)
-        direct_arguments = ", ".join(f"_bf16(v{i})" if i in bfloat16 else f"v{i}" for i, *_ in plan)
+        direct_arguments = ", ".join(f"_bf16(v{p.position})" if p.position in bfloat16 else f"v{p.position}"
+                                     for p in plan)
         source = _NATIVE_SOURCE.format(arguments=arguments) + _DIRECT_SOURCE.format(
             params="".join(f", v{i}" for i in range(len(example))), arguments=direct_arguments)
     else:
@@ -156,8 +158,8 @@ def keyed(compiled: CompiledKernel, loaded: runtime.LoadedKernel, plan: Plan,
     launcher.device = device  # type: ignore[attr-defined]  # the arguments fix the device (jit's FastLaunch)
     if native is not None:  # the jit's binder calls it with the tensors' addresses (runtime/binder.py)
         codes: list[str | None] = [None] * len(example)
-        for position, (i, *_) in enumerate(plan):
-            codes[i] = loaded.codes[position]
+        for n, p in enumerate(plan):
+            codes[p.position] = loaded.codes[n]
         fully_native = None if bfloat16 else direct_launch.make(
             drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"), context, function,
             compiled.threads, loaded.shared_bytes, codes, runtime.driver_generation, namespace["_raw_stream"],
