@@ -8,6 +8,7 @@ import rt_kernels as kernels
 from at_kernels import BLOCKS, make_tuned_add, make_tuned_increment, make_tuned_scale, make_tuned_sum
 
 import tiles
+import tiles.language as tl
 
 
 def grid_for(n):
@@ -111,6 +112,29 @@ def test_heuristics_alone_and_launch_conflicts():
     np.testing.assert_array_equal(out, 3 * x)
     with pytest.raises(ValueError, match="BLOCK"):
         make_tuned_add()[grid_for(10)](x, x, out, 10, BLOCK=16)
+
+
+def test_stacked_heuristics_run_outermost_first_and_see_earlier_values():
+    seen = []
+
+    @tiles.heuristics({"SCALE": lambda args: seen.append(("outer", args["BLOCK"], "SCALE" in args)) or 2.0})
+    @tiles.heuristics({"BLOCK": lambda args: seen.append(("middle", args["n"], args["SCALE"])) or 16})
+    @tiles.heuristics({"SCALE": lambda args: seen.append(("inner", args["BLOCK"], args["SCALE"])) or args["SCALE"] + 1})
+    @tiles.jit
+    def scaled(x_ptr, out_ptr, n, SCALE: tiles.constexpr, BLOCK: tiles.constexpr = 8):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * SCALE, mask=m)
+
+    assert isinstance(scaled.fn, tiles.JITFunction)  # the stack is one layer
+    assert list(scaled.values) == ["SCALE", "BLOCK"]
+    n = 37
+    x = np.random.default_rng(7).standard_normal(n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    scaled[lambda meta: (tiles.cdiv(n, meta["BLOCK"]),)](x, out_ptr=out, n=n)
+    # the outer rule sees the default BLOCK; the inner SCALE rule sees the outer value and wins
+    assert seen == [("outer", 8, False), ("middle", n, 2.0), ("inner", 16, 2.0)]
+    np.testing.assert_array_equal(out, x * np.float32(3.0))
 
 
 def test_prune_configs_by():

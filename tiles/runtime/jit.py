@@ -128,8 +128,8 @@ class JITFunction(KernelInterface):
         # through ``src`` (runtime/kernel_source.py)
         self._source_override: kernel_source.KernelSource | None = kernel_source.unfound(fn)
         self.cache: dict[tuple[Any, ...], CompiledKernel] = {}
-        self._defaults = {n: p.default for n, p in self.signature.parameters.items()
-                          if p.default is not inspect.Parameter.empty}
+        self.defaults = {n: p.default for n, p in self.signature.parameters.items()
+                         if p.default is not inspect.Parameter.empty}
         self._param_kinds = tuple(ParamKind.CONSTEXPR if n in self.constexprs else ParamKind.NOT_SPECIALIZED
                                   if n in self.do_not_specialize else ParamKind.SPECIALIZED for n in self.arg_names)
         self.loc = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno, fn.__name__)
@@ -477,8 +477,8 @@ class JITFunction(KernelInterface):
             if name in kwargs:
                 values.append(kwargs[name])
                 used += 1
-            elif name in self._defaults:
-                values.append(self._defaults[name])
+            elif name in self.defaults:
+                values.append(self.defaults[name])
             else:
                 return list(self._bind(args, kwargs).values())
         if used != len(kwargs):
