@@ -50,6 +50,14 @@ FORBIDDEN: list[tuple[str, str, str]] = [
     *((f"tiles.backends.cuda.{room}", "tiles.backends.cuda.simulator",
        "the simulator checks the lowering from outside: only tests import it")
       for room in ("hopper", "choices", "emitter")),
+    # The native launch room calls the driver; it knows nothing of how kernels are generated.
+    *(("tiles.backends.cuda.launch", f"tiles.backends.{generation}",
+       "launching knows the driver and the launch facts, not code generation")
+      for generation in ("lowering", "llvm", "cuda.hopper", "cuda.emitter", "cuda.choices", "cuda.simulator")),
+    # Code generation knows nothing of how kernels are launched.
+    *((f"tiles.backends.{generation}", "tiles.backends.cuda.launch",
+       "code generation produces PTX and launch facts; the launch room consumes them")
+      for generation in ("lowering", "cuda.hopper", "cuda.emitter", "cuda.choices")),
 ]
 
 # Edges other helpers are removing; the coordinator deletes each line when its fix is merged.
