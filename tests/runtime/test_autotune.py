@@ -137,6 +137,31 @@ def test_stacked_heuristics_run_outermost_first_and_see_earlier_values():
     np.testing.assert_array_equal(out, x * np.float32(3.0))
 
 
+def test_steady_launches_of_tuned_and_heuristic_kernels_skip_the_general_binding(monkeypatch):
+    @tiles.autotune(configs=[tiles.Config({"BLOCK": 16}), tiles.Config({"BLOCK": 32}, num_warps=2)], key=["n"])
+    @tiles.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+    @tiles.jit
+    def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
+
+    jit_fn = scale.fn.fn
+    general = []
+    run = jit_fn._run
+    monkeypatch.setattr(jit_fn, "_run", lambda *a, **k: general.append(1) or run(*a, **k))
+    n = 45
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    for _ in range(3):
+        out = np.full(n, np.nan, np.float32)
+        scale[lambda meta: (tiles.cdiv(n, meta["BLOCK"]),)](x, out, n)
+        np.testing.assert_array_equal(out, 2 * x)
+    tuning = len(general)
+    for _ in range(3):
+        scale[lambda meta: (tiles.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    assert len(general) == tuning, "a tuned launch took the general binding path (a stray launch keyword?)"
+
+
 def test_prune_configs_by():
     estimates = []
 
