@@ -9,7 +9,12 @@ onto lanes without gaps:
   and nothing goes through local memory;
 - a row of whole rounds (``units`` a multiple of the threads) is cut into warp *segments*, one per
   (round, warp): shuffles scan each segment, lane 0 publishes its total, and after one barrier each
-  thread combines the totals of the segments before its own.
+  thread combines the totals of the segments before its own;
+- a row of whole warps inside a round (``units`` a multiple of the warp, not of the threads: Mamba's
+  16x256 tile on 4 warps, two warps a row) is cut the same way, one segment per warp of each round:
+  lane 0 of each segment publishes its total, and after one barrier each thread combines the totals
+  of the segments before its own in its row (``units / warp - 1`` reads a round), where the
+  local-memory rounds took ``log2(units)`` barriers.
 
 The shuffle scan keeps a lane's group total and the exclusive prefix of the lanes before it; at the
 step over bit ``b``, the lane whose partner comes earlier (bit set; clear when reversed) takes the
@@ -42,7 +47,7 @@ def warp_scan(lw: Lowering, lay: Layout, units: int, reverse: bool, types: Seque
         return None
     if units <= warp and not units & (units - 1):
         lanes = units
-    elif units % threads == 0:
+    elif units % warp == 0:
         lanes = warp
     else:
         return None
@@ -55,7 +60,9 @@ def warp_scan(lw: Lowering, lay: Layout, units: int, reverse: bool, types: Seque
         scanned.append(done)
     if lanes == units:
         return [excl for excl, _ in scanned]
-    return _across_segments(lw, lay, units, reverse, types, combine, scanned)
+    if units % threads == 0:
+        return _across_segments(lw, lay, units, reverse, types, combine, scanned)
+    return _within_rounds(lw, lay, units, reverse, types, combine, scanned)
 
 
 def _lanes_scan(lw: Lowering, lane: Handle, lanes: int, reverse: bool, types: Sequence[ScalarType],
@@ -118,6 +125,59 @@ def _across_segments(lw: Lowering, lay: Layout, units: int, reverse: bool, types
         for r in rounds:
             (excl, has), (seg_prefix, seg_has) = scanned[r][0], prefix[r]
             out.append(_join(lw, types, combine, (seg_prefix, seg_has), (excl, has)))
+    e.barrier()
+    return out
+
+
+def _within_rounds(lw: Lowering, lay: Layout, units: int, reverse: bool, types: Sequence[ScalarType],
+                   combine: Combine, scanned: list[tuple[Maybe, list[Handle]]]) -> list[Maybe]:
+    """Rows of whole warps, fewer chunks than threads: segment ``s`` is chunks ``s * warp ..`` (one
+    warp's chunks of one round, never crossing a row).  Each segment's total goes to local memory
+    (by lane 0 of its owner), and after one barrier every thread combines the totals of the segments
+    before its own in its row (after it, reversed) with its exclusive prefix in its segment."""
+    e = lw.e
+    warp = e.target.warp_size
+    per_row = units // warp  # segments a row
+    offsets, off = [], 0
+    for t in types:
+        offsets.append(off)
+        off += lw.local_size(t, lay.nchunks // warp)
+    lw.reserve_local(off)
+    lane0 = e.binary(Op.EQ, lw.idx(lw.iop(Op.MOD, lw.tid, warp)), lw.const(0, D.int32), D.int32)
+    firsts, places = [], []
+    for r, (_, total) in enumerate(scanned):
+        chunk = lw.chunk(lay, r * lay.vec)
+        seg = lw.idx(lw.iop(Op.IDIV, chunk, warp))
+        owner = lw.owner(lay, r * lay.vec)
+        store = lane0 if owner is None else e.binary(Op.AND, lane0, owner, D.int1)
+        for o, h, t in zip(offsets, total, types):
+            e.local_store(o, seg, h, t, store)
+        # the segment's place in its row; the same in every full round when rows divide the threads
+        if lay.round_is_full(r) and lay.threads % units == 0:
+            place = lw.iop(Op.IDIV, lw.iop(Op.MOD, lw.tid, units), warp)
+        else:
+            place = lw.iop(Op.IDIV, lw.iop(Op.MOD, chunk, units), warp)
+        places.append(lw.idx(place))
+        firsts.append(lw.idx(lw.iop(Op.SUB, seg, place)))
+    e.barrier()
+    out: list[Maybe] = []
+    for ((excl, has), _), first, place in zip(scanned, firsts, places):
+        part: list[Handle] | None = None
+        part_has: Handle | None = None
+        for k in range(per_row - 1, 0, -1) if reverse else range(per_row - 1):
+            at = e.binary(Op.ADD, first, lw.const(k, D.int32), D.int32)
+            seg_total = [e.local_load(o, at, t) for o, t in zip(offsets, types)]
+            # segment k comes before this thread's in scan order
+            ahead = e.binary(Op.GT if reverse else Op.LT, lw.const(k, D.int32), place, D.int32)
+            if part is None:
+                part, part_has = seg_total, ahead
+            else:
+                assert part_has is not None
+                part = _select(lw, part_has, _select(lw, ahead, combine(part, seg_total), part, types),
+                               seg_total, types)
+                part_has = e.binary(Op.OR, part_has, ahead, D.int1)
+        assert part is not None
+        out.append(_join(lw, types, combine, (part, part_has), (excl, has)))
     e.barrier()
     return out
 
