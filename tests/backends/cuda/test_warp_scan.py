@@ -1,15 +1,24 @@
 """Last-axis scans through warp shuffles (``lowering/warp_scan.py``), run on the numpy SIMT simulator
-(lanes shuffle as PTX's ``shfl.sync.bfly``): rows on a lane group, rows of whole rounds cut into warp
-segments, and rows of whole warps inside a round (Mamba's 16x256 on 4 warps; a replicated round);
-forward and reversed, a sum in int32 (exact, wrapping) and a non-commutative recurrence (operand
-order)."""
+(lanes shuffle as PTX's ``shfl.sync.idx``, or ``shfl.sync.bfly`` alone as on a target without indexed
+shuffles): rows of one chunk, rows on a lane group, rows of whole warps cut into warp segments (at
+most a warp's segments scanned on lanes; rows of whole rounds; rows inside a round, Mamba's 16x256
+on 4 warps; a replicated round); forward and reversed, a sum in int32 (exact, wrapping) and a
+non-commutative recurrence (operand order); then the corpus' two scan forms at odd sizes."""
 
 import numpy as np
 import pytest
 
 import tiles
 import tiles.language as tl
-from tiles.backends.cuda.simulator.simt import run
+from tiles.backends.cuda.simulator.simt import SimEmitter, run
+
+
+@pytest.fixture(params=["indexed", "butterfly"])
+def shuffles(request, monkeypatch):
+    """The scan as CUDA lowers it (indexed shuffles), and as on a target with butterfly shuffles only."""
+    if request.param == "butterfly":
+        monkeypatch.setattr(SimEmitter, "shuffle_index", lambda self, value, lane, dtype: None)
+    return request.param
 
 
 @tiles.jit
@@ -31,11 +40,13 @@ def recurrence_rows(a_ptr, b_ptr, h_ptr, R: tl.constexpr, C: tl.constexpr, REVER
 
 
 SHAPES = [  # (R, C, warps): C / 4 chunks a row
+    (32, 4, 4), (64, 2, 2),                   # a row of one chunk: nothing comes before it
     (8, 16, 1), (4, 128, 4), (2, 64, 2),      # a row on a group of lanes (4, 32, 16 lanes)
     (2, 2048, 4), (1, 4096, 4), (2, 1024, 8), (16, 512, 4),  # rows of whole rounds: warp segments
     (16, 256, 4), (4, 256, 8), (8, 512, 8),   # rows of whole warps inside a round: 2, 2, 4 warps a row
     (2, 64, 4), (1, 64, 4),                   # the same with one element a chunk; a replicated round
     (1, 256, 4),                              # whole rounds of 2-element chunks
+    (1, 8192, 4), (64, 256, 4), (32, 512, 8),  # more than a warp's segments: rounds' totals, a row's
 ]
 
 
@@ -45,7 +56,7 @@ def _flip(a, reverse):
 
 @pytest.mark.parametrize("reverse", [False, True])
 @pytest.mark.parametrize("R, C, warps", SHAPES)
-def test_int_cumsum_on_the_simulator(rng, R, C, warps, reverse):
+def test_int_cumsum_on_the_simulator(rng, R, C, warps, reverse, shuffles):
     x = rng.integers(-2**31, 2**31 - 1, (R, C), dtype=np.int32)
     x[0, :2] = [np.iinfo(np.int32).max, np.iinfo(np.int32).min]
     out = np.zeros_like(x)
@@ -57,9 +68,9 @@ def test_int_cumsum_on_the_simulator(rng, R, C, warps, reverse):
 
 
 @pytest.mark.parametrize("reverse", [False, True])
-@pytest.mark.parametrize("R, C, warps", [(8, 16, 1), (2, 2048, 4), (2, 1024, 8), (16, 256, 4), (8, 512, 8),
-                                         (1, 64, 4)])
-def test_recurrence_keeps_operand_order_on_the_simulator(rng, R, C, warps, reverse):
+@pytest.mark.parametrize("R, C, warps", [(8, 4, 1), (8, 16, 1), (2, 2048, 4), (2, 1024, 8), (16, 256, 4),
+                                         (8, 512, 8), (1, 64, 4), (1, 8192, 4)])
+def test_recurrence_keeps_operand_order_on_the_simulator(rng, R, C, warps, reverse, shuffles):
     a = rng.uniform(0.5, 1.0, (R, C)).astype(np.float64)
     b = rng.standard_normal((R, C))
     h = np.zeros_like(b)
