@@ -40,7 +40,8 @@
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
-| ``TILES_CONFORMANCE_REPRO_DIR`` | conformance: where shrunk reproducers are written (default ``/tmp/tiles-conformance``) |
+| ``TILES_CONFORMANCE_REPRO_DIR`` | conformance: where shrunk reproducers are written |
+|   | (default ``/tmp/tiles-conformance``) |
 
 The code choices (``TILES_TMA``, ``TILES_STMATRIX``, ``TILES_APPROX_DIV``, ``TILES_INFLIGHT``,
 ``TILES_PRODUCER``, ``TILES_PERSISTENT``, ``TILES_OCCUPANCY``) are read once per compile by the jit
