@@ -1,0 +1,82 @@
+"""Values equal over a thread's rows computed once (axis facts along every axis, lowering/axisinfo.py):
+``rows = pid * BLOCK_M + arange(BLOCK_M)[:, None]`` compared with an ``M`` specialized divisible by 16
+is one predicate a thread, and counts built from it one value.  A wrong constancy fact is a silent
+wrong answer, so the kernels run on the numpy SIMT simulator (the lowering's own code, per thread)
+against NumPy, with M and N that are and are not multiples of the blocks."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tiles
+import tiles.language as tl
+from tiles.backends.cuda.simulator.simt import run
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat"))
+
+
+@tiles.jit
+def row_counts(X, Out, Cnt, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)[:, None]
+    row_mask = rows < M
+    acc = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.float32)
+    cnt = tl.zeros([BLOCK_M, BLOCK_N], dtype=tl.int32)
+    for off in range(0, N, BLOCK_N):
+        cols = off + tl.arange(0, BLOCK_N)[None, :]
+        mask = row_mask & (cols < N)
+        x = tl.load(X + rows * N + cols, mask, other=0.0)
+        cnt = cnt + mask
+        acc += x / tl.maximum(cnt, 1).to(tl.float32)
+    tl.store(Out + rows * BLOCK_N + tl.arange(0, BLOCK_N)[None, :], acc, row_mask)
+    tl.store(Cnt + rows * BLOCK_N + tl.arange(0, BLOCK_N)[None, :], cnt, row_mask)
+
+
+def _row_counts_ref(x, bm, bn):
+    M, N = x.shape
+    rows = -(-M // bm) * bm
+    acc = np.zeros((rows, bn), np.float64)
+    cnt = np.zeros((rows, bn), np.int64)
+    for off in range(0, N, bn):
+        cols = off + np.arange(bn)
+        ok = cols < N
+        tile = np.zeros((M, bn))
+        tile[:, ok] = x[:, cols[ok]]
+        cnt[:M] += ok
+        acc[:M] += tile / np.maximum(cnt[:M], 1)
+    return acc[:M], cnt[:M]
+
+
+@pytest.mark.parametrize("M, N, bm, bn, warps", [
+    (32, 128, 4, 64, 1),   # M % 16 == 0: rows uniform over 4; two rounds a thread share them
+    (10, 203, 4, 64, 1),   # M not a multiple of BLOCK_M: the last program's rows differ
+    (20, 96, 4, 32, 1),    # M a multiple of BLOCK_M, not of 16 (no specialization)
+    (48, 100, 32, 16, 2),  # BLOCK_M 32 > 16: rows uniform over 16 only
+    (40, 64, 8, 64, 4),    # more threads than chunks: copies
+    (64, 1000, 4, 256, 2),
+])
+def test_row_counts_on_the_simulator(rng, M, N, bm, bn, warps):
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    out, cnt = np.full((M, bn), np.nan, np.float32), np.full((M, bn), -1, np.int32)
+    args = [x, out, cnt, np.int32(M), np.int32(N)]
+    grid = (-(-M // bm),)
+    ir = row_counts.warmup(*args, BLOCK_M=bm, BLOCK_N=bn, num_warps=warps, backend="cuda", grid=grid).ir
+    run(ir, args, grid, warps * 32)
+    want, want_cnt = _row_counts_ref(x, bm, bn)
+    np.testing.assert_array_equal(cnt, want_cnt)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("M, N", [(16, 2048), (10, 203), (32, 1000), (7, 4096)])
+def test_flaggems_var_mean_on_the_simulator(rng, M, N):
+    from compat_harness import load
+    kernel = load("flaggems/var_mean_welford").var_mean_welford_kernel
+    x = (rng.standard_normal((M, N)) * 5 + 3).astype(np.float32)
+    var, mean = np.full(M, np.nan, np.float32), np.full(M, np.nan, np.float32)
+    args = [x, var, mean, np.int32(M), np.int32(N), 1]
+    grid = (-(-M // 4),)
+    ir = kernel.warmup(*args, BLOCK_M=4, BLOCK_N=1024, num_warps=8, backend="cuda", grid=grid).ir
+    run(ir, args, grid, 8 * 32)
+    np.testing.assert_allclose(mean, x.astype(np.float64).mean(1), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(var, x.astype(np.float64).var(1, ddof=1), rtol=1e-4, atol=1e-4)
