@@ -80,3 +80,35 @@ def test_flaggems_var_mean_on_the_simulator(rng, M, N):
     run(ir, args, grid, 8 * 32)
     np.testing.assert_allclose(mean, x.astype(np.float64).mean(1), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(var, x.astype(np.float64).var(1, ddof=1), rtol=1e-4, atol=1e-4)
+
+
+def _var_mean_ptx(predicated):
+    import re
+
+    from compat_harness import load
+
+    from tiles.backends import registry
+    from tiles.backends.base import CodegenChoices, Options
+    from tiles.backends.cuda import nvptx_target, toolchain
+    from tiles.backends.cuda.choices import lower_chosen
+    kernel = load("flaggems/var_mean_welford").var_mean_welford_kernel
+    sig = {"X": "*fp32:16", "Var": "*fp32:16", "Mean": "*fp32:16", "M": "i32:16", "N": "i32:16", "correction": "i32"}
+    ir = kernel.compile(sig, {"BLOCK_M": 4, "BLOCK_N": 1024}, backend="cuda", num_warps=8).ir
+    options = Options(8, 3, fp_fusion=True, codegen=CodegenChoices(predicated=predicated))
+    ptx = toolchain.to_ptx(lower_chosen(ir, nvptx_target("sm_90a"), options, registry.get("cuda").target()).code,
+                           "sm_90a")
+    return ptx, re.findall(r"(@%p\d+ )?ld\.global\.v4\.b32", ptx)
+
+
+def test_var_mean_reads_its_rows_under_one_predicate():
+    """At FlagGems' 4x1024 on 8 warps (M specialized divisible by 16) a thread's four rows are all in
+    or all out: one predicate for its four 16-byte reads, one count and one divisor."""
+    for predicated in (True, False):
+        ptx, loads = _var_mean_ptx(predicated)
+        assert len(loads) == 4
+        if predicated:
+            assert loads[0] and len(set(loads)) == 1, loads
+        else:  # by default: branches around plain reads
+            assert not any(loads)
+        loop_divisors = [line.split(",")[-1].strip(" ;") for line in ptx.splitlines() if "div.full.f32" in line][:16]
+        assert len(set(loop_divisors)) == 1, loop_divisors
