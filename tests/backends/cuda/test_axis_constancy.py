@@ -68,6 +68,55 @@ def test_row_counts_on_the_simulator(rng, M, N, bm, bn, warps):
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
 
 
+@tiles.jit
+def masked_3d(X, Y, A, B, C, BA: tl.constexpr, BB: tl.constexpr, BC: tl.constexpr):
+    a = tl.program_id(0) * BA + tl.arange(0, BA)[:, None, None]
+    b = tl.arange(0, BB)[None, :, None]
+    c = tl.arange(0, BC)[None, None, :]
+    mask = (a < A) & (b < B) & (c < C)
+    x = tl.load(X + (a * B + b) * C + c, mask=mask, other=-1.0)
+    n = tl.sum(mask.to(tl.int32), axis=2)  # per (a, b): how many of the row's elements are in
+    tl.store(Y + (a * B + b) * C + c, x * (n[:, :, None] + 1).to(tl.float32), mask=mask)
+
+
+@tiles.jit
+def transposed_mask(X, Y, M, N, BM: tl.constexpr, BN: tl.constexpr):
+    rows = tl.program_id(0) * BM + tl.arange(0, BM)[:, None]
+    cols = tl.arange(0, BN)[None, :]
+    ok = tl.trans((rows < M) & (cols < N))  # (BN, BM): what was constant along the rows is now along the last axis
+    x = tl.load(X + tl.trans(rows) * N + tl.trans(cols), mask=ok, other=0.0)
+    # every element stored, the masked-out ones too (Y is padded to whole blocks): a mask value
+    # shared where it differs would show
+    tl.store(Y + tl.trans(rows) * BN + tl.trans(cols), x + 2 * ok.to(tl.float32))
+
+
+@pytest.mark.parametrize("A, B, C, ba, bb, bc, warps", [
+    (32, 16, 64, 4, 16, 64, 2), (5, 16, 64, 4, 16, 64, 2), (8, 9, 33, 4, 16, 64, 1), (48, 4, 16, 8, 4, 16, 1),
+    (20, 3, 5, 8, 4, 8, 4),
+])
+def test_3d_masks_on_the_simulator(rng, A, B, C, ba, bb, bc, warps):
+    x = rng.standard_normal((A, B, C)).astype(np.float32)
+    y = np.full((A, B, C), np.nan, np.float32)
+    args = [x, y, np.int32(A), np.int32(B), np.int32(C)]
+    grid = (-(-A // ba),)
+    ir = masked_3d.warmup(*args, BA=ba, BB=bb, BC=bc, num_warps=warps, backend="cuda", grid=grid).ir
+    run(ir, args, grid, warps * 32)
+    np.testing.assert_allclose(y, x * (min(C, bc) + 1), rtol=1e-6)
+
+
+@pytest.mark.parametrize("M, N, bm, bn, warps", [(64, 32, 16, 32, 1), (10, 32, 4, 32, 1), (48, 20, 32, 32, 2)])
+def test_transposed_masks_on_the_simulator(rng, M, N, bm, bn, warps):
+    x = rng.standard_normal((M, N)).astype(np.float32)
+    grid = (-(-M // bm),)
+    y = np.full((grid[0] * bm, bn), np.nan, np.float32)
+    args = [x, y, np.int32(M), np.int32(N)]
+    ir = transposed_mask.warmup(*args, BM=bm, BN=bn, num_warps=warps, backend="cuda", grid=grid).ir
+    run(ir, args, grid, warps * 32)
+    want = np.zeros_like(y)
+    want[:M, :N] = x + 2
+    np.testing.assert_allclose(y, want)
+
+
 @pytest.mark.parametrize("M, N", [(16, 2048), (10, 203), (32, 1000), (7, 4096)])
 def test_flaggems_var_mean_on_the_simulator(rng, M, N):
     from compat_harness import load
