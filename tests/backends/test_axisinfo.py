@@ -130,3 +130,28 @@ def test_slot_representatives_share_only_equal_boxes():
     assert not copies.round_is_full(1) and copies.vec == 1
     assert slot_representatives(copies, (6, 8)) == (0, 0)
     assert slot_representatives(copies, (3, 8)) is None  # thread 0 holds rows 0 and 4, thread 16 rows 2 and 0
+
+
+@tiles.jit
+def doubled_rows(x_ptr, y_ptr, BM: tl.constexpr, BN: tl.constexpr):
+    offs = (tl.arange(0, BM) * 2)[:, None] + tl.arange(0, BN)[None, :]  # row i starts at element 2i
+    tl.store(y_ptr + tl.arange(0, BM)[:, None] * BN + tl.arange(0, BN)[None, :], tl.load(x_ptr + offs))
+
+
+def test_a_run_times_a_constant_is_no_multiple_of_the_runs_start():
+    """0, 1, 2, 3 times 2 are 0, 2, 4, 6: multiples of 2, not of what 0 is a multiple of.  Broadcast
+    into rows, that fact is every row's start: claimed too large, the 16-byte loads of rows starting
+    8 bytes apart would be taken as aligned."""
+    x, y = np.zeros(64, np.float32), np.zeros((4, 16), np.float32)
+    (ptr,), _ = _load_info(doubled_rows, x, y, BM=4, BN=16)
+    assert ptr.contig == 16
+    for i in range(4):  # the first element of each run, in bytes from a 16-aligned base
+        assert (8 * i) % ptr.div == 0, ptr
+
+
+def test_a_run_shortened_keeps_divisibility_only_at_the_new_starts():
+    from tiles.backends.lowering.axisinfo import AxisInfo, _div_at
+    run = AxisInfo(64, 1024, 1)  # s, s+1, ..., s+63 with s a multiple of 1024
+    assert _div_at(run, 64) == 1024 and _div_at(run, 128) == 1024
+    assert _div_at(run, 16) == 16 and _div_at(run, 1) == 1
+    assert _div_at(AxisInfo(1, 32, 4), 16) == 32

@@ -236,6 +236,14 @@ def _hint(hint: A.Hint, cur: AxisInfo, ndim: int) -> AxisInfo:
     return _of_axes(axes)
 
 
+def _div_at(x: AxisInfo, run: int) -> int:
+    """What ``x``'s values at the starts of runs of ``run`` elements are multiples of (``x.div``
+    holds only at the starts of ``x``'s own runs: inside a run of 0, 1, 2, 3 it does not)."""
+    if x.contig == 1 or run % x.contig == 0:
+        return x.div
+    return math.gcd(x.div, run) if x.contig % run == 0 else 1
+
+
 def _index_rule(instr: Instr, ops: list[AxisInfo]) -> AxisInfo:
     """The facts along one axis of an integer, pointer or boolean elementwise op's result."""
     op = instr.op
@@ -247,19 +255,20 @@ def _index_rule(instr: Instr, ops: list[AxisInfo]) -> AxisInfo:
         contig = math.gcd(a.contig, b.const)
         if op is not Op.SUB:
             contig = max(contig, math.gcd(b.contig, a.const))
-        return AxisInfo(contig, math.gcd(a.div, min(b.div * scale, _BIG)), math.gcd(a.const, b.const))
+        div = math.gcd(_div_at(a, contig), min(_div_at(b, contig) * scale, _BIG))
+        return AxisInfo(contig, div, math.gcd(a.const, b.const))
     if op is Op.MUL:
         a, b = ops
         for x, y in ((a, b), (b, a)):
             if y.ones:  # a stride of one keeps runs
                 return AxisInfo(x.contig, x.div, math.gcd(x.const, y.const), x.ones)
-        return AxisInfo(1, min(a.div * b.div, _BIG), math.gcd(a.const, b.const))
+        return AxisInfo(1, min(_div_at(a, 1) * _div_at(b, 1), _BIG), math.gcd(a.const, b.const))
     if op is Op.MOD:
         # Runs of L = gcd(contig, div(x), div(m)) consecutive values start at multiples of L, so
         # a wrap (a multiple of m) can only fall on a run's first element: x % m keeps them.  As
         # in Triton's analysis, this assumes x >= 0 (C's remainder of a negative x wraps upward).
         a, b = ops
-        div = math.gcd(a.div, b.div)
+        div = math.gcd(a.div, _div_at(b, 1)) if a.contig > 1 else math.gcd(_div_at(a, 1), _div_at(b, 1))
         run = math.gcd(math.gcd(a.contig, div), b.const)
         if a.contig > 1:
             return AxisInfo(run, run, math.gcd(a.const, b.const))
