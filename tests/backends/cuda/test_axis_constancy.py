@@ -161,3 +161,27 @@ def test_var_mean_reads_its_rows_under_one_predicate():
             assert not any(loads)
         loop_divisors = [line.split(",")[-1].strip(" ;") for line in ptx.splitlines() if "div.full.f32" in line][:16]
         assert len(set(loop_divisors)) == 1, loop_divisors
+
+
+@pytest.mark.parametrize("M, N, K, bm, bn, bk, warps", [(37, 45, 96, 16, 16, 16, 2), (32, 48, 64, 16, 32, 16, 4),
+                                                       (20, 33, 50, 16, 32, 16, 4)])
+def test_split_k_gemm_rows_of_odd_length_on_the_simulator(rng, M, N, K, bm, bn, bk, warps):
+    """FlagGems' split-K GEMM (SPLIT_K 1): B's rows are N elements apart, N = 45 or 33.  A divisibility
+    claimed for ``rk[:, None] * stride_bk`` from ``rk``'s first element made them look 8-byte aligned:
+    8-byte cp.async at odd addresses, which the simulator refuses as the GPU would."""
+    from compat_harness import load
+    kernel = load("flaggems/mm_split_k")._mm
+    while type(kernel).__name__ != "JITFunction":  # under its @autotune and @heuristics
+        kernel = kernel.fn
+    a = (rng.standard_normal((M, K)) / 4).astype(np.float16)
+    b = (rng.standard_normal((K, N)) / 4).astype(np.float16)
+    c = np.full((M, N), 99, np.float32)
+    i32 = np.int32
+    args = [a, b, c, i32(M), i32(N), i32(K), i32(K), 1, i32(N), 1, i32(N), 1]
+    grid = (-(-M // bm) * -(-N // bn), 1)
+    ir = kernel.warmup(*args, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, SPLIT_K=1, EVEN_K=K % bk == 0, num_warps=warps,
+                       num_stages=3, backend="cuda", grid=grid).ir
+    by_name = dict(zip(["A", "B", "C", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+                        "stride_cm", "stride_cn"], args))
+    run(ir, [by_name[p.name] for p in ir.params], grid, warps * 32, num_stages=3)  # strides of 1 specialized away
+    np.testing.assert_allclose(c, a.astype(np.float32) @ b.astype(np.float32), rtol=1e-3, atol=1e-3)
