@@ -37,6 +37,8 @@
 |   | per SM, each running several of the kernel's (cuda/hopper/persistent.py; the default), or not |
 | ``TILES_OCCUPANCY=1/0`` | cuda: reload a register-bound kernel capped for one more program per SM when that |
 |   | spills little, and a heavily spilling one uncapped (backends/cuda/occupancy.py; the default), or never |
+| ``TILES_PREDICATED=1/0`` | cuda: masked global loads and stores as predicated ``@p ld.global``/``st.global`` |
+|   | (cuda/predicated_ops.py), or, by default, a branch around a plain access (an experiment to time) |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
@@ -44,8 +46,8 @@
 |   | (default ``/tmp/tiles-conformance``) |
 
 The code choices (``TILES_TMA``, ``TILES_STMATRIX``, ``TILES_APPROX_DIV``, ``TILES_INFLIGHT``,
-``TILES_PRODUCER``, ``TILES_PERSISTENT``, ``TILES_OCCUPANCY``) are read once per compile by the jit
-into ``Options.codegen`` (``backends/base.py``: ``CodegenChoices.from_env``), which both compile
+``TILES_PRODUCER``, ``TILES_PERSISTENT``, ``TILES_OCCUPANCY``, ``TILES_PREDICATED``) are read once per
+compile by the jit into ``Options.codegen`` (``backends/base.py``: ``CodegenChoices.from_env``), which both compile
 caches key on; the lowering reads that, never these functions.
 """
 
@@ -96,7 +98,7 @@ def dump_stages(produced: Iterable[str] = ()) -> set[str]:
 TMA_BY_DEFAULT = True  # the TMA tests and benchmarks/tma_gemm.py passed on the H200 (benchmarks/RESULTS.md)
 
 CODE_CHOICES = ("TILES_TMA", "TILES_PRODUCER", "TILES_PERSISTENT", "TILES_INFLIGHT", "TILES_STMATRIX",
-                "TILES_APPROX_DIV", "TILES_OCCUPANCY")
+                "TILES_APPROX_DIV", "TILES_OCCUPANCY", "TILES_PREDICATED")
 # CUDA's target_key reads them on launches: from the dict behind os.environ, undecoded, where it has one
 _RAW_ENVIRON: dict[Any, Any] | None = getattr(os.environ, "_data", None)
 _encode = getattr(os.environ, "encodekey", None)
@@ -138,6 +140,12 @@ def persistent() -> bool:
     """Whether kernels with a producer warpgroup run several programs per launched program, at most
     one launched per SM (TILES_PERSISTENT, default on; backends/cuda/hopper/persistent.py)."""
     return os.environ.get("TILES_PERSISTENT", "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def predicated_access() -> bool:
+    """Whether masked global loads and stores are predicated instructions rather than branches around
+    plain ones (TILES_PREDICATED, default off; cuda/predicated_ops.py)."""
+    return os.environ.get("TILES_PREDICATED", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def occupancy() -> bool:

@@ -43,7 +43,8 @@ class Target:
 
 @dataclass(frozen=True)
 class CodegenChoices:
-    """Code shapes the lowering may take where they apply, each on by default.  The jit reads them
+    """Code shapes the lowering may take where they apply, each on by default but
+    ``predicated`` (an experiment).  The jit reads them
     from the environment once per compile (``from_env``; the ``TILES_*`` variables of config.py)
     into ``Options.codegen``, so both compile caches key on them; the lowering reads only these
     fields.  A backend that finds one does not serve a kernel lowers it again with it off."""
@@ -56,6 +57,7 @@ class CodegenChoices:
     stmatrix: bool = True    # TILES_STMATRIX: MMA tiles staged swizzled (lowering/mma/staging.py, epilogue.py)
     approx_div: bool = True  # TILES_APPROX_DIV: float32 ``/`` as the emitter's approximate_divide
     occupancy: bool = True   # TILES_OCCUPANCY: cuda reloads register-bound kernels capped (cuda/occupancy.py)
+    predicated: bool = False  # TILES_PREDICATED: masked global accesses predicated (cuda/predicated_ops.py); off
 
     @classmethod
     def from_env(cls) -> CodegenChoices:
@@ -66,7 +68,8 @@ class CodegenChoices:
             choices = _CHOICES_BY_SETTING[key] = cls(
                 tma=config.tma(), producer=config.producer_warp(), persistent=config.persistent(),
                 inflight=config.inflight(), stmatrix=config.stmatrix(),
-                approx_div=config.approximate_division(), occupancy=config.occupancy())
+                approx_div=config.approximate_division(), occupancy=config.occupancy(),
+                predicated=config.predicated_access())
         return choices
 
 

@@ -3,6 +3,8 @@ flipping one between two compiles of the same kernel in one process gives a diff
 and flipping it back gives the first one from the cache, in memory and on disk."""
 
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -98,10 +100,14 @@ def test_every_choice_is_in_the_in_memory_key(monkeypatch):
     specs = _specs(fresh, (x, x, x, 100), {"BLOCK": 128})
     base = fresh._options(cuda, 4, 3)
     names = [f for f in CodegenChoices.__dataclass_fields__]
-    compiled = {name: fresh.compile_for(specs, cuda, base.without(name)) for name in names}
+
+    def flipped(name):  # each choice the other way (off, or on for those off by default)
+        return dataclasses.replace(base, codegen=dataclasses.replace(
+            base.codegen, **{name: not getattr(base.codegen, name)}))
+    compiled = {name: fresh.compile_for(specs, cuda, flipped(name)) for name in names}
     first = fresh.compile_for(specs, cuda, base)
     assert len({id(c) for c in [first, *compiled.values()]}) == len(names) + 1
-    assert all(fresh.compile_for(specs, cuda, base.without(n)) is compiled[n] for n in names)
+    assert all(fresh.compile_for(specs, cuda, flipped(n)) is compiled[n] for n in names)
     assert fresh.compile_for(specs, cuda, base) is first
     # TILES_OCCUPANCY's choice reaches the loader with the kernel (cuda/occupancy.py: no second load)
     assert not cuda._loaded(compiled["occupancy"]).occupancy and cuda._loaded(first).occupancy

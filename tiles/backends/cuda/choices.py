@@ -56,7 +56,13 @@ def lower_module(kernel: Kernel, target: LLVMTarget, options: Options, caps: Tar
     Hopper parts added through ``hopper.extension.HOPPER``), with its threads and shared memory
     per program: step 1 of the search alone."""
     caps = caps or default_caps(target)
-    return applicable(lambda o: lower_with_tensor_cores(kernel, CUDAEmitter(caps, target), o, HOPPER), options)
+    return applicable(lambda o: lower_with_tensor_cores(kernel, _emitter(caps, target, o), o, HOPPER), options)
+
+
+def _emitter(caps: Target, target: LLVMTarget, options: Options) -> CUDAEmitter:
+    emitter = CUDAEmitter(caps, target)
+    emitter.predicated_access = options.codegen.predicated
+    return emitter
 
 
 def lower_kernel(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> str:

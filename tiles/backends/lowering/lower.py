@@ -22,7 +22,7 @@ from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import BINARY_ARITH, COMPARISON, MATH, Op
 from ...core.origins import PointerOrigins, atomically_written
 from ..base import Options
-from .axisinfo import analyze
+from .axisinfo import analyze, slot_representatives
 from .emitter import Emitter, Handle
 from .exchanges import Exchanges
 from .layout import Layout, choose_layout
@@ -249,11 +249,13 @@ def _zip(lw: Lowering, instr: Instr, fn: Callable[..., Handle]) -> list[list[Han
     cols = [lw.env[v] for v in instr.operands]
     lay = lw.layout(instr.results[0])
     info = lw.info.get(instr.results[0])
-    if lay.vec > 1 and info is not None and info.const % lay.vec == 0:
-        # Equal across each chunk (e.g. a mask `offs < n` with n % 16 == 0): one op per chunk.
+    reps = None if info is None else slot_representatives(lay, info.consts(len(lay.shape)))
+    if reps is not None:
+        # Equal over boxes a thread holds several elements of (a mask `offs < n` with n % 16 == 0
+        # across a chunk, `rows < M` with M % BLOCK_M == 0 across a thread's rows): one op a box.
         out: list[Handle] = []
-        for j in range(0, lay.per_thread, lay.vec):
-            out.extend([fn(*(c[j] for c in cols))] * lay.vec)
+        for j, rep in enumerate(reps):
+            out.append(fn(*(c[j] for c in cols)) if rep == j else out[rep])
         return [out]
     return [[fn(*xs) for xs in zip(*cols)]]
 

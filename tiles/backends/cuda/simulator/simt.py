@@ -211,8 +211,16 @@ class SimEmitter(TensorCoreEmitter):
             v = np.where(ok, v, other.v.astype(v.dtype))
         return H(v)
 
+    def _aligned(self, p: H, nbytes: int, mask: H | None) -> None:
+        """A vector access (or ``cp.async``) of ``nbytes`` needs an address that is a multiple of it
+        on the GPU: a wrong divisibility fact shows here as the misaligned address it faults on."""
+        ok = self._mask(mask)
+        bad = np.nonzero(ok & (p.v.astype(np.int64) % nbytes != 0))[0]
+        assert not len(bad), f"misaligned {nbytes}-byte access: thread {bad[0]} at {int(p.v[bad[0]])}"
+
     def load_vector(self, p: H, dtype: DType, width: int, mask: H | None, others: Any) -> list[Any]:
         s = dtype.itemsize
+        self._aligned(p, width * s, mask)
         return [self.load(H(p.v + i * s), dtype, mask, None if others is None else others[i])
                 for i in range(width)]
 
@@ -220,6 +228,7 @@ class SimEmitter(TensorCoreEmitter):
         self._write(self.mem, p.v, value.v, dtype, self._mask(mask))
 
     def store_vector(self, p: H, values: Sequence[Any], dtype: DType, mask: H | None) -> None:
+        self._aligned(p, len(values) * dtype.itemsize, mask)
         for i, v in enumerate(values):
             self.store(H(p.v + i * dtype.itemsize), v, dtype, mask)
 
@@ -373,6 +382,7 @@ class SimEmitter(TensorCoreEmitter):
                     self.smem[at:at + 16] = mat[r].view(np.uint8)
 
     def cp_async(self, byte_offset: int, byte_index: H, p: H, nbytes: int, mask: H | None) -> bool:
+        self._aligned(p, nbytes, mask)
         ok = self._mask(mask)
         for t in np.nonzero(self.present)[0]:
             at = self.local_base + byte_offset + int(byte_index.v[t])
