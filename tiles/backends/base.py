@@ -239,6 +239,15 @@ Stage = Callable[[Any, CompiledKernel], Any]
 class Backend(abc.ABC):
     name: str = ""
     fp_fusion_default = False  # Options.fp_fusion when the launch does not say (Triton's: True)
+    # True when the code compiled does not depend on the parameters' divisibility facts (the IR
+    # keeps them as notes): the jit then traces once for launches that differ only in alignment
+    # and hands each its own copy of the IR through ``respecialized``.
+    divisibility_free = False
+
+    def respecialized(self, compiled: CompiledKernel, kernel: Kernel) -> CompiledKernel:
+        """``compiled`` for ``kernel``: the same code whose parameters carry other divisibility
+        facts (only called where ``divisibility_free``)."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     def available(self) -> tuple[bool, str]:

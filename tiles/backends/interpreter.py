@@ -53,6 +53,7 @@ def modelled_shared_bytes(kernel: Kernel) -> int:
 
 class InterpreterBackend(Backend):
     name = "interpreter"
+    divisibility_free = True  # the walker reads no divisibility fact: one trace serves every alignment
 
     def available(self) -> tuple[bool, str]:
         return True, ""
@@ -75,6 +76,13 @@ class InterpreterBackend(Backend):
         compiled.asm["ir"] = format_kernel(kernel)
         compiled.handle = kernel
         return compiled
+
+    def respecialized(self, compiled: CompiledKernel, kernel: Kernel) -> CompiledKernel:
+        """``compiled`` (whose IR's body ``kernel`` shares) for ``kernel``'s parameters."""
+        twin = CompiledKernel(kernel.name, kernel, compiled.options, extra=dict(compiled.extra), handle=kernel)
+        twin.shared = compiled.shared
+        twin.asm["ir"] = format_kernel(kernel)
+        return twin
 
     def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Any,
                     options: Options) -> CompiledKernel:

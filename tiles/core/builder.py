@@ -34,17 +34,28 @@ def _register(code: CodeType) -> None:
             _register(const)
 
 
+# (code, line, function name) -> Loc: every instruction traced asks, most from a line seen before
+_LOCS: dict[tuple[CodeType, int, str], Loc] = {}
+
+
 def user_loc(frame: Any = None) -> Loc:
     """The location of the innermost kernel frame on the current stack."""
     f = frame or sys._getframe(1)
     while f is not None:
-        if f.f_code in KERNEL_CODES:
-            name = f.f_code.co_name
+        code = f.f_code
+        if code in KERNEL_CODES:
+            name = code.co_name
             if name.startswith("__tiles_"):
                 name = _outer_name(f)
             line = f.f_lineno or 0
-            src = linecache.getline(f.f_code.co_filename, line).strip()
-            return Loc(f.f_code.co_filename, line, name, src)
+            key = (code, line, name)
+            loc = _LOCS.get(key)
+            if loc is None:
+                src = linecache.getline(code.co_filename, line).strip()
+                loc = Loc(code.co_filename, line, name, src)
+                if len(_LOCS) < 65536:
+                    _LOCS[key] = loc
+            return loc
         f = f.f_back
     return UNKNOWN_LOC
 
