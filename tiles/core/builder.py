@@ -19,6 +19,9 @@ from .typerules import IRTypeError, infer
 # of these are user code, which is where error locations point.
 # Only ever grows; readers test membership without the lock (safe under the GIL).
 KERNEL_CODES: set[CodeType] = set()
+# the same codes by id (kept alive here, so an id stays theirs): a code object hashes its whole
+# contents, and every traced instruction looks up the frames above it
+_KERNEL_CODE_IDS: dict[int, CodeType] = {}
 _codes_lock = threading.Lock()
 
 
@@ -29,26 +32,28 @@ def register_code(code: CodeType) -> None:
 
 def _register(code: CodeType) -> None:
     KERNEL_CODES.add(code)
+    _KERNEL_CODE_IDS[id(code)] = code
     for const in code.co_consts:
         if isinstance(const, CodeType):
             _register(const)
 
 
-# (code, line, function name) -> Loc: every instruction traced asks, most from a line seen before
-_LOCS: dict[tuple[CodeType, int, str], Loc] = {}
+# (code's id, line, function name) -> Loc: every instruction traced asks, most from a line seen before
+_LOCS: dict[tuple[int, int, str], Loc] = {}
 
 
 def user_loc(frame: Any = None) -> Loc:
     """The location of the innermost kernel frame on the current stack."""
     f = frame or sys._getframe(1)
+    ids = _KERNEL_CODE_IDS
     while f is not None:
         code = f.f_code
-        if code in KERNEL_CODES:
+        if id(code) in ids:
             name = code.co_name
             if name.startswith("__tiles_"):
                 name = _outer_name(f)
             line = f.f_lineno or 0
-            key = (code, line, name)
+            key = (id(code), line, name)
             loc = _LOCS.get(key)
             if loc is None:
                 src = linecache.getline(code.co_filename, line).strip()
@@ -63,7 +68,7 @@ def user_loc(frame: Any = None) -> Loc:
 def _outer_name(frame: Any) -> str:
     f = frame
     while f is not None:
-        if f.f_code in KERNEL_CODES and not f.f_code.co_name.startswith("__tiles_"):
+        if id(f.f_code) in _KERNEL_CODE_IDS and not f.f_code.co_name.startswith("__tiles_"):
             return f.f_code.co_name
         f = f.f_back
     return frame.f_code.co_name

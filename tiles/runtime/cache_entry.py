@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import config
-from ..backends.base import CompiledKernel
+from ..backends.base import CompiledKernel, Stages
 from ..core.dtypes import BY_NAME, DType
 from ..core.ir import Kernel, TileType, Value
 
@@ -99,7 +99,8 @@ def portable_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 
 def encode(key: str, compiled: CompiledKernel, check_plan: Any = None) -> bytes | None:
     """The entry's bytes; None when the kernel cannot be stored (then it is just not cached)."""
-    asm = {stage: bytes(v) if isinstance(v, bytearray) else v for stage, v in compiled.asm.items()
+    stages = compiled.asm.made() if isinstance(compiled.asm, Stages) else compiled.asm  # (the rest are remade)
+    asm = {stage: bytes(v) if isinstance(v, bytearray) else v for stage, v in stages.items()
            if isinstance(v, (str, bytes, bytearray))}
     record = {"version": VERSION, "key": key, "kernel": compiled.ir, "asm": asm,
               "metadata": portable_metadata(compiled.metadata), "check_plan": check_plan}

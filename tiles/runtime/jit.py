@@ -8,7 +8,7 @@ import inspect
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from types import MethodType
+from types import FunctionType, MethodType
 from typing import Any
 
 from .. import config, progress
@@ -663,13 +663,22 @@ def _without_device_asserts(kernel: Kernel) -> Kernel:
     return kernel
 
 
+@functools.lru_cache(maxsize=256)
+def _code_takes_stream(code: Any) -> bool:
+    return "stream" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+
+
 def _accepting_stream(launcher: Callable[..., None], backend: Backend) -> Callable[..., None]:
     """``launcher`` itself when it takes ``stream=``; else one that says so when given a stream."""
-    try:
-        if "stream" in inspect.signature(launcher).parameters:
+    if type(launcher) is FunctionType and not launcher.__dict__:  # a plain function: its code says (cheaper)
+        if _code_takes_stream(launcher.__code__):
             return launcher
-    except (TypeError, ValueError):
-        return launcher
+    else:
+        try:
+            if "stream" in inspect.signature(launcher).parameters:
+                return launcher
+        except (TypeError, ValueError):
+            return launcher
 
     def without_streams(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
         if stream is not None:
