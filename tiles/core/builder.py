@@ -38,8 +38,10 @@ def _register(code: CodeType) -> None:
             _register(const)
 
 
-# (code's id, line, function name) -> Loc: every instruction traced asks, most from a line seen before
-_LOCS: dict[tuple[int, int, str], Loc] = {}
+# (code's id, line) -> Loc: every instruction traced asks, most from a line seen before.  (The
+# function named is the code's own, or for a loop or branch body the function it is written in:
+# the first kernel frame above that is not a body, always the same for one code.)
+_LOCS: dict[tuple[int, int], Loc] = {}
 
 
 def user_loc(frame: Any = None) -> Loc:
@@ -49,17 +51,15 @@ def user_loc(frame: Any = None) -> Loc:
     while f is not None:
         code = f.f_code
         if id(code) in ids:
-            name = code.co_name
-            if name.startswith("__tiles_"):
-                name = _outer_name(f)
             line = f.f_lineno or 0
-            key = (id(code), line, name)
-            loc = _LOCS.get(key)
+            loc = _LOCS.get((id(code), line))
             if loc is None:
-                src = linecache.getline(code.co_filename, line).strip()
-                loc = Loc(code.co_filename, line, name, src)
+                name = code.co_name
+                if name.startswith("__tiles_"):
+                    name = _outer_name(f)
+                loc = Loc(code.co_filename, line, name, linecache.getline(code.co_filename, line).strip())
                 if len(_LOCS) < 65536:
-                    _LOCS[key] = loc
+                    _LOCS[(id(code), line)] = loc
             return loc
         f = f.f_back
     return UNKNOWN_LOC

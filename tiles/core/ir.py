@@ -42,7 +42,8 @@ class TileType:
         # (not the generated one: it sets each field through object.__setattr__, and tracing makes many)
         if not isinstance(shape, tuple):  # tl.block_type(tl.float16, [16, 16])
             shape = tuple(int(s) for s in shape)
-        self.__dict__.update(dtype=dtype, shape=shape)
+        d = self.__dict__
+        d["dtype"], d["shape"] = dtype, shape
 
     # Triton's view of a value's type (``x.type``): a block type for tiles, the
     # scalar type itself for scalars (so ``ptr.type.element_ty`` is the pointee).
@@ -135,7 +136,9 @@ class Instr:
     def __init__(self, op: Op, operands: tuple[Value, ...], results: tuple[Value, ...], attrs: Any = None,
                  regions: tuple[Block, ...] = (), loc: Loc = UNKNOWN_LOC) -> None:
         # (the generated one sets each field through object.__setattr__: a traced kernel makes many)
-        self.__dict__.update(op=op, operands=operands, results=results, attrs=attrs, regions=regions, loc=loc)
+        d = self.__dict__
+        d["op"], d["operands"], d["results"], d["attrs"], d["regions"], d["loc"] = \
+            op, operands, results, attrs, regions, loc
 
     @property
     def result(self) -> Value:

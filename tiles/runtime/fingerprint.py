@@ -36,9 +36,16 @@ def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
             yield from _code_objects(const)
 
 
+# types whose instances never wrap a function (``getattr_static`` costs more than the rest of a
+# fingerprint: most globals a kernel reads are modules, functions and numbers)
+_PLAIN = frozenset({types.ModuleType, types.BuiltinFunctionType, int, float, bool, str, bytes, complex,
+                    type(None), tuple, list, dict, set, frozenset})
+
+
 def _wrapped_function(obj: Any) -> types.FunctionType | None:
     """The Python function of a ``@jit`` function (its ``.fn``), else None."""
-    if isinstance(obj, types.ModuleType):
+    t = type(obj)
+    if t in _PLAIN or (t is types.FunctionType and "fn" not in obj.__dict__):
         return None
     fn = inspect.getattr_static(obj, "fn", None)  # never runs __getattr__ (placeholders raise)
     return fn if isinstance(fn, types.FunctionType) else None
@@ -128,6 +135,8 @@ def value_text(value: Any) -> str | None:
     inner = getattr(value, "value", value) if type(value).__name__ == "constexpr" else value
     if isinstance(inner, (types.ModuleType, type, types.BuiltinFunctionType)):
         return None
+    if type(inner) is types.FunctionType:  # (what the last line gives it, found sooner)
+        return "builtins.function"
     if isinstance(inner, (bool, int, float, complex, str, bytes)) or inner is None:
         return f"{type(inner).__name__}:{inner!r}"
     if isinstance(inner, (tuple, list)):
