@@ -23,6 +23,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..core.frontend import source_lines
+
 _TILES_ROOT = Path(__file__).resolve().parents[1]
 _INSTALLED = tuple({str(Path(p).resolve()) for p in (sysconfig.get_paths()["purelib"],
                                                      sysconfig.get_paths()["stdlib"],
@@ -122,7 +124,7 @@ def _function_source(fn: types.FunctionType, override: str | None = None) -> str
     text = _SOURCES.get(fn.__code__)
     if text is None:
         try:
-            text = inspect.getsource(fn)
+            text = "".join(source_lines(fn)[0])  # (inspect.getsource's text, shared with the frontend)
         except (OSError, TypeError):
             text = fn.__code__.co_code.hex()
         _SOURCES[fn.__code__] = text
