@@ -106,6 +106,18 @@ def _one_copy(x: np.ndarray) -> np.ndarray:
 _SELECT_LIMIT = 1 << 16
 
 
+def _distinct(x: np.ndarray) -> list[int]:
+    """The distinct values of an int array, ascending (``np.unique`` without its masked-array test,
+    whose first use imports ``numpy.ma``: tens of milliseconds)."""
+    if not x.size:
+        return []
+    lo, hi = int(x.min()), int(x.max())
+    if lo == hi:
+        return [lo]
+    s = np.sort(x, axis=None)
+    return [int(v) for v in s[np.concatenate(([True], s[1:] != s[:-1]))]]
+
+
 def _to_shape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """``x`` broadcast to ``shape`` (``np.broadcast_to`` costs more than most small ops: skip it
     when the shape is already right)."""
@@ -229,7 +241,7 @@ class Memory:
         slot = ((addr + SPAN // 2) >> SHIFT) - FIRST_SLOT
         ok = np.zeros(addr.shape, np.bool_)
         groups = []
-        for k in np.unique(slot):
+        for k in _distinct(slot):
             if not 0 <= k < len(self.buffers):
                 continue
             buf = self.buffers[int(k)]
@@ -341,7 +353,12 @@ class Memory:
         are garbage (the caller clips or drops them).  The indices live in scratch memory
         that the next access reuses."""
         if isinstance(addr, DeferredPtr):
-            return self._fast_deferred(addr, mask, size)
+            found = self._fast_deferred(addr, mask, size)
+            if found is not None:
+                return found
+            # its bases alone may leave the buffer where the mask is off (a tile's tail rows, as
+            # ``X + rows[:, None] * stride`` masked by ``rows < M``): check the addresses themselves
+            addr = addresses(addr)
         buf = self._one_buffer(addr, mask, size)
         return None if buf is None else (buf, self._index(addr, buf.base, size))
 
