@@ -38,6 +38,13 @@ class TileType:
         d = self.dtype
         return d.element if isinstance(d, PointerType) else d
 
+    def __eq__(self, other: object) -> bool:  # (the generated one, with a shortcut for the same object)
+        if self is other:
+            return True
+        if other.__class__ is not TileType:
+            return NotImplemented
+        return self.dtype == other.dtype and self.shape == other.shape  # type: ignore[attr-defined, no-any-return]
+
     def __init__(self, dtype: ScalarType, shape: tuple[int, ...] = ()) -> None:
         # (not the generated one: it sets each field through object.__setattr__, and tracing makes many)
         if not isinstance(shape, tuple):  # tl.block_type(tl.float16, [16, 16])

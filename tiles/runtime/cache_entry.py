@@ -66,13 +66,20 @@ class _Pickler(pickle.Pickler):
             return _dtype, (obj.name,)
         if t is Value:
             return _value, (obj.type, obj.name)
+        if t in _SAFE_TYPES:  # (instances of a class found safe before: most objects of the IR)
+            return NotImplemented
         if isinstance(obj, _BY_NAME):
             module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
         else:  # its class is written by name (or it reduces to a global of its class's module)
             module, name = t.__module__, t.__qualname__
         if not _safe(module, name):
             raise pickle.PicklingError(f"a cache entry may not name {module}.{name}")
+        if not isinstance(obj, _BY_NAME) and len(_SAFE_TYPES) < 4096:
+            _SAFE_TYPES.add(t)
         return NotImplemented
+
+
+_SAFE_TYPES: set[type] = set()
 
 
 class _Unpickler(pickle.Unpickler):
