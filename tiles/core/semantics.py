@@ -333,7 +333,19 @@ def convert(a: np.ndarray, dst: DType, rounding: str = "rtne") -> np.ndarray:
             return _float_to_int(a.astype(_F64), dst)
         if dst.np in _NATIVE_FLOATS and dst.mantissa >= src.mantissa:
             return _wide(a).astype(dst.np)  # widening: exact
+        if rounding == "rtne" and a.dtype == _F32 and dst == dtypes.float16:
+            return _f32_to_f16(a)
         return floats.narrow(_wide(a).astype(_F64), dst, rounding, inf_to_max=True)
+
+
+def _f32_to_f16(a: np.ndarray) -> np.ndarray:
+    """float32 -> float16 to nearest even: NumPy's own conversion rounds once, as the float64 route
+    does, for every value but NaNs, whose payloads come out as that route gives them."""
+    r = a.astype(np.float16)
+    nan = np.isnan(a)
+    if nan.any():
+        r[nan] = a[nan].astype(_F64).astype(np.float16)
+    return r
 
 
 def constant(value: bool | int | float, dtype: DType) -> np.ndarray:
