@@ -25,6 +25,7 @@ array's dtype reinterprets the bytes, as on a GPU.  Stores apply lanes in
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -150,14 +151,21 @@ class Buffer:
     """One array argument: its bytes, virtual base address and typed views."""
 
     def __init__(self, slot: int, name: str, array: np.ndarray, label: str | None = None) -> None:
-        lo, hi = _extent(array)
+        flags = array.flags
+        if flags.c_contiguous and array.size:  # its bytes are a view of it (cheaper than _Raw's interface)
+            lo = array.__array_interface__["data"][0]
+            hi = lo + array.nbytes
+            raw = array.reshape(-1).view(np.uint8)
+        else:
+            lo, hi = _extent(array)
+            raw = np.asarray(_Raw(lo, hi - lo, not flags.writeable, array))
         self.name = name
         self.label = f"argument '{name}'" if label is None else label
         self.live = label is not None  # found by address, not passed
         self.array = array
         self.nbytes = hi - lo
-        self.writable = bool(array.flags.writeable)
-        self.raw = np.asarray(_Raw(lo, self.nbytes, not self.writable, array))
+        self.writable = bool(flags.writeable)
+        self.raw = raw
         self.base = (FIRST_SLOT + slot) << SHIFT
         self.host = (lo, hi)
         self.origin = self.base + array.__array_interface__["data"][0] - lo
@@ -526,7 +534,23 @@ class Memory:
                 "(TILES_INTERPRET_CHECKS=races)", site.loc)
 
 
+# (dtype, the argument's type, an int's value or a float's bits: -0.0 == 0.0) -> its read-only
+# array: a launch's scalar arguments are mostly the ones of the launch before
+_SCALARS: dict[tuple[Any, type, Any], np.ndarray] = {}
+
+
 def _scalar(value: Any, dtype: Any) -> np.ndarray:
-    """A non-pointer argument as a uniform (1,) array of its parameter type."""
-    from ..core.semantics import constant  # local: semantics is heavier than memory
-    return constant(value, dtype)
+    """A non-pointer argument as a uniform (1,) array of its parameter type (read-only)."""
+    t = type(value)
+    key = (dtype, t, value if t is int or t is bool else struct.pack("<d", value)) if t in _KEPT else None
+    found = None if key is None else _SCALARS.get(key)
+    if found is None:
+        from ..core.semantics import constant  # local: semantics is heavier than memory
+        found = constant(value, dtype)
+        found.flags.writeable = False
+        if key is not None and len(_SCALARS) < 4096:
+            _SCALARS[key] = found
+    return found
+
+
+_KEPT = frozenset({int, bool, float})
