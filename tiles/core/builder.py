@@ -105,8 +105,8 @@ class Builder:
                 result_types = infer(op, [v.type for v in operands], attrs)
             except IRTypeError as e:
                 raise CompilationError(str(e), user_loc(), cause=ValueError(str(e)))  # noqa: B904  (__cause__ is the bare error)
-        results = tuple(Value(t) for t in result_types)
-        self.block.instrs.append(Instr(op, tuple(operands), results, attrs, tuple(regions), user_loc()))
+        results = (Value(result_types[0]),) if len(result_types) == 1 else tuple(Value(t) for t in result_types)
+        self.blocks[-1].instrs.append(Instr(op, tuple(operands), results, attrs, tuple(regions), user_loc()))
         return results
 
     def emit1(self, op: Op, operands: Sequence[Value], attrs: Any = None,
