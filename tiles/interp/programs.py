@@ -31,7 +31,7 @@ class Programs:
         self.P = len(linear)
         gx, gy, gz = grid
         if gy == 1 and gz == 1:  # a 1-D grid (most launches): x is the linear id, y and z are 0
-            self.ids = (uniform_or(linear.astype(np.int32)), _ZERO, _ZERO)
+            self.ids: tuple[np.ndarray, ...] = (uniform_or(linear.astype(np.int32)), _ZERO, _ZERO)
             return
         x = linear % gx
         y = (linear // gx) % gy

@@ -39,42 +39,56 @@ def _first_writes(kernel: Kernel) -> dict[str, Loc]:
     written: dict[str, Loc] = {}
     get = origin.get
 
-    def flow(block: Block) -> bool:
+    def flows(pairs: Any) -> bool:
         changed = False
+        for src, dst in pairs:
+            found = get(src)
+            if found:
+                changed |= _add(origin, dst, found)
+        return changed
+
+    def flow(block: Block) -> bool:
+        """One pass in program order, a region before the values it hands out; True when a loop's
+        back edge (its yields into its arguments) brought something new: then another pass."""
+        again = False
         for instr in block.instrs:
             op = instr.op
             if op in _WRITES:
                 for name in get(instr.operands[0], ()):
                     if name not in written:
                         written[name] = instr.loc
-                        changed = True
             if op is Op.FOR:
                 body = instr.regions[0]
-                pairs = list(zip(instr.operands[3:], body.args[1:])) + list(zip(body.yields, body.args[1:]))
-                pairs += list(zip(body.yields, instr.results))
+                flows(zip(instr.operands[3:], body.args[1:]))
+                again |= flow(body)
+                again |= flows(zip(body.yields, body.args[1:]))
+                flows(zip(body.yields, instr.results))
             elif op is Op.WHILE:
                 cond, body = instr.regions
-                pairs = [(a, b) for init in (instr.operands, body.yields)
-                         for a, b in zip(init, cond.args)]
-                pairs += list(zip(instr.operands, body.args)) + list(zip(body.yields, body.args))
-                pairs += list(zip(body.yields, instr.results)) + list(zip(instr.operands, instr.results))
+                flows(zip(instr.operands, cond.args))
+                flows(zip(instr.operands, body.args))
+                flows(zip(instr.operands, instr.results))
+                again |= flow(cond)
+                again |= flow(body)
+                again |= flows(zip(body.yields, cond.args))
+                again |= flows(zip(body.yields, body.args))
+                flows(zip(body.yields, instr.results))
             elif op is Op.IF:
-                pairs = [(y, r) for region in instr.regions for y, r in zip(region.yields, instr.results)]
+                for region in instr.regions:
+                    again |= flow(region)
+                    flows(zip(region.yields, instr.results))
             else:  # an operand's origins flow into every result (most operands have none)
                 if op is Op.INT_TO_PTR:
                     for r in instr.results:
-                        changed |= _add(origin, r, {_ANY})
-                for found in [found for v in instr.operands if (found := get(v))]:
-                    for r in instr.results:
-                        changed |= _add(origin, r, found)
-                pairs = []
-            for src, dst in pairs:
-                found = get(src)
-                if found:
-                    changed |= _add(origin, dst, found)
-            for region in instr.regions:
-                changed |= flow(region)
-        return changed
+                        _add(origin, r, {_ANY})
+                for v in instr.operands:
+                    found = get(v)
+                    if found:
+                        for r in instr.results:
+                            _add(origin, r, found)
+                for region in instr.regions:
+                    again |= flow(region)
+        return again
 
     while flow(kernel.body):
         pass
