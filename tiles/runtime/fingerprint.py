@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..core.dtypes import DType, PointerType
 from ..core.frontend import source_lines
 
 _TILES_ROOT = Path(__file__).resolve().parents[1]
@@ -41,13 +42,14 @@ def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
 # types whose instances never wrap a function (``getattr_static`` costs more than the rest of a
 # fingerprint: most globals a kernel reads are modules, functions and numbers)
 _PLAIN = frozenset({types.ModuleType, types.BuiltinFunctionType, int, float, bool, str, bytes, complex,
-                    type(None), tuple, list, dict, set, frozenset})
+                    type(None), tuple, list, dict, set, frozenset, DType, PointerType})
 
 
 def _wrapped_function(obj: Any) -> types.FunctionType | None:
     """The Python function of a ``@jit`` function (its ``.fn``), else None."""
     t = type(obj)
-    if t in _PLAIN or (t is types.FunctionType and "fn" not in obj.__dict__):
+    if t in _PLAIN or (t is types.FunctionType and "fn" not in obj.__dict__) \
+            or (t is type and obj.__module__ == "builtins"):  # (float, range...)
         return None
     fn = inspect.getattr_static(obj, "fn", None)  # never runs __getattr__ (placeholders raise)
     return fn if isinstance(fn, types.FunctionType) else None
