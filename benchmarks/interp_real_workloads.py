@@ -22,7 +22,9 @@ prepare (the rest of a new specialization's set-up: classifying arguments, IR pa
 backend's compile, the launcher, the interpreter's plan), disk cache (key, lookup, store),
 execute (the interpreter walking the IR) and other (binding on the hot path, the host
 wrappers' torch calls);
-"per spec" is (cold - warm) / new specializations, the first-launch cost of a specialization.
+"specs" counts new specializations (launch keys compiled), "traces" those traced (the interpreter
+traces once for keys that differ only in divisibility); "per spec" is (cold - warm) / specs, the
+first-launch cost of a specialization.
 Outputs are checked against torch after the cold run on both sides.  Each half runs ``--runs``
 (tiles) / ``--triton-runs`` times in fresh processes; the table shows per-figure medians.
 """
@@ -201,6 +203,12 @@ def instrument() -> Timers:
         t.wrap(cache, name, "cache", subtract_from="prepare")
     t.wrap(tiles.interp, "interpret", "execute")
     t.wrap(executor, "plan_of", "prepare", subtract_from="execute")
+    compile_ = JITFunction._compile
+
+    def counted(self, *args, **kwargs):  # one call per new specialization (a launch key compiled)
+        t.totals["keys"] = t.totals.get("keys", 0) + 1
+        return compile_(self, *args, **kwargs)
+    JITFunction._compile = counted
     return t
 
 
@@ -237,7 +245,8 @@ def run_half(flavor: str, repeats: int, only: str) -> dict[str, dict[str, float]
         cold, wall = time.process_time() - cpu, time.perf_counter() - start
         row = {"cold": cold, "cold_wall": wall}
         if flavor == "tiles":
-            row.update(timers.totals, specs=STATS["traces"] - traces)
+            row.update(timers.totals, traces=STATS["traces"] - traces)
+            row["specs"] = row.pop("keys", 0)
         for got, want, tol in checks:
             torch.testing.assert_close(got, want(), rtol=tol, atol=tol, check_dtype=False)
         warm = []
@@ -310,13 +319,13 @@ def main() -> None:
 def print_table(ours: dict[str, dict[str, float]], theirs: dict[str, dict[str, float]]) -> None:
     print(time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "(CPU seconds of each process; wall ratio for scale)")
     print("| workload | tiles cold s | Triton cold s | ratio | wall ratio | tiles warm s | Triton warm s | warm ratio "
-          "| trace s | prepare s | disk cache s | execute s | other s | specs | per spec ms |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| trace s | prepare s | disk cache s | execute s | other s | specs | traces | per spec ms |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for name, r in ours.items():
         t = theirs[name]
         head = f"| {name} | {r['cold']:.3f} | {t['cold']:.3f} | {t['cold'] / r['cold']:.1f}x |"
         if name == "process warm-up":
-            print(head + " |" * 11)
+            print(head + " |" * 12)
             continue
         specs = int(r.get("specs", 0))
         parts = [r.get(p, 0.0) for p in ("trace", "prepare", "cache", "execute")]
@@ -324,7 +333,7 @@ def print_table(ours: dict[str, dict[str, float]], theirs: dict[str, dict[str, f
         per_spec = (r["cold"] - r["warm"]) / specs * 1e3 if specs else float("nan")
         print(head + f" {t['cold_wall'] / r['cold_wall']:.1f}x | {r['warm']:.3f} | {t['warm']:.3f} | "
               f"{t['warm'] / r['warm']:.1f}x | " + " | ".join(f"{p:.3f}" for p in (*parts, other))
-              + f" | {specs} | {per_spec:.1f} |")
+              + f" | {specs} | {int(r.get('traces', 0))} | {per_spec:.1f} |")
 
 if __name__ == "__main__":
     main()

@@ -8,6 +8,8 @@ import numpy as np
 import pytest
 from irb import KB
 
+import tiles
+import tiles.language as tl
 from tiles.core import attrs as at
 from tiles.core import dtypes as dt
 from tiles.core.dtypes import PointerType
@@ -242,3 +244,23 @@ def test_row_pointers_with_per_program_base():
     np.testing.assert_array_equal(o, a + 1)
     with pytest.raises(KernelRuntimeError, match=r"program \(4, 0, 0\).*byte offset 120"):
         interpret(k.kernel(), (5,), [a, o, 6, 7])
+
+
+def test_tail_rows_of_a_2d_tile_stay_checked():
+    """``X + rows[:, None] * stride + cols[None, :]`` masked by ``rows < m``: the row bases of the
+    masked-off tail rows lie past the array, the accesses of the active lanes do not (the fast
+    path takes it); an active lane past the end is still an error."""
+    @tiles.jit
+    def copy_2d(x_ptr, out_ptr, m, n, stride, BM: tl.constexpr, BN: tl.constexpr, MASK_ROWS: tl.constexpr):
+        rows = tl.program_id(0) * BM + tl.arange(0, BM)
+        cols = tl.arange(0, BN)
+        mask = (rows[:, None] < m) & (cols[None, :] < n) if MASK_ROWS else cols[None, :] < n
+        offs = rows[:, None] * stride + cols[None, :]
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask), mask=mask)
+
+    x = np.arange(17 * 33, dtype=np.float32).reshape(17, 33)
+    out = np.zeros_like(x)
+    copy_2d[(2,)](x, out, 17, 33, 33, BM=16, BN=64, MASK_ROWS=True, backend="interpreter")
+    np.testing.assert_array_equal(out, x)
+    with pytest.raises(KernelRuntimeError, match="out of bounds|outside"):
+        copy_2d[(2,)](x, out, 17, 33, 33, BM=16, BN=64, MASK_ROWS=False, backend="interpreter")

@@ -96,6 +96,33 @@ def test_do_not_specialize_keeps_one_and_multiples_of_16_generic():
     np.testing.assert_array_equal(out[:6], [0, 1, 2, 3, 4, 0])
 
 
+def test_interpreter_traces_once_for_launches_that_differ_only_in_divisibility(monkeypatch):
+    """The interpreter reads no divisibility fact: n = 16, 32 and 17 and an unaligned array share
+    one trace, yet each launch key keeps its own compiled kernel whose IR states its own facts."""
+    monkeypatch.setenv("TILES_ALWAYS_COMPILE", "1")
+    kernel = tiles.jit(kernels.copy_specialized.fn)  # fresh in-memory caches
+    traced = []
+    trace = kernel.trace
+    monkeypatch.setattr(kernel, "trace", lambda specs: traced.append(specs) or trace(specs))
+    x = np.arange(40, dtype=np.float32)
+    compiled = {}
+    for name, src, n in [("n16", x, 16), ("n17", x, 17), ("n32", x, 32), ("odd", x[1:], 16)]:
+        out = np.zeros(32, np.float32)
+        compiled[name] = kernel[(1,)](src, out, n, BLOCK=32, backend="interpreter")
+        np.testing.assert_array_equal(out[:n], src[:n])
+        assert not out[n:].any()
+    assert len(traced) == 1 and all(s.divisibility == 1 for s in traced[0])
+    assert len(kernel.cache) == 3  # n16 and n32 have one key
+    assert compiled["n16"] is compiled["n32"]
+    ir16 = compiled["n16"].asm["ir"]
+    assert "x_ptr: ptr<float32> (div 16), " in ir16 and "n: int32 (div 16)" in ir16
+    assert "n: int32)" in compiled["n17"].asm["ir"] and "ptr<float32>, %out_ptr" in compiled["odd"].asm["ir"]
+    assert compiled["n17"].ir.body is compiled["n16"].ir.body  # one trace, one plan
+    assert kernel.cache.shared  # the trace without facts (no launch had that key)
+    kernel.cache.clear()
+    assert not kernel.cache.shared
+
+
 def test_setting_debug_after_launches_takes_effect():
     """Launch plans do not key on ``kernel.debug``: setting it drops them, so the next launch
     compiles with device asserts (the steady-state launch function must not serve the old plan)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -123,6 +124,93 @@ class Metadata(dict[str, Any]):
 
     __setitem__ = __delitem__ = _refuse  # type: ignore[assignment]
     update = pop = popitem = clear = setdefault = _refuse  # type: ignore[assignment]
+
+
+@functools.lru_cache(maxsize=64)
+def _takes_stream(launch: Callable[..., Any]) -> bool:
+    return "stream" in inspect.signature(launch).parameters
+
+
+class _Later:
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[], Any]) -> None:
+        self.make = make
+
+
+class Stages(dict[str, Any]):
+    """``CompiledKernel.asm`` where some stages are made at their first read: ``later(name, make)``
+    (the interpreter's IR text, which few launches read and which costs about as much to print as
+    a small kernel costs to trace).  Every way of reading the dict sees the made value; ``made()``
+    gives only the stages made so far (what the disk cache stores: the rest are remade)."""
+
+    def later(self, name: str, make: Callable[[], Any]) -> None:
+        dict.__setitem__(self, name, _Later(make))
+
+    def made(self) -> dict[str, Any]:
+        return {name: v for name, v in dict.items(self) if type(v) is not _Later}
+
+    def __getitem__(self, name: str) -> Any:
+        value = dict.__getitem__(self, name)
+        if type(value) is _Later:
+            value = value.make()
+            dict.__setitem__(self, name, value)
+        return value
+
+    def _make_all(self) -> None:
+        for name, value in list(dict.items(self)):
+            if type(value) is _Later:
+                self[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self[name] if name in self else default
+
+    def __iter__(self) -> Any:  # (not dict's: dict(stages) and {**stages} then read through __getitem__)
+        return iter(list(dict.keys(self)))
+
+    def items(self) -> Any:
+        self._make_all()
+        return super().items()
+
+    def values(self) -> Any:
+        self._make_all()
+        return super().values()
+
+    def copy(self) -> dict[str, Any]:
+        return dict(self.items())
+
+    def pop(self, name: str, *default: Any) -> Any:
+        if name in self:
+            value = self[name]
+            del self[name]
+            return value
+        return super().pop(name, *default)
+
+    def popitem(self) -> tuple[str, Any]:
+        self._make_all()
+        return super().popitem()
+
+    def setdefault(self, name: str, default: Any = None) -> Any:
+        if name in self:
+            return self[name]
+        self[name] = default
+        return default
+
+    def __eq__(self, other: object) -> bool:
+        self._make_all()
+        return super().__eq__(other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        self._make_all()
+        return super().__repr__()
+
+    def __reduce__(self) -> Any:
+        return dict, (dict(self.items()),)
 
 
 @dataclass
@@ -323,6 +411,15 @@ Stage = Callable[[Any, CompiledKernel], Any]
 class Backend(abc.ABC):
     name: str = ""
     fp_fusion_default = False  # Options.fp_fusion when the launch does not say (Triton's: True)
+    # True when the code compiled does not depend on the parameters' divisibility facts (the IR
+    # keeps them as notes): the jit then traces once for launches that differ only in alignment
+    # and hands each its own copy of the IR through ``respecialized``.
+    divisibility_free = False
+
+    def respecialized(self, compiled: CompiledKernel, kernel: Kernel) -> CompiledKernel:
+        """``compiled`` for ``kernel``: the same code whose parameters carry other divisibility
+        facts (only called where ``divisibility_free``)."""
+        raise NotImplementedError
 
     @abc.abstractmethod
     def available(self) -> tuple[bool, str]:
@@ -384,7 +481,9 @@ class Backend(abc.ABC):
         passes ``stream=`` only when the launch named one.  Backends override this to make
         repeated launches cheap; this default hands ``stream`` to ``launch`` when that takes one
         and otherwise ignores it (backends without streams run in order anyway)."""
-        takes_stream = "stream" in inspect.signature(self.launch).parameters
+        launch = self.launch
+        method = getattr(launch, "__func__", None)  # (a method: its function's answer, found once)
+        takes_stream = _takes_stream(method) if method is not None else "stream" in inspect.signature(launch).parameters
 
         def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
             args = [p.arg(values) for p in plan]

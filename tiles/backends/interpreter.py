@@ -11,7 +11,7 @@ from ..core.ir import Kernel
 from ..core.licm import hoist_loop_invariants
 from ..core.ops import REDUCTION, Op
 from ..core.printer import format_kernel
-from .base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+from .base import Backend, CompiledKernel, LaunchArg, Options, Stage, Stages, Target
 
 # torch float dtypes NumPy lacks; ml_dtypes has each under the same name
 TORCH_ONLY_FLOATS = frozenset({"bfloat16", "float8_e5m2", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2fnuz"})
@@ -51,8 +51,17 @@ def modelled_shared_bytes(kernel: Kernel) -> int:
     return max(sizes, default=0)
 
 
+def _stages(kernel: Kernel, stored: dict[str, Any] | None = None) -> Stages:
+    """The one stage, ``ir``: its text is printed when first read."""
+    stages = Stages(stored or {})
+    if "ir" not in stages:
+        stages.later("ir", lambda: format_kernel(kernel))
+    return stages
+
+
 class InterpreterBackend(Backend):
     name = "interpreter"
+    divisibility_free = True  # the walker reads no divisibility fact: one trace serves every alignment
 
     def available(self) -> tuple[bool, str]:
         return True, ""
@@ -69,17 +78,23 @@ class InterpreterBackend(Backend):
     def compile(self, kernel: Any, options: Options) -> CompiledKernel:
         # Each loop iteration re-runs its body on whole grids: hoisting invariants pays here.
         kernel = hoist_loop_invariants(kernel)
-        compiled = CompiledKernel(kernel.name, kernel, options)
+        compiled = CompiledKernel(kernel.name, kernel, options, _stages(kernel))
         compiled.shared = modelled_shared_bytes(kernel)
         compiled.extra.update(registers=MODELLED_REGISTERS, spill_stores=0)
-        compiled.asm["ir"] = format_kernel(kernel)
         compiled.handle = kernel
         return compiled
+
+    def respecialized(self, compiled: CompiledKernel, kernel: Kernel) -> CompiledKernel:
+        """``compiled`` (whose IR's body ``kernel`` shares) for ``kernel``'s parameters."""
+        twin = CompiledKernel(kernel.name, kernel, compiled.options, _stages(kernel), dict(compiled.extra),
+                              handle=kernel)
+        twin.shared = compiled.shared
+        return twin
 
     def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Any,
                     options: Options) -> CompiledKernel:
         """The cached traced IR is all the interpreter runs."""
-        return CompiledKernel(kernel.name, kernel, options, dict(asm), dict(metadata), handle=kernel)
+        return CompiledKernel(kernel.name, kernel, options, _stages(kernel, asm), dict(metadata), handle=kernel)
 
     def launch(self, compiled: CompiledKernel, grid: tuple[int, int, int],
                args: Sequence[LaunchArg], stream: Any = None) -> None:

@@ -281,6 +281,7 @@ class StepBackend(InterpreterBackend):
     """The interpreter, run program by program on the kernel's own Python (see the module docstring)."""
 
     name = "step"
+    divisibility_free = False  # each launch's specs go with its compiled kernel (below)
     wants_function = True  # runtime/jit.py hands compile() the @jit function and the launch's specs
 
     def trace(self, jit_fn: Any, specs: Sequence[Any]) -> Kernel:

@@ -19,6 +19,9 @@ from .typerules import IRTypeError, infer
 # of these are user code, which is where error locations point.
 # Only ever grows; readers test membership without the lock (safe under the GIL).
 KERNEL_CODES: set[CodeType] = set()
+# the same codes by id (kept alive here, so an id stays theirs): a code object hashes its whole
+# contents, and every traced instruction looks up the frames above it
+_KERNEL_CODE_IDS: dict[int, CodeType] = {}
 _codes_lock = threading.Lock()
 
 
@@ -29,22 +32,35 @@ def register_code(code: CodeType) -> None:
 
 def _register(code: CodeType) -> None:
     KERNEL_CODES.add(code)
+    _KERNEL_CODE_IDS[id(code)] = code
     for const in code.co_consts:
         if isinstance(const, CodeType):
             _register(const)
 
 
+# (code's id, line) -> Loc: every instruction traced asks, most from a line seen before.  (The
+# function named is the code's own, or for a loop or branch body the function it is written in:
+# the first kernel frame above that is not a body, always the same for one code.)
+_LOCS: dict[tuple[int, int], Loc] = {}
+
+
 def user_loc(frame: Any = None) -> Loc:
     """The location of the innermost kernel frame on the current stack."""
     f = frame or sys._getframe(1)
+    ids = _KERNEL_CODE_IDS
     while f is not None:
-        if f.f_code in KERNEL_CODES:
-            name = f.f_code.co_name
-            if name.startswith("__tiles_"):
-                name = _outer_name(f)
+        code = f.f_code
+        if id(code) in ids:
             line = f.f_lineno or 0
-            src = linecache.getline(f.f_code.co_filename, line).strip()
-            return Loc(f.f_code.co_filename, line, name, src)
+            loc = _LOCS.get((id(code), line))
+            if loc is None:
+                name = code.co_name
+                if name.startswith("__tiles_"):
+                    name = _outer_name(f)
+                loc = Loc(code.co_filename, line, name, linecache.getline(code.co_filename, line).strip())
+                if len(_LOCS) < 65536:
+                    _LOCS[(id(code), line)] = loc
+            return loc
         f = f.f_back
     return UNKNOWN_LOC
 
@@ -52,7 +68,7 @@ def user_loc(frame: Any = None) -> Loc:
 def _outer_name(frame: Any) -> str:
     f = frame
     while f is not None:
-        if f.f_code in KERNEL_CODES and not f.f_code.co_name.startswith("__tiles_"):
+        if id(f.f_code) in _KERNEL_CODE_IDS and not f.f_code.co_name.startswith("__tiles_"):
             return f.f_code.co_name
         f = f.f_back
     return frame.f_code.co_name
@@ -89,8 +105,8 @@ class Builder:
                 result_types = infer(op, [v.type for v in operands], attrs)
             except IRTypeError as e:
                 raise CompilationError(str(e), user_loc(), cause=ValueError(str(e)))  # noqa: B904  (__cause__ is the bare error)
-        results = tuple(Value(t) for t in result_types)
-        self.block.instrs.append(Instr(op, tuple(operands), results, attrs, tuple(regions), user_loc()))
+        results = (Value(result_types[0]),) if len(result_types) == 1 else tuple(Value(t) for t in result_types)
+        self.blocks[-1].instrs.append(Instr(op, tuple(operands), results, attrs, tuple(regions), user_loc()))
         return results
 
     def emit1(self, op: Op, operands: Sequence[Value], attrs: Any = None,

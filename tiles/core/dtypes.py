@@ -116,6 +116,14 @@ class DType(TritonTypeQueries, metaclass=_DTypeMeta):
     bits: int
     mantissa: int = 0  # explicit mantissa bits, floats only
 
+    def __eq__(self, other: object) -> bool:  # (the generated one, with a shortcut: dtypes are mostly the same object)
+        if self is other:
+            return True
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        o: DType = other  # type: ignore[assignment]
+        return (self.name, self.kind, self.bits, self.mantissa) == (o.name, o.kind, o.bits, o.mantissa)
+
     # Triton's lists of type names (``tl.dtype.SINT_TYPES``...), which its tests parametrize over.
     SINT_TYPES: ClassVar[list[str]] = ["int8", "int16", "int32", "int64"]
     UINT_TYPES: ClassVar[list[str]] = ["int1", "uint8", "uint16", "uint32", "uint64"]

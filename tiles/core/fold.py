@@ -77,12 +77,7 @@ def _fold(instr: Instr, values: list[A.Const]) -> A.Const | None:
 def _key(instr: Instr) -> tuple[Any, ...] | None:
     if instr.op not in _PURE or instr.regions or instr.op in SIDE_EFFECTS:
         return None
-    try:
-        hash(instr.attrs)
-    except TypeError:
-        return None
-    return (instr.op, tuple(id(v) for v in instr.operands), instr.attrs,
-            tuple(r.type for r in instr.results))
+    return (instr.op, tuple(map(id, instr.operands)), instr.attrs, tuple(r.type for r in instr.results))
 
 
 def common_subexpressions(kernel: Kernel) -> Kernel:
@@ -93,20 +88,24 @@ def common_subexpressions(kernel: Kernel) -> Kernel:
         scope = dict(seen)
         kept = []
         for instr in block.instrs:
-            if any(v in mapping for v in instr.operands):
+            if mapping and any(v in mapping for v in instr.operands):
                 instr = dataclasses.replace(instr, operands=tuple(mapping.get(v, v) for v in instr.operands))
             key = _key(instr)
-            if key is not None and key in scope:
-                for old, new in zip(instr.results, scope[key].results):
-                    mapping[old] = new
-                continue
             if key is not None:
-                scope[key] = instr
+                try:
+                    first = scope.setdefault(key, instr)
+                except TypeError:  # attributes that cannot be hashed: never merged
+                    first = instr
+                if first is not instr:
+                    for old, new in zip(instr.results, first.results):
+                        mapping[old] = new
+                    continue
             for region in instr.regions:
                 visit(region, scope)
             kept.append(instr)
         block.instrs = kept
-        block.yields = [mapping.get(v, v) for v in block.yields]
+        if mapping:
+            block.yields = [mapping.get(v, v) for v in block.yields]
 
     visit(kernel.body, {})
     return kernel

@@ -29,8 +29,9 @@ import itertools
 import linecache
 import textwrap
 import threading
+import weakref
 from collections.abc import Callable
-from types import ModuleType
+from types import CodeType, ModuleType
 from typing import Any
 
 from .builder import register_code
@@ -57,6 +58,42 @@ def _lambda(body: ast.expr) -> ast.Lambda:
     args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
                          kwarg=None, defaults=[])
     return ast.Lambda(args=args, body=body)
+
+
+def _fix_missing_locations(tree: ast.AST) -> None:
+    """``ast.fix_missing_locations`` without its recursion through every context and operator node
+    (a node takes its parent's location where it has none)."""
+    pending: list[tuple[ast.AST, int, int, int, int]] = [(tree, 1, 0, 1, 0)]
+    while pending:
+        node, line, col, end_line, end_col = pending.pop()
+        if node._attributes:
+            if "lineno" in node._attributes:
+                if not hasattr(node, "lineno"):
+                    node.lineno = line  # type: ignore[attr-defined]
+                else:
+                    line = node.lineno  # type: ignore[attr-defined]
+            if "end_lineno" in node._attributes:
+                if getattr(node, "end_lineno", None) is None:
+                    node.end_lineno = end_line  # type: ignore[attr-defined]
+                else:
+                    end_line = node.end_lineno  # type: ignore[attr-defined]
+            if "col_offset" in node._attributes:
+                if not hasattr(node, "col_offset"):
+                    node.col_offset = col  # type: ignore[attr-defined]
+                else:
+                    col = node.col_offset  # type: ignore[attr-defined]
+            if "end_col_offset" in node._attributes:
+                if getattr(node, "end_col_offset", None) is None:
+                    node.end_col_offset = end_col  # type: ignore[attr-defined]
+                else:
+                    end_col = node.end_col_offset  # type: ignore[attr-defined]
+        for name in node._fields:
+            value = getattr(node, name, None)
+            if isinstance(value, list):
+                pending.extend((item, line, col, end_line, end_col) for item in value
+                               if isinstance(item, ast.AST) and (item._fields or item._attributes))
+            elif isinstance(value, ast.AST) and (value._fields or value._attributes):
+                pending.append((value, line, col, end_line, end_col))
 
 
 def _fdef(name: str, params: list[str], body: list[ast.stmt]) -> ast.FunctionDef:
@@ -298,31 +335,42 @@ class _Exprs(ast.NodeTransformer):
         return node
 
 
-def _local_names(fdef: ast.FunctionDef) -> set[str]:
-    """Every name the function binds anywhere (parameters, assignments, loop targets, imports, defs)."""
+def _names(fdef: ast.FunctionDef) -> tuple[set[str], list[ast.Name]]:
+    """Every name the function binds anywhere (parameters, assignments, loop targets, imports, defs),
+    and the names its body reads (in order; one walk of the tree for both)."""
     names = {a.arg for a in fdef.args.posonlyargs + fdef.args.args + fdef.args.kwonlyargs}
     names |= {a.arg for a in (fdef.args.vararg, fdef.args.kwarg) if a is not None}
-    for node in ast.walk(fdef):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            names.add(node.id)
+    reads: list[ast.Name] = []
+    in_body = {id(stmt) for stmt in fdef.body}  # (reads in the body only, not in defaults: Triton allows those)
+    pending: list[tuple[ast.AST, bool]] = [(fdef, False)]
+    while pending:
+        node, body = pending.pop()
+        if isinstance(node, ast.Name):
+            if isinstance(node.ctx, ast.Load):
+                if body:
+                    reads.append(node)
+            else:
+                names.add(node.id)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not fdef:
             names.add(node.name)
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             names.update((a.asname or a.name).split(".")[0] for a in node.names)
         elif isinstance(node, ast.arg):
             names.add(node.arg)
-    return names
+        pending.extend((child, body or id(child) in in_body) for child in reversed(list(ast.iter_child_nodes(node))))
+    reads.sort(key=lambda n: (n.lineno, n.col_offset))
+    return names, reads
 
 
 def check_globals(fn: Callable[..., Any], fdef: ast.FunctionDef, filename: str,
                   allowed: Callable[[Any], bool]) -> None:
     """Refuse a kernel that reads a module global holding data (Triton does: its value would be baked in);
     ``allowed(value)`` is the language's rule for what a kernel may read."""
-    local = _local_names(fdef) | set(fn.__code__.co_freevars)
+    local, reads = _names(fdef)
+    local |= set(fn.__code__.co_freevars)
     absent = object()
-    reads = (node for stmt in fdef.body for node in ast.walk(stmt))  # not defaults: Triton allows those
     for node in reads:
-        if not isinstance(node, ast.Name) or not isinstance(node.ctx, ast.Load) or node.id in local:
+        if node.id in local:
             continue
         value = fn.__globals__.get(node.id, absent)
         if value is absent or allowed(value):
@@ -333,6 +381,23 @@ def check_globals(fn: Callable[..., Any], fdef: ast.FunctionDef, filename: str,
             f"kernels may only read globals that are modules, functions, dtypes or tl.constexpr(...) "
             f"values (as in Triton). Define it as {node.id} = tl.constexpr({value!r:.40}) or pass it "
             f"as an argument", loc)
+
+
+# a function's source lines and first line, found once per code object: ``inspect`` tokenizes the
+# file's block on each call, and the frontend and the compile cache's fingerprint both ask
+_LINES: weakref.WeakKeyDictionary[CodeType, tuple[list[str], int]] = weakref.WeakKeyDictionary()
+
+
+def source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:
+    """``inspect.getsourcelines(fn)``, kept per code object for plain functions."""
+    code = getattr(fn, "__code__", None)
+    if not isinstance(code, CodeType) or hasattr(fn, "__wrapped__"):
+        return inspect.getsourcelines(fn)
+    found = _LINES.get(code)
+    if found is None:
+        lines, first = inspect.getsourcelines(fn)
+        found = _LINES[code] = (list(lines), first)
+    return list(found[0]), found[1]
 
 
 # CPython (3.11, 3.12) keeps one recursion counter per interpreter while converting
@@ -360,7 +425,7 @@ def _rewrite(fn: Callable[..., Any], helpers: ModuleType,
         lines, first, filename = text[0].splitlines(keepends=True), text[1], text[2]
     else:
         try:
-            lines, first = inspect.getsourcelines(fn)
+            lines, first = source_lines(fn)
         except (OSError, TypeError) as e:
             raise CompilationError(
                 f"cannot read the source of {fn.__qualname__}: {e}; kernels must be defined in a file, a "
@@ -368,8 +433,7 @@ def _rewrite(fn: Callable[..., Any], helpers: ModuleType,
                 "(or registers in linecache)") from None
         filename = inspect.getsourcefile(fn) or "<unknown>"
     source = textwrap.dedent("".join(lines))
-    tree = ast.parse(source)
-    ast.increment_lineno(tree, first - 1)
+    tree = ast.parse("\n" * (first - 1) + source)  # (the file's line numbers, without a walk to shift them)
     fdef = tree.body[0]
     if not isinstance(fdef, ast.FunctionDef):
         raise CompilationError(f"{fn.__qualname__} is not a plain function", Loc(filename, first))
@@ -383,7 +447,7 @@ def _rewrite(fn: Callable[..., Any], helpers: ModuleType,
     freevars = list(fn.__code__.co_freevars)
     factory = _fdef("__tiles_factory", freevars, [fdef, ast.Return(ast.Name(fdef.name, ast.Load()))])
     module = ast.Module([factory], [])
-    ast.fix_missing_locations(module)
+    _fix_missing_locations(module)
     code = compile(module, filename, "exec")
     register_code(code)
     namespace = fn.__globals__

@@ -38,11 +38,22 @@ class TileType:
         d = self.dtype
         return d.element if isinstance(d, PointerType) else d
 
+    def __eq__(self, other: object) -> bool:  # (the generated one, with a shortcut for the same object)
+        if self is other:
+            return True
+        if other.__class__ is not TileType:
+            return NotImplemented
+        return self.dtype == other.dtype and self.shape == other.shape  # type: ignore[attr-defined, no-any-return]
+
+    def __init__(self, dtype: ScalarType, shape: tuple[int, ...] = ()) -> None:
+        # (not the generated one: it sets each field through object.__setattr__, and tracing makes many)
+        if not isinstance(shape, tuple):  # tl.block_type(tl.float16, [16, 16])
+            shape = tuple(int(s) for s in shape)
+        d = self.__dict__
+        d["dtype"], d["shape"] = dtype, shape
+
     # Triton's view of a value's type (``x.type``): a block type for tiles, the
     # scalar type itself for scalars (so ``ptr.type.element_ty`` is the pointee).
-    def __post_init__(self) -> None:
-        if not isinstance(self.shape, tuple):  # tl.block_type(tl.float16, [16, 16])
-            object.__setattr__(self, "shape", tuple(int(s) for s in self.shape))
 
     @property
     def element_ty(self) -> ScalarType:
@@ -128,6 +139,13 @@ class Instr:
     attrs: Any = None
     regions: tuple[Block, ...] = ()
     loc: Loc = UNKNOWN_LOC
+
+    def __init__(self, op: Op, operands: tuple[Value, ...], results: tuple[Value, ...], attrs: Any = None,
+                 regions: tuple[Block, ...] = (), loc: Loc = UNKNOWN_LOC) -> None:
+        # (the generated one sets each field through object.__setattr__: a traced kernel makes many)
+        d = self.__dict__
+        d["op"], d["operands"], d["results"], d["attrs"], d["regions"], d["loc"] = \
+            op, operands, results, attrs, regions, loc
 
     @property
     def result(self) -> Value:

@@ -31,26 +31,40 @@ def _has_effects(instr: Instr) -> bool:
 
 
 def dead_code_elimination(kernel: Kernel) -> Kernel:
-    """Drop instructions without side effects whose results nobody uses."""
-    changed = True
-    while changed:
-        counts: dict[Value, int] = {}
-        _uses(kernel.body, counts)
-        changed = False
+    """Drop instructions without side effects whose results nobody uses.
 
-        def sweep(block: Block) -> None:
-            nonlocal changed
-            kept = []
-            for instr in block.instrs:
-                if not _has_effects(instr) and all(counts.get(r, 0) == 0 for r in instr.results):  # noqa: B023
-                    changed = True
-                    continue
+    One backward sweep: an instruction dropped gives back its operands' uses (and those of its
+    regions), so whatever only it used is dropped when the sweep reaches it (SSA: every use comes
+    after its definition, regions inside their instruction)."""
+    counts: dict[Value, int] = {}
+    _uses(kernel.body, counts)
+
+    def release(block: Block) -> None:
+        for instr in block.instrs:
+            for v in instr.operands:
+                counts[v] -= 1
+            for region in instr.regions:
+                release(region)
+        for y in block.yields:
+            counts[y] -= 1
+
+    def sweep(block: Block) -> None:
+        kept = []
+        for instr in reversed(block.instrs):
+            if not any(counts.get(r, 0) for r in instr.results) and not _has_effects(instr):
+                for v in instr.operands:
+                    counts[v] -= 1
                 for region in instr.regions:
-                    sweep(region)
-                kept.append(instr)
+                    release(region)
+                continue
+            for region in instr.regions:
+                sweep(region)
+            kept.append(instr)
+        if len(kept) != len(block.instrs):
+            kept.reverse()
             block.instrs = kept
 
-        sweep(kernel.body)
+    sweep(kernel.body)
     return kernel
 
 

@@ -85,9 +85,21 @@ def _is_float(a: np.ndarray) -> bool:
     return kind == "f" or (kind == "V" and dtype_of(a).is_floating)  # "V": ml_dtypes floats
 
 
+# every float16 as float32, by bit pattern: a table lookup costs less than NumPy's float16
+# conversion (the table is that conversion's own output, so the results are the same bits)
+_F16 = np.dtype(np.float16)
+_F16_AS_F32 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(_F32)
+_F16_AS_F32.flags.writeable = False
+
+
 def _wide(a: np.ndarray) -> np.ndarray:
     """Floats narrower than float32 as float32 (exact)."""
-    return a if a.dtype in _NATIVE_FLOATS else a.astype(_F32)
+    dt = a.dtype
+    if dt in _NATIVE_FLOATS:
+        return a
+    if dt == _F16 and a.ndim:
+        return _F16_AS_F32.take(a.view(np.uint16))
+    return a.astype(_F32)
 
 
 def _back(r: np.ndarray, like: np.dtype) -> np.ndarray:
@@ -332,8 +344,20 @@ def convert(a: np.ndarray, dst: DType, rounding: str = "rtne") -> np.ndarray:
         if dst.is_int:
             return _float_to_int(a.astype(_F64), dst)
         if dst.np in _NATIVE_FLOATS and dst.mantissa >= src.mantissa:
-            return _wide(a).astype(dst.np)  # widening: exact
+            return _wide(a).astype(dst.np, copy=False)  # widening: exact
+        if rounding == "rtne" and a.dtype == _F32 and dst == dtypes.float16:
+            return _f32_to_f16(a)
         return floats.narrow(_wide(a).astype(_F64), dst, rounding, inf_to_max=True)
+
+
+def _f32_to_f16(a: np.ndarray) -> np.ndarray:
+    """float32 -> float16 to nearest even: NumPy's own conversion rounds once, as the float64 route
+    does, for every value but NaNs, whose payloads come out as that route gives them."""
+    r = a.astype(np.float16)
+    nan = np.isnan(a)
+    if nan.any():
+        r[nan] = a[nan].astype(_F64).astype(np.float16)
+    return r
 
 
 def constant(value: bool | int | float, dtype: DType) -> np.ndarray:

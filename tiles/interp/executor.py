@@ -101,18 +101,20 @@ RULE, FOR, IF, WHILE, DEFERRED = range(5)
 _KINDS = {Op.FOR: FOR, Op.IF: IF, Op.WHILE: WHILE}
 Step = tuple[int, Instr, Any, tuple[Value, ...], tuple[Value, ...], tuple[Value, ...]]
 
-_PLANS: weakref.WeakKeyDictionary[Kernel, Plan] = weakref.WeakKeyDictionary()
+# by body: kernels that share one (the interpreter's twins for other divisibility facts,
+# runtime/jit.py) share the plan and its constants
+_PLANS: weakref.WeakKeyDictionary[Block, Plan] = weakref.WeakKeyDictionary()
 
 
 def _fingerprint(kernel: Kernel) -> tuple[int, ...]:
-    return tuple(map(id, kernel.walk()))
+    return (*(id(p.value) for p in kernel.params), *map(id, kernel.walk()))
 
 
 def plan_of(kernel: Kernel) -> Plan:
-    """The kernel's plan, made again if its instructions changed since."""
-    plan = _PLANS.get(kernel)
+    """The kernel's plan, made again if its parameters or instructions changed since."""
+    plan = _PLANS.get(kernel.body)
     if plan is None or plan.fingerprint != _fingerprint(kernel):
-        plan = _PLANS[kernel] = Plan(kernel)
+        plan = _PLANS[kernel.body] = Plan(kernel)
     return plan
 
 

@@ -25,6 +25,7 @@ array's dtype reinterprets the bytes, as on a GPU.  Stores apply lanes in
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 from typing import Any
 
@@ -106,6 +107,18 @@ def _one_copy(x: np.ndarray) -> np.ndarray:
 _SELECT_LIMIT = 1 << 16
 
 
+def _distinct(x: np.ndarray) -> list[int]:
+    """The distinct values of an int array, ascending (``np.unique`` without its masked-array test,
+    whose first use imports ``numpy.ma``: tens of milliseconds)."""
+    if not x.size:
+        return []
+    lo, hi = int(x.min()), int(x.max())
+    if lo == hi:
+        return [lo]
+    s = np.sort(x, axis=None)
+    return [int(v) for v in s[np.concatenate(([True], s[1:] != s[:-1]))]]
+
+
 def _to_shape(x: np.ndarray, shape: tuple[int, ...]) -> np.ndarray:
     """``x`` broadcast to ``shape`` (``np.broadcast_to`` costs more than most small ops: skip it
     when the shape is already right)."""
@@ -138,14 +151,21 @@ class Buffer:
     """One array argument: its bytes, virtual base address and typed views."""
 
     def __init__(self, slot: int, name: str, array: np.ndarray, label: str | None = None) -> None:
-        lo, hi = _extent(array)
+        flags = array.flags
+        if flags.c_contiguous and array.size:  # its bytes are a view of it (cheaper than _Raw's interface)
+            lo = array.__array_interface__["data"][0]
+            hi = lo + array.nbytes
+            raw = array.reshape(-1).view(np.uint8)
+        else:
+            lo, hi = _extent(array)
+            raw = np.asarray(_Raw(lo, hi - lo, not flags.writeable, array))
         self.name = name
         self.label = f"argument '{name}'" if label is None else label
         self.live = label is not None  # found by address, not passed
         self.array = array
         self.nbytes = hi - lo
-        self.writable = bool(array.flags.writeable)
-        self.raw = np.asarray(_Raw(lo, self.nbytes, not self.writable, array))
+        self.writable = bool(flags.writeable)
+        self.raw = raw
         self.base = (FIRST_SLOT + slot) << SHIFT
         self.host = (lo, hi)
         self.origin = self.base + array.__array_interface__["data"][0] - lo
@@ -229,7 +249,7 @@ class Memory:
         slot = ((addr + SPAN // 2) >> SHIFT) - FIRST_SLOT
         ok = np.zeros(addr.shape, np.bool_)
         groups = []
-        for k in np.unique(slot):
+        for k in _distinct(slot):
             if not 0 <= k < len(self.buffers):
                 continue
             buf = self.buffers[int(k)]
@@ -341,7 +361,12 @@ class Memory:
         are garbage (the caller clips or drops them).  The indices live in scratch memory
         that the next access reuses."""
         if isinstance(addr, DeferredPtr):
-            return self._fast_deferred(addr, mask, size)
+            found = self._fast_deferred(addr, mask, size)
+            if found is not None:
+                return found
+            # its bases alone may leave the buffer where the mask is off (a tile's tail rows, as
+            # ``X + rows[:, None] * stride`` masked by ``rows < M``): check the addresses themselves
+            addr = addresses(addr)
         buf = self._one_buffer(addr, mask, size)
         return None if buf is None else (buf, self._index(addr, buf.base, size))
 
@@ -509,7 +534,23 @@ class Memory:
                 "(TILES_INTERPRET_CHECKS=races)", site.loc)
 
 
+# (dtype, the argument's type, an int's value or a float's bits: -0.0 == 0.0) -> its read-only
+# array: a launch's scalar arguments are mostly the ones of the launch before
+_SCALARS: dict[tuple[Any, type, Any], np.ndarray] = {}
+
+
 def _scalar(value: Any, dtype: Any) -> np.ndarray:
-    """A non-pointer argument as a uniform (1,) array of its parameter type."""
-    from ..core.semantics import constant  # local: semantics is heavier than memory
-    return constant(value, dtype)
+    """A non-pointer argument as a uniform (1,) array of its parameter type (read-only)."""
+    t = type(value)
+    key = (dtype, t, value if t is int or t is bool else struct.pack("<d", value)) if t in _KEPT else None
+    found = None if key is None else _SCALARS.get(key)
+    if found is None:
+        from ..core.semantics import constant  # local: semantics is heavier than memory
+        found = constant(value, dtype)
+        found.flags.writeable = False
+        if key is not None and len(_SCALARS) < 4096:
+            _SCALARS[key] = found
+    return found
+
+
+_KEPT = frozenset({int, bool, float})

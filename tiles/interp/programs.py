@@ -16,6 +16,10 @@ def uniform_or(v: np.ndarray) -> np.ndarray:
     return v
 
 
+_ZERO = np.zeros(1, np.int32)
+_ZERO.flags.writeable = False  # shared by every launch
+
+
 class Programs:
     """Programs by linear id (x fastest, then y, then z), in increasing order."""
 
@@ -25,7 +29,10 @@ class Programs:
         self.linear = linear
         self.grid = grid
         self.P = len(linear)
-        gx, gy, _ = grid
+        gx, gy, gz = grid
+        if gy == 1 and gz == 1:  # a 1-D grid (most launches): x is the linear id, y and z are 0
+            self.ids: tuple[np.ndarray, ...] = (uniform_or(linear.astype(np.int32)), _ZERO, _ZERO)
+            return
         x = linear % gx
         y = (linear // gx) % gy
         z = linear // (gx * gy)

@@ -31,10 +31,11 @@ def philox_impl(c0: Any, c1: Any, c2: Any, c3: Any, k0: Any, k1: Any,
                 n_rounds: Any = N_ROUNDS_DEFAULT) -> tuple[tensor, tensor, tensor, tensor]:
     """``n_rounds`` Philox rounds on counter words ``c0..c3`` (all uint32 or all uint64) with key ``k0, k1``."""
     x0, x1, x2, x3 = (S.to_tensor(c) for c in (c0, c1, c2, c3))
-    if x0.dtype not in (D.uint32, D.uint64):
-        raise S.error(f"philox_impl needs uint32 or uint64 counters, got {x0.dtype}")
-    width = x0.dtype.bits
-    round_a, round_b, key_a, key_b = (S.const(c, x0.dtype) for c in _CONSTANTS[width])
+    dtype = x0.dtype
+    if not isinstance(dtype, D.DType) or dtype not in (D.uint32, D.uint64):
+        raise S.error(f"philox_impl needs uint32 or uint64 counters, got {dtype}")
+    width = dtype.bits
+    round_a, round_b, key_a, key_b = (S.const(c, dtype) for c in _CONSTANTS[width])
     key0, key1 = S.cast(S.to_tensor(k0), x0.dtype), S.cast(S.to_tensor(k1), x0.dtype)
     for _ in range(int(S.unwrap(n_rounds))):
         p0, p2 = x0, x2

@@ -40,7 +40,8 @@ def unwrap(x: Any) -> Any:
     """Plain Python value of a constexpr-like object (NumPy scalars included)."""
     if isinstance(x, constexpr):
         return x.value
-    if hasattr(x, "item") and not isinstance(x, tensor) and getattr(x, "ndim", 1) == 0:
+    # (a tile first: asking a tile for ``item`` goes through its method lookup)
+    if not isinstance(x, tensor) and hasattr(x, "item") and getattr(x, "ndim", 1) == 0:
         return x.item()
     return x
 
@@ -125,7 +126,7 @@ def broadcast_shapes(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
 
 def broadcast_to(t: Operand, shape: tuple[int, ...]) -> tensor:
     t = to_tensor(t)
-    if t.shape == shape:
+    if t.handle.type.shape == shape or t.shape == shape:  # (the first: a plain tuple's ==, the usual case)
         return t
     if len(t.shape) > len(shape):
         raise error(f"cannot broadcast shape {list(t.shape)} to {list(shape)}")

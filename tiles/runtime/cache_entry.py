@@ -16,10 +16,12 @@ from __future__ import annotations
 
 import io
 import pickle
+import types
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..backends.base import CompiledKernel
+from .. import config
+from ..backends.base import CompiledKernel, Stages
 from ..core.dtypes import BY_NAME, DType
 from ..core.ir import Kernel, TileType, Value
 
@@ -45,18 +47,44 @@ def _value(type_: TileType, name: str) -> Value:
     return Value(type_, name)
 
 
+def _safe(module: Any, name: Any) -> bool:
+    """Whether the reader accepts a global of that module and name."""
+    return isinstance(module, str) and ((module == "builtins" and name in _SAFE_BUILTINS)
+                                        or module.startswith(_SAFE_MODULES))
+
+
+_BY_NAME = (type, types.FunctionType, types.BuiltinFunctionType)
+
+
 class _Pickler(pickle.Pickler):
+    """Writes what ``_Unpickler`` reads: anything that would be written by a name the reader refuses
+    (a class, a function, an instance of a class from elsewhere) raises instead."""
+
     def reducer_override(self, obj: Any) -> Any:
-        if type(obj) is DType:
+        t = type(obj)
+        if t is DType:
             return _dtype, (obj.name,)
-        if type(obj) is Value:
+        if t is Value:
             return _value, (obj.type, obj.name)
+        if t in _SAFE_TYPES:  # (instances of a class found safe before: most objects of the IR)
+            return NotImplemented
+        if isinstance(obj, _BY_NAME):
+            module, name = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
+        else:  # its class is written by name (or it reduces to a global of its class's module)
+            module, name = t.__module__, t.__qualname__
+        if not _safe(module, name):
+            raise pickle.PicklingError(f"a cache entry may not name {module}.{name}")
+        if not isinstance(obj, _BY_NAME) and len(_SAFE_TYPES) < 4096:
+            _SAFE_TYPES.add(t)
         return NotImplemented
+
+
+_SAFE_TYPES: set[type] = set()
 
 
 class _Unpickler(pickle.Unpickler):
     def find_class(self, module: str, name: str) -> Any:
-        if (module == "builtins" and name in _SAFE_BUILTINS) or module.startswith(_SAFE_MODULES):
+        if _safe(module, name):
             return super().find_class(module, name)
         raise pickle.UnpicklingError(f"a cache entry may not name {module}.{name}")
 
@@ -78,7 +106,8 @@ def portable_metadata(metadata: dict[str, Any]) -> dict[str, Any]:
 
 def encode(key: str, compiled: CompiledKernel, check_plan: Any = None) -> bytes | None:
     """The entry's bytes; None when the kernel cannot be stored (then it is just not cached)."""
-    asm = {stage: bytes(v) if isinstance(v, bytearray) else v for stage, v in compiled.asm.items()
+    stages = compiled.asm.made() if isinstance(compiled.asm, Stages) else compiled.asm  # (the rest are remade)
+    asm = {stage: bytes(v) if isinstance(v, bytearray) else v for stage, v in stages.items()
            if isinstance(v, (str, bytes, bytearray))}
     record = {"version": VERSION, "key": key, "kernel": compiled.ir, "asm": asm,
               "metadata": portable_metadata(compiled.metadata), "check_plan": check_plan}
@@ -86,7 +115,8 @@ def encode(key: str, compiled: CompiledKernel, check_plan: Any = None) -> bytes 
     try:
         _Pickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(record)
         data = buffer.getvalue()
-        decode(data)  # refuse to store what the reader would refuse
+        if config.check_ir():  # TILES_CHECK=1: read it back (the pickler already refuses what the reader would)
+            decode(data)
     except Exception:  # anything pickle cannot take or the reader would not accept
         return None
     return data

@@ -13,6 +13,7 @@ A folder that cannot be written gives one warning per process.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import os
 import tempfile
@@ -68,10 +69,10 @@ def write_entry(path: Path, payload: bytes) -> bool:
     header = f"{MAGIC} {FORMAT} {hashlib.sha256(payload).hexdigest()} {len(payload)}\n".encode()
     try:
         try:  # the folder usually exists: make it only when it does not (a syscall saved per write)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            fd, tmp = _temporary(path)
         except FileNotFoundError:
             path.parent.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+            fd, tmp = _temporary(path)
     except OSError as e:
         _warn_unwritable(path.parent, e)
         return False
@@ -88,6 +89,19 @@ def write_entry(path: Path, payload: bytes) -> bool:
             pass
         _warn_unwritable(path.parent, e)
         return False
+
+
+_serial = itertools.count()
+
+
+def _temporary(path: Path) -> tuple[int, str]:
+    """A new private file next to ``path``: named by this process and a counter (``mkstemp``'s random
+    names cost more than the write), ``mkstemp``'s when that name is taken (a dead writer's)."""
+    tmp = f"{path.parent}{os.sep}.{path.name}.{os.getpid()}-{next(_serial)}.tmp"
+    try:
+        return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600), tmp
+    except FileExistsError:
+        return tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
 
 
 _swept: set[Path] = set()  # folders whose stale temporaries this process removed

@@ -23,6 +23,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..core.dtypes import DType, PointerType
+from ..core.frontend import source_lines
+
 _TILES_ROOT = Path(__file__).resolve().parents[1]
 _INSTALLED = tuple({str(Path(p).resolve()) for p in (sysconfig.get_paths()["purelib"],
                                                      sysconfig.get_paths()["stdlib"],
@@ -36,9 +39,17 @@ def _code_objects(code: types.CodeType) -> Iterator[types.CodeType]:
             yield from _code_objects(const)
 
 
+# types whose instances never wrap a function (``getattr_static`` costs more than the rest of a
+# fingerprint: most globals a kernel reads are modules, functions and numbers)
+_PLAIN = frozenset({types.ModuleType, types.BuiltinFunctionType, int, float, bool, str, bytes, complex,
+                    type(None), tuple, list, dict, set, frozenset, DType, PointerType})
+
+
 def _wrapped_function(obj: Any) -> types.FunctionType | None:
     """The Python function of a ``@jit`` function (its ``.fn``), else None."""
-    if isinstance(obj, types.ModuleType):
+    t = type(obj)
+    if t in _PLAIN or (t is types.FunctionType and "fn" not in obj.__dict__) \
+            or (t is type and obj.__module__ == "builtins"):  # (float, range...)
         return None
     fn = inspect.getattr_static(obj, "fn", None)  # never runs __getattr__ (placeholders raise)
     return fn if isinstance(fn, types.FunctionType) else None
@@ -115,7 +126,7 @@ def _function_source(fn: types.FunctionType, override: str | None = None) -> str
     text = _SOURCES.get(fn.__code__)
     if text is None:
         try:
-            text = inspect.getsource(fn)
+            text = "".join(source_lines(fn)[0])  # (inspect.getsource's text, shared with the frontend)
         except (OSError, TypeError):
             text = fn.__code__.co_code.hex()
         _SOURCES[fn.__code__] = text
@@ -128,6 +139,8 @@ def value_text(value: Any) -> str | None:
     inner = getattr(value, "value", value) if type(value).__name__ == "constexpr" else value
     if isinstance(inner, (types.ModuleType, type, types.BuiltinFunctionType)):
         return None
+    if type(inner) is types.FunctionType:  # (what the last line gives it, found sooner)
+        return "builtins.function"
     if isinstance(inner, (bool, int, float, complex, str, bytes)) or inner is None:
         return f"{type(inner).__name__}:{inner!r}"
     if isinstance(inner, (tuple, list)):

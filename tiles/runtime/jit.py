@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import sys
 import threading
 from collections.abc import Callable, Sequence
-from types import MethodType
+from types import FunctionType, MethodType
 from typing import Any
 
 from .. import config, progress
@@ -95,6 +96,27 @@ def _device_index(value: Any) -> int:
         return -1
 
 
+class CompileCache(dict[tuple[Any, ...], CompiledKernel]):
+    """``JITFunction.cache``: the compiled kernel of each key launched.  On a backend whose code does
+    not depend on divisibility (``Backend.divisibility_free``: the interpreter), keys that differ
+    only in it share one trace, kept in ``shared`` under the key without divisibility facts when
+    no launch had that key; clearing the cache drops those too."""
+
+    __slots__ = ("shared",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.shared: dict[tuple[Any, ...], CompiledKernel] = {}
+
+    def clear(self) -> None:
+        super().clear()
+        self.shared.clear()
+
+    def find(self, key: tuple[Any, ...]) -> CompiledKernel | None:
+        found = self.get(key)
+        return self.shared.get(key) if found is None else found
+
+
 MockTensor = MockArray  # Triton's name: kernel.warmup(MockTensor(torch.float32), ...)
 
 
@@ -127,7 +149,7 @@ class JITFunction(KernelInterface):
         # the text to rewrite when it is not the function's file: recovered from exec(), or set
         # through ``src`` (runtime/kernel_source.py)
         self._source_override: kernel_source.KernelSource | None = kernel_source.unfound(fn)
-        self.cache: dict[tuple[Any, ...], CompiledKernel] = {}
+        self.cache = CompileCache()
         self.defaults = {n: p.default for n, p in self.signature.parameters.items()
                          if p.default is not inspect.Parameter.empty}
         self._param_kinds = tuple(ParamKind.CONSTEXPR if n in self.constexprs else ParamKind.NOT_SPECIALIZED
@@ -344,7 +366,36 @@ class JITFunction(KernelInterface):
         return compiled
 
     def _compile(self, specs: Sequence[ArgSpec], backend: Backend, options: Options) -> CompiledKernel:
+        compiled = self._build(specs, backend, options)
+        for stage in config.dump_stages(compiled.asm):
+            if stage in compiled.asm:
+                print(f"// ---- {self.__name__}: {stage}\n{compiled.asm[stage]}", file=sys.stderr)
+        return compiled
+
+    def _respecialize(self, specs: Sequence[ArgSpec], backend: Backend, options: Options) -> CompiledKernel:
+        """On a ``divisibility_free`` backend: the kernel built for ``specs`` without divisibility
+        facts (traced once for all of them), its parameters given ``specs``' facts."""
+        generic = [dataclasses.replace(s, divisibility=1) if s.divisibility != 1 else s for s in specs]
+        key = (backend.name, backend.target_key(), options, *(s.key() for s in generic))
+        base = self.cache.find(key)
+        if base is None:
+            with self._lock_for(("compile", key)):
+                base = self.cache.find(key)
+                if base is None:
+                    base = self.cache.shared[key] = self._build(generic, backend, options)
+        facts = {s.name: s.divisibility for s in specs}
+        ir = base.ir
+        params = [Param(p.name, p.value, facts.get(p.name, p.divisibility)) for p in ir.params]
+        return backend.respecialized(base, Kernel(ir.name, params, ir.body, ir.loc, ir.constants, ir.stand_ins))
+
+    def _build(self, specs: Sequence[ArgSpec], backend: Backend, options: Options) -> CompiledKernel:
         from .cache import compile_cached
+        if backend.divisibility_free:
+            if any(s.divisibility != 1 for s in specs):
+                return self._respecialize(specs, backend, options)
+            shared = self.cache.shared.get((backend.name, backend.target_key(), options, *(s.key() for s in specs)))
+            if shared is not None:
+                return shared
 
         def traced() -> Kernel:  # only on a disk-cache miss
             own = getattr(backend, "trace", None)  # stepping mode traces its own way (backends/stepping.py)
@@ -357,9 +408,6 @@ class JITFunction(KernelInterface):
             compiled.extra.update(jit_function=self, specs=tuple(specs), regroup=expanded_args.regroup)
         if "ir" not in compiled.asm:
             compiled.asm["ir"] = format_kernel(compiled.ir)
-        for stage in config.dump_stages(compiled.asm):
-            if stage in compiled.asm:
-                print(f"// ---- {self.__name__}: {stage}\n{compiled.asm[stage]}", file=sys.stderr)
         return compiled
 
     def run(self, *args: Any, grid: Grid, warmup: bool = False, num_warps: int | None = None,
@@ -617,13 +665,22 @@ def _without_device_asserts(kernel: Kernel) -> Kernel:
     return kernel
 
 
+@functools.lru_cache(maxsize=256)
+def _code_takes_stream(code: Any) -> bool:
+    return "stream" in code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+
+
 def _accepting_stream(launcher: Callable[..., None], backend: Backend) -> Callable[..., None]:
     """``launcher`` itself when it takes ``stream=``; else one that says so when given a stream."""
-    try:
-        if "stream" in inspect.signature(launcher).parameters:
+    if type(launcher) is FunctionType and not launcher.__dict__:  # a plain function: its code says (cheaper)
+        if _code_takes_stream(launcher.__code__):
             return launcher
-    except (TypeError, ValueError):
-        return launcher
+    else:
+        try:
+            if "stream" in inspect.signature(launcher).parameters:
+                return launcher
+        except (TypeError, ValueError):
+            return launcher
 
     def without_streams(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
         if stream is not None:
