@@ -40,6 +40,7 @@ from .reduction import (
     argmax, argmin, associative_scan, cumprod, cumsum, gather, histogram, max, min, reduce,
     softmax, sort, sum, xor_sum,
 )
+from .aggregate import aggregate_replace
 from .dot_scaled import dot_scaled
 from .standard import bitonic_merge, flip, interleave, reduce_or, squeeze, swizzle2d, topk, unsqueeze
 from .tensor import tensor
