@@ -216,7 +216,8 @@ def _internals_error(reason: str) -> str:
 # has its reason; the report counts them apart from the gap.
 LISTED: tuple[tuple[str, str], ...] = (
     (r"test_atomic_unsupported_type\[int16\]",
-     "tiles supports 16-bit integer atomics on purpose (docs/porting-from-triton.md, tl.atomic_add); Triton refuses them"),
+     "tiles supports 16-bit integer atomics on purpose (docs/porting-from-triton.md, tl.atomic_add); "
+     "Triton refuses them"),
     (r"float8e4b15",
      "float8e4b15 (Triton's bias-15 e4m3, deprecated by Triton on sm_90 and later) is refused with a "
      "clear error: tiles' interpreter keeps every element type as a NumPy/ml_dtypes type and none holds it"),

@@ -10,7 +10,6 @@ import tiles
 import tiles.language as tl
 
 
-
 def _fence():
     """The device-scope fence this device gets (mem_fence on pocl, a PTX fence on NVIDIA)."""
     from tiles.backends.opencl import runtime
