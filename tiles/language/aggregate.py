@@ -55,8 +55,9 @@ class _JitMethod:
 
 
 def _is_jit(value: Any) -> bool:
-    from ..runtime.jit import JITFunction
-    return isinstance(value, JITFunction)
+    """A ``@jit`` function (the runtime's JITFunction, known by its traced body: the language
+    layer does not import the runtime)."""
+    return isinstance(getattr(type(value), "rewritten", None), property) and hasattr(value, "fn")
 
 
 def _own_fields(cls: type) -> tuple[dict[str, Any], dict[str, Any]]:
