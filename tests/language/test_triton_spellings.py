@@ -80,3 +80,35 @@ def test_triton_type_strings(spelling, same_as):
     assert ours.asm["ir"] == ref.asm["ir"]
     with pytest.raises(tiles.LaunchError, match="cannot read type"):
         copy_kernel.compile(signature={**sig, "src": "*float8_e9m9"}, constexprs={"BLOCK": 16})
+
+
+@tl.core.builtin
+def pick(values, i, _semantic=None):
+    """A builtin as Triton's tests write one (test_frontend's ``make_list``): plain Python that a
+    kernel calls; Triton passes ``_semantic``, tiles ``None``."""
+    return values[i]
+
+
+@tl.core.builtin
+def scaled(x, k, _semantic=None):
+    return x * k
+
+
+@tiles.jit
+def builtin_kernel(X, Y, n, K: tl.constexpr, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    w: tl.constexpr = pick([3, 5, 7], K)
+    tl.store(Y + offs, scaled(tl.load(X + offs, mask=offs < n), w), mask=offs < n)
+
+
+@pytest.mark.parametrize("k", [0, 2])
+def test_core_builtin_functions_run_in_kernels_and_refuse_on_the_host(rng, k):
+    n = 77
+    x = rng.integers(-1000, 1000, n).astype(np.int32)
+    x[:2] = [np.iinfo(np.int32).max // 7, np.iinfo(np.int32).min // 7]
+    y = np.zeros(n, np.int32)
+    builtin_kernel[(tiles.cdiv(n, 32),)](x, y, n, K=k, BLOCK=32)
+    np.testing.assert_array_equal(y, x * [3, 5, 7][k])
+    assert tl.core.is_builtin(scaled) and not tl.core.is_builtin(builtin_kernel)
+    with pytest.raises(ValueError, match="Did you forget to add @triton.jit"):
+        scaled(2, 3)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..core import attrs as A
@@ -395,8 +396,25 @@ def _tensor_member_fn(fn: Any) -> Any:
     return fn
 
 
+def builtin(fn: Any) -> Any:
+    """Triton's ``@tl.core.builtin``: a Python function that kernels call as a language builtin.
+    Triton hands it ``_semantic`` (its IR builder); tiles traces kernels as Python, so the function
+    runs as written, with ``_semantic=None``.  Outside a kernel it refuses, as Triton's does."""
+    from ..core.builder import is_tracing
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not is_tracing() and kwargs.get("_semantic") is None:
+            raise ValueError(f"{fn.__name__} is a builtin: call it from a @triton.jit function. Did you forget "
+                             "to add @triton.jit ? (`_semantic` argument must be provided outside of JIT functions.)")
+        return fn(*args, **kwargs)
+
+    call.__triton_builtin__ = True  # type: ignore[attr-defined]
+    return call
+
+
 def is_builtin(fn: Any) -> bool:
-    return False
+    return bool(getattr(fn, "__triton_builtin__", False))
 
 
 def __getattr__(name: str) -> Any:
