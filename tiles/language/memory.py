@@ -9,6 +9,7 @@ for every other backend).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core import attrs as A
@@ -407,9 +408,29 @@ class tensor_descriptor:  # noqa: N801
             raise S.error(f"descriptor scatter only supports 2D indexing, but got {len(offsets)} offsets")
         descriptor_rows.scatter(self, value, *offsets)
 
-    def atomic_add(self, offsets: Any, value: Any) -> tensor:
+    def _atomic(self, op: Callable[..., tensor], offsets: Any, value: Any) -> tensor:
+        """``op`` (``tl.atomic_add``...) on the ``block_shape`` tile at ``offsets``, elements outside
+        ``shape`` left alone; returns the old values."""
         offs, mask = self._tiles(offsets)
-        return atomic_add(S.add(self.base, offs), value, mask)
+        return op(S.add(self.base, offs), value, mask)
+
+    def atomic_add(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_add, offsets, value)
+
+    def atomic_min(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_min, offsets, value)
+
+    def atomic_max(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_max, offsets, value)
+
+    def atomic_and(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_and, offsets, value)
+
+    def atomic_or(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_or, offsets, value)
+
+    def atomic_xor(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_xor, offsets, value)
 
     def tiles_flatten(self) -> tuple[list[Any], Any]:
         return [self.base, *self.shape, *self.strides], (len(self.shape), self.block_shape)
