@@ -318,6 +318,8 @@ def main() -> None:
     ap.add_argument("--triton-where-tiles-fails", action="store_true",
                     help="run tiles' side first and Triton's only on the cases tiles does not pass (the "
                          "gap is found at a fraction of Triton's time; Triton's pass count is then a floor)")
+    ap.add_argument("--redo-tiles-failures", action="store_true",
+                    help="run tiles' side again where it failed or errored (after fixes), keeping its passes")
     ap.add_argument("--report", action="store_true", help="only print the table of the results file")
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args()
@@ -349,6 +351,8 @@ def main() -> None:
                 case = data["cases"].setdefault(nodeid, {})
                 for side in args.redo:
                     case.pop(side, None)
+                if args.redo_tiles_failures and case.get("tiles", {}).get("outcome") not in (*PASS, "skipped", None):
+                    case.pop("tiles")
                 if ids[nodeid]:
                     case["internals"] = ids[nodeid]
             print(f"{test_file}: {len(ids)} cases, {len(chosen)} in shard {args.shard} (seed {args.seed})", flush=True)
