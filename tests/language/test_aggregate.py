@@ -216,3 +216,27 @@ def assigning_kernel(x_ptr):
 def test_assigning_a_field_in_a_kernel_is_a_compile_error():
     with pytest.raises(tiles.CompilationError, match="immutable aggregate Strip"):
         assigning_kernel[(1,)](np.zeros(4, np.float32))
+
+
+@tiles.aggregate
+class Config:
+    BLOCK: tl.constexpr
+    SCALE: tl.constexpr
+
+
+@tiles.jit
+def configured_kernel(x_ptr, y_ptr, n, C: tl.constexpr):
+    offs = tl.program_id(0) * C.BLOCK + tl.arange(0, C.BLOCK)
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=offs < n) * C.SCALE, mask=offs < n)
+
+
+def test_an_aggregate_of_constexprs_as_a_compile_time_argument(rng):
+    n = 45
+    x = rng.standard_normal(n).astype(np.float32)
+    kernel = tiles.jit(configured_kernel.fn)  # its own cache, counted below
+    for block, scale in ((16, 3), (16, 3), (32, -2), (16, 3)):
+        y = np.zeros(n, np.float32)
+        kernel[(tiles.cdiv(n, block),)](x, y, n, Config(block, scale))
+        np.testing.assert_array_equal(y, x * np.float32(scale))
+    assert Config(16, 3) == Config(16, 3) and Config(16, 3) != Config(16, 2)
+    assert len(kernel.cache) == 2  # equal configurations are one compile-time value

@@ -164,6 +164,26 @@ def aggregate(cls: type) -> type:
         _check_type(cls, name, value, annotations[name])
         object.__setattr__(self, name, value)
 
+    def identity(self: Any) -> tuple[Any, ...]:
+        """Compile-time fields by value, the rest by object: two instances of equal constexprs are
+        one compile-time argument (one compiled kernel), as tuples of constexprs are."""
+        out: list[Any] = [type(self)]
+        for name in names:
+            value = self.__dict__.get(name)
+            if isinstance(value, constexpr):
+                out.append(("c", value.value))
+            elif isinstance(value, tuple) and not any(isinstance(v, tensor) for v in value):
+                out.append(("t", value))
+            else:
+                out.append(("o", id(value)))
+        return tuple(out)
+
+    def same(self: Any, other: Any) -> bool:
+        return type(other) is type(self) and bool(identity(self) == identity(other))
+
+    def hash_(self: Any) -> int:
+        return hash(identity(self))
+
     def show(self: Any) -> str:
         return f"{cls.__name__}({', '.join(f'{n}={self.__dict__.get(n)!r}' for n in names)})"
 
@@ -204,6 +224,9 @@ def aggregate(cls: type) -> type:
                "__triton_aggregate__": True}
     for name, value in members.items():
         setattr(cls, name, value)
+    if "__eq__" not in cls.__dict__:
+        cls.__eq__ = same  # type: ignore[assignment,method-assign]
+        cls.__hash__ = hash_  # type: ignore[assignment,method-assign]
     if "__repr__" not in cls.__dict__:
         setattr(cls, "__repr__", show)  # noqa: B010
     for name, member in list(cls.__dict__.items()):
