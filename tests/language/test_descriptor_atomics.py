@@ -91,3 +91,42 @@ def test_overlapping_blocks_all_land(rng):
     for p in range(programs):
         want[p * b // 2:p * b // 2 + b] += inp[p]
     np.testing.assert_array_equal(out, want[:n])
+
+
+# ------------------------------------------------------------- NaN padding (not an atomic, but a
+# descriptor rule of the same Triton test file: test_tensor_descriptor_padding)
+
+@tiles.jit
+def padded_load_kernel(in_ptr, in_desc, out_ptr, M, N, YN, BM: tl.constexpr, BN: tl.constexpr,
+                       PADDING: tl.constexpr):
+    if in_desc is None:
+        desc = tl.make_tensor_descriptor(in_ptr, shape=[M, N], strides=[N, 1], block_shape=[BM, BN],
+                                         padding_option=PADDING)
+    else:
+        desc = in_desc
+    pm, pn = tl.program_id(0) * BM, tl.program_id(1) * BN
+    value = desc.load([pm, pn])
+    rows = pm + tl.arange(0, BM)[:, None]
+    cols = pn + tl.arange(0, BN)[None, :]
+    tl.store(out_ptr + rows * YN + cols, value)
+
+
+@pytest.mark.parametrize("padding", ["nan", "zero"])
+@pytest.mark.parametrize("where", ["device", "host"])
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_descriptor_padding_fills_outside_reads(rng, padding, where, dtype):
+    m, n, bm, bn = 21, 40 if where == "host" else 37, 8, 16
+    ym, yn = 24, 48  # the output covers every block, past the input's edges
+    x = (rng.standard_normal((m, n)) * 10).astype(dtype)
+    out = np.full((ym, yn), 7, dtype)
+    desc = TensorDescriptor(x, [m, n], [n, 1], [bm, bn], padding=padding) if where == "host" else None
+    padded_load_kernel[(ym // bm, yn // bn)](x, desc, out, m, n, yn, bm, bn, padding)
+    want = np.full((ym, yn), np.nan if padding == "nan" else 0, dtype)
+    want[:m, :n] = x
+    np.testing.assert_array_equal(out, want)
+
+
+def test_nan_padding_needs_a_floating_type():
+    with pytest.raises(tiles.CompilationError, match="padding_option='nan' needs a floating element type"):
+        padded_load_kernel[(1, 1)](np.zeros((8, 16), np.int32), None, np.zeros((8, 16), np.int32), 8, 16, 16,
+                                   8, 16, "nan")
