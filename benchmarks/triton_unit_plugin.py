@@ -84,8 +84,13 @@ def _install_internal_testing() -> None:
     module = importlib.util.module_from_spec(spec)
     sys.modules["triton._internal_testing"] = module
     spec.loader.exec_module(module)
-    aliases = {"bool": "int1", "bfloat16": "bfloat16"}
-    module.str_to_triton_dtype = lambda x: getattr(tl, aliases.get(x, x))  # type: ignore[attr-defined]
+    def str_to_triton_dtype(name: str) -> Any:
+        """Triton's ``tl.str_to_ty(type_canonicalisation_dict[name])``: a ``tl`` attribute, else the
+        spelling (``"float8_e4m3fn"``, ``"bool"``) as ``tl.dtype`` reads it."""
+        value = getattr(tl, name, None)
+        return value if isinstance(value, tl.dtype) else tl.dtype(name)
+
+    module.str_to_triton_dtype = str_to_triton_dtype  # type: ignore[attr-defined]
     module.is_interpreter = lambda: True  # type: ignore[attr-defined]
     _ = (np, torch)
     _install_filecheck_stub()

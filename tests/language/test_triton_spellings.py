@@ -112,3 +112,16 @@ def test_core_builtin_functions_run_in_kernels_and_refuse_on_the_host(rng, k):
     assert tl.core.is_builtin(scaled) and not tl.core.is_builtin(builtin_kernel)
     with pytest.raises(ValueError, match="Did you forget to add @triton.jit"):
         scaled(2, 3)
+
+
+def test_exponent_bias_of_every_float_type():
+    """Triton 3.9's ``dtype.exponent_bias`` (its fp8 tests decode bits with it), and none for ints."""
+    want = {tl.float8e4nv: 7, tl.float8e5: 15, tl.float8e4b8: 8, tl.float8e5b16: 16, tl.float16: 15,
+            tl.bfloat16: 127, tl.float32: 127, tl.float64: 1023}
+    for dtype, bias in want.items():
+        assert dtype.exponent_bias == bias, dtype
+        # the bias places 1.0: its exponent field is the bias (checked on the NumPy/ml_dtypes type)
+        one = np.ones(1, dtype.np).view(f"u{dtype.itemsize}")[0]
+        assert int(one) >> dtype.fp_mantissa_width == bias, dtype
+    for dtype in (tl.int8, tl.uint32, tl.int1):
+        assert not hasattr(dtype, "exponent_bias")

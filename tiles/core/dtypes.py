@@ -169,6 +169,15 @@ class DType(TritonTypeQueries, metaclass=_DTypeMeta):
     def fp_mantissa_width(self) -> int:
         return self.mantissa
 
+    @property
+    def exponent_bias(self) -> int:
+        """Triton's ``exponent_bias`` of a floating type (7 for float8e4nv; the AMD fnuz formats' is one
+        more than the IEEE-style 2**(e-1) - 1); other types have none, as in Triton."""
+        if self.kind is not Kind.FLOAT:
+            raise AttributeError(f"{self.name} has no exponent_bias: not a floating-point type")
+        exponent_bits = self.bits - 1 - self.mantissa
+        return (1 << (exponent_bits - 1)) - 1 + (self.name in ("float8e4b8", "float8e5b16"))
+
     def get_int_max_value(self) -> int:
         return int(self.max())
 

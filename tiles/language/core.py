@@ -141,11 +141,24 @@ def split(a: tensor) -> tuple[tensor, tensor]:
     return S.split(a)
 
 
-def cat(a: tensor, b: tensor, can_reorder: bool = False) -> tensor:
-    """``a`` followed by ``b`` along axis 0 (same dtype and trailing shape)."""
-    if a.dtype != b.dtype or a.shape[1:] != b.shape[1:]:
-        raise S.error(f"tl.cat needs equal dtypes and trailing shapes, got {a.type} and {b.type}")
-    return S.emit(Op.CAT, [a, b])
+def cat(a: tensor, b: tensor, can_reorder: bool = False, dim: Any = 0) -> tensor:
+    """``a`` followed by ``b`` along axis ``dim`` (0 by default; negative counts from the end): same
+    dtype and rank, the other axes of equal size."""
+    a, b = S.to_tensor(a), S.to_tensor(b)
+    rank = len(a.shape)
+    axis = S.unwrap(dim)
+    if not isinstance(axis, int) or not -rank <= axis < max(rank, 1):
+        raise S.error(f"tl.cat: invalid axis {axis} for tiles of rank {rank}")
+    axis %= max(rank, 1)
+    others = [i for i in range(rank) if i != axis]
+    if a.dtype != b.dtype or len(b.shape) != rank or any(a.shape[i] != b.shape[i] for i in others):
+        raise S.error(f"tl.cat needs equal dtypes and ranks, and equal sizes except along axis {axis}; "
+                      f"got {a.type} and {b.type}")
+    if axis == 0:
+        return S.emit(Op.CAT, [a, b])
+    order = [axis, *others]  # the axis to the front, joined there, moved back
+    joined = S.emit(Op.CAT, [S.permute(a, order), S.permute(b, order)])
+    return S.permute(joined, [order.index(i) for i in range(rank)])
 
 
 def ravel(x: tensor, can_reorder: bool = False) -> tensor:
