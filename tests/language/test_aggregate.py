@@ -240,3 +240,20 @@ def test_an_aggregate_of_constexprs_as_a_compile_time_argument(rng):
         np.testing.assert_array_equal(y, x * np.float32(scale))
     assert Config(16, 3) == Config(16, 3) and Config(16, 3) != Config(16, 2)
     assert len(kernel.cache) == 2  # equal configurations are one compile-time value
+
+
+def test_field_types_are_checked_and_dtypes_are_constexprs():
+    @tiles.aggregate
+    class Typed:
+        dtype: tl.dtype
+        t: tl.tensor
+
+    with pytest.raises(TypeError, match="Typed.t is annotated tensor"):
+        Typed(tl.float16, 3)  # on the host a number is no tile
+
+    @tiles.aggregate
+    class Kind:
+        dtype: tl.dtype
+
+    k = Kind(tl.bfloat16)
+    assert isinstance(k.dtype, tl.constexpr) and k.dtype.value is tl.bfloat16

@@ -111,6 +111,8 @@ def _wrap_value(value: Any, annotation: Any) -> Any:
 def _check_type(cls: type, name: str, value: Any, annotation: Any) -> None:
     if annotation is constexpr or not isinstance(annotation, type) or isinstance(value, annotation):
         return
+    if isinstance(value, constexpr) and isinstance(value.value, annotation):  # a dtype field: tl.dtype
+        return
     raise TypeError(f"{cls.__name__}.{name} is annotated {annotation.__name__} but was given "
                     f"{type(value).__name__} {value!r}")
 
