@@ -125,3 +125,46 @@ def test_exponent_bias_of_every_float_type():
         assert int(one) >> dtype.fp_mantissa_width == bias, dtype
     for dtype in (tl.int8, tl.uint32, tl.int1):
         assert not hasattr(dtype, "exponent_bias")
+
+
+@tiles.jit
+def one_element_if_kernel(x_ptr, out_ptr, LIMIT: tl.constexpr, EXPLICIT: tl.constexpr):
+    cond = tl.load(x_ptr + tl.arange(0, 1)) > LIMIT  # a tile of one element
+    if EXPLICIT:
+        cond = cond.item()
+    if cond:
+        tl.store(out_ptr, tl.load(x_ptr) * 2)
+    else:
+        tl.store(out_ptr, -1)
+
+
+@pytest.mark.parametrize("explicit", [False, True])
+def test_a_one_element_tile_as_an_if_condition(rng, explicit):
+    """Triton's ``test_unsplat``: ``if t:`` on a one-element tile works (with a warning, as Triton
+    warns) and so does ``if t.item():``; a longer tile is still refused."""
+    kernel = tiles.jit(one_element_if_kernel.fn)  # compiled afresh: the warning comes with the compile
+    for i, value in enumerate((int(rng.integers(43, 1000)), 42, int(rng.integers(-1000, 42)), 2**30 - 1)):
+        x = np.array([value], np.int32)
+        out = np.zeros(1, np.int32)
+        if i == 0 and not explicit:
+            with pytest.warns(UserWarning, match="If conditional called with multidimensional Tensor"):
+                kernel[(1,)](x, out, LIMIT=42, EXPLICIT=False)
+        else:
+            kernel[(1,)](x, out, LIMIT=42, EXPLICIT=explicit)
+        assert out[0] == (2 * value if value > 42 else -1)
+    with pytest.raises(tiles.CompilationError, match="an if condition must be a scalar, got a tile of shape"):
+        two_element_if_kernel[(1,)](np.zeros(2, np.int32))
+
+
+@tiles.jit
+def two_element_if_kernel(x_ptr):
+    if tl.load(x_ptr + tl.arange(0, 2)) > 0:
+        tl.store(x_ptr, 1)
+
+
+def test_dtype_repr_is_the_expression_that_names_it():
+    """Triton's ``repr(tl.int8) == 'triton.language.int8'`` (its test_dtype_codegen evaluates it);
+    outside the compatibility mode the expression names tiles' module.  ``str`` stays the name."""
+    for dtype in (tl.int8, tl.uint64, tl.float16, tl.bfloat16, tl.float8e5, tl.int1):
+        assert repr(dtype) == f"tiles.language.{dtype.name}" and str(dtype) == dtype.name
+        assert eval(repr(dtype), {"tiles": tiles}) is dtype

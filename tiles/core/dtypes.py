@@ -7,6 +7,7 @@ pointer to elements of a ``DType``.  Both are immutable and compare by value.
 from __future__ import annotations
 
 import enum
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
@@ -191,7 +192,11 @@ class DType(TritonTypeQueries, metaclass=_DTypeMeta):
         return _limits(self)[1]
 
     def __repr__(self) -> str:
-        return self.name
+        """The expression that names the dtype, as Triton's ``repr(tl.int8)`` is
+        ``'triton.language.int8'`` (that spelling in the Triton compatibility mode)."""
+        top = sys.modules.get("triton")
+        package = "triton" if top is not None and getattr(top, "tiles", None) is not None else "tiles"
+        return f"{package}.language.{self.name}"
 
     def __str__(self) -> str:
         return self.name
