@@ -1,6 +1,6 @@
 """Real-world kernels from the compatibility corpus, tiles vs Triton on CUDA, one source for both.
 
-Each case takes its kernels from ``tests/compat/kernels/<module>.py`` (written in the styles of
+Each case takes its kernels from ``tests/compat/kernels/<project>/<name>.py`` (written in the styles of
 Liger-Kernel, FlagGems, vLLM, SGLang, flash-linear-attention, Mamba and Unsloth).  The module is
 imported twice from temporary copies: as written (``import tiles``) and with its imports rewritten
 to Triton's (``import triton as tiles``, ``import triton.language as tl``,
@@ -66,11 +66,12 @@ def triton_source(text: str) -> str:
 
 
 def load(stem: str, flavour: str, tmp: Path) -> Any:
-    """Import a copy of kernels/<stem>.py, as is (tiles) or rewritten (triton): Triton's jit reads source files."""
+    """Import a copy of kernels/<stem>.py (``project/name``), as is (tiles) or rewritten (triton): Triton's jit
+    reads source files."""
     text = (KERNELS / f"{stem}.py").read_text()
     if flavour == "triton":
         text = triton_source(text)
-    name = f"corpus_{flavour}_{stem}"
+    name = f"corpus_{flavour}_{stem.replace('/', '_')}"
     path = tmp / f"{name}.py"
     path.write_text(text)
     spec = importlib.util.spec_from_file_location(name, path)
@@ -144,7 +145,7 @@ def liger_settings(n: int) -> tuple[int, int]:
 
 # ---------------------------------------------------------------- Liger-Kernel
 
-@case("liger_rms_norm_fwd", "liger_rms_norm", [(4096, 4096), (16384, 8192)], (4096, 4096), (7, 93))
+@case("liger_rms_norm_fwd", "liger/rms_norm", [(4096, 4096), (16384, 8192)], (4096, 4096), (7, 93))
 def liger_rms_norm_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n) = c.torch, size
     x, w = c.randn(m, n, dtype=t.bfloat16), c.randn(n, dtype=t.bfloat16, scale=0.1, shift=1.0)
@@ -158,7 +159,7 @@ def liger_rms_norm_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     return Run(launch, lambda: [y, rstd], [ref, r], [BF16, F32], 2 * m * n * 2, f"{m}x{n}", "bf16")
 
 
-@case("liger_rms_norm_bwd", "liger_rms_norm", [(4096, 4096), (16384, 8192)], (4096, 4096), (10, 93))
+@case("liger_rms_norm_bwd", "liger/rms_norm", [(4096, 4096), (16384, 8192)], (4096, 4096), (10, 93))
 def liger_rms_norm_bwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n) = c.torch, size
     x, dy = c.randn(m, n, dtype=t.bfloat16), c.randn(m, n, dtype=t.bfloat16)
@@ -177,7 +178,7 @@ def liger_rms_norm_bwd(c: Ctx, size: tuple[int, ...]) -> Run:
     return Run(launch, lambda: [dx, dw.sum(0)], [ref_dx, ref_dw], [BF16, SUMS], 3 * m * n * 2, f"{m}x{n}", "bf16")
 
 
-@case("liger_layer_norm_fwd", "liger_layer_norm", [(4096, 4096), (8192, 8192)], (4096, 4096), (9, 200))
+@case("liger_layer_norm_fwd", "liger/layer_norm", [(4096, 4096), (8192, 8192)], (4096, 4096), (9, 200))
 def liger_layer_norm_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n) = c.torch, size
     x = c.randn(m, n, dtype=t.float32, scale=3.0)
@@ -192,7 +193,7 @@ def liger_layer_norm_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
                2 * m * n * 4, f"{m}x{n}", "fp32")
 
 
-@case("liger_fused_add_rms_norm_fwd", "liger2_fused_add_rms_norm", [(4096, 4096), (16384, 8192)], (4096, 4096),
+@case("liger_fused_add_rms_norm_fwd", "liger/fused_add_rms_norm", [(4096, 4096), (16384, 8192)], (4096, 4096),
       (37, 129))
 def liger_fused_add_rms_norm_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n) = c.torch, size
@@ -209,7 +210,7 @@ def liger_fused_add_rms_norm_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
                f"{m}x{n}", "bf16")
 
 
-@case("liger_cross_entropy", "liger_cross_entropy", [(4096, 32000), (4096, 128256)], (2048, 32000), (7, 301))
+@case("liger_cross_entropy", "liger/cross_entropy", [(4096, 32000), (4096, 128256)], (2048, 32000), (7, 301))
 def liger_cross_entropy(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (bt, v) = c.torch, size
     x0 = c.randn(bt, v, dtype=t.bfloat16, scale=4.0)
@@ -237,7 +238,7 @@ def liger_cross_entropy(c: Ctx, size: tuple[int, ...]) -> Run:
                f"{bt}x{v}", "bf16", reset)
 
 
-@case("liger_swiglu_fwd", "liger_swiglu", [(4096, 11008), (8192, 14336)], (2048, 11008), (6, 150))
+@case("liger_swiglu_fwd", "liger/swiglu", [(4096, 11008), (8192, 14336)], (2048, 11008), (6, 150))
 def liger_swiglu_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n) = c.torch, size
     a, b = c.randn(m, n, dtype=t.bfloat16, scale=3.0), c.randn(m, n, dtype=t.bfloat16)
@@ -249,7 +250,7 @@ def liger_swiglu_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     return Run(launch, lambda: [out], [ref], [BF16], 3 * m * n * 2, f"{m}x{n}", "bf16")
 
 
-@case("liger_swiglu_bwd", "liger_swiglu", [(4096, 11008), (8192, 14336)], (2048, 11008), (6, 150))
+@case("liger_swiglu_bwd", "liger/swiglu", [(4096, 11008), (8192, 14336)], (2048, 11008), (6, 150))
 def liger_swiglu_bwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n) = c.torch, size
     a0, b0 = c.randn(m, n, dtype=t.bfloat16, scale=3.0), c.randn(m, n, dtype=t.bfloat16)
@@ -268,7 +269,7 @@ def liger_swiglu_bwd(c: Ctx, size: tuple[int, ...]) -> Run:
     return Run(launch, lambda: [a, b], [ref_da, ref_db], [BF16, BF16], 5 * m * n * 2, f"{m}x{n}", "bf16", reset)
 
 
-@case("liger_geglu_tanh_fwd", "liger_geglu_tanh", [(4096, 11008), (8192, 14336)], (2048, 11008), (5, 99))
+@case("liger_geglu_tanh_fwd", "liger/geglu_tanh", [(4096, 11008), (8192, 14336)], (2048, 11008), (5, 99))
 def liger_geglu_tanh_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n) = c.torch, size
     a, b = c.randn(m, n, dtype=t.bfloat16, scale=3.0), c.randn(m, n, dtype=t.bfloat16)
@@ -280,7 +281,7 @@ def liger_geglu_tanh_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     return Run(launch, lambda: [out], [ref], [BF16], 3 * m * n * 2, f"{m}x{n}", "bf16")
 
 
-@case("liger_rope", "liger_rope", [(4, 4096, 32, 8, 128), (1, 16384, 64, 8, 128)], (1, 4096, 32, 8, 128),
+@case("liger_rope", "liger/rope", [(4, 4096, 32, 8, 128), (1, 16384, 64, 8, 128)], (1, 4096, 32, 8, 128),
       (2, 5, 3, 1, 12))
 def liger_rope(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (bsz, sl, n_qh, n_kh, hd) = c.torch, size
@@ -305,7 +306,7 @@ def liger_rope(c: Ctx, size: tuple[int, ...]) -> Run:
                f"{bsz}x{sl}x({n_qh}+{n_kh})x{hd}", "bf16", reset)
 
 
-@case("liger_jsd", "liger_jsd", [(1024, 128256), (4096, 32000)], (1024, 32000), (3, 130))
+@case("liger_jsd", "liger/jsd", [(1024, 128256), (4096, 32000)], (1024, 32000), (3, 130))
 def liger_jsd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (bt, v) = c.torch, size
     x = t.log_softmax(c.randn(bt, v), 1)
@@ -323,7 +324,7 @@ def liger_jsd(c: Ctx, size: tuple[int, ...]) -> Run:
                f"{bt}x{v}", "fp32")
 
 
-@case("liger_kl_div", "liger_kl_div", [(4096, 32000), (1024, 128256)], (2048, 32000), (4, 170))
+@case("liger_kl_div", "liger/kl_div", [(4096, 32000), (1024, 128256)], (2048, 32000), (4, 170))
 def liger_kl_div(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (bt, v) = c.torch, size
     y = t.log_softmax(c.randn(bt, v), 1)
@@ -338,7 +339,7 @@ def liger_kl_div(c: Ctx, size: tuple[int, ...]) -> Run:
     return Run(launch, lambda: [loss], [ref], [(1e-3, 1e-4)], 2 * bt * v * 4, f"{bt}x{v}", "fp32")
 
 
-@case("liger_dyt_fwd", "liger_dyt", [(4096, 4096), (16384, 8192)], (4096, 4096), (23, 70))
+@case("liger_dyt_fwd", "liger/dyt", [(4096, 4096), (16384, 8192)], (4096, 4096), (23, 70))
 def liger_dyt_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n) = c.torch, size
     x = c.randn(m, n, dtype=t.bfloat16, scale=3.0)
@@ -352,7 +353,7 @@ def liger_dyt_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     return Run(launch, lambda: [y], [ref], [BF16], 2 * m * n * 2, f"{m}x{n}", "bf16")
 
 
-@case("liger_group_norm_fwd", "liger_group_norm", [(32, 512, 1024, 64), (16, 256, 4096, 32)], (32, 512, 1024, 64),
+@case("liger_group_norm_fwd", "liger/group_norm", [(32, 512, 1024, 64), (16, 256, 4096, 32)], (32, 512, 1024, 64),
       (2, 6, 37, 3))
 def liger_group_norm_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (batch, ch, hw, groups) = c.torch, size
@@ -370,7 +371,7 @@ def liger_group_norm_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
                2 * x.numel() * 4, f"{batch}x{ch}x{hw} g{groups}", "fp32")
 
 
-@case("liger_embedding_fwd", "liger_embedding", [(8192, 32000, 4096), (32768, 128256, 4096)], (8192, 32000, 4096),
+@case("liger_embedding_fwd", "liger/embedding", [(8192, 32000, 4096), (32768, 128256, 4096)], (8192, 32000, 4096),
       (53, 17, 40))
 def liger_embedding_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (tokens, vocab, dim) = c.torch, size
@@ -388,7 +389,7 @@ def liger_embedding_fwd(c: Ctx, size: tuple[int, ...]) -> Run:
 # fg_argmax is left out: Triton refuses its helper get_dtype_min (a `return` inside a constexpr `if`, another
 # after it: "Return type mismatch: fp32 and int32", seen with 3.6 compiling and 3.9's front end); tiles takes it.
 
-@case("fg_cumsum", "fg_cumsum", [(4096, 4096, 1), (64, 4096, 256)], (4096, 4096, 1), (3, 77, 5))
+@case("fg_cumsum", "flaggems/cumsum", [(4096, 4096, 1), (64, 4096, 256)], (4096, 4096, 1), (3, 77, 5))
 def fg_cumsum(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n, k_) = c.torch, size
     x, out = c.randn(m, n, k_), c.empty(m, n, k_)
@@ -398,7 +399,7 @@ def fg_cumsum(c: Ctx, size: tuple[int, ...]) -> Run:
     return Run(launch, lambda: [out], [ref], [(1e-4, 5e-3)], 2 * x.numel() * 4, f"{m}x{n}x{k_} dim=1", "fp32")
 
 
-@case("fg_var_mean", "fg_var_mean_welford", [(4096, 4096), (1024, 65536)], (4096, 4096), (10, 203))
+@case("fg_var_mean", "flaggems/var_mean_welford", [(4096, 4096), (1024, 65536)], (4096, 4096), (10, 203))
 def fg_var_mean(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n) = c.torch, size
     x = c.randn(m, n, scale=5.0, shift=3.0)
@@ -411,7 +412,7 @@ def fg_var_mean(c: Ctx, size: tuple[int, ...]) -> Run:
                f"{m}x{n}", "fp32")
 
 
-@case("fg_vector_norm_full", "fg2_vector_norm", [(1 << 26,), (1 << 28,)], (1 << 24,), (1000,))
+@case("fg_vector_norm_full", "flaggems/vector_norm", [(1 << 26,), (1 << 28,)], (1 << 24,), (1000,))
 def fg_vector_norm_full(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (n,) = c.torch, size
     x, out = c.randn(n), c.empty(1)
@@ -434,7 +435,8 @@ def softmax_tile_k(m: int, k: int, sms: int) -> int:
     return tile
 
 
-@case("fg_softmax_dim1", "fg_softmax_non_inner", [(32, 1024, 1024), (16, 128, 4096)], (16, 1024, 1024), (3, 50, 7))
+@case("fg_softmax_dim1", "flaggems/softmax_non_inner", [(32, 1024, 1024), (16, 128, 4096)], (16, 1024, 1024),
+      (3, 50, 7))
 def fg_softmax_dim1(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n, k_) = c.torch, size
     x = c.randn(m, n, k_, dtype=t.float16, scale=3.0)
@@ -450,7 +452,7 @@ def fg_softmax_dim1(c: Ctx, size: tuple[int, ...]) -> Run:
 
 # ---------------------------------------------------------------- vLLM / SGLang
 
-@case("vllm_fused_add_rms_norm", "vllm_fused_add_rms_norm", [(4096, 4096), (16384, 8192)], (4096, 4096), (7, 333))
+@case("vllm_fused_add_rms_norm", "vllm/fused_add_rms_norm", [(4096, 4096), (16384, 8192)], (4096, 4096), (7, 333))
 def vllm_fused_add_rms_norm(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (m, n) = c.torch, size
     x0, r0 = c.randn(m, n, dtype=t.bfloat16), c.randn(m, n, dtype=t.bfloat16, scale=2.0)
@@ -467,7 +469,7 @@ def vllm_fused_add_rms_norm(c: Ctx, size: tuple[int, ...]) -> Run:
     return Run(launch, lambda: [r, x], [s, ref], [EXACT, BF16], 4 * m * n * 2, f"{m}x{n}", "bf16", reset)
 
 
-@case("vllm_group_quant_fp8", "vllm_per_token_group_quant_fp8", [(4096, 7168, 128), (16384, 7168, 128)],
+@case("vllm_group_quant_fp8", "vllm/per_token_group_quant_fp8", [(4096, 7168, 128), (16384, 7168, 128)],
       (4096, 7168, 128), (9, 96, 48))
 def vllm_group_quant_fp8(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (tokens, hidden, group) = c.torch, size  # DeepSeek-V3 block scales: groups of 128 along the hidden dim
@@ -485,7 +487,7 @@ def vllm_group_quant_fp8(c: Ctx, size: tuple[int, ...]) -> Run:
                tokens * hidden * 3 + groups * 4, f"{tokens}x{hidden} g{group}", "bf16->fp8e4m3")
 
 
-@case("vllm_reshape_and_cache", "vllm_reshape_and_cache", [(8192, 8, 128), (32768, 8, 128)], (8192, 8, 128),
+@case("vllm_reshape_and_cache", "vllm/reshape_and_cache", [(8192, 8, 128), (32768, 8, 128)], (8192, 8, 128),
       (9, 3, 20))
 def vllm_reshape_and_cache(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (tokens, heads, dim) = c.torch, size
@@ -516,7 +518,7 @@ def vllm_reshape_and_cache(c: Ctx, size: tuple[int, ...]) -> Run:
 
 # ---------------------------------------------------------------- flash-linear-attention, Mamba, Unsloth
 
-@case("fla_l2norm_bwd", "fla_l2norm", [(262144, 128), (65536, 256)], (65536, 128), (9, 50))
+@case("fla_l2norm_bwd", "fla/l2norm", [(262144, 128), (65536, 256)], (65536, 128), (9, 50))
 def fla_l2norm_bwd(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (n_rows, d) = c.torch, size  # q or k of [B, T, H, D] seen as [B*T*H, D], one row per program
     x = c.randn(n_rows, d)
@@ -529,7 +531,7 @@ def fla_l2norm_bwd(c: Ctx, size: tuple[int, ...]) -> Run:
     return Run(launch, lambda: [dx], [ref], [BF16], 3 * y.numel() * 2, f"{n_rows}x{d}", "bf16")
 
 
-@case("mamba_chunk_cumsum", "mamba_chunk_cumsum", [(8, 4096, 80, 256), (32, 8192, 128, 256)], (8, 4096, 80, 256),
+@case("mamba_chunk_cumsum", "mamba/chunk_cumsum", [(8, 4096, 80, 256), (32, 8192, 128, 256)], (8, 4096, 80, 256),
       (2, 45, 5, 16))
 def mamba_chunk_cumsum(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (batch, seqlen, heads, chunk) = c.torch, size
@@ -551,7 +553,7 @@ def mamba_chunk_cumsum(c: Ctx, size: tuple[int, ...]) -> Run:
                dt.numel() * 4 + 2 * dt_out.numel() * 4, f"{batch}x{seqlen}x{heads} chunk{chunk}", "fp32")
 
 
-@case("mamba_state_update", "mamba_selective_state_update", [(64, 80, 64, 128), (64, 1, 5120, 16)],
+@case("mamba_state_update", "mamba/selective_state_update", [(64, 80, 64, 128), (64, 1, 5120, 16)],
       (64, 80, 64, 128), (2, 4, 13, 10))
 def mamba_state_update(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (batch, heads, dim, dstate) = c.torch, size
@@ -576,7 +578,7 @@ def mamba_state_update(c: Ctx, size: tuple[int, ...]) -> Run:
                3 * state.numel() * 4, f"b{batch} h{heads} {dim}x{dstate}", "fp32", lambda: state.copy_(state0))
 
 
-@case("unsloth_cross_entropy_softcap", "us_cross_entropy_softcap", [(4096, 32000), (16384, 32000)], (4096, 32000),
+@case("unsloth_cross_entropy_softcap", "unsloth/cross_entropy_softcap", [(4096, 32000), (16384, 32000)], (4096, 32000),
       (6, 250))
 def unsloth_cross_entropy_softcap(c: Ctx, size: tuple[int, ...]) -> Run:
     t, (bt, v) = c.torch, size

@@ -3,7 +3,7 @@
 Builds ``tests/backends/cuda/libcuda_stub.c`` (every driver call succeeds at once) with ``cc``, points
 the CUDA runtime at it, and times back-to-back launches through the whole jit path
 (``kernel[grid](...)``: binding, specialization key, stream and context choice, argument packing,
-``cuLaunchKernel`` through the kernel's native hot launch, ``tiles/backends/cuda/hot_launch.py``;
+``cuLaunchKernel`` through the kernel's native hot launch, ``tiles/backends/cuda/launch/hot_launch.py``;
 one row without the hot launch (the Python launch function and the direct launch), one with the
 native launches switched off, through ctypes).
 The arguments are stand-ins for torch CUDA tensors, served by a minimal fake ``torch`` module
@@ -13,7 +13,7 @@ staging path (copies are no-ops here).  On a GPU, ``benchmarks/launch_overhead.p
 real thing against Triton.
 
 ``--torch`` uses REAL torch CPU tensors instead (torch's own ``dtype``/``data_ptr()``/``get_device()``
-cost what they cost): a clearly marked stub mode, ``backends/cuda/launcher.stub_cpu_device = 0``,
+cost what they cost): a clearly marked stub mode, ``backends/cuda/launch/launcher.stub_cpu_device = 0``,
 makes the launch path take CPU tensors (device -1) as tensors on the stand-in's device 0, and
 torch's current-stream query (absent from CPU builds) is stood in for by a C builtin of one
 argument that returns 0.  torch must be importable; on the session's VM:
@@ -78,7 +78,7 @@ def use_real_torch() -> types.ModuleType:
     """Real torch, its CPU tensors taken as device-0 tensors by the launch path (stub mode only)."""
     import torch
 
-    from tiles.backends.cuda import launcher
+    from tiles.backends.cuda.launch import launcher
     launcher.stub_cpu_device = 0  # STUB MODE: CPU tensors stand for tensors on the stand-in's device 0
     if not hasattr(torch._C, "_cuda_getCurrentRawStream"):  # a CPU build: a C builtin of one argument
         torch._C._cuda_getCurrentRawStream = abs  # abs(0) == 0: the default stream of device 0
@@ -155,7 +155,7 @@ def main() -> None:
         add_kernel[grid](x, y, out, 1024, BLOCK=1024, backend="cuda")
 
     print(f"add_kernel, grid function:          {per_launch_us(grid_function, opts.n):6.2f} us per launch")
-    from tiles.backends.cuda import hot_launch, trampoline
+    from tiles.backends.cuda.launch import hot_launch, trampoline
     hot_launch.enabled = False  # launch plans built from here on have no native hot launch
     add_kernel._launches.clear()
     print(f"add_kernel, no hot launch:          {per_launch_us(add, opts.n):6.2f} us per launch")

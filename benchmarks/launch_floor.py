@@ -7,11 +7,11 @@ idle GPU, and time including a synchronize), for calls that involve no launch pa
   llvmlite): the price of crossing from Python into C with cuLaunchKernel's arity;
 - ``cuLaunchKernel`` of an empty kernel through ctypes with every argument prebuilt, through a
   ``CDLL`` (releases the GIL) and a ``PyDLL`` (keeps it);
-- the same launch through tiles' native trampoline (``tiles/backends/cuda/trampoline.py``: one
+- the same launch through tiles' native trampoline (``tiles/backends/cuda/launch/trampoline.py``: one
   builtin call with a packed record; it checks the current context and releases the GIL around
   ``cuLaunchKernel``), with the record prebuilt, and with the ``struct.pack`` a tiles launch does;
   and the trampoline over the no-op above in place of ``cuLaunchKernel``: its crossing alone;
-- the native direct launch a cached tiles launch makes (``tiles/backends/cuda/direct_launch.py``:
+- the native direct launch a cached tiles launch makes (``tiles/backends/cuda/launch/direct_launch.py``:
   one builtin call with the Python arguments, converted in native code, torch's current stream
   asked from native code);
 - one small torch op (``out.copy_(x)``), for scale.
@@ -79,7 +79,7 @@ def main() -> None:
     for f in (cdll, pydll):
         f.argtypes, f.restype = [ctypes.c_void_p] * 11, ctypes.c_int
     noop = noop_function()
-    from tiles.backends.cuda import trampoline
+    from tiles.backends.cuda.launch import trampoline
     record = struct.Struct(trampoline.record_format("QQQIiii"))
     native = trampoline.make(drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"), context,
                              drv.get_function(module, "empty_grid"), 128, 0, record.size)
@@ -87,7 +87,7 @@ def main() -> None:
         sys.exit(f"no trampoline: {trampoline.unavailable_reason()}")
     crossing = trampoline.make(drv.native_address("cuCtxGetCurrent"), ctypes.cast(noop, ctypes.c_void_p).value,
                                context, function, 128, 0, record.size)
-    from tiles.backends.cuda import direct_launch, launcher
+    from tiles.backends.cuda.launch import direct_launch, launcher
     direct = direct_launch.make(drv.native_address("cuCtxGetCurrent"), drv.native_address("cuLaunchKernel"), context,
                                 drv.get_function(module, "empty_grid"), 128, 0, ["Q", "Q", "Q", "I"],
                                 runtime.driver_generation, launcher._raw_stream_query(),

@@ -65,7 +65,7 @@ def child(row: str, n: int, torch_mode: bool, library: str, ready: str, go: str)
     }
     step = rows[row]
     if row == "nohot":  # the Python launch function alone (hot_launch.enabled = False)
-        from tiles.backends.cuda import hot_launch
+        from tiles.backends.cuda.launch import hot_launch
         hot_launch.enabled = False
     for i in range(6):
         step(None, i)

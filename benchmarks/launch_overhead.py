@@ -8,9 +8,11 @@ full: on the H200 machine, 20000 back-to-back bare ctypes cuLaunchKernel calls, 
 launch path, took 7.2 us each).
 Three kernel shapes: the 5-argument vector add, an 8-argument kernel with two scalars and two
 constexprs (what library kernels look like), and a 10-argument layer norm; then the add with a grid
-function (``grid=lambda meta: ...``, as most Triton code launches).  ``tiles host`` passes
+function (``grid=lambda meta: ...``, as most Triton code launches), the 8-argument kernel under a
+stack of three ``@heuristics`` (as Mamba's kernels are written) and the add under ``@autotune``
+with one configuration (the tuned choice served from its cache on every launch).  ``tiles host`` passes
 ``backend="cuda"``, ``default`` leaves the backend to the registry; both are served by the kernel's
-native hot launch (``backends/cuda/hot_launch.py``; the script says if it was not installed).  The
+native hot launch (``backends/cuda/launch/hot_launch.py``; the script says if it was not installed).  The
 last two columns switch parts off for comparison: ``no hot`` (``hot_launch.enabled = False``: the
 Python launch function binds, keys and calls the direct launch) and ``ctypes`` (also
 ``trampoline.enabled = False``: the launcher calls ``cuCtxGetCurrent`` and ``cuLaunchKernel``
@@ -43,6 +45,32 @@ def bias_act_kernel(x_ptr, w_ptr, out_ptr, stride, n, eps, BLOCK: tl.constexpr, 
     if RELU:
         v = tl.maximum(v, 0.0)
     tl.store(out_ptr + row * stride + offs, v, mask=mask)
+
+
+@jitlib.heuristics({"HAS_W": lambda args: args["w_ptr"] is not None})
+@jitlib.heuristics({"RELU": lambda args: args["eps"] > 0})
+@jitlib.heuristics({"BLOCK": lambda args: jitlib.next_power_of_2(args["n"])})
+@jit
+def bias_act_heuristics_kernel(x_ptr, w_ptr, out_ptr, stride, n, eps, BLOCK: tl.constexpr, RELU: tl.constexpr,
+                               HAS_W: tl.constexpr):
+    row = tl.program_id(0)
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    v = tl.load(x_ptr + row * stride + offs, mask=mask)
+    if HAS_W:
+        v = v * tl.load(w_ptr + offs, mask=mask)
+    v = v + eps
+    if RELU:
+        v = tl.maximum(v, 0.0)
+    tl.store(out_ptr + row * stride + offs, v, mask=mask)
+
+
+@jitlib.autotune(configs=[jitlib.Config({"BLOCK": 1024}, num_warps=4)], key=["n"])
+@jit
+def add_autotuned_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=mask) + tl.load(y_ptr + offs, mask=mask), mask=mask)
 '''
 
 
@@ -115,6 +143,14 @@ def main() -> None:
     def bias_act(lib, **kw):
         return lambda: lib.bias_act_kernel[(1,)](x, w, out, 1024, 1000, 1e-5, BLOCK=1024, RELU=True, **kw)
 
+    def bias_act_heuristics(lib, **kw):
+        return lambda: lib.bias_act_heuristics_kernel[(1,)](x, w, out, 1024, 1000, 1e-5, **kw)
+
+    def add_autotuned(lib, **kw):
+        def grid(meta):
+            return ((meta["n"] + meta["BLOCK"] - 1) // meta["BLOCK"],)
+        return lambda: lib.add_autotuned_kernel[grid](x, y, out, 1024, **kw)
+
     def layer_norm(lib, **kw):
         return lambda: lib.layer_norm_kernel[(1,)](x, ln_y, ln_w, ln_b, mean, rstd, 1024, 1024, 1e-5,
                                                    BLOCK=1024, **kw)
@@ -126,29 +162,39 @@ def main() -> None:
         "layer norm (10 args)": lambda: torch.testing.assert_close(
             ln_y, torch.nn.functional.layer_norm(x, (1024,), ln_w, ln_b, 1e-5), rtol=1e-4, atol=1e-4),
         "add, grid function": lambda: torch.testing.assert_close(out, x + y),
+        "bias+relu under 3 stacked @heuristics":
+            lambda: torch.testing.assert_close(out[:1000], torch.relu(x[:1000] * w[:1000] + 1e-5)),
+        "add under @autotune (1 config, grid function)": lambda: torch.testing.assert_close(out, x + y),
     }
     sync = torch.cuda.synchronize
-    from tiles.backends.cuda import hot_launch, trampoline
+    from tiles.backends.cuda.launch import hot_launch, trampoline
+
+    def jit_function(kernel_name: str):
+        kernel = getattr(tk, kernel_name)
+        while not hasattr(kernel, "_launches"):  # under @heuristics / @autotune
+            kernel = kernel.fn
+        return kernel
 
     def tiles_launches(kernel_name: str, native: bool, hot: bool) -> None:
         """Launch plans built afresh, with or without the native trampoline and hot launch."""
         trampoline.enabled = native
         hot_launch.enabled = hot
-        getattr(tk, kernel_name)._launches.clear()
+        jit_function(kernel_name)._launches.clear()
 
     def measure(kernel_name: str, fn, check) -> tuple[float, float]:
         result = per_launch_us(fn, sync, opts.n, opts.repeats, opts.window)
         check()
         out.zero_()
-        kernel = getattr(tk, kernel_name)
+        kernel = jit_function(kernel_name)
         if hot_launch.enabled and type(kernel._fast_launch).__name__ != "builtin_function_or_method":
             print(f"({kernel_name}: the hot launch was not installed: {hot_launch.unavailable_reason()})")
         return result
 
     print(f"{'kernel':58s} {'triton host':>12s} {'tiles host':>11s} {'default':>8s} {'triton +sync':>12s}"
           f" {'tiles +sync':>11s} {'no hot':>7s} {'ctypes':>7s}  (us per launch, host issue time but +sync)")
-    kernel_names = ("add_kernel", "bias_act_kernel", "layer_norm_kernel", "add_kernel")
-    makers = (add, bias_act, layer_norm, add_grid_function)
+    kernel_names = ("add_kernel", "bias_act_kernel", "layer_norm_kernel", "add_kernel", "bias_act_heuristics_kernel",
+                    "add_autotuned_kernel")
+    makers = (add, bias_act, layer_norm, add_grid_function, bias_act_heuristics, add_autotuned)
 
     def row(check, make, kernel_name: str) -> tuple[float, ...]:
         triton_host, triton_total = per_launch_us(make(tr), sync, opts.n, opts.repeats, opts.window)

@@ -9,7 +9,7 @@ cases, side by side in this run, on the tiles of a git commit (exported to a tem
 
     python benchmarks/pocl_compile.py --before 333f4c2 [--cases matmul,attention] [--timeout 600]
 
-The ``attn_res MAX_BLOCKS=n`` cases run ``liger2_attn_res``'s forward and backward with
+The ``attn_res MAX_BLOCKS=n`` cases run ``liger/attn_res``'s forward and backward with
 ``n - n // 4`` blocks (a tl.static_range of n whose body's reductions sit under a run-time ``if``).
 """
 
@@ -26,11 +26,12 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = {p.stem.split("_", 1)[1]: p for p in sorted((ROOT / "examples").glob("[0-9]*.py"))}
-CORPUS = sorted((ROOT / "tests" / "compat" / "kernels").glob("*.py"))
+CORPUS_DIR = ROOT / "tests" / "compat" / "kernels"
+CORPUS = sorted(CORPUS_DIR.glob("*/*.py"))  # one folder per source project
 GEMM_FORMS = ["wrap", "no-masks", "persistent"]  # realworld_gemm.py's forms, each over its CONFIGS, at 256^3
 ATTENTION_HEAD_DIMS = [64]  # realworld_attention.py's block-pointer form over its CONFIGS
 BIG_ADD_BLOCKS = [2**16, 2**20]
-ATTN_RES_MAX_BLOCKS = [1, 2, 4, 8]  # liger2_attn_res: reductions under a run-time if in a static_range
+ATTN_RES_MAX_BLOCKS = [1, 2, 4, 8]  # liger/attn_res: reductions under a run-time if in a static_range
 
 CHILD = r"""
 import importlib.util, json, math, sys, time
@@ -173,7 +174,7 @@ print(json.dumps(times))
 
 def cases(selected: set[str] | None) -> list[tuple[str, str, str]]:
     found = [(name, "example", str(path)) for name, path in EXAMPLES.items()]
-    found += [(path.stem, "corpus", str(path)) for path in CORPUS]
+    found += [(path.relative_to(CORPUS_DIR).with_suffix("").as_posix(), "corpus", str(path)) for path in CORPUS]
     found += [(f"gemm {form}", "gemm", form) for form in GEMM_FORMS]
     found += [(f"attention d={d}", "attention", str(d)) for d in ATTENTION_HEAD_DIMS]
     found += [(f"add BLOCK=2**{block.bit_length() - 1}", "big-add", str(block)) for block in BIG_ADD_BLOCKS]
@@ -188,7 +189,7 @@ def run_case(tiles_root: Path, kind: str, what: str, timeout: float) -> dict[str
         script = CHILD.format(tiles_root=str(tiles_root), compat=str(ROOT / "tests" / "compat"),
                               benchmarks=str(ROOT / "benchmarks"), kind=kind,
                               what=what, add_example=str(EXAMPLES["vector_add"]),
-                              attn_res=str(ROOT / "tests" / "compat" / "kernels" / "liger2_attn_res.py"))
+                              attn_res=str(ROOT / "tests" / "compat" / "kernels" / "liger/attn_res.py"))
         try:
             done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                                   env=env, timeout=timeout, cwd=tempfile.gettempdir())

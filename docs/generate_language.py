@@ -14,6 +14,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import tiles.language as tl  # noqa: E402
 from tiles.backends.cuda import FAST_MATH  # noqa: E402
+from tiles.backends.llvm import libdevice  # noqa: E402
+from tiles.backends.llvm import mathfn as llvm_math  # noqa: E402
+from tiles.backends.opencl import mathfns as opencl_math  # noqa: E402
 from tiles.core import mathfns  # noqa: E402
 from tiles.core.ops import DOCS, FAMILIES, Op  # noqa: E402
 from tiles.language.math import _BY_OP  # noqa: E402
@@ -312,8 +315,10 @@ as arithmetic does.  Each function below is one row of `tiles/core/mathfns.py` a
 bit for bit; zero's sign free for inexact ones).  Where SciPy's own float64 value is less
 accurate (measured against 160-bit mpmath), float64 checks add that error, shown as *ref64*.
 
-Per backend: **OpenCL** calls the C builtin shown (OpenCL's accuracy rules are within the bound);
-**CUDA** calls NVIDIA libdevice's `__nv_*` function, or the exact LLVM spelling; the `fast_*`
+Per backend (each spells the rows in a table of its own): **OpenCL** calls the C builtin shown
+(`backends/opencl/mathfns.py`; OpenCL's accuracy rules are within the bound); **CUDA** calls NVIDIA
+libdevice's `__nv_*` function (`backends/llvm/libdevice.py`), or the exact LLVM spelling
+(`backends/llvm/mathfn.py`); the `fast_*`
 functions use the hardware approximations and CUDA declares their bound in
 `Target.approximate`; **ROCm** links no math library: functions with an LLVM spelling compile
 (exactly), the others raise `UnsupportedError` naming the function.
@@ -335,15 +340,17 @@ def math_section() -> list[str]:
         if ref_ulp or ref_eps:
             bound += f"; ref64 +{ref_ulp:g} ulp" + (f" + {ref_eps:g} eps" if ref_eps else "")
         args = [f"x{i}" for i in range(len(fn.operands))]
-        ocl = f"`{fn.opencl_expr(args, u='uint')}`" if fn.opencl != "" else "not supported (no builtin)"
-        if fn.opencl_f32_only:
+        ocl = f"`{opencl_math.expr(fn, args, u='uint')}`" if opencl_math.spelling(fn).expr != "" \
+            else "not supported (no builtin)"
+        if opencl_math.spelling(fn).f32_only:
             ocl += " (float32 only: our helper, in double)"
-        symbols = [fn.nv_symbol(b) for b in (32, 64)]
-        cuda = f"LLVM `{fn.llvm}`" if fn.llvm else "libdevice " + "/".join(f"`{s}`" for s in symbols if s)
+        symbols = [libdevice.symbol(fn, b) for b in (32, 64)]
+        exact = llvm_math.spelling(fn)
+        cuda = f"LLVM `{exact}`" if exact else "libdevice " + "/".join(f"`{s}`" for s in symbols if s)
         if fn.name in fast:
             rtol, atol = fast[fn.name]
             cuda += f" (approximate: {rtol:.2g}·|x| + {atol:.2g})"
-        rocm = f"LLVM `{fn.llvm}`" if fn.llvm else "not supported"
+        rocm = f"LLVM `{exact}`" if exact else "not supported"
         out.append(f"| `{fn.name}` | {sig} | {_cell(fn.doc)} | {bound} | {_cell(ocl)} | {_cell(cuda)} | {rocm} |")
     out += ["", "These libdevice names call an IR op of their own (its accuracy is that op's, "
             "see the elementwise ops below): " + ", ".join(f"`{n}`" for n in sorted(_BY_OP))

@@ -151,10 +151,10 @@ Every public name of Triton 3.9's `triton.language` (`tl.__all__`), `tl.math`,
 tiles under the same path with `tiles` for `triton` (checked by importing it);
 notes come from `docs/porting_notes.txt`.  `libdevice.X` is
 `tl.extra.libdevice.X` (`from triton.language.extra import libdevice`).
-`tests/compat/` holds more than fifty kernels in the styles of Triton's tutorials,
-Liger-Kernel, FlagGems, Unsloth and flash-linear-attention, ported by changing
-the imports only; `tests/compat/expected_failures.py` lists those that do not
-run yet, with their errors.
+`tests/compat/kernels/` holds more than 150 kernels in the styles of Triton's tutorials and
+real libraries, one folder per source project (`flaggems/`, `liger/`, `vllm/`, `sglang/`,
+`fla/`, `unsloth/`, `torchao/`, `inductor/`, ...), ported by changing the imports only;
+`tests/compat/expected_failures.py` lists those that do not run yet, with their errors.
 """
 
 

@@ -222,20 +222,11 @@ def cmd_bench(args: argparse.Namespace) -> int:
 
 
 def run_conformance(argv: Sequence[str]) -> int:
-    saved_argv = sys.argv
-    sys.argv = ["conformance", *argv]
+    from .conformance.__main__ import main as conformance_main  # the suite, imported only when run
     try:
-        runpy.run_module("conformance", run_name="__main__", alter_sys=True)
-    except SystemExit as e:
+        return conformance_main(list(argv))
+    except SystemExit as e:  # --help, argparse's errors
         return e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
-    except ModuleNotFoundError as e:
-        if e.name != "conformance":
-            raise
-        raise CommandError(f"cannot run the conformance suite: {e} (it ships with tiles: reinstall "
-                           "tiles, e.g. pip install tiles, or run from the repository root)") from None
-    finally:
-        sys.argv = saved_argv
-    return 0
 
 
 # ---------------------------------------------------------------- parser

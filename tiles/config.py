@@ -24,26 +24,30 @@
 |   | lists the platforms; a kernel whose work-group may not fit is refused (opencl/stack.py) |
 | ``TILES_INTERPRET_CHECKS=races`` | interpreter: report unsynchronized writes of one address |
 | ``TILES_TMA=1/0`` | cuda, sm_90+: copy tensor-descriptor tiles with TMA where it applies (the default), or never |
-|   | (lowering/tensorcore/tma.py); unset: ``TMA_BY_DEFAULT`` |
+|   | (cuda/hopper/tma_claim.py); unset: ``TMA_BY_DEFAULT`` |
 | ``TILES_STMATRIX=1/0`` | tensor cores: MMA tiles leave the fragment layout through swizzled local memory, |
 |   | written with ``stmatrix`` (16-bit, sm_90; else pairs) (the default), or, with 0, through padded |
-|   | rows written as pairs, no column strips (the earlier path, for A/B; tensorcore/staging.py, epilogue.py) |
+|   | rows written as pairs, no column strips (the earlier path, for A/B; lowering/mma/staging.py, epilogue.py) |
 | ``TILES_APPROX_DIV=1/0`` | cuda: a float32 ``/`` is ``div.full.f32`` (2 ulp, as Triton's; the default), or IEEE's |
 | ``TILES_INFLIGHT=1/0`` | tensor cores: a pipelined loop (3+ stages) with several products leaves the last in |
 |   | flight into the next iteration where it costs no occupancy (the default), or never |
 | ``TILES_PRODUCER=1/0`` | cuda, sm_90: TMA-pipelined ``tl.dot`` loops get one more warp that only issues their |
-|   | copies (tensorcore/tma_producer.py; the default), or thread 0 of the consumers issues them |
+|   | copies (cuda/hopper/tma_producer.py; the default), or thread 0 of the consumers issues them |
 | ``TILES_PERSISTENT=1/0`` | cuda, sm_90: kernels with that warp run persistent, at most one program launched |
-|   | per SM, each running several of the kernel's (tensorcore/persistent.py; the default), or not |
+|   | per SM, each running several of the kernel's (cuda/hopper/persistent.py; the default), or not |
 | ``TILES_OCCUPANCY=1/0`` | cuda: reload a register-bound kernel capped for one more program per SM when that |
 |   | spills little, and a heavily spilling one uncapped (backends/cuda/occupancy.py; the default), or never |
+| ``TILES_PREDICATED=1/0`` | cuda: masked global loads and stores as predicated ``@p ld.global``/``st.global`` |
+|   | (cuda/predicated_ops.py), or, by default, a branch around a plain access (an experiment to time) |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
+| ``TILES_CONFORMANCE_REPRO_DIR`` | conformance: where shrunk reproducers are written |
+|   | (default ``/tmp/tiles-conformance``) |
 
 The code choices (``TILES_TMA``, ``TILES_STMATRIX``, ``TILES_APPROX_DIV``, ``TILES_INFLIGHT``,
-``TILES_PRODUCER``, ``TILES_PERSISTENT``, ``TILES_OCCUPANCY``) are read once per compile by the jit
-into ``Options.codegen`` (``backends/base.py``: ``CodegenChoices.from_env``), which both compile
+``TILES_PRODUCER``, ``TILES_PERSISTENT``, ``TILES_OCCUPANCY``, ``TILES_PREDICATED``) are read once per
+compile by the jit into ``Options.codegen`` (``backends/base.py``: ``CodegenChoices.from_env``), which both compile
 caches key on; the lowering reads that, never these functions.
 """
 
@@ -94,7 +98,7 @@ def dump_stages(produced: Iterable[str] = ()) -> set[str]:
 TMA_BY_DEFAULT = True  # the TMA tests and benchmarks/tma_gemm.py passed on the H200 (benchmarks/RESULTS.md)
 
 CODE_CHOICES = ("TILES_TMA", "TILES_PRODUCER", "TILES_PERSISTENT", "TILES_INFLIGHT", "TILES_STMATRIX",
-                "TILES_APPROX_DIV", "TILES_OCCUPANCY")
+                "TILES_APPROX_DIV", "TILES_OCCUPANCY", "TILES_PREDICATED")
 # CUDA's target_key reads them on launches: from the dict behind os.environ, undecoded, where it has one
 _RAW_ENVIRON: dict[Any, Any] | None = getattr(os.environ, "_data", None)
 _encode = getattr(os.environ, "encodekey", None)
@@ -128,14 +132,20 @@ def approximate_division() -> bool:
 
 def producer_warp() -> bool:
     """Whether TMA-pipelined tensor-core loops get a producer warp that issues their copies
-    (TILES_PRODUCER, default on; backends/lowering/tensorcore/tma_producer.py)."""
+    (TILES_PRODUCER, default on; backends/cuda/hopper/tma_producer.py)."""
     return os.environ.get("TILES_PRODUCER", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def persistent() -> bool:
     """Whether kernels with a producer warpgroup run several programs per launched program, at most
-    one launched per SM (TILES_PERSISTENT, default on; backends/lowering/tensorcore/persistent.py)."""
+    one launched per SM (TILES_PERSISTENT, default on; backends/cuda/hopper/persistent.py)."""
     return os.environ.get("TILES_PERSISTENT", "").strip().lower() not in ("0", "false", "no", "off")
+
+
+def predicated_access() -> bool:
+    """Whether masked global loads and stores are predicated instructions rather than branches around
+    plain ones (TILES_PREDICATED, default off; cuda/predicated_ops.py)."""
+    return os.environ.get("TILES_PREDICATED", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def occupancy() -> bool:
@@ -146,7 +156,7 @@ def occupancy() -> bool:
 
 def inflight() -> bool:
     """Whether a pipelined loop of three stages or more that runs several products may leave the last
-    one in flight into the next iteration (TILES_INFLIGHT, default on; tensorcore/inflight.py); the
+    one in flight into the next iteration (TILES_INFLIGHT, default on; cuda/hopper/inflight.py); the
     CUDA backend keeps that code only where ptxas says it costs no occupancy (cuda/choices.py)."""
     return os.environ.get("TILES_INFLIGHT", "").strip().lower() not in ("0", "false", "no", "off")
 

@@ -20,13 +20,16 @@ def available_backends() -> list[str]:
 
 
 def kernel_names() -> list[str]:
-    return sorted(p.stem for p in KERNELS.glob("*.py") if not p.stem.startswith("_"))
+    """Every kernel module of the corpus as ``<project>/<name>``: one folder per source project
+    (``flaggems``, ``liger``, ``vllm``...; ``triton_*`` for Triton's own tutorials, language and runtime)."""
+    return sorted(p.relative_to(KERNELS).with_suffix("").as_posix() for p in KERNELS.glob("*/*.py")
+                  if not p.stem.startswith("_"))
 
 
 def load(name: str):
-    """Import kernels/<name>.py fresh: an ImportError in it is the test's failure, not collection's."""
+    """Import kernels/<project>/<name>.py fresh: an ImportError in it is the test's failure, not collection's."""
     path = KERNELS / f"{name}.py"
-    spec = importlib.util.spec_from_file_location(f"tiles_compat_{name}", path)
+    spec = importlib.util.spec_from_file_location(f"tiles_compat_{name.replace('/', '_')}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -1,4 +1,4 @@
-"""Every kernel of the corpus (kernels/*.py) against NumPy, on every backend available here.
+"""Every kernel of the corpus (kernels/<project>/*.py) against NumPy, on every backend available here.
 
 A kernel module defines ``check(rng)``: it launches its kernels through
 Triton-style wrappers and asserts on the results.  Cases known to fail until
@@ -7,7 +7,7 @@ that starts passing fails, so the mark gets removed).
 """
 
 import pytest
-from compat_harness import available_backends, kernel_names, load
+from compat_harness import KERNELS, available_backends, kernel_names, load
 from expected_failures import EXPECTED_FAILURES, INTERMITTENT_FAILURES, reason
 
 
@@ -35,3 +35,8 @@ def test_corpus_is_large_enough():
 def test_every_expected_failure_names_a_kernel():
     unknown = (set(EXPECTED_FAILURES) | set(INTERMITTENT_FAILURES)) - set(kernel_names())
     assert not unknown, f"expected_failures.py lists kernels that do not exist: {sorted(unknown)}"
+
+
+def test_every_kernel_is_in_its_project_folder():
+    loose = sorted(p.name for p in KERNELS.glob("*.py"))
+    assert not loose, f"kernels/<project>/<name>.py, one folder per source project; not under one: {loose}"

@@ -1,11 +1,13 @@
-"""Imports only point down: the declared layers of ``tiles/`` and no cycles where they hurt most.
+"""Imports only point down: the declared layers of ``tiles/``, no import cycle anywhere, and the
+imports some packages must not make.
 
 The graph is read from the source with ``ast``: every ``import``/``from ... import`` anywhere
 in a module counts — at module level, inside functions and under ``if TYPE_CHECKING:`` —
 so moving an import into a function does not hide a dependency.  ``from pkg import name``
 is an edge to ``pkg.name`` when that is a module, else to ``pkg``.  Importing a submodule
 also runs its parent packages' ``__init__``; those implicit edges are not counted.
-The layers are described in docs/internals.md ("Layers").
+The layers are described in docs/internals.md ("Layers").  The graph covers the whole package,
+the conformance suite (``tiles.conformance``) included, and the top-level ``conformance`` shim.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import ast
 from collections.abc import Iterator
 from pathlib import Path
 
-ROOT = Path(__file__).parents[2] / "tiles"
+REPO = Path(__file__).parents[2]
+ROOT = REPO / "tiles"
+# the package, and the conformance suite's old top-level name (a shim forwarding to tiles.conformance)
+ROOTS = (ROOT, REPO / "conformance")
 
 # Lowest first.  A module may import its own package's modules (cycles checked below) and any
 # module of a lower layer; packages on one layer are peers and must not import each other.
@@ -27,11 +32,33 @@ LAYERS: list[set[str]] = [
     {"tiles.runtime", "tiles.compiler", "tiles.knobs"},
     {"tiles.as_triton"},  # the Triton compatibility mode: triton.* module names served by tiles
     {"tiles"},  # the package itself: the public names
-    {"tiles.cli", "tiles.run"},
+    {"tiles.conformance"},  # the conformance suite (python -m conformance), on the public names
+    {"tiles.cli", "tiles.run", "conformance"},
 ]
 
-# Packages whose modules must not import each other in a cycle.
-ACYCLIC = ("tiles.runtime", "tiles.backends.lowering")
+# Imports a package must not make, whatever the layers allow: (importer, imported, why); each is a
+# package or module name, covering its submodules.  Rooms of backends (issue 33): the shared
+# lowering serves every backend and knows none of them, a target's additions coming in through
+# an extension it is handed (lowering/mma/extension.py; CUDA's Hopper parts, backends/cuda/hopper/,
+# passed by cuda/choices.py); the simulator that checks the CUDA lowering is for tests.
+_SHARED = "the shared lowering knows no backend: a target's additions come in as an MMAExtension"
+FORBIDDEN: list[tuple[str, str, str]] = [
+    ("tiles.backends.lowering", "tiles.config",
+     "the lowering reads every code choice from Options (Options.codegen), never the environment"),
+    *(("tiles.backends.lowering", f"tiles.backends.{backend}", _SHARED)
+      for backend in ("cuda", "rocm", "opencl", "llvm", "cstyle", "interpreter", "stepping", "registry")),
+    *((f"tiles.backends.cuda.{room}", "tiles.backends.cuda.simulator",
+       "the simulator checks the lowering from outside: only tests import it")
+      for room in ("hopper", "choices", "emitter")),
+    # The native launch room calls the driver; it knows nothing of how kernels are generated.
+    *(("tiles.backends.cuda.launch", f"tiles.backends.{generation}",
+       "launching knows the driver and the launch facts, not code generation")
+      for generation in ("lowering", "llvm", "cuda.hopper", "cuda.emitter", "cuda.choices", "cuda.simulator")),
+    # Code generation knows nothing of how kernels are launched.
+    *((f"tiles.backends.{generation}", "tiles.backends.cuda.launch",
+       "code generation produces PTX and launch facts; the launch room consumes them")
+      for generation in ("lowering", "cuda.hopper", "cuda.emitter", "cuda.choices")),
+]
 
 # Edges other helpers are removing; the coordinator deletes each line when its fix is merged.
 KNOWN: set[tuple[str, str]] = set()
@@ -39,11 +66,12 @@ KNOWN: set[tuple[str, str]] = set()
 
 def module_names() -> dict[str, Path]:
     names = {}
-    for path in ROOT.rglob("*.py"):
-        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
-        if parts[-1] == "__init__":
-            parts.pop()
-        names[".".join(parts)] = path
+    for root in ROOTS:
+        for path in root.rglob("*.py"):
+            parts = list(path.relative_to(root.parent).with_suffix("").parts)
+            if parts[-1] == "__init__":
+                parts.pop()
+            names[".".join(parts)] = path
     return names
 
 
@@ -72,7 +100,7 @@ def imports_of(name: str, is_package: bool, source: str, modules: set[str] | dic
         for target in _targets(name, is_package, node, modules):
             while target not in modules and "." in target:
                 target = target.rsplit(".", 1)[0]
-            if target in modules and target != name and target.startswith("tiles"):
+            if target in modules and target != name:
                 edges.add(target)
     return edges
 
@@ -175,10 +203,34 @@ def test_cycle_finder_finds_a_cycle():
     assert _cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_no_import_cycles_in_runtime_and_lowering():
+def test_no_import_cycles_anywhere():
+    graph = {m: {t for t in targets if (m, t) not in KNOWN} for m, targets in import_graph().items()}
+    cycles = _cycles(graph)
+    assert not cycles, "import cycles (each a strongly connected component; function-level imports " \
+                       "count):\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_graph_covers_the_suite_and_its_shim():
     graph = import_graph()
-    for package in ACYCLIC:
-        inside = {m for m in graph if m == package or m.startswith(package + ".")}
-        sub = {m: {t for t in graph[m] if t in inside and (m, t) not in KNOWN} for m in inside}
-        cycles = _cycles(sub)
-        assert not cycles, f"import cycles in {package}: " + "; ".join(" <-> ".join(c) for c in cycles)
+    assert "tiles.conformance.suite" in graph and "tiles.conformance.generate.search" in graph
+    assert graph["conformance.__main__"] >= {"tiles.conformance.__main__"}
+
+
+def _within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_forbidden_imports():
+    bad = [f"{module} imports {target}: {why}"
+           for module, targets in sorted(import_graph().items())
+           for target in sorted(targets)
+           for importer, imported, why in FORBIDDEN
+           if _within(module, importer) and _within(target, imported) and (module, target) not in KNOWN]
+    assert not bad, "forbidden imports:\n" + "\n".join(bad)
+
+
+def test_forbidden_imports_are_found():
+    graph = {"tiles.backends.lowering.mma.pipeline": {"tiles.config", "tiles.core.ir"}}
+    hits = [(m, t) for m, ts in graph.items() for t in ts for importer, imported, _ in FORBIDDEN
+            if _within(m, importer) and _within(t, imported)]
+    assert hits == [("tiles.backends.lowering.mma.pipeline", "tiles.config")]

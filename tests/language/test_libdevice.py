@@ -12,7 +12,7 @@ import pytest
 
 import tiles
 import tiles.language as tl
-from conformance.corpus.libdevice import groups, inputs, libdevice_map
+from tiles.conformance.corpus.libdevice import groups, inputs, libdevice_map
 from tiles.core import dtypes as D
 from tiles.core import mathfns
 from tiles.core.errors import CompilationError

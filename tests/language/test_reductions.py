@@ -196,17 +196,18 @@ def scan_kernel(x_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, REVERSE: tl.co
     tl.store(out_ptr + 2 * n + offs, tl.associative_scan(x, 1, running_max, reverse=REVERSE))
 
 
+@pytest.mark.parametrize("R, C", [(4, 8), (16, 256)])  # 16x256 on 4 warps: a row on two warps (Mamba's tile)
 @pytest.mark.parametrize("reverse", [False, True])
-def test_scans(rng, reverse):
-    x = rng.integers(-3, 4, (4, 8)).astype(np.int32)
-    out = np.empty(3 * 32, np.int32)
-    scan_kernel[(1,)](x, out, R=4, C=8, REVERSE=reverse)
+def test_scans(rng, reverse, R, C):
+    x = rng.integers(-3, 4, (R, C)).astype(np.int32)
+    out = np.empty(3 * R * C, np.int32)
+    scan_kernel[(1,)](x, out, R=R, C=C, REVERSE=reverse)
 
     def scan(fn, a, axis):
         if reverse:
             return np.flip(fn(np.flip(a, axis), axis=axis), axis)
         return fn(a, axis=axis)
-    parts = out.reshape(3, 4, 8)
+    parts = out.reshape(3, R, C)
     np.testing.assert_array_equal(parts[0], scan(np.cumsum, x, 1))
     np.testing.assert_array_equal(parts[1], scan(np.cumprod, x, 0))
     np.testing.assert_array_equal(parts[2], scan(np.maximum.accumulate, x, 1))
@@ -225,7 +226,8 @@ def recurrence_kernel(a_ptr, b_ptr, out_ptr, R: tl.constexpr, C: tl.constexpr, R
     tl.store(out_ptr + offs, h)
 
 
-@pytest.mark.parametrize("R, C", [(4, 32), (8, 128)])  # one element a thread; chunks of four scanned in registers
+@pytest.mark.parametrize("R, C", [(4, 32), (8, 128), (16, 256)])  # one element a thread; chunks of four in
+# registers, a row on a lane group; a row on two warps (Mamba's 16x256 tile)
 @pytest.mark.parametrize("reverse", [False, True])
 def test_linear_recurrence_scan_keeps_operand_order(rng, reverse, R, C):
     a = rng.integers(-3, 4, (R, C)).astype(np.int32)

@@ -17,9 +17,9 @@ import re
 import numpy as np
 import pytest
 
-from conformance import corpus
-from conformance.profiles import CI
 from tiles.backends import registry
+from tiles.conformance import corpus
+from tiles.conformance.profiles import CI
 from tiles.core.checked import instrument
 from tiles.core.errors import KernelRuntimeError, UnsupportedError
 from tiles.core.verify import verify

@@ -8,6 +8,7 @@ import rt_kernels as kernels
 from at_kernels import BLOCKS, make_tuned_add, make_tuned_increment, make_tuned_scale, make_tuned_sum
 
 import tiles
+import tiles.language as tl
 
 
 def grid_for(n):
@@ -113,6 +114,54 @@ def test_heuristics_alone_and_launch_conflicts():
     np.testing.assert_array_equal(out, 3 * x)
     with pytest.raises(ValueError, match="BLOCK"):
         make_tuned_add()[grid_for(10)](x, x, out, 10, BLOCK=16)
+
+
+def test_stacked_heuristics_run_outermost_first_and_see_earlier_values():
+    seen = []
+
+    @tiles.heuristics({"SCALE": lambda args: seen.append(("outer", args["BLOCK"], "SCALE" in args)) or 2.0})
+    @tiles.heuristics({"BLOCK": lambda args: seen.append(("middle", args["n"], args["SCALE"])) or 16})
+    @tiles.heuristics({"SCALE": lambda args: seen.append(("inner", args["BLOCK"], args["SCALE"])) or args["SCALE"] + 1})
+    @tiles.jit
+    def scaled(x_ptr, out_ptr, n, SCALE: tiles.constexpr, BLOCK: tiles.constexpr = 8):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * SCALE, mask=m)
+
+    assert isinstance(scaled.fn, tiles.JITFunction)  # the stack is one layer
+    assert list(scaled.values) == ["SCALE", "BLOCK"]
+    n = 37
+    x = np.random.default_rng(7).standard_normal(n).astype(np.float32)
+    out = np.full(n, np.nan, np.float32)
+    scaled[lambda meta: (tiles.cdiv(n, meta["BLOCK"]),)](x, out_ptr=out, n=n)
+    # the outer rule sees the default BLOCK; the inner SCALE rule sees the outer value and wins
+    assert seen == [("outer", 8, False), ("middle", n, 2.0), ("inner", 16, 2.0)]
+    np.testing.assert_array_equal(out, x * np.float32(3.0))
+
+
+def test_steady_launches_of_tuned_and_heuristic_kernels_skip_the_general_binding(monkeypatch):
+    @tiles.autotune(configs=[tiles.Config({"BLOCK": 16}), tiles.Config({"BLOCK": 32}, num_warps=2)], key=["n"])
+    @tiles.heuristics({"EVEN": lambda args: args["n"] % args["BLOCK"] == 0})
+    @tiles.jit
+    def scale(x_ptr, out_ptr, n, BLOCK: tl.constexpr, EVEN: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        m = offs < n
+        tl.store(out_ptr + offs, tl.load(x_ptr + offs, mask=m) * 2, mask=m)
+
+    jit_fn = scale.fn.fn
+    general = []
+    run = jit_fn._run
+    monkeypatch.setattr(jit_fn, "_run", lambda *a, **k: general.append(1) or run(*a, **k))
+    n = 45
+    x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
+    for _ in range(3):
+        out = np.full(n, np.nan, np.float32)
+        scale[lambda meta: (tiles.cdiv(n, meta["BLOCK"]),)](x, out, n)
+        np.testing.assert_array_equal(out, 2 * x)
+    tuning = len(general)
+    for _ in range(3):
+        scale[lambda meta: (tiles.cdiv(n, meta["BLOCK"]),)](x, out, n)
+    assert len(general) == tuning, "a tuned launch took the general binding path (a stray launch keyword?)"
 
 
 def test_prune_configs_by():

@@ -242,3 +242,20 @@ def test_a_big_endian_array_after_a_little_endian_one_is_refused(rng):
     assert out.tolist() == x.tolist()
     with pytest.raises(LaunchError, match="cannot be passed"):
         copy4[(1,)](x.astype(">i4"), out)  # same dtype name 'int32': must not reuse the launch
+
+
+@pytest.mark.parametrize("kind", ["s", "n"])
+def test_the_binder_and_fact_of_speak_one_int_encoding(kind):
+    """An int's fact is its ``launch_facts.IntClass``, whether the binder's inline code or
+    ``specialize.fact_of`` computes it (the hot path reads it back without a table)."""
+    from tiles.backends.launch_facts import IntClass, int_class
+    from tiles.runtime.specialize import fact_of
+    signature = inspect.Signature([inspect.Parameter("v", inspect.Parameter.POSITIONAL_OR_KEYWORD)])
+    bind = make_binder(signature, (kind,))
+    for v in (0, 1, 2, 15, 16, 17, -16, -1, 2**31 - 1, -(2**31), 2**31, 2**40 + 1, -(2**63), 2**63 - 16):
+        fact = bind(v)[0][0][0]
+        assert fact == fact_of(v, kind) == int_class(v, kind)
+        assert IntClass(fact) is int_class(v, kind)
+    assert int_class(2**63, kind) is None and not isinstance(fact_of(2**63, kind), int)
+    from tiles.runtime.specialize import FLOAT_FACT, NONE_FACT
+    assert bind(None)[0][0][0] == NONE_FACT and bind(0.5)[0][0][0] == fact_of(0.5, kind) == FLOAT_FACT

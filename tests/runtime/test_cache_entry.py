@@ -21,8 +21,8 @@ from tiles.runtime.cache_entry import decode
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = sorted((ROOT / "examples").glob("[0-9]*.py"))
 # corpus kernels with loops, custom reductions and scans, dots, random streams
-CORPUS = ["fla_chunk_scan_dot", "lang_associative_scan", "fg_topk", "tut06_fused_attention",
-          "fg_dropout_philox", "liger_cross_entropy"]
+CORPUS = ["fla/chunk_scan_dot", "triton_language/associative_scan", "flaggems/topk",
+          "triton_tutorials/tut06_fused_attention", "flaggems/dropout_philox", "liger/cross_entropy"]
 
 
 def load_module(path: Path):

@@ -303,7 +303,7 @@ def test_cuda_ptx_compiles(rng, cuda_sm90, monkeypatch, tma):
     names = [p.name for p in compiled.ir.params]
     assert names[:4] == ["a_desc_base", "a_desc_shape0", "a_desc_shape1", "a_desc_stride0"]
     if tma == "1":
-        from tiles.backends.lowering.tensorcore.tma_spec import MapSpec, Source
+        from tiles.backends.cuda.hopper.tma_spec import MapSpec, Source
         assert "cp.async.bulk.tensor.2d.global.shared::cta.bulk_group" in ptx
         specs = [MapSpec.from_json(d) for d in compiled.metadata["tensor_maps"]]
         store = [s for s in specs if names[s.base] == "c_desc_base"]
@@ -387,8 +387,8 @@ def test_cuda_window_map_fields(cuda_sm90, monkeypatch, cols, dims):
     innermost size first, the tensor's row length in bytes as the stride, the block as the box,
     the view's first element as the address; a window whose rows end inside a 16-byte chunk has
     none (a TMA store writes whole chunks: column 255 of such a window was written on the H200)."""
+    from tiles.backends.cuda.hopper.tma_spec import MapSpec
     from tiles.backends.cuda.tensor_map import EncodeArguments, encode_arguments
-    from tiles.backends.lowering.tensorcore.tma_spec import MapSpec
     from tiles.runtime.expanded_args import flatten
     from tiles.runtime.specialize import descriptor_names
     monkeypatch.setenv("TILES_TMA", "1")

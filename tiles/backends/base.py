@@ -14,13 +14,14 @@ import dataclasses
 import inspect
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from .. import config
 from ..core import dtypes as D
 from ..core.dtypes import DType
 from ..core.ir import Kernel
 from ..core.ops import Op
+from .launch_facts import DEFAULT_NUM_STAGES, DEFAULT_NUM_WARPS
 
 
 @dataclass(frozen=True)
@@ -42,19 +43,21 @@ class Target:
 
 @dataclass(frozen=True)
 class CodegenChoices:
-    """Code shapes the lowering may take where they apply, each on by default.  The jit reads them
+    """Code shapes the lowering may take where they apply, each on by default but
+    ``predicated`` (an experiment).  The jit reads them
     from the environment once per compile (``from_env``; the ``TILES_*`` variables of config.py)
     into ``Options.codegen``, so both compile caches key on them; the lowering reads only these
     fields.  A backend that finds one does not serve a kernel lowers it again with it off."""
 
-    tma: bool = config.TMA_BY_DEFAULT  # TILES_TMA: descriptor tiles copied by TMA (tensorcore/tma_claim.py)
+    tma: bool = config.TMA_BY_DEFAULT  # TILES_TMA: descriptor tiles copied by TMA (cuda/hopper/tma_claim.py)
     tma_top_loads: bool = True  # no variable: a producer may copy top-level descriptor loads (persistent.py)
-    producer: bool = True    # TILES_PRODUCER: a producer warpgroup issues the copies (tensorcore/tma_producer.py)
-    persistent: bool = True  # TILES_PERSISTENT: at most one program per SM (tensorcore/persistent.py)
-    inflight: bool = True    # TILES_INFLIGHT: the last product left in flight (tensorcore/inflight.py)
-    stmatrix: bool = True    # TILES_STMATRIX: MMA tiles staged swizzled (tensorcore/staging.py, epilogue.py)
+    producer: bool = True    # TILES_PRODUCER: a producer warpgroup issues the copies (cuda/hopper/tma_producer.py)
+    persistent: bool = True  # TILES_PERSISTENT: at most one program per SM (cuda/hopper/persistent.py)
+    inflight: bool = True    # TILES_INFLIGHT: the last product left in flight (cuda/hopper/inflight.py)
+    stmatrix: bool = True    # TILES_STMATRIX: MMA tiles staged swizzled (lowering/mma/staging.py, epilogue.py)
     approx_div: bool = True  # TILES_APPROX_DIV: float32 ``/`` as the emitter's approximate_divide
     occupancy: bool = True   # TILES_OCCUPANCY: cuda reloads register-bound kernels capped (cuda/occupancy.py)
+    predicated: bool = False  # TILES_PREDICATED: masked global accesses predicated (cuda/predicated_ops.py); off
 
     @classmethod
     def from_env(cls) -> CodegenChoices:
@@ -65,7 +68,8 @@ class CodegenChoices:
             choices = _CHOICES_BY_SETTING[key] = cls(
                 tma=config.tma(), producer=config.producer_warp(), persistent=config.persistent(),
                 inflight=config.inflight(), stmatrix=config.stmatrix(),
-                approx_div=config.approximate_division(), occupancy=config.occupancy())
+                approx_div=config.approximate_division(), occupancy=config.occupancy(),
+                predicated=config.predicated_access())
         return choices
 
 
@@ -80,8 +84,8 @@ class Options:
     lists them, and docs/porting-from-triton.md says why each has no effect.  ``codegen``: the
     code shapes allowed (``CodegenChoices``; the jit fills it from the environment)."""
 
-    num_warps: int = 4
-    num_stages: int = 3   # software-pipelining depth of tensor-core loops (cuda); tl.range's wins
+    num_warps: int = DEFAULT_NUM_WARPS
+    num_stages: int = DEFAULT_NUM_STAGES   # software-pipelining depth of tensor-core loops (cuda); tl.range's wins
     debug: bool = False
     fp_fusion: bool = False  # Triton's enable_fp_fusion: a * b + c may round once (lowering/contract.py)
     maxnreg: int | None = None  # Triton's maxnreg: the most registers per thread (cuda: PTX .maxnreg)
@@ -96,8 +100,10 @@ class Options:
         return self.num_warps * target.warp_size
 
 
-# CompiledKernel's typed launch facts, also readable through its ``metadata`` view.
+# CompiledKernel's typed launch facts, also readable through its ``metadata`` view; the optional ones
+# only where set (a kernel with tensor maps, a persistent one).
 LAUNCH_FIELDS = ("threads", "shared", "entry", "arch", "not_applied")
+OPTIONAL_LAUNCH_FIELDS = ("tensor_maps", "persistent")
 OPTION_FACTS = ("name", "num_warps", "num_stages", "num_ctas", "maxnreg", "debug", "enable_fp_fusion")
 
 
@@ -127,7 +133,11 @@ class CompiledKernel:
     ``threads``, ``shared`` (bytes of dynamic shared / local memory per program), ``entry`` (the
     function name in the code), ``arch`` and ``not_applied`` (options the generated code does not
     follow, each with its file:line, e.g. a ``tl.range(num_stages=)`` with nothing to pipeline)
-    are set by the stages; ``extra`` holds any other JSON-able facts a backend reports
+    are set by the stages, and where the code takes hidden parameters, ``tensor_maps`` (the JSON
+    specs of the ``CUtensorMap``s whose device address is one more parameter after the user's,
+    cuda's TMA) and ``persistent`` (programs loop over the grid: launched with at most one per
+    multiprocessor, the grid as three more int32 parameters); ``extra`` holds any other JSON-able
+    facts a backend reports
     (registers, spills...), ``loaded`` the live objects it keeps (modules, programs; never
     cached).  ``metadata`` is a read-only view of all the facts, as Triton's
     ``CompiledKernel.metadata``; a saved one passed back as ``extra`` fills the typed fields.
@@ -144,6 +154,8 @@ class CompiledKernel:
     entry: str = ""
     arch: str = ""
     not_applied: tuple[str, ...] = ()  # options the code does not follow, each with its file:line
+    tensor_maps: tuple[dict[str, Any], ...] = ()  # the hidden tensor maps' specs (cuda/tma_launch.py)
+    persistent: bool = False  # launched with at most one program per multiprocessor, the grid passed
     loaded: dict[str, Any] = field(default_factory=dict, repr=False, compare=False)
 
     @property
@@ -151,6 +163,10 @@ class CompiledKernel:
         """The JSON-able facts (the launch fields, the options under Triton's names, then ``extra``), read-only."""
         facts = {name: getattr(self, name) for name in LAUNCH_FIELDS}
         facts["not_applied"] = list(self.not_applied)
+        if self.tensor_maps:
+            facts["tensor_maps"] = list(self.tensor_maps)
+        if self.persistent:
+            facts["persistent"] = True
         return Metadata({**facts, **self._option_facts(), **self.extra})
 
     def _option_facts(self) -> dict[str, Any]:
@@ -209,18 +225,39 @@ class CompiledKernel:
 
     def __post_init__(self) -> None:
         # A saved ``metadata`` dict given as ``extra`` (disk-cache entries): launch facts go to their fields.
-        for name in LAUNCH_FIELDS:
+        for name in (*LAUNCH_FIELDS, *OPTIONAL_LAUNCH_FIELDS):
             if name in self.extra:
                 setattr(self, name, self.extra.pop(name))
         for name in OPTION_FACTS:
             self.extra.pop(name, None)
         self.not_applied = tuple(self.not_applied)
+        self.tensor_maps = tuple(self.tensor_maps)
+        self.persistent = bool(self.persistent)
 
     @classmethod
     def restore(cls, kernel: Kernel, options: Options, asm: dict[str, Any], metadata: Mapping[str, Any],
                 handle: Any = None) -> CompiledKernel:
         """A kernel rebuilt from stored stages and the ``metadata`` saved with them (disk cache)."""
         return cls(kernel.name, kernel, options, dict(asm), dict(metadata), handle)
+
+
+class PlannedArg(NamedTuple):
+    """One run-time parameter of a launch plan (the jit makes one per kernel parameter that is
+    not a constexpr; ``make_launcher`` takes them): where its value is among the launch's values
+    (``position``; negative for a hidden parameter appended after them), its ``name``, whether it is
+    a pointer and whether the kernel may write through it."""
+
+    position: int
+    name: str
+    is_pointer: bool
+    writable: bool
+
+    def arg(self, values: Sequence[Any]) -> LaunchArg:
+        """This parameter's ``LaunchArg`` in a launch of ``values``."""
+        return LaunchArg(self.name, values[self.position], self.is_pointer, self.writable)
+
+
+LaunchPlan = Sequence[PlannedArg]
 
 
 @dataclass
@@ -233,6 +270,53 @@ class LaunchArg:
     writable: bool = True  # False when the kernel provably never writes through it
 
 
+_ASM = object()  # Staged.next when the next stage takes the stage's asm
+
+
+@dataclass(frozen=True)
+class Staged:
+    """What a stage returns when it fixes more than its text.  ``asm`` is kept in
+    ``compiled.asm[stage]`` (``TILES_DUMP`` prints it) and handed to the next stage unless ``next``
+    says otherwise (ROCm's object code); each launch fact given (None: not this stage's) is set on
+    the ``CompiledKernel``, ``extra``/``loaded``/``more_asm`` entries are added to its dicts.
+    ``Backend.compile`` does all of that (``record``): stages read ``compiled`` and never write it."""
+
+    asm: Any
+    next: Any = _ASM
+    threads: int | None = None
+    shared: int | None = None
+    entry: str | None = None
+    arch: str | None = None
+    not_applied: tuple[str, ...] | None = None
+    tensor_maps: tuple[dict[str, Any], ...] | None = None
+    persistent: bool | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    loaded: Mapping[str, Any] = field(default_factory=dict)
+    more_asm: Mapping[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def lowered(cls, lowered: Any, **facts: Any) -> Staged:
+        """A code stage's result from the lowering's ``Lowered`` (``lowering/entry.py``): its code
+        and the launch facts it fixed (threads, shared bytes, entry, options not applied)."""
+        return cls(lowered.code, threads=lowered.threads, shared=lowered.shared_bytes, entry=lowered.entry,
+                   not_applied=tuple(lowered.not_applied), **facts)
+
+    def record(self, stage: str, compiled: CompiledKernel) -> Any:
+        """Put this result on ``compiled`` (``asm[stage]``, the facts, the dicts' entries); what
+        the next stage takes."""
+        compiled.asm[stage] = self.asm
+        compiled.asm.update(self.more_asm)
+        for name in (*LAUNCH_FIELDS, *OPTIONAL_LAUNCH_FIELDS):
+            value = getattr(self, name)
+            if value is not None:
+                setattr(compiled, name, value)
+        compiled.extra.update(self.extra)
+        compiled.loaded.update(self.loaded)
+        return self.asm if self.next is _ASM else self.next
+
+
+# A compile stage: ``stage(previous output, compiled) -> output`` (a plain value, kept in
+# ``compiled.asm`` and passed on, or a ``Staged``); ``compiled`` is read (its ``ir``, ``name``), not written.
 Stage = Callable[[Any, CompiledKernel], Any]
 
 
@@ -294,17 +378,16 @@ class Backend(abc.ABC):
         """Whether kernels run on a GPU (only GPU backends are picked by default)."""
         return True
 
-    def make_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]]
-                      ) -> Callable[..., None]:
-        """A function ``(grid, values, stream=None)`` that launches ``compiled``; ``plan`` lists,
-        per run-time parameter, (index into values, name, is pointer, may be written).  The jit
+    def make_launcher(self, compiled: CompiledKernel, plan: LaunchPlan) -> Callable[..., None]:
+        """A function ``(grid, values, stream=None)`` that launches ``compiled``; ``plan``: a
+        ``PlannedArg`` per run-time parameter (index into values, name, is pointer, may be written).  The jit
         passes ``stream=`` only when the launch named one.  Backends override this to make
         repeated launches cheap; this default hands ``stream`` to ``launch`` when that takes one
         and otherwise ignores it (backends without streams run in order anyway)."""
         takes_stream = "stream" in inspect.signature(self.launch).parameters
 
         def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:
-            args = [LaunchArg(name, values[i], is_ptr, writable) for i, name, is_ptr, writable in plan]
+            args = [p.arg(values) for p in plan]
             if stream is not None and takes_stream:
                 self.launch(compiled, grid, args, stream=stream)  # type: ignore[call-arg]
             else:
@@ -346,7 +429,10 @@ class Backend(abc.ABC):
         limit = self.target().shared_memory
         for stage_name, stage in self.stages(options).items():
             value = stage(value, compiled)
-            compiled.asm[stage_name] = value
+            if isinstance(value, Staged):
+                value = value.record(stage_name, compiled)
+            else:
+                compiled.asm[stage_name] = value
             needed = compiled.shared
             if needed > limit:
                 from ..core.errors import OutOfResourcesError

@@ -105,7 +105,7 @@ _encode = getattr(os.environ, "encodekey", None)
 _RAW_KEYS = (_encode("TILES_INTERPRET"), _encode("TILES_BACKEND")) if callable(_encode) else None
 _by_environment: dict[tuple[Any, Any], Backend] = {}
 # bumped by every set_backend: what default() returns may then change without the environment
-# changing (the kernels' native hot launches compare it, backends/cuda/hot_launch.py)
+# changing (the kernels' native hot launches compare it, backends/cuda/launch/hot_launch.py)
 default_generation = ctypes.c_uint64(0)
 
 

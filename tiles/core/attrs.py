@@ -162,7 +162,7 @@ class Descriptor:
     offsets x n[, value]) with n = len(block_shape), shape and strides int64, offsets int32.
     ``bounded`` names the axes masked by ``shape`` (None: every axis, a tensor descriptor; a block
     pointer's ``boundary_check`` otherwise).  ``rebased`` is the CUDA lowering's alone
-    (``tensorcore/tma_rebase.py``): the host-side sources of the terms the base's offset from its
+    (``cuda/hopper/tma_rebase.py``): the host-side sources of the terms the base's offset from its
     parameter is a multiple of; empty in traced IR."""
 
     block_shape: tuple[int, ...]

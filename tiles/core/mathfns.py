@@ -1,11 +1,14 @@
 """The elementwise math functions of ``libdevice`` / ``tl.math``: one row per function.
 
-Each row says everything every layer needs: operand kinds and result type (the type rule),
-the NumPy reference (the interpreter), the OpenCL C spelling, the CUDA libdevice symbol,
-an LLVM spelling that needs no math library (used on every LLVM target when present), the
-documented accuracy of the vendor libraries, and the interval the tests draw inputs from.
-Adding a function is adding a row.  Functions that already have their own IR op (exp, log,
-sqrt, floor, fma, fmod, ...) are not rows: ``tl.math`` / ``libdevice`` call those ops.
+Each row says what every layer shares: operand kinds and result type (the type rule), the
+NumPy reference (the interpreter), the documented accuracy of the vendor libraries, and the
+interval the tests draw inputs from.  Adding a function is adding a row; the backends spell it
+in their own tables (a row without a spelling there is unsupported on that backend, with an
+error naming it): ``backends/opencl/mathfns.py`` (OpenCL C), ``backends/llvm/mathfn.py`` (an
+LLVM spelling that needs no math library, used on every LLVM target) and
+``backends/llvm/libdevice.py`` (NVIDIA libdevice's symbols).  Functions that already have their
+own IR op (exp, log, sqrt, floor, fma, fmod, ...) are not rows: ``tl.math`` / ``libdevice`` call
+those ops.
 """
 
 from __future__ import annotations
@@ -32,20 +35,11 @@ class MathFunction:
     sig: str
     ref: Ref                       # NumPy on float64 (or integer) arrays; rounded to the result type
     doc: str
-    opencl: str | None = None      # C expression over {0}, {1}...; None: "name({0}, ...)"; "": absent
-    nv: str | tuple[str, str] | None = None  # libdevice: base (f32 adds "f"; 64-bit ints "ll"),
-    #                                          an explicit (32-bit, 64-bit) pair, or "": absent
-    llvm: str = ""                 # "llvm.<intrinsic>" (type suffix added) or an expansion in
-    #                                llvm/mathfn.py: "fpclass:<mask>", "signbit", "saturating:<rounding>"...
     ulp: float = 0.0               # documented bound of the OpenCL / libdevice versions, in ulp
     atol: float = 0.0              # extra absolute bound in units of the dtype's epsilon
     domain: tuple[float, float] = (-10.0, 10.0)
-    f32_only: bool = False         # no float64 version in libdevice
+    f32_only: bool = False         # float32 operands only (libdevice has no float64 version)
     native: bool = False           # the reference runs in the operand's own type (not float64)
-    # OpenCL C helper functions the expression calls (added once to the program), and whether
-    # the OpenCL spelling only exists for float32 operands (it computes in double).
-    opencl_helper: str = ""
-    opencl_f32_only: bool = False
     # Error of the SciPy reference itself in float64 (ulp, atol in eps), measured against mpmath at
     # 160 bits on ``domain``; float64 checks add it to the bound.
     ref_error64: tuple[float, float] = (0.0, 0.0)
@@ -61,29 +55,6 @@ class MathFunction:
     @property
     def exact(self) -> bool:
         return self.ulp == 0 and self.atol == 0
-
-    def opencl_expr(self, args: list[str], u: str = "") -> str:
-        """The OpenCL C expression on ``args``; ``u`` names the unsigned type of an integer operand."""
-        template = self.opencl if self.opencl is not None else (
-            f"{self.name}(" + ", ".join(f"{{{i}}}" for i in range(len(args))) + ")")
-        return template.format(*args, u=u) if template else ""
-
-    def has_opencl(self, operand: DType) -> bool:
-        """Whether OpenCL has a spelling for operands of this type."""
-        return self.opencl != "" and not (self.opencl_f32_only and operand != float32)
-
-    def nv_symbol(self, bits: int) -> str:
-        """The libdevice function for an operand of ``bits`` (32 or 64); "" when there is none."""
-        base = self.name if self.nv is None else self.nv
-        if isinstance(base, tuple):
-            return base[0] if bits == 32 else base[1]
-        if not base:
-            return ""
-        if self.operands[0] == "n":
-            return f"__nv_{base}" + ("ll" if bits == 64 else "")
-        if bits == 64 and self.f32_only:
-            return ""
-        return f"__nv_{base}" + ("f" if bits == 32 else "")
 
     def result_dtype(self, operand: DType) -> DType:
         return {"f": operand, "n": operand, "b": int1, "i32": int32, "i64": int64}[self.result]
@@ -192,11 +163,6 @@ def _div_directed(up: bool) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
     return f
 
 
-def _directed_div_opencl(toward: str, cmp: str) -> str:
-    q = "((double){0} / {1})"
-    return f"((double)(float){q} {cmp} {q} ? nextafter((float){q}, {toward}) : (float){q})"
-
-
 def _remainder(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.frompyfunc(_or_nan(math.remainder), 2, 1)(x, y).astype(np.float64)
 
@@ -241,42 +207,6 @@ def _fdim(x: np.ndarray, y: np.ndarray) -> np.ndarray:
     return np.where(np.isnan(x) | np.isnan(y), np.nan, np.where(x > y, x - y, 0.0))
 
 
-def _fpclass(mask: int) -> str:
-    return f"fpclass:{mask}"
-
-
-# float32 erfinv for OpenCL (which has no builtin): Winitzki's closed form (a = 0.147, about 2e-3
-# relative) refined by two Halley steps on erf(x) - y in double, then rounded once.
-_ERFINV_OPENCL = """\
-inline float tiles_erfinv(float yf) {
-  double y = (double)yf;
-  if (!(fabs(y) < 1.0)) return fabs(y) == 1.0 ? copysign(INFINITY, yf) : NAN;
-  if (y == 0.0) return yf;
-  double l = log((1.0 - y) * (1.0 + y)), t = 2.0 / (M_PI * 0.147) + 0.5 * l;
-  double x = copysign(sqrt(sqrt(t * t - l / 0.147) - t), y);
-  for (int i = 0; i < 2; i++) {
-    double f = erf(x) - y, d = M_2_SQRTPI * exp(-x * x);
-    x -= f / (d + x * f);
-  }
-  return (float)x;
-}
-"""
-
-# bit reversal for OpenCL (no builtin): swap halves, then ever smaller neighbouring groups.
-_BREV_OPENCL = """\
-inline uint tiles_brev_uint(uint x) {
-  x = (x >> 16) | (x << 16);
-  x = ((x >> 8) & 0x00FF00FFu) | ((x & 0x00FF00FFu) << 8);
-  x = ((x >> 4) & 0x0F0F0F0Fu) | ((x & 0x0F0F0F0Fu) << 4);
-  x = ((x >> 2) & 0x33333333u) | ((x & 0x33333333u) << 2);
-  return ((x >> 1) & 0x55555555u) | ((x & 0x55555555u) << 1);
-}
-inline ulong tiles_brev_ulong(ulong x) {
-  return ((ulong)tiles_brev_uint((uint)x) << 32) | (ulong)tiles_brev_uint((uint)(x >> 32));
-}
-"""
-
-_INF, _FINITE = (1 << 2) | (1 << 9), 0x1F8   # llvm.is.fpclass test masks
 _POS = (1e-3, 1e3)
 
 ROWS: tuple[MathFunction, ...] = (
@@ -299,115 +229,86 @@ ROWS: tuple[MathFunction, ...] = (
     MathFunction("expm1", "f>f", np.expm1, "e ** x - 1, accurate near 0", ulp=3),
     MathFunction("log10", "f>f", np.log10, "base-10 logarithm", ulp=3, domain=_POS),
     MathFunction("log1p", "f>f", np.log1p, "ln(1 + x), accurate near 0", ulp=2, domain=(-0.9, 1e3)),
-    MathFunction("logb", "f>f", _logb, "unbiased exponent as a float", llvm="logb", domain=(-1e6, 1e6)),
+    MathFunction("logb", "f>f", _logb, "unbiased exponent as a float", domain=(-1e6, 1e6)),
     MathFunction("ilogb", "f>i32", _ilogb, "unbiased exponent (0 and NaN: INT_MIN, inf: INT_MAX)",
-                 llvm="ilogb", domain=(-1e6, 1e6),  # OpenCL leaves FP_ILOGB0/FP_ILOGBNAN to the platform
-                 opencl="((({0}) == 0 || isnan({0})) ? INT_MIN : (isinf({0}) ? INT_MAX : ilogb({0})))"),
+                 domain=(-1e6, 1e6)),
     MathFunction("cbrt", "f>f", np.cbrt, "cube root", ulp=2, domain=(-1e3, 1e3)),
-    MathFunction("rcbrt", "f>f", lambda x: 1.0 / np.cbrt(x), "1 / cube root", opencl="(1 / cbrt({0}))",
-                 ulp=3, domain=(-1e3, 1e3)),
+    MathFunction("rcbrt", "f>f", lambda x: 1.0 / np.cbrt(x), "1 / cube root", ulp=3, domain=(-1e3, 1e3)),
     MathFunction("pow", "ff>f", np.power, "x ** y", ulp=16, domain=(0.1, 10.0)),
     MathFunction("hypot", "ff>f", np.hypot, "sqrt(x*x + y*y) without overflow", ulp=4, domain=(-1e3, 1e3)),
     MathFunction("ldexp", "fi>f", lambda x, n: np.ldexp(x, n.astype(np.int32)), "x * 2 ** n",
-                 llvm="llvm.ldexp", domain=(-1e3, 1e3)),
+                 domain=(-1e3, 1e3)),
     MathFunction("scalbn", "fi>f", lambda x, n: np.ldexp(x, n.astype(np.int32)), "x * 2 ** n",
-                 opencl="ldexp({0}, {1})", llvm="llvm.ldexp", domain=(-1e3, 1e3)),
+                 domain=(-1e3, 1e3)),
     # special functions
     MathFunction("erfc", "f>f", _scipy("erfc", math.erfc), "1 - erf(x), accurate for large x", ulp=16,
                  domain=(-5.0, 9.0), ref_error64=(64, 0)),
-    MathFunction("erfcx", "f>f", _scipy("erfcx"), "exp(x * x) * erfc(x) without overflow", opencl="",
+    MathFunction("erfcx", "f>f", _scipy("erfcx"), "exp(x * x) * erfc(x) without overflow",
                  ulp=5, domain=(-3.0, 30.0), ref_error64=(9, 0)),  # SciPy's: 8.1 ulp worst of 8000 points
-    MathFunction("erfinv", "f>f", _scipy("erfinv"), "inverse of erf", opencl="tiles_erfinv({0})",
-                 opencl_helper=_ERFINV_OPENCL, opencl_f32_only=True, ulp=5, atol=1, domain=(-0.999, 0.999)),
+    MathFunction("erfinv", "f>f", _scipy("erfinv"), "inverse of erf", ulp=5, atol=1, domain=(-0.999, 0.999)),
     MathFunction("lgamma", "f>f", _lgamma, "ln |gamma(x)|", ulp=16, atol=8,
                  domain=(0.05, 40.0), ref_error64=(64, 160)),
     MathFunction("tgamma", "f>f", _scipy("gamma", math.gamma), "gamma function", ulp=16,
                  domain=(0.05, 30.0), ref_error64=(8, 0)),
     MathFunction("j0", "f>f", _bessel("j0", lambda x: np.zeros_like(x)),
-                 "Bessel function of the first kind, order 0", opencl="",
+                 "Bessel function of the first kind, order 0",
                  ulp=9, atol=8, domain=(-8.0, 8.0), ref_error64=(48, 0)),
     MathFunction("j1", "f>f", _bessel("j1", lambda x: np.copysign(0.0, x)),
-                 "Bessel function of the first kind, order 1", opencl="",
+                 "Bessel function of the first kind, order 1",
                  ulp=9, atol=8, domain=(-8.0, 8.0), ref_error64=(160, 0)),
     MathFunction("y0", "f>f", _bessel("y0", lambda x: np.where(x > 0, 0.0, np.nan)),
-                 "Bessel function of the second kind, order 0", opencl="",
+                 "Bessel function of the second kind, order 0",
                  ulp=9, atol=8, domain=(0.1, 8.0), ref_error64=(1024, 8)),
     MathFunction("y1", "f>f", _bessel("y1", lambda x: np.where(x > 0, 0.0, np.nan)),
-                 "Bessel function of the second kind, order 1", opencl="",
+                 "Bessel function of the second kind, order 1",
                  ulp=9, atol=8, domain=(0.1, 8.0), ref_error64=(96, 8)),
     # rounding and exact operations
-    MathFunction("trunc", "f>f", np.trunc, "round toward zero", llvm="llvm.trunc", domain=(-1e4, 1e4)),
+    MathFunction("trunc", "f>f", np.trunc, "round toward zero", domain=(-1e4, 1e4)),
     MathFunction("round", "f>f", _round_half_away, "round to nearest, halves away from zero",
-                 llvm="llvm.round", domain=(-1e4, 1e4)),
-    MathFunction("rint", "f>f", np.rint, "round to nearest, halves to even", llvm="llvm.rint",
                  domain=(-1e4, 1e4)),
-    MathFunction("nearbyint", "f>f", np.rint, "round to nearest, halves to even", opencl="rint({0})",
-                 llvm="llvm.nearbyint", domain=(-1e4, 1e4)),
+    MathFunction("rint", "f>f", np.rint, "round to nearest, halves to even", domain=(-1e4, 1e4)),
+    MathFunction("nearbyint", "f>f", np.rint, "round to nearest, halves to even", domain=(-1e4, 1e4)),
     MathFunction("llrint", "f>i64", lambda x: _saturating_int64(np.rint(x)),
-                 "round half to even to int64 (saturating, NaN: 0)",
-                 opencl="(isnan({0}) ? 0L : convert_long_sat_rte({0}))", llvm="saturating:llvm.rint",
-                 domain=(-1e4, 1e4)),
+                 "round half to even to int64 (saturating, NaN: 0)", domain=(-1e4, 1e4)),
     MathFunction("llround", "f>i64", lambda x: _saturating_int64(_round_half_away(x)),
-                 "round half away from zero to int64 (saturating, NaN: 0)",
-                 opencl="(isnan({0}) ? 0L : convert_long_sat(round({0})))", llvm="saturating:llvm.round",
-                 domain=(-1e4, 1e4)),
-    MathFunction("copysign", "ff>f", np.copysign, "|x| with the sign of y", llvm="llvm.copysign"),
-    MathFunction("fdim", "ff>f", _fdim, "x - y if x > y else +0", llvm="fdim"),
+                 "round half away from zero to int64 (saturating, NaN: 0)", domain=(-1e4, 1e4)),
+    MathFunction("copysign", "ff>f", np.copysign, "|x| with the sign of y"),
+    MathFunction("fdim", "ff>f", _fdim, "x - y if x > y else +0"),
     MathFunction("nextafter", "ff>f", np.nextafter, "next representable value after x toward y",
-                 llvm="nextafter", native=True),
+                 native=True),
     MathFunction("remainder", "ff>f", _remainder, "x - n y with n = x / y rounded half to even"),
     MathFunction("div_rz", "ff>f", _div_rz, "x / y rounded toward zero (float32)",
-                 opencl="(fabs((double)(float)((double){0} / {1})) > fabs((double){0} / {1}) ? "
-                        "nextafter((float)((double){0} / {1}), 0.0f) : (float)((double){0} / {1}))",
-                 nv=("__nv_fdiv_rz", ""), llvm="div_rz", f32_only=True, domain=(-1e3, 1e3)),
+                 f32_only=True, domain=(-1e3, 1e3)),
     MathFunction("div_rd", "ff>f", _div_directed(False), "x / y rounded toward -inf (float32)",
-                 opencl=_directed_div_opencl("-INFINITY", ">"), nv=("__nv_fdiv_rd", ""), llvm="div_rd",
                  f32_only=True, domain=(-1e3, 1e3)),
     MathFunction("div_ru", "ff>f", _div_directed(True), "x / y rounded toward +inf (float32)",
-                 opencl=_directed_div_opencl("INFINITY", "<"), nv=("__nv_fdiv_ru", ""), llvm="div_ru",
                  f32_only=True, domain=(-1e3, 1e3)),
     MathFunction("saturatef", "f>f", _saturate, "clamp to [0, 1] (NaN and -0.0: +0.0)",
-                 opencl="(fmin(fmax({0}, 0.0f), 1.0f) + 0.0f)", llvm="saturate", f32_only=True,
-                 domain=(-2.0, 2.0)),
+                 f32_only=True, domain=(-2.0, 2.0)),
     # classification
-    MathFunction("isinf", "f>b", np.isinf, "x is +-inf", opencl="(isinf({0}) != 0)",
-                 nv=("__nv_isinff", "__nv_isinfd"), llvm=_fpclass(_INF)),
-    MathFunction("isfinited", "f>b", np.isfinite, "x is neither inf nor NaN", opencl="(isfinite({0}) != 0)",
-                 nv=("__nv_finitef", "__nv_isfinited"), llvm=_fpclass(_FINITE)),
-    MathFunction("finitef", "f>b", np.isfinite, "x is neither inf nor NaN", opencl="(isfinite({0}) != 0)",
-                 nv=("__nv_finitef", "__nv_isfinited"), llvm=_fpclass(_FINITE)),
-    MathFunction("signbit", "f>i32", lambda x: np.signbit(x).astype(np.int32), "1 if the sign bit is set",
-                 opencl="(signbit({0}) != 0)", nv=("__nv_signbitf", "__nv_signbitd"), llvm="signbit"),
+    MathFunction("isinf", "f>b", np.isinf, "x is +-inf"),
+    MathFunction("isfinited", "f>b", np.isfinite, "x is neither inf nor NaN"),
+    MathFunction("finitef", "f>b", np.isfinite, "x is neither inf nor NaN"),
+    MathFunction("signbit", "f>i32", lambda x: np.signbit(x).astype(np.int32), "1 if the sign bit is set"),
     # approximate float32 versions (accurate on backends that do not declare them approximate)
-    MathFunction("fast_expf", "f>f", np.exp, "e ** x (fast)", opencl="exp({0})", nv=("__nv_fast_expf", ""),
-                 ulp=4, f32_only=True, domain=(-20.0, 20.0)),
-    MathFunction("fast_exp10f", "f>f", lambda x: np.power(10.0, x), "10 ** x (fast)", opencl="exp10({0})",
-                 nv=("__nv_fast_exp10f", ""), ulp=4, f32_only=True, domain=(-8.0, 8.0)),
-    MathFunction("fast_logf", "f>f", np.log, "ln x (fast)", opencl="log({0})", nv=("__nv_fast_logf", ""),
-                 ulp=4, f32_only=True, domain=_POS),
-    MathFunction("fast_log2f", "f>f", np.log2, "log2 x (fast)", opencl="log2({0})",
-                 nv=("__nv_fast_log2f", ""), ulp=4, f32_only=True, domain=_POS),
-    MathFunction("fast_log10f", "f>f", np.log10, "log10 x (fast)", opencl="log10({0})",
-                 nv=("__nv_fast_log10f", ""), ulp=4, f32_only=True, domain=_POS),
-    MathFunction("fast_sinf", "f>f", np.sin, "sin x (fast)", opencl="sin({0})", nv=("__nv_fast_sinf", ""),
-                 ulp=4, f32_only=True, domain=(-3.14, 3.14)),
-    MathFunction("fast_cosf", "f>f", np.cos, "cos x (fast)", opencl="cos({0})", nv=("__nv_fast_cosf", ""),
-                 ulp=4, f32_only=True, domain=(-3.14, 3.14)),
-    MathFunction("fast_tanf", "f>f", np.tan, "tan x (fast)", opencl="tan({0})", nv=("__nv_fast_tanf", ""),
-                 ulp=5, f32_only=True, domain=(-1.2, 1.2)),
-    MathFunction("fast_powf", "ff>f", np.power, "x ** y (fast)", opencl="pow({0}, {1})",
-                 nv=("__nv_fast_powf", ""), ulp=16, f32_only=True, domain=(0.1, 10.0)),
-    MathFunction("fast_dividef", "ff>f", np.divide, "x / y (fast)", opencl="({0} / {1})",
-                 nv=("__nv_fast_fdividef", ""), ulp=3, f32_only=True, domain=(-1e3, 1e3)),
+    MathFunction("fast_expf", "f>f", np.exp, "e ** x (fast)", ulp=4, f32_only=True, domain=(-20.0, 20.0)),
+    MathFunction("fast_exp10f", "f>f", lambda x: np.power(10.0, x), "10 ** x (fast)",
+                 ulp=4, f32_only=True, domain=(-8.0, 8.0)),
+    MathFunction("fast_logf", "f>f", np.log, "ln x (fast)", ulp=4, f32_only=True, domain=_POS),
+    MathFunction("fast_log2f", "f>f", np.log2, "log2 x (fast)", ulp=4, f32_only=True, domain=_POS),
+    MathFunction("fast_log10f", "f>f", np.log10, "log10 x (fast)", ulp=4, f32_only=True, domain=_POS),
+    MathFunction("fast_sinf", "f>f", np.sin, "sin x (fast)", ulp=4, f32_only=True, domain=(-3.14, 3.14)),
+    MathFunction("fast_cosf", "f>f", np.cos, "cos x (fast)", ulp=4, f32_only=True, domain=(-3.14, 3.14)),
+    MathFunction("fast_tanf", "f>f", np.tan, "tan x (fast)", ulp=5, f32_only=True, domain=(-1.2, 1.2)),
+    MathFunction("fast_powf", "ff>f", np.power, "x ** y (fast)", ulp=16, f32_only=True, domain=(0.1, 10.0)),
+    MathFunction("fast_dividef", "ff>f", np.divide, "x / y (fast)", ulp=3, f32_only=True,
+                 domain=(-1e3, 1e3)),
     # integer bit functions
-    MathFunction("clz", "n>i32", _clz, "number of leading zero bits", opencl="(int)clz({0})",
-                 nv="clz", llvm="llvm.ctlz"),
+    MathFunction("clz", "n>i32", _clz, "number of leading zero bits"),
     MathFunction("popc", "n>i32", lambda x: np.bitwise_count(_unsigned(x)).astype(np.int32),
-                 "number of set bits", opencl="(int)popcount({0})", nv="popc", llvm="llvm.ctpop"),
-    MathFunction("ffs", "n>i32", _ffs, "1 + index of the lowest set bit (0 for 0)",
-                 opencl="({0} == 0 ? 0 : (int)popcount((({u}){0} & -({u}){0}) - 1) + 1)", nv="ffs", llvm="llvm.cttz"),
-    MathFunction("brev", "n>n", _brev, "the bits in reverse order", opencl="tiles_brev_{u}(({u}){0})",
-                 opencl_helper=_BREV_OPENCL, nv="brev", llvm="llvm.bitreverse"),
+                 "number of set bits"),
+    MathFunction("ffs", "n>i32", _ffs, "1 + index of the lowest set bit (0 for 0)"),
+    MathFunction("brev", "n>n", _brev, "the bits in reverse order"),
 )
 
 FUNCTIONS: dict[str, MathFunction] = {f.name: f for f in ROWS}

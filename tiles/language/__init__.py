@@ -15,13 +15,13 @@ from ..core.dtypes import (
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
 from ..core.ir import TileType as block_type
-from . import core, extra, math, random, standard  # noqa: F401
+from . import _methods, core, extra, math, random, standard  # noqa: F401  (_methods: x.sum() and the like)
 from .constexpr import constexpr
 from .control import range, static_range
 from .core import (
     TRITON_MAX_TENSOR_NUMEL, PropagateNan, abs, add, arange, assume, broadcast, broadcast_to, cast,
     cat, cdiv, ceil, clamp, condition, const, constexpr_type, cos, debug_barrier, device_assert,
-    device_print, div_rn, dot, erf, exp, exp2, expand_dims, expect_zero, fdiv, floor, fma, full,
+    device_print, div_rn, erf, exp, exp2, expand_dims, expect_zero, fdiv, floor, fma, full,
     full_like, isnan, join, log, log2, map_elementwise, max_constancy, max_contiguous, maximum,
     minimum, mul, multiple_of, num_programs, permute, program_id, ravel, reshape, rsqrt, sigmoid,
     sin, split, sqrt, sqrt_rn, static_assert, static_print, sub, to_tensor, trans, umulhi, view,
@@ -37,7 +37,7 @@ from .random import (
     uint_to_uniform_float,
 )
 from .reduction import (
-    argmax, argmin, associative_scan, cumprod, cumsum, gather, histogram, max, min, reduce,
+    argmax, argmin, associative_scan, cumprod, cumsum, dot, gather, histogram, max, min, reduce,
     softmax, sort, sum, xor_sum,
 )
 from .aggregate import aggregate_replace
@@ -53,5 +53,6 @@ pi32_t = pointer_type(int32)
 tuple = tuple  # noqa: A001, PLW0127  (tl.tuple: kernels' tuples are Python tuples)
 
 globals().update(_placeholders())
+core.FALLBACK_NAMESPACES.extend([globals(), vars(standard)])  # tl.core.<any tl name>, as in Triton
 
 __all__ = [name for name in dir() if not name.startswith("_")]

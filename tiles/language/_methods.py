@@ -1,14 +1,15 @@
-"""Functions Triton also offers as ``tensor`` methods (``x.sum(0)``, ``p.load()``...)."""
+"""Functions Triton also offers as ``tensor`` methods (``x.sum(0)``, ``p.load()``...), registered in
+``tensor.METHODS`` when the package imports this module."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from . import core, memory, reduction, standard
 from . import semantic as S
+from .tensor import METHODS
 
-METHODS: dict[str, Callable[..., Any]] = {
+METHODS.update({
     "sum": reduction.sum, "max": reduction.max, "min": reduction.min, "argmax": reduction.argmax,
     "argmin": reduction.argmin, "xor_sum": reduction.xor_sum, "reduce": reduction.reduce,
     "cumsum": reduction.cumsum, "cumprod": reduction.cumprod, "sort": reduction.sort,
@@ -25,7 +26,7 @@ METHODS: dict[str, Callable[..., Any]] = {
     "atomic_poll": memory.atomic_poll,
     "atomic_load": memory.atomic_load, "atomic_store": memory.atomic_store, "advance": memory.advance,
     "cdiv": core.cdiv, "flip": standard.flip, "reduce_or": standard.reduce_or,
-}
+})
 
 
 def _item(x: Any) -> Any:

@@ -15,6 +15,10 @@ import operator
 from collections.abc import Callable
 from typing import Any
 
+from ..core.builder import is_tracing, user_loc
+from ..core.errors import CompilationError
+from .tensor import tensor
+
 
 def unwrap(x: Any) -> Any:
     """The plain value of a constexpr; anything else unchanged."""
@@ -29,7 +33,6 @@ def as_constexpr(x: Any) -> Any:
 
 
 def _is_tile(x: Any) -> bool:
-    from .tensor import tensor
     return isinstance(x, tensor)
 
 
@@ -100,7 +103,6 @@ class constexpr:  # noqa: N801  (Triton's spelling)
     def type(self) -> Any:
         """``constexpr_type(value)``, as Triton's ``x.type`` of a compile-time value (so a tuple
         argument's specialized ``1`` or a ``tl.constexpr`` element answers as one)."""
-        from .core import constexpr_type
         return constexpr_type(self.value)
 
     def __getattr__(self, name: str) -> Any:
@@ -154,21 +156,36 @@ class constexpr:  # noqa: N801  (Triton's spelling)
     __abs__ = _unary(abs)
 
 
+class constexpr_type:  # noqa: N801
+    """The type of a constexpr value (Triton's ``constexpr_type``)."""
+
+    def __init__(self, value: Any) -> None:
+        self.value = unwrap(value)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, constexpr_type) and self.value == other.value
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    def __repr__(self) -> str:
+        return f"constexpr_type[{self.value!r}]"
+
+
 def constexpr_function(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Triton's ``@triton.constexpr_function``: a plain Python function that kernels call on
     compile-time values (constexpr arguments, dtypes, shapes).  Inside a kernel its arguments
     arrive as plain values and its result is a constexpr; called from the host it is the function
     itself.  A run-time tile as an argument is a CompilationError naming the kernel line."""
-    from ..core.builder import is_tracing
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         for a in (*args, *kwargs.values()):
             if _is_tile(a):
-                from .semantic import error
-                raise error(f"{fn.__name__} is a constexpr_function: its arguments must be compile-time "
-                            f"values (tl.constexpr parameters, dtypes, Python numbers), not the run-time "
-                            f"tile {a.type}; make the argument a tl.constexpr or compute it with tl ops")
+                message = (f"{fn.__name__} is a constexpr_function: its arguments must be compile-time "
+                           f"values (tl.constexpr parameters, dtypes, Python numbers), not the run-time "
+                           f"tile {a.type}; make the argument a tl.constexpr or compute it with tl ops")
+                raise CompilationError(message, user_loc(), cause=ValueError(message))  # as semantic.error
         result = fn(*map(unwrap, args), **{k: unwrap(v) for k, v in kwargs.items()})
         return as_constexpr(result) if is_tracing() else result
 

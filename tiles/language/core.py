@@ -12,8 +12,8 @@ from ..core.errors import CompileTimeAssertionFailure
 from ..core.ops import Op
 from . import semantic as S
 from .aggregate import aggregate as _aggregate  # noqa: F401  (Triton's tl.core._aggregate)
-from .constexpr import constexpr  # noqa: F401  (tl.core.constexpr)
-from .tensor import tensor
+from .constexpr import constexpr, constexpr_type  # noqa: F401  (tl.core.constexpr, tl.core.constexpr_type)
+from .tensor import METHODS, tensor
 
 
 def program_id(axis: Any) -> tensor:
@@ -278,18 +278,6 @@ def max_constancy(x: tensor, values: Any) -> tensor:
     return x
 
 
-def dot(input: tensor, other: tensor, acc: tensor | None = None, input_precision: Any = None,
-        allow_tf32: Any = None, max_num_imprecise_acc: Any = None,
-        out_dtype: Any = D.float32) -> tensor:
-    """Matrix product ``input @ other`` of 2D (or batched 3D) tiles, added to ``acc`` when given.
-    float32 operands: ``input_precision="tf32"`` (the default, as is ``allow_tf32=True``) rounds
-    both inputs to tf32 (10 mantissa bits, nearest even) on every backend, the interpreter
-    included; ``"ieee"`` (``allow_tf32=False``) and ``"tf32x3"`` keep the float32 inputs exact.
-    """
-    from .reduction import dot as _dot
-    return _dot(input, other, acc, input_precision, allow_tf32, max_num_imprecise_acc, out_dtype)
-
-
 def static_assert(cond: Any, msg: str = "") -> None:
     """Stop compilation with ``msg`` unless the compile-time condition ``cond`` holds."""
     cond = S.unwrap(cond)
@@ -331,22 +319,6 @@ TRITON_MAX_TENSOR_NUMEL = 1048576
 
 class const:  # noqa: N801
     """Annotation marking a pointer to read-only data; tiles accepts it and checks nothing."""
-
-
-class constexpr_type:  # noqa: N801
-    """The type of a constexpr value (Triton's ``constexpr_type``)."""
-
-    def __init__(self, value: Any) -> None:
-        self.value = S.unwrap(value)
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, constexpr_type) and self.value == other.value
-
-    def __hash__(self) -> int:
-        return hash(self.value)
-
-    def __repr__(self) -> str:
-        return f"constexpr_type[{self.value!r}]"
 
 
 def add(x: Any, y: Any, sanitize_overflow: Any = True) -> tensor:
@@ -404,7 +376,6 @@ CONSTEXPR_0 = constexpr(0)  # Triton's name (LightLLM: ``def kernel(..., ZERO=tl
 
 def _tensor_member_fn(fn: Any) -> Any:
     """Decorator: make ``fn`` callable as ``x.fn(...)`` too, as Triton's standard library does."""
-    from ._methods import METHODS
     METHODS[fn.__name__] = fn
     return fn
 
@@ -430,13 +401,14 @@ def is_builtin(fn: Any) -> bool:
     return bool(getattr(fn, "__triton_builtin__", False))
 
 
-def __getattr__(name: str) -> Any:
-    # Triton's ``triton.language.core`` holds nearly every ``tl`` name (and
-    # ``core.get_int_dtype``); tiles spreads them over several modules.
-    import tiles.language as tl
+# Triton's ``triton.language.core`` holds nearly every ``tl`` name (and ``core.get_int_dtype``);
+# tiles spreads them over several modules.  The package, which imports them all, lists here the
+# namespaces (dicts of names) a missing ``tl.core`` name is looked up in.
+FALLBACK_NAMESPACES: list[dict[str, Any]] = []
 
-    from . import standard
-    for module in (tl, standard):
-        if name in vars(module):
-            return vars(module)[name]
+
+def __getattr__(name: str) -> Any:
+    for names in FALLBACK_NAMESPACES:
+        if name in names:
+            return names[name]
     raise AttributeError(f"module 'tiles.language.core' has no attribute {name!r}")

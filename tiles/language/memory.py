@@ -18,7 +18,6 @@ from ..core.builder import current
 from ..core.dtypes import PointerType
 from ..core.kinds import AtomicKind
 from ..core.ops import Op
-from . import descriptor_rows
 from . import semantic as S
 from .core import arange
 from .shape import Shape
@@ -404,16 +403,16 @@ class tensor_descriptor:  # noqa: N801
                        A.Descriptor(self.block_shape))
 
     def gather(self, *offsets: Any) -> tensor:
-        """Rows ``offsets[0]`` (a 1D int tile) from column ``offsets[1]``: ``descriptor_rows.py``."""
+        """Rows ``offsets[0]`` (a 1D int tile) from column ``offsets[1]``: ``gather_rows`` below."""
         if len(offsets) != 2:
             raise S.error(f"descriptor gather only supports 2D indexing, but got {len(offsets)} offsets")
-        return descriptor_rows.gather(self, *offsets)
+        return gather_rows(self, *offsets)
 
     def scatter(self, value: Any, *offsets: Any) -> None:
         """Write ``value``'s rows to rows ``offsets[0]`` from column ``offsets[1]``."""
         if len(offsets) != 2:
             raise S.error(f"descriptor scatter only supports 2D indexing, but got {len(offsets)} offsets")
-        descriptor_rows.scatter(self, value, *offsets)
+        scatter_rows(self, value, *offsets)
 
     def _atomic(self, op: Callable[..., tensor], offsets: Any, value: Any) -> tensor:
         """``op`` (``tl.atomic_add``...) on the ``block_shape`` tile at ``offsets``, elements outside
@@ -476,3 +475,65 @@ def load_tensor_descriptor(desc: tensor_descriptor, offsets: Any) -> tensor:
 def store_tensor_descriptor(desc: tensor_descriptor, offsets: Any, value: Any) -> None:
     """``desc.store(offsets, value)`` as a function."""
     desc.store(offsets, value)
+
+
+# ---------------------------------------------------------------- row gathers and scatters
+# Row gathers and scatters through a tensor descriptor: ``desc.gather(rows, col)`` and
+# ``desc.scatter(value, rows, col)`` (Triton's Blackwell TMA gather/scatter).
+#
+# A 2D descriptor whose block is one row, ``[1, N]``, reads (or writes) the ``N`` columns from
+# ``col`` of each row that the 1D int16/int32 tile ``rows`` names: an ``[R, N]`` tile, row ``i``
+# from tensor row ``rows[i]``.  As the descriptor's loads and stores, elements outside the
+# tensor's shape read 0 and are not written.  They are traced as masked pointer loads and stores,
+# so every backend runs them; Triton's size rules (at least 8 rows, at least 32 bytes of
+# columns) are kept so that a kernel tiles accepts also compiles with Triton.
+
+
+def _checked_rows(desc: tensor_descriptor, rows: Any, what: str) -> tensor:
+    """``rows`` as a tile after Triton's checks on the descriptor and the row offsets."""
+    bs = tuple(desc.block_shape)
+    if len(bs) != 2:
+        raise S.error(f"descriptor {what} needs a 2D descriptor, but its block shape is {list(bs)}")
+    if bs[0] != 1:
+        raise S.error(f"descriptor {what}: the descriptor's block must have 1 row, but got {list(bs)}")
+    x = S.to_tensor(rows)
+    if len(x.shape) != 1:
+        raise S.error(f"descriptor {what}: the row offsets must be a 1D tile, but got shape {list(x.shape)}")
+    if x.dtype not in (D.int16, D.int32):
+        raise S.error(f"descriptor {what}: the row offsets must be int16 or int32, but got {x.dtype}")
+    if x.shape[0] < 8:
+        raise S.error(f"descriptor {what} must have at least 8 rows, but got {list(x.shape)}")
+    min_cols = 32 // desc.dtype.bits * 8
+    if bs[1] < min_cols:
+        raise S.error(f"descriptor {what} of {desc.dtype} must have at least {min_cols} columns, but got {bs[1]}")
+    return x
+
+
+def _row_addresses(desc: tensor_descriptor, x: tensor, col: Any) -> tuple[tensor, tensor]:
+    """The element offsets of the ``[R, N]`` tile and its in-bounds mask."""
+    n = desc.block_shape[1]
+    r = S.reshape(x, (x.shape[0], 1))
+    c = S.reshape(S.add(arange(0, n), S.cast(col, D.int32) if isinstance(col, tensor) else S.unwrap(col)), (1, n))
+    offs = S.add(S.mul(S.cast(r, D.int64), desc.strides[0]), S.mul(S.cast(c, D.int64), desc.strides[1]))
+    row_ok = S.bitwise("and", S.compare("ge", r, 0), S.compare("lt", r, desc.shape[0]))
+    col_ok = S.bitwise("and", S.compare("ge", c, 0), S.compare("lt", c, desc.shape[1]))
+    shape = (x.shape[0], n)
+    return S.broadcast_to(offs, shape), S.broadcast_to(S.bitwise("and", row_ok, col_ok), shape)
+
+
+def gather_rows(desc: tensor_descriptor, rows: Any, col: Any) -> tensor:
+    """The ``[len(rows), N]`` tile of rows ``rows`` and columns ``col .. col + N``; outside reads 0."""
+    x = _checked_rows(desc, rows, "gather")
+    offs, mask = _row_addresses(desc, x, col)
+    return load(S.add(desc.base, offs), mask=mask, other=0)
+
+
+def scatter_rows(desc: tensor_descriptor, value: Any, rows: Any, col: Any) -> None:
+    """Write row ``i`` of ``value`` to row ``rows[i]``, columns ``col .. col + N``; outside is dropped."""
+    x = _checked_rows(desc, rows, "scatter")
+    offs, mask = _row_addresses(desc, x, col)
+    shape = (x.shape[0], desc.block_shape[1])
+    v = S.to_tensor(value) if isinstance(value, tensor) else S.const(S.unwrap(value), desc.dtype)
+    if S.broadcast_shapes(shape, v.shape) != shape:
+        raise S.error(f"descriptor scatter: value of shape {list(v.shape)} does not fit {list(shape)}")
+    store(S.add(desc.base, offs), S.cast(v, desc.dtype), mask=mask)

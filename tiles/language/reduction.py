@@ -257,9 +257,15 @@ def _dot_result_dtype(operand: D.DType, out_dtype: D.DType) -> D.DType:
     return out_dtype
 
 
-def dot(a: tensor, b: tensor, acc: tensor | None, input_precision: Any, allow_tf32: Any,
-        max_num_imprecise_acc: Any, out_dtype: Any) -> tensor:
-    a, b = S.to_tensor(a), S.to_tensor(b)
+def dot(input: tensor, other: tensor, acc: tensor | None = None, input_precision: Any = None,
+        allow_tf32: Any = None, max_num_imprecise_acc: Any = None,
+        out_dtype: Any = D.float32) -> tensor:
+    """Matrix product ``input @ other`` of 2D (or batched 3D) tiles, added to ``acc`` when given.
+    float32 operands: ``input_precision="tf32"`` (the default, as is ``allow_tf32=True``) rounds
+    both inputs to tf32 (10 mantissa bits, nearest even) on every backend, the interpreter
+    included; ``"ieee"`` (``allow_tf32=False``) and ``"tf32x3"`` keep the float32 inputs exact.
+    """
+    a, b = S.to_tensor(input), S.to_tensor(other)
     if a.ndim not in (2, 3) or a.ndim != b.ndim:
         raise S.error(f"tl.dot needs two 2D or two 3D tiles, got {list(a.shape)} and {list(b.shape)}")
     if a.shape[-1] != b.shape[-2]:

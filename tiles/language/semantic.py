@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,7 +21,7 @@ from ..core.errors import CompilationError
 from ..core.ir import Value
 from ..core.ops import Op
 from .constexpr import constexpr
-from .tensor import tensor
+from .tensor import bind_rules, tensor
 from .unsupported import Unsupported
 
 Operand = Any  # tensor | bool | int | float
@@ -490,3 +491,6 @@ def umulhi(a: Operand, b: Operand) -> tensor:
     if not ctype.is_int or ctype.bits not in (32, 64):
         raise error(f"umulhi needs 32- or 64-bit integers, got {ctype}")
     return emit(Op.UMULHI, [x, y])
+
+
+bind_rules(sys.modules[__name__])  # tensor operators record IR through these rules

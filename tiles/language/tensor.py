@@ -7,12 +7,27 @@ semantics: ``7 // -2`` is Python's ``-4`` but ``tile // -2`` truncates).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core.dtypes import DType, PointerType, ScalarType
 from ..core.ir import TileType, Value
 from ..core.live import live
 from .shape import Shape
+
+# The rules the operators record IR with: ``semantic``, which builds tensors and so imports this
+# module, binds itself here when it is imported (``bind_rules``), before any kernel is traced.
+S: Any = None
+
+# Functions Triton also offers as tensor methods (``x.sum(0)``, ``p.load()``): filled by
+# ``_methods.py`` and ``core._tensor_member_fn``, which sit above the modules defining them.
+METHODS: dict[str, Callable[..., Any]] = {}
+
+
+def bind_rules(semantic: Any) -> None:
+    """Make ``semantic`` (the module) the rules of tensor operators."""
+    global S
+    S = semantic
 
 
 class tensor:  # noqa: N801  (Triton's spelling)
@@ -157,8 +172,7 @@ class tensor:  # noqa: N801  (Triton's spelling)
 
     # reductions as methods (Triton exposes many tl functions on tensors) --------
     def __getattr__(self, name: str) -> Any:
-        from . import _methods
-        fn = _methods.METHODS.get(name)
+        fn = METHODS.get(name)
         if fn is None:
             raise AttributeError(f"tl.tensor has no attribute {name!r}")
         return lambda *a, **k: fn(self, *a, **k)
@@ -180,6 +194,3 @@ def _host(t: tensor) -> Any:
                               "run the kernel in stepping mode (TILES_INTERPRET=step, "
                               "docs/debugging.md) or print them with tl.device_print", user_loc())
     return v.session.host(v)
-
-
-from . import semantic as S  # noqa: E402  (cycle: semantic builds tensors)

@@ -22,7 +22,9 @@ from typing import Any
 
 from .. import config as env
 from .. import progress
+from ..backends import registry
 from ..backends.base import CompiledKernel
+from ..backends.launch_facts import DEFAULT_NUM_STAGES, DEFAULT_NUM_WARPS
 from ..core.errors import KernelRuntimeError, TilesError
 from .heuristics import named_arguments, unwrap
 from .jit import Grid, KernelInterface
@@ -35,7 +37,8 @@ class AutotuneError(TilesError):
 class Config:
     """One candidate: constexpr meta-parameters plus launch options (Triton's ``Config``)."""
 
-    def __init__(self, kwargs: dict[str, Any], num_warps: int = 4, num_stages: int = 3, num_ctas: int = 1,
+    def __init__(self, kwargs: dict[str, Any], num_warps: int = DEFAULT_NUM_WARPS,
+                 num_stages: int = DEFAULT_NUM_STAGES, num_ctas: int = 1,
                  maxnreg: int | None = None, pre_hook: Callable[[dict[str, Any]], Any] | None = None,
                  ir_override: str | None = None) -> None:
         self.kwargs = dict(kwargs)
@@ -51,6 +54,14 @@ class Config:
         options = (("num_warps", self.num_warps), ("num_ctas", self.num_ctas), ("num_stages", self.num_stages),
                    ("maxnreg", self.maxnreg), ("ir_override", self.ir_override))
         return {**self.kwargs, **{k: v for k, v in options if v is not None}}
+
+    def launch_kwargs(self) -> dict[str, Any]:
+        """``all_kwargs`` without ``num_ctas=1``, which changes nothing: a launch keyword the
+        kernel does not take sends every launch down the general binding path."""
+        kwargs = self.all_kwargs()
+        if kwargs.get("num_ctas") == 1:
+            del kwargs["num_ctas"]
+        return kwargs
 
     def _identity(self) -> tuple[Any, ...]:
         return (tuple(sorted((k, repr(v)) for k, v in self.all_kwargs().items())), self.pre_hook)
@@ -171,7 +182,7 @@ class Autotuner(KernelInterface):
     # -- keys and pruning ----------------------------------------------------
     def tuning_key(self, named: dict[str, Any], kwargs: dict[str, Any]) -> tuple[Any, ...]:
         values = [_hashable(named[k]) for k in self.keys if k in named]
-        dtypes = [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+        dtypes = [_dtype_name(v.dtype) for v in named.values() if hasattr(v, "dtype")]
         return (*values, *dtypes, _backend_name(kwargs.get("backend")))
 
     def prune_configs(self, named: dict[str, Any], kwargs: dict[str, Any]) -> list[Config]:
@@ -288,9 +299,9 @@ class Autotuner(KernelInterface):
                         self.cache[key] = self._choose(key, args, kwargs, grid, named)
             config = self.cache[key]
         self.best_config = config
-        current = {**kwargs, **config.all_kwargs()}
+        current = {**kwargs, **config.launch_kwargs()}
         if config.pre_hook:
-            config.pre_hook({**named, **current})
+            config.pre_hook({**named, **kwargs, **config.all_kwargs()})
         return self.fn.run(*args, grid=grid, warmup=warmup, **current)
 
     def _choose(self, key: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any], grid: Grid,
@@ -383,11 +394,24 @@ def _time_once(call: Callable[[], Any]) -> float:
 def _backend_name(backend: Any) -> str:
     if backend is not None:
         return str(getattr(backend, "name", backend))
-    from ..backends import registry
     try:
         return registry.default().name
     except TilesError:
         return ""
+
+
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
+def _dtype_name(dtype: Any) -> str:
+    """``str(dtype)``, remembered: NumPy's takes microseconds, and tuning keys are built on every launch."""
+    try:
+        return _DTYPE_NAMES[dtype]
+    except KeyError:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+        return name
+    except TypeError:  # an unhashable dtype-like attribute
+        return str(dtype)
 
 
 def autotune(configs: Sequence[Config], key: Sequence[str], prune_configs_by: dict[str, Any] | None = None,

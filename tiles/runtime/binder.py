@@ -1,20 +1,22 @@
 """Per-kernel generated code for the steady-state launch: binding and the specialization key.
 
 ``make_launch`` writes, once per kernel, a *launch function* with the kernel's own parameters
-plus the launch options (``warmup``, ``num_warps``, ``num_stages``, ``debug``, ``stream``,
-``backend``) as keywords; ``kernel[grid]`` binds the grid to it as a method binds ``self``, so
-Python itself binds positional and keyword arguments and fills defaults, with no
-``functools.partial`` and no second binding.  For every run-time parameter it computes a small
-*fact* inline for the common types: a torch tensor gives its dtype (``(dtype, "u")`` when its
-``data_ptr()`` is not 16-aligned) and its device index, an int in int32 range a code for "is 1" /
-"multiple of 16" / "other", a float ``"f"``; any other value gets ``specialize.fact_of``.
+plus the launch options (``launch_facts.LAUNCH_OPTIONS``: ``warmup``, ``num_warps``,
+``num_stages``, ``debug``, ``stream``, ``backend``) as keywords; ``kernel[grid]`` binds the grid
+to it as a method binds ``self``, so Python itself binds positional and keyword arguments and
+fills defaults, with no ``functools.partial`` and no second binding.  For every run-time parameter it computes a small
+*fact* inline for the common types: a torch tensor gives its dtype (``(dtype, Alignment.UNALIGNED)``
+when its ``data_ptr()`` is not 16-aligned) and its device index, an int in int32 range its
+``IntClass`` ("is 1" / "multiple of 16" / "other", or any for ``do_not_specialize``), a float
+``specialize.FLOAT_FACT``; any other value gets ``specialize.fact_of`` (the words of all of them:
+``backends/launch_facts.py``).
 Constexpr parameters contribute their value.  Equal facts imply equal specializations
 (``specialize.classify``), so the facts, with the backend and the options, key the jit's launch
 cache; the key is one flat tuple (each run-time parameter has two slots: the fact and a tensor's
 device, None for other values; a constexpr one).
 
 A hit whose ``FastLaunch`` has a *direct* form (the CUDA launcher for torch tensors:
-``backends/cuda/direct_launch.py``) calls ``direct(stream, grid, *values)`` with each tensor given
+``backends/cuda/launch/direct_launch.py``) calls ``direct(stream, grid, *values)`` with each tensor given
 as the ``data_ptr()`` read for its fact: 0 means launched, ``DECLINED`` that the launcher's own path
 should run (another thread's context, an unusual grid or stream, a value the native conversion
 refuses), anything else a failure for ``FastLaunch.failed`` to report.  Otherwise the launcher is
@@ -22,7 +24,7 @@ called with the grid and the values.
 
 After a direct launch (or a grid function's launch) with the default options and a stream that is
 None or an int, the launch function asks the ``install`` hook for the key's native *hot launch*
-(``runtime/hot_path.py``, ``backends/cuda/hot_launch.py``), which ``kernel[grid]`` then binds
+(``runtime/hot_path.py``, ``backends/cuda/launch/hot_launch.py``), which ``kernel[grid]`` then binds
 instead of this function: it checks the same facts in native code and, whenever one differs,
 hands the call with the same arguments on (to another key's hot launch, in the end to this
 function).  So this function runs for the first launches of a key, for launches no hot launch
@@ -46,20 +48,12 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from .specialize import fact_of
+from ..backends.launch_facts import DECLINED, LAUNCH_OPTIONS, Alignment, IntClass, ParamKind
+from .specialize import FLOAT_FACT, fact_of
 
 Binder = Callable[..., tuple[tuple[Any, ...], tuple[Any, ...]]]
 LaunchFunction = Callable[..., Any]
-OPTIONS = ("warmup", "num_warps", "num_stages", "debug", "stream", "backend")
-
-# int facts: ``kind == "s"``: 0 for the value 1, 16 for a multiple of 16, 17 otherwise;
-# ``kind == "n"``: 18.  Only ints in int32 range take these codes; others get fact_of's tuples.
-INT_ONE, INT_DIV16, INT_OTHER, INT_ANY = 0, 16, 17, 18
-UNALIGNED = "u"  # a tensor's fact is its dtype, or (dtype, "u") when its address is not 16-aligned
 _PREFIX = "_tiles_"
-# what a direct launch returns when it did not launch and the launcher should (0: launched;
-# anything else: a failure status for ``FastLaunch.failed``)
-DECLINED = -1
 
 
 class _NoTensor:
@@ -85,26 +79,29 @@ def can_bind(signature: inspect.Signature) -> bool:
 def _fact_lines(name: str, slot: str, kind: str, address: str) -> list[str]:
     """Code that sets the argument's fact slots (``_slots``) and ``address`` to what a direct
     launch takes for it: a tensor's ``data_ptr()`` (read once, for the fact too), else the value."""
-    if kind == "c":
+    if kind == ParamKind.CONSTEXPR:
         return [f"    {slot} = {name}"]
-    dtype = (f"{name}.dtype if not {address} & 15 else ({name}.dtype, {UNALIGNED!r})" if kind == "s"
+    # a tensor's fact: its dtype, or (dtype, UNALIGNED) when specialized and not 16-aligned
+    specialized = kind == ParamKind.SPECIALIZED
+    dtype = (f"{name}.dtype if not {address} & 15 else ({name}.dtype, {int(Alignment.UNALIGNED)})" if specialized
              else f"{name}.dtype")
-    integer = (f"{INT_ONE} if {name} == 1 else {INT_DIV16} if not {name} & 15 else {INT_OTHER}"
-               if kind == "s" else str(INT_ANY))
+    # an int in int32 range: its IntClass (as specialize.fact_of gives it)
+    integer = (f"{int(IntClass.I32_ONE)} if {name} == 1 else {int(IntClass.I32_DIV16)} if not {name} & 15 else "
+               f"{int(IntClass.I32_OTHER)}" if specialized else str(int(IntClass.I32_ANY)))
     other = f"; {slot}d = None; {address} = {name}"
     return [f"    {_PREFIX}t = type({name})",
             f"    if {_PREFIX}t is {_PREFIX}tensor: {address} = {name}.data_ptr(); {slot} = {dtype}; "
             f"{slot}d = {name}.get_device()",
             f"    elif {_PREFIX}t is {_PREFIX}int and -0x80000000 <= {name} <= 0x7fffffff: {slot} = {integer}{other}",
-            f"    elif {_PREFIX}t is {_PREFIX}float: {slot} = 'f'{other}",
-            f"    else: {slot} = {_PREFIX}fact({name}, {kind!r}); {slot}d = None; "
+            f"    elif {_PREFIX}t is {_PREFIX}float: {slot} = {FLOAT_FACT!r}{other}",
+            f"    else: {slot} = {_PREFIX}fact({name}, {str(kind)!r}); {slot}d = None; "
             f"{address} = {_PREFIX}address({name})"]
 
 
 def _slots(slot: str, kind: str) -> list[str]:
     """The key's slots for one parameter: a constexpr's value; else the fact and a tensor's device
     (None for other values).  Every parameter has a fixed number of slots, so keys are flat."""
-    return [slot] if kind == "c" else [slot, slot + "d"]
+    return [slot] if kind == ParamKind.CONSTEXPR else [slot, slot + "d"]
 
 
 def _address_of(value: Any) -> Any:
@@ -114,8 +111,8 @@ def _address_of(value: Any) -> Any:
 
 
 def make_binder(signature: inspect.Signature, kinds: tuple[str, ...]) -> Binder:
-    """The binder for a kernel with ``signature``; ``kinds`` per parameter: ``c`` constexpr,
-    ``s`` specialized, ``n`` do_not_specialize.  Call ``can_bind`` first."""
+    """The binder for a kernel with ``signature``; ``kinds``: each parameter's ``ParamKind``.
+    Call ``can_bind`` first."""
     names = list(signature.parameters)
     namespace: dict[str, Any] = {f"{_PREFIX}tensor": tensor_type(), f"{_PREFIX}int": int,
                                  f"{_PREFIX}float": float, f"{_PREFIX}fact": fact_of,
@@ -170,13 +167,13 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
             required.append(pname)
         namespace[f"{_PREFIX}default_{pname}"] = default
         params.append(f"{pname}={_PREFIX}default_{pname}, ")
-    options = ", ".join(f"{o}={'False' if o == 'warmup' else 'None'}" for o in OPTIONS)
+    options = ", ".join(f"{o}={'False' if o == 'warmup' else 'None'}" for o in LAUNCH_OPTIONS)
     values = "(" + "".join(n + ", " for n in names) + ")"
     slot_names = [f"{_PREFIX}k{i}" for i in range(len(names))]
     slots = "".join(f"{s}, " for slot, kind in zip(slot_names, kinds) for s in _slots(slot, kind))
     g, launch_grid, key, entry, direct, status = (f"{_PREFIX}{n}" for n in (
         "grid", "launch_grid", "key", "entry", "direct", "status"))
-    slow = f"{_PREFIX}slow({g}, {values}, {_PREFIX}extra, {_PREFIX}hints, {', '.join(OPTIONS)}, {{key}})"
+    slow = f"{_PREFIX}slow({g}, {values}, {_PREFIX}extra, {_PREFIX}hints, {', '.join(LAUNCH_OPTIONS)}, {{key}})"
     missing = "".join(f" or {n} is {_PREFIX}M" for n in required)
     function = name if name.isidentifier() and not keyword.iskeyword(name) else "kernel"
     # a launch the key's hot launch (runtime/hot_path.py) serves: default options, stream None or an int
@@ -187,7 +184,8 @@ def make_launch(name: str, signature: inspect.Signature, kinds: tuple[str, ...],
         f"    if warmup or {_PREFIX}extra or {_PREFIX}hints{missing}:",
         f"        return {slow.format(key='None')}",
     ]
-    addresses = [f"{_PREFIX}a{i}" if kind != "c" else pname for i, (pname, kind) in enumerate(zip(names, kinds))]
+    addresses = [f"{_PREFIX}a{i}" if kind != ParamKind.CONSTEXPR else pname
+                 for i, (pname, kind) in enumerate(zip(names, kinds))]
     for pname, slot, kind, address in zip(names, slot_names, kinds, addresses):
         lines += _fact_lines(pname, slot, kind, address)
     direct_args = "".join(", " + a for a in addresses)

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from .. import config
-from ..backends.base import Backend, CompiledKernel, Options
+from ..backends.base import Backend, CompiledKernel, LaunchPlan, Options, PlannedArg
 from ..core.checked import RECORD_SLOTS, CheckPlan, Site, instrument
 from ..core.errors import KernelRuntimeError, LaunchError
 from ..core.ir import Kernel
@@ -105,7 +105,7 @@ def _host(record: Any) -> np.ndarray:
     return np.asarray(record.cpu().numpy())
 
 
-def make_launcher(backend: Backend, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],
+def make_launcher(backend: Backend, compiled: CompiledKernel, plan: LaunchPlan,
                   with_streams: Callable[[Launcher], Launcher]) -> Launcher:
     """``backend.make_launcher`` for ``compiled``; for a checked kernel, one that appends the
     extents and the error record to the arguments and raises on a recorded error.
@@ -113,12 +113,12 @@ def make_launcher(backend: Backend, compiled: CompiledKernel, plan: Sequence[tup
     check = plan_of(compiled)
     if check is None:
         return backend.make_launcher(compiled, plan)
-    slot_of = {name: i for i, name, *_ in plan}
+    slot_of = {p.name: p.position for p in plan}
     pointer_slots = [slot_of[n] for n in check.pointer_params]
     hidden_names = [f"checked_{b}_{n}" for n in check.pointer_params for b in ("lo", "hi")]
     hidden = len(hidden_names) + 1
-    extended = [*plan, *((j - hidden, n, False, False) for j, n in enumerate(hidden_names)),
-                (-1, "checked_record", True, True)]
+    extended = [*plan, *(PlannedArg(j - hidden, n, False, False) for j, n in enumerate(hidden_names)),
+                PlannedArg(-1, "checked_record", True, True)]
     inner = with_streams(backend.make_launcher(compiled, extended))
 
     def launcher(grid: tuple[int, int, int], values: Sequence[Any], stream: Any = None) -> None:

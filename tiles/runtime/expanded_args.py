@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ..backends.launch_facts import ParamKind
 from ..tools.tensor_descriptor import TensorDescriptor
 from .specialize import ArgSpec, classify, descriptor_specs, is_tuple_argument, namedtuple_class
 
@@ -34,12 +35,12 @@ def specs_of(name: str, value: Any, constexpr: bool, specialize: bool) -> list[A
 
 
 def _constexpr(kinds: Sequence[str] | None, i: int) -> bool:
-    return kinds is not None and i < len(kinds) and kinds[i] == "c"
+    return kinds is not None and i < len(kinds) and kinds[i] == ParamKind.CONSTEXPR
 
 
 def has_expansion(values: Sequence[Any], kinds: Sequence[str] | None = None) -> bool:
     """Whether ``values`` hold a descriptor or a run-time tuple; ``kinds``: the parameters'
-    kinds (``"c"`` for a ``tl.constexpr`` one, whose tuple is one compile-time value)."""
+    ``ParamKind``s (a ``tl.constexpr`` one's tuple is one compile-time value)."""
     return any((is_tuple_argument(v) and not _constexpr(kinds, i)) or isinstance(v, TensorDescriptor)
                for i, v in enumerate(values))
 

@@ -10,7 +10,7 @@ instead of running stale code; rebinding it to an equal value, or back, is fine.
 Cost: a kernel that reads no such global has no guard, and its launches check nothing; one that
 does checks each guard with a dict lookup and an identity test, on the Python launch path (the
 jit's launch function and general path) and in CUDA's native hot launch (``runtime/hot_path.py``,
-``backends/cuda/hot_launch.py``), which declines to the launch function when a global is not the
+``backends/cuda/launch/hot_launch.py``), which declines to the launch function when a global is not the
 object it was compiled with; the launch function then raises or, for an equal value, takes the
 new object and rebuilds the hot launches.  The disk cache keys on the
 globals' values (``fingerprint.source_fingerprint``), so a new process never reuses code

@@ -2,8 +2,8 @@
 
 After a launch key has launched through its direct form (``runtime/binder.py``), the launch
 function asks ``install`` for the key's *hot* launch: a backend builtin (the CUDA keyed
-launcher's ``make_hot``, ``backends/cuda/hot_launch.py``) that binds the call, checks every
-argument against the key's facts (``backends/launch_facts.py``) and the backend choice, and
+launcher's ``make_hot``, ``backends/cuda/launch/hot_launch.py``) that binds the call, checks every
+argument against the key's facts (in the words of ``backends/launch_facts.py``) and the backend choice, and
 launches; on any mismatch it hands the call on with the same arguments.  ``kernel[grid]`` then
 binds the grid to the hot builtin instead of the launch function (``JITFunction._fast_launch``).
 A kernel keeps up to ``CHAIN_LENGTH`` hot launches chained (``chained``): each hands what it
@@ -24,41 +24,38 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..backends import launch_facts as lf
 from ..backends import registry
-from .binder import INT_ANY, INT_DIV16, INT_ONE, INT_OTHER, MISSING, UNALIGNED
+from ..backends.launch_facts import MISSING_DEFAULT, Alignment, ArgKind, Expected, IntClass, ParamKind
+from .binder import MISSING
+from .specialize import FLOAT_FACT, NONE_FACT
 
-_INT_CLASSES = {INT_ONE: lf.I32_ONE, INT_DIV16: lf.I32_DIV16, INT_OTHER: lf.I32_OTHER, INT_ANY: lf.I32_ANY}
-_NONE_FACT = ("o", type(None), None)  # specialize.fact_of(None, kind)
 NOT_BUILT = False  # FastLaunch.hot when no hot launch can be built for the entry
 CHAIN_LENGTH = 4  # hot launches of one kernel tried in turn, most recently used first
 Chain = list[tuple[Any, Callable[..., Any]]]  # (FastLaunch, its hot launch)
 
 
-def expectations(key: tuple[Any, ...], kinds: Sequence[str], tensor: type) -> list[lf.Expected] | None:
+def expectations(key: tuple[Any, ...], kinds: Sequence[str], tensor: type) -> list[Expected] | None:
     """Each parameter's ``Expected`` from a binder key ``(backend, options, debug, *slots)`` of a
-    kernel with parameter ``kinds``; None when a fact has no native check (an int beyond int64,
-    a tensor subclass, an array that is not a torch tensor, ...)."""
+    kernel with parameter ``kinds`` (``ParamKind``s); None when a fact has no native check (an
+    int beyond int64, a tensor subclass, an array that is not a torch tensor, ...)."""
     slots = iter(key[3:])
     found = []
     for kind in kinds:
-        if kind == "c":
-            found.append(lf.Expected(lf.CONSTANT, obj=next(slots)))
+        if kind == ParamKind.CONSTEXPR:
+            found.append(Expected(ArgKind.CONSTANT, obj=next(slots)))
             continue
         fact, device = next(slots), next(slots)
-        if device is not None:  # the binder's inline torch tensor case
-            unaligned = type(fact) is tuple and len(fact) == 2 and fact[1] == UNALIGNED
-            alignment = lf.ANY_ALIGNMENT if kind != "s" else lf.UNALIGNED if unaligned else lf.ALIGNED
-            found.append(lf.Expected(lf.TENSOR, tensor, fact[0] if unaligned else fact, device, alignment))
-        elif type(fact) is int and fact in _INT_CLASSES:
-            found.append(lf.Expected(lf.INT, expect=_INT_CLASSES[fact]))
-        elif type(fact) is str and fact == "f":
-            found.append(lf.Expected(lf.FLOAT))
-        elif type(fact) is tuple and fact[:2] == ("i", 64):  # specialize.fact_of of an int64
-            expect = lf.I64_ANY if kind == "n" else lf.I64_DIV16 if fact[3] else lf.I64_OTHER
-            found.append(lf.Expected(lf.INT, expect=expect))
-        elif type(fact) is tuple and fact == _NONE_FACT:
-            found.append(lf.Expected(lf.NONE))
+        if device is not None:  # the binder's inline torch tensor case: dtype, or (dtype, UNALIGNED)
+            unaligned = type(fact) is tuple and len(fact) == 2 and fact[1] == Alignment.UNALIGNED
+            alignment = (Alignment.ANY if kind != ParamKind.SPECIALIZED
+                         else Alignment.UNALIGNED if unaligned else Alignment.ALIGNED)
+            found.append(Expected(ArgKind.TENSOR, tensor, fact[0] if unaligned else fact, device, alignment))
+        elif type(fact) is int or type(fact) is IntClass:  # an int's IntClass (binder.py, fact_of)
+            found.append(Expected(ArgKind.INT, expect=IntClass(fact)))
+        elif type(fact) is str and fact == FLOAT_FACT:
+            found.append(Expected(ArgKind.FLOAT))
+        elif type(fact) is tuple and fact == NONE_FACT:
+            found.append(Expected(ArgKind.NONE))
         else:
             return None
     return found
@@ -107,7 +104,7 @@ def _build(entry: Any, key: tuple[Any, ...], backend: Any, kinds: Sequence[str],
     expected = expectations(key, kinds, tensor)
     if expected is None or (backend is None and registry.default() is not key[0]):
         return None
-    defaults = [lf.MISSING_DEFAULT if p.default is inspect.Parameter.empty or p.default is MISSING else p.default
+    defaults = [MISSING_DEFAULT if p.default is inspect.Parameter.empty or p.default is MISSING else p.default
                 for p in signature.parameters.values()]
     if guards:
         triples = [(g.namespace, g.name, g.value) for g in guards]

@@ -12,7 +12,8 @@ from typing import Any
 
 from .. import config, progress
 from ..backends import registry
-from ..backends.base import Backend, CompiledKernel, Options
+from ..backends.base import Backend, CompiledKernel, Options, PlannedArg
+from ..backends.launch_facts import DEFAULT_NUM_STAGES, DEFAULT_NUM_WARPS, LAUNCH_OPTIONS, ParamKind
 from ..core import passes
 from ..core.builder import Builder, current, is_tracing, tb_loc, tracing
 from ..core.dtypes import DType, PointerType
@@ -29,7 +30,7 @@ from .specialize import ArgSpec, MockArray, launch_key, mock_dtype_argument
 from .validate import MAX_GRID_SIZE, check_num_warps, check_positive_int, check_writable, normalize_grid, quick_grid
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]
-LAUNCH_KEYWORDS = frozenset({"grid", "warmup", "num_warps", "num_stages", "debug", "stream", "backend"})
+LAUNCH_KEYWORDS = frozenset({"grid", *LAUNCH_OPTIONS})  # run's keywords besides the kernel's parameters
 
 
 def _is_constexpr_annotation(ann: Any) -> bool:
@@ -127,10 +128,10 @@ class JITFunction(KernelInterface):
         # through ``src`` (runtime/kernel_source.py)
         self._source_override: kernel_source.KernelSource | None = kernel_source.unfound(fn)
         self.cache: dict[tuple[Any, ...], CompiledKernel] = {}
-        self._defaults = {n: p.default for n, p in self.signature.parameters.items()
-                          if p.default is not inspect.Parameter.empty}
-        self._param_kinds = tuple("c" if n in self.constexprs else
-                                  ("n" if n in self.do_not_specialize else "s") for n in self.arg_names)
+        self.defaults = {n: p.default for n, p in self.signature.parameters.items()
+                         if p.default is not inspect.Parameter.empty}
+        self._param_kinds = tuple(ParamKind.CONSTEXPR if n in self.constexprs else ParamKind.NOT_SPECIALIZED
+                                  if n in self.do_not_specialize else ParamKind.SPECIALIZED for n in self.arg_names)
         self.loc = Loc(fn.__code__.co_filename, fn.__code__.co_firstlineno, fn.__name__)
         self._param_names = frozenset(self.arg_names)
         # First launches of one key from many threads compile once: one lock per key, taken only
@@ -396,7 +397,8 @@ class JITFunction(KernelInterface):
             if (option is not None and name in self._param_names and name not in kwargs
                     and self.arg_names.index(name) >= len(args)):
                 kwargs[name] = option
-        return 4 if num_warps is None else num_warps, 3 if num_stages is None else num_stages
+        return (DEFAULT_NUM_WARPS if num_warps is None else num_warps,
+                DEFAULT_NUM_STAGES if num_stages is None else num_stages)
 
     def _without_hints(self, kwargs: dict[str, Any]) -> tuple[dict[str, Any], CompileHints]:
         """``kwargs`` without Triton's hint options (checked), and those of them that change the code."""
@@ -450,8 +452,8 @@ class JITFunction(KernelInterface):
                 stream: Any) -> CompiledKernel:
         if callable(grid):
             meta = dict(zip(self.arg_names, values))
-            meta["num_warps"] = 4 if num_warps is None else num_warps
-            meta["num_stages"] = 3 if num_stages is None else num_stages
+            meta["num_warps"] = DEFAULT_NUM_WARPS if num_warps is None else num_warps
+            meta["num_stages"] = DEFAULT_NUM_STAGES if num_stages is None else num_stages
             grid = grid(meta)
         launch_grid = quick_grid(grid)
         if launch_grid is None:
@@ -475,8 +477,8 @@ class JITFunction(KernelInterface):
             if name in kwargs:
                 values.append(kwargs[name])
                 used += 1
-            elif name in self._defaults:
-                values.append(self._defaults[name])
+            elif name in self.defaults:
+                values.append(self.defaults[name])
             else:
                 return list(self._bind(args, kwargs).values())
         if used != len(kwargs):
@@ -495,7 +497,7 @@ class JITFunction(KernelInterface):
             values = expanded_args.flatten(values, self._param_kinds)
             named = {s.name: v for s, v in zip(specs, values)}
         check_writable(named, stores, self.loc, self.__name__)
-        plan = [(i, s.name, isinstance(s.type, PointerType), s.name in stores)
+        plan = [PlannedArg(i, s.name, isinstance(s.type, PointerType), s.name in stores)
                 for i, s in enumerate(specs) if not s.constexpr]
         keyed = getattr(backend, "make_keyed_launcher", None)
         if keyed is not None and checked_launch.plan_of(compiled) is None:
@@ -531,8 +533,8 @@ class JITFunction(KernelInterface):
         return compiled
 
     def compile(self, signature: dict[str | int, str], constexprs: dict[str | int, Any] | None = None,
-                backend: str | Backend | None = None, num_warps: int = 4,
-                num_stages: int = 3) -> CompiledKernel:
+                backend: str | Backend | None = None, num_warps: int = DEFAULT_NUM_WARPS,
+                num_stages: int = DEFAULT_NUM_STAGES) -> CompiledKernel:
         """Compile from type strings, without arguments, a launch or (where the toolchain allows)
         a device: ``compile(signature={"x": "*fp32", "n": "i32"}, constexprs={"BLOCK": 1024})``.
 

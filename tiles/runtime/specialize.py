@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from ..backends.launch_facts import Alignment, ParamKind, int_class
 from ..core import dtypes as D
 from ..core.dtypes import DType, PointerType, ScalarType
 from ..language.constexpr import constexpr as constexpr_object
@@ -212,19 +213,26 @@ def descriptor_specs(name: str, desc: TensorDescriptor, specialize: bool) -> lis
 
 def _descriptor_fact(desc: TensorDescriptor, kind: str) -> tuple[Any, ...]:
     strides = tuple(desc.strides)
-    return ("d", _array_key(desc.base), _hashable(tuple(desc.block_shape)), desc.padding,
+    # (the base's alignment specializes even under do_not_specialize: descriptor_specs)
+    return ("d", _array_key(desc.base, ParamKind.SPECIALIZED), _hashable(tuple(desc.block_shape)), desc.padding,
             tuple(fact_of(n, kind) for n in desc.shape), tuple(fact_of(n, kind) for n in strides[:-1]),
             strides[-1:])
 
 
-def _array_key(v: Any) -> tuple[Any, ...] | None:
+def _alignment(address: int, kind: str) -> Alignment:
+    if kind == ParamKind.NOT_SPECIALIZED:  # the address's alignment does not specialize
+        return Alignment.ANY
+    return Alignment.UNALIGNED if address % 16 else Alignment.ALIGNED
+
+
+def _array_key(v: Any, kind: str) -> tuple[Any, ...] | None:
     if isinstance(v, np.ndarray):
-        return ("a", v.dtype, v.__array_interface__["data"][0] % 16 == 0, v.flags.writeable)
+        return ("a", v.dtype, _alignment(v.__array_interface__["data"][0], kind), v.flags.writeable)
     ptr = getattr(v, "data_ptr", None)
     if ptr is not None:
         get_device = getattr(v, "get_device", None)
         device = get_device() if callable(get_device) else None
-        return ("t", type(v), str(v.dtype), ptr() % 16 == 0, device)
+        return ("t", type(v), str(v.dtype), _alignment(ptr(), kind), device)
     return None
 
 
@@ -239,30 +247,36 @@ def namedtuple_class(v: Any) -> type | None:
     return type(v) if isinstance(v, tuple) and hasattr(type(v), "_fields") else None
 
 
+FLOAT_FACT = "f"  # the fact of a float argument (the binder writes it inline too)
+NONE_FACT = ("o", type(None), None)  # the fact of None
+
+
 def fact_of(v: Any, kind: str) -> Any:
-    """What one argument contributes to the launch key; ``kind``: ``c`` constexpr, ``s``
-    specialized, ``n`` do_not_specialize.  Equal facts imply equal ``classify`` results."""
-    if kind == "c":
+    """What one argument contributes to the launch key; ``kind``: a ``ParamKind``.  Equal facts
+    imply equal ``classify`` results.  An int in int64 range gives its ``IntClass``, as the
+    binder's inline code does (``runtime/binder.py``)."""
+    if kind == ParamKind.CONSTEXPR:
         return ("c", _hashable(v))
     t = type(v)
     if t is int:
-        width = 32 if -(2**31) <= v < 2**31 else 64 if -(2**63) <= v < 2**63 else 65 if 0 <= v < 2**64 else 0
-        if kind == "n":
+        cls = int_class(v, kind)
+        if cls is not None:
+            return cls
+        width = 65 if 0 <= v < 2**64 else 0  # uint64, or too wide for any parameter
+        if kind == ParamKind.NOT_SPECIALIZED:
             return ("i", width)
-        return ("i", width, v == 1, v % 16 == 0)
+        return ("i", width, v % 16 == 0)
     if t is float:
-        return "f"
+        return FLOAT_FACT
     if t is bool:
         return "b"
     if is_tuple_argument(v):
         return ("T", namedtuple_class(v), tuple(fact_of(item, kind) for item in v))
-    ak = _array_key(v)
+    ak = _array_key(v, kind)
     if ak is None:
         if isinstance(v, TensorDescriptor):
             return _descriptor_fact(v, kind)
         return ("o", t, _hashable(v) if not hasattr(v, "dtype") else str(getattr(v, "dtype", "")))
-    if kind == "n":  # the address's alignment does not specialize
-        return (*ak[:2], *ak[3:]) if ak[0] == "a" else (*ak[:3], *ak[4:])
     return ak
 
 

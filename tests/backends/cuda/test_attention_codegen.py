@@ -70,7 +70,7 @@ def test_attention_simulated_over_many_steps(causal, bm, bn, stages):
     """Eight steps and more per program (two stages: every refill overwrites the stage the in-flight
     P@V of the step before reads), against NumPy; the simulator refuses a read of wgmma results
     before their wait and computes a product from its operands when the group completes."""
-    from sim_emitter import run
+    from tiles.backends.cuda.simulator.simt import run
     mod = _attention_module()
     n, d, warps = 256, 64, 4
     args, o, want = _attention_case(n, d, causal)

@@ -5,11 +5,11 @@ overwrites between its load and its broadcast (the reads must see the old values
 
 import numpy as np
 import pytest
-from sim_emitter import SimEmitter, addresses, run
 
 import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
+from tiles.backends.cuda.simulator.simt import SimEmitter, addresses, run
 from tiles.backends.lowering.entry import lower_with_tensor_cores
 
 

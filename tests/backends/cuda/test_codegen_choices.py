@@ -3,6 +3,8 @@ flipping one between two compiles of the same kernel in one process gives a diff
 and flipping it back gives the first one from the cache, in memory and on disk."""
 
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -54,7 +56,7 @@ def _block_attention():
 
 CASES = [("TILES_APPROX_DIV", lambda: quotients, _division_ptx, lambda c: "div.full.f32" in c.asm["ptx"]),
          ("TILES_STMATRIX", lambda: mm16, _mm_ptx, lambda c: "stmatrix" in c.asm["ptx"]),
-         ("TILES_PERSISTENT", _block_attention, _attention_ptx, lambda c: bool(c.extra.get("persistent")))]
+         ("TILES_PERSISTENT", _block_attention, _attention_ptx, lambda c: bool(c.persistent))]
 
 
 @pytest.mark.parametrize("var,kernel,compiled_of,taken", CASES, ids=[c[0] for c in CASES])
@@ -98,10 +100,14 @@ def test_every_choice_is_in_the_in_memory_key(monkeypatch):
     specs = _specs(fresh, (x, x, x, 100), {"BLOCK": 128})
     base = fresh._options(cuda, 4, 3)
     names = [f for f in CodegenChoices.__dataclass_fields__]
-    compiled = {name: fresh.compile_for(specs, cuda, base.without(name)) for name in names}
+
+    def flipped(name):  # each choice the other way (off, or on for those off by default)
+        return dataclasses.replace(base, codegen=dataclasses.replace(
+            base.codegen, **{name: not getattr(base.codegen, name)}))
+    compiled = {name: fresh.compile_for(specs, cuda, flipped(name)) for name in names}
     first = fresh.compile_for(specs, cuda, base)
     assert len({id(c) for c in [first, *compiled.values()]}) == len(names) + 1
-    assert all(fresh.compile_for(specs, cuda, base.without(n)) is compiled[n] for n in names)
+    assert all(fresh.compile_for(specs, cuda, flipped(n)) is compiled[n] for n in names)
     assert fresh.compile_for(specs, cuda, base) is first
     # TILES_OCCUPANCY's choice reaches the loader with the kernel (cuda/occupancy.py: no second load)
     assert not cuda._loaded(compiled["occupancy"]).occupancy and cuda._loaded(first).occupancy
@@ -127,8 +133,8 @@ FLIPS = [
      lambda c: "stmatrix" in c.asm["ptx"]),
     ("tma", _desc_copy_case, lambda c: "cp.async.bulk.tensor" in c.asm["ptx"]),
     ("producer", _attention_case, lambda c: "setmaxnreg" in c.asm["ptx"]),
-    ("persistent", _attention_case, lambda c: bool(c.extra.get("persistent"))),
-    ("tma_top_loads", _attention_case, lambda c: 0 in {m["base"] for m in c.extra.get("tensor_maps", ())}),
+    ("persistent", _attention_case, lambda c: bool(c.persistent)),
+    ("tma_top_loads", _attention_case, lambda c: 0 in {m["base"] for m in c.tensor_maps}),
     # (kept there by ptxas's register count, with TMA off: cuda/choices.py)
     ("inflight", lambda: _attention_case(64, 3), lambda c: "wgmma.wait_group.sync.aligned 1" in c.asm["ptx"]),
 ]

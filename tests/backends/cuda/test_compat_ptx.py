@@ -26,7 +26,12 @@ from expected_failures import EXPECTED_FAILURES, reason  # noqa: E402
 pytestmark = pytest.mark.slow  # ~150 compilations: about a minute on the 2-core machine
 
 # Corpus modules that ask the CUDA driver itself (device properties, SM counts): no driver here.
-NEEDS_DRIVER = {"rt_driver_queries", "tut02_fused_softmax", "tut09_persistent_matmul", "c16b_tma_persistent_subtile"}
+NEEDS_DRIVER = {
+    "triton_runtime/driver_queries",
+    "triton_tutorials/tut02_fused_softmax",
+    "triton_tutorials/tut09_persistent_matmul",
+    "triton_tutorials/tma_persistent_subtile",
+}
 
 
 @pytest.fixture

@@ -4,9 +4,9 @@ import numpy as np
 import pytest
 from test_examples_ptx import CompileOnlyCUDA
 
-from conformance import corpus
-from conformance.profiles import CI, THOROUGH
 from tiles.backends.cuda import toolchain
+from tiles.conformance import corpus
+from tiles.conformance.profiles import CI, THOROUGH
 from tiles.core.errors import UnsupportedError
 
 

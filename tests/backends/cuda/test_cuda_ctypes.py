@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 import stream_kernels as K
 
+from tiles.backends.base import PlannedArg
 from tiles.backends.cuda import CUDABackend, runtime
 from tiles.backends.cuda.driver import Driver, load_library
 from tiles.core.dtypes import PointerType
@@ -56,7 +57,7 @@ class Tensor:
 def _launcher(kernel, values, written, **meta):
     compiled = kernel.warmup(*values, backend="cuda", **meta)
     names = kernel.arg_names
-    plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name in written)
+    plan = [PlannedArg(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name in written)
             for p in compiled.ir.params]
     return CUDABackend().make_launcher(compiled, plan)
 
@@ -131,7 +132,7 @@ def test_keyed_launcher_passes_grid_block_and_arguments_through_the_real_ctypes_
     x = np.ones(8, np.float32)
     compiled = K.scale_add_kernel.warmup(x, x, x, 1000, 1.5, backend="cuda", BLOCK=256, num_warps=2)
     names = K.scale_add_kernel.arg_names
-    plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out")
+    plan = [PlannedArg(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out")
             for p in compiled.ir.params]
     values = [TorchTensor(0x1000), TorchTensor(0x2000), TorchTensor(0x3000), 1000, 2.5, 256]
     launch = CUDABackend().make_keyed_launcher(compiled, plan, values)

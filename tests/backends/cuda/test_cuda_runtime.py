@@ -14,6 +14,7 @@ import pytest
 import stream_kernels as K
 from fake_libcuda import FakeLibCUDA, FakeTensor
 
+from tiles.backends.base import PlannedArg
 from tiles.backends.cuda import CUDABackend, runtime
 from tiles.backends.cuda.driver import CUDAError, Driver
 from tiles.core.dtypes import PointerType
@@ -53,7 +54,7 @@ def _launcher(kernel, values, written, **meta):
     """The backend's launcher for ``kernel`` compiled (to PTX, no GPU) for these values."""
     compiled = kernel.warmup(*values, backend="cuda", **meta)
     names = kernel.arg_names
-    plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name in written)
+    plan = [PlannedArg(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name in written)
             for p in compiled.ir.params]
     return CUDABackend().make_launcher(compiled, plan)
 

@@ -1,4 +1,4 @@
-"""The native direct launch (``backends/cuda/direct_launch.py``) and the binder's path to it.
+"""The native direct launch (``backends/cuda/launch/direct_launch.py``) and the binder's path to it.
 
 First the builtin alone against ctypes stand-ins for ``cuCtxGetCurrent``/``cuLaunchKernel``
 (``test_trampoline.Recorder``): every byte it hands the driver equals ``struct.pack``'s, values
@@ -26,8 +26,10 @@ from test_trampoline import CC, CONTEXT, FUNCTION, Recorder, _address
 
 import tiles
 import tiles.language as tl
-from tiles.backends.cuda import CUDABackend, direct_launch, launcher, runtime, trampoline
+from tiles.backends.base import PlannedArg
+from tiles.backends.cuda import CUDABackend, runtime
 from tiles.backends.cuda.driver import Driver, load_library
+from tiles.backends.cuda.launch import direct_launch, launcher, trampoline
 from tiles.core.dtypes import PointerType
 from tiles.core.errors import LaunchError
 from tiles.runtime.binder import make_binder
@@ -237,7 +239,7 @@ def test_keyed_launches_go_direct_with_the_general_paths_bytes(fake, rng, monkey
     entry = _entry(direct_mix)
     assert type(entry.direct).__name__ == ("builtin_function_or_method" if native else "function")
     names = direct_mix.arg_names
-    plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out")
+    plan = [PlannedArg(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out")
             for p in entry.compiled.ir.params]
     general = CUDABackend().make_launcher(entry.compiled, plan)
     for grid in ((5,), (2, 3), (4, 1, 6)):

@@ -2,8 +2,8 @@
 
 import numpy as np
 import pytest
-from sim_emitter import SimEmitter
 
+from tiles.backends.cuda.simulator.simt import SimEmitter
 from tiles.backends.lowering.fmod import exact_fmod
 from tiles.core import dtypes as D
 

@@ -94,7 +94,7 @@ def test_hinted_pointers_are_pipelined(hint):
 
 
 def test_grouped_simulated():
-    import sim_emitter
+    from tiles.backends.cuda.simulator import simt as sim_emitter
     addrs, sizes, pool, offsets, mats = _case(1)
     args = [*addrs, sizes, np.int32(len(PROBLEMS)), pool]
     base = sim_emitter.addresses(args)[-1]
@@ -128,7 +128,7 @@ def add_dot_mm(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
 
 @pytest.mark.parametrize("m,n,k", [(128, 64, 208), (64, 128, 96)])  # rows 16-byte aligned: K % 8 == 0
 def test_add_dot_simulated(m, n, k):
-    import sim_emitter
+    from tiles.backends.cuda.simulator import simt as sim_emitter
     rng = np.random.default_rng(m + k)
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)

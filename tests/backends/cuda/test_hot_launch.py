@@ -1,4 +1,4 @@
-"""The native hot launch (``backends/cuda/hot_launch.py``, ``runtime/hot_path.py``).
+"""The native hot launch (``backends/cuda/launch/hot_launch.py``, ``runtime/hot_path.py``).
 
 First the builtin alone over ctypes stand-ins for the driver (``test_trampoline.Recorder``): it
 binds positional and keyword arguments as Python does, launches with the bytes ``struct`` packs
@@ -24,10 +24,11 @@ from test_trampoline import CONTEXT, FUNCTION, Recorder, _address
 
 import tiles
 import tiles.language as tl
-from tiles.backends import launch_facts as lf
 from tiles.backends import registry
-from tiles.backends.cuda import direct_launch, hot_launch, runtime
+from tiles.backends.cuda import runtime
 from tiles.backends.cuda.driver import Driver
+from tiles.backends.cuda.launch import direct_launch, hot_launch
+from tiles.backends.launch_facts import MISSING_DEFAULT, Alignment, ArgKind, Expected, IntClass
 from tiles.core.errors import CompilationError, LaunchError
 
 needs_hot = pytest.mark.skipif(hot_launch.unavailable_reason() is not None,
@@ -39,7 +40,7 @@ FMT = "@QQiqf3i"  # direct_mix's argument struct: x, out, n, big, alpha, grid (B
 class Unit:
     """A hot launch of ``k(t, n, alpha=0.5, B=8)`` (t a tensor, B a constexpr) over a Recorder."""
 
-    def __init__(self, n_class=lf.I32_OTHER, alignment=lf.ALIGNED, backend="cuda", registry_state=None):
+    def __init__(self, n_class=IntClass.I32_OTHER, alignment=Alignment.ALIGNED, backend="cuda", registry_state=None):
         self.recorder = Recorder()
         self.recorder.set_current(CONTEXT)
         self.generation = ctypes.c_uint64(3)
@@ -49,10 +50,10 @@ class Unit:
         self.backend = backend
         self.fallbacks: list[tuple[tuple, dict]] = []
         self.failures: list[tuple[int, object]] = []
-        expected = [lf.Expected(lf.TENSOR, Tensor, Tensor.dtype, 0, alignment), lf.Expected(lf.INT, expect=n_class),
-                    lf.Expected(lf.FLOAT), lf.Expected(lf.CONSTANT, obj=8)]
+        expected = [Expected(ArgKind.TENSOR, Tensor, Tensor.dtype, 0, alignment), Expected(ArgKind.INT, expect=n_class),
+                    Expected(ArgKind.FLOAT), Expected(ArgKind.CONSTANT, obj=8)]
         self.hot = hot_launch.make(self.direct, self.fallback, "compiled", self.failed, ["t", "n", "alpha", "B"],
-                                   [lf.MISSING_DEFAULT, lf.MISSING_DEFAULT, 0.5, 8], expected, backend, registry_state)
+                                   [MISSING_DEFAULT, MISSING_DEFAULT, 0.5, 8], expected, backend, registry_state)
         assert self.hot is not None
 
     def __call__(self, *args, **kwargs):
@@ -168,12 +169,13 @@ def test_a_grid_function_is_called_once_with_the_arguments():
 @needs_native
 @needs_hot
 @pytest.mark.parametrize("n_class,good,bad", [
-    (lf.I32_ONE, [1], [0, 16, 2, -1, 2**31 + 1]), (lf.I32_DIV16, [0, 16, -16, 2**31 - 16], [1, 17, 2**31, 2**35]),
-    (lf.I32_OTHER, [2, 17, -1, 2**31 - 1, -2**31 + 1], [1, 0, 32, 2**31 + 1]),
-    (lf.I32_ANY, [1, 0, 17, -2**31, 2**31 - 1], [2**31, -2**31 - 1]),
-    (lf.I64_DIV16, [2**31, 2**40, -2**63], [2**31 + 1, 16, 2**63, 2**64]),
-    (lf.I64_OTHER, [2**31 + 1, 2**63 - 1, -2**31 - 1], [2**32, 7, 2**63 + 1]),
-    (lf.I64_ANY, [2**31, -2**63, 2**63 - 1], [2**63, 5, -2**63 - 1])])
+    (IntClass.I32_ONE, [1], [0, 16, 2, -1, 2**31 + 1]),
+    (IntClass.I32_DIV16, [0, 16, -16, 2**31 - 16], [1, 17, 2**31, 2**35]),
+    (IntClass.I32_OTHER, [2, 17, -1, 2**31 - 1, -2**31 + 1], [1, 0, 32, 2**31 + 1]),
+    (IntClass.I32_ANY, [1, 0, 17, -2**31, 2**31 - 1], [2**31, -2**31 - 1]),
+    (IntClass.I64_DIV16, [2**31, 2**40, -2**63], [2**31 + 1, 16, 2**63, 2**64]),
+    (IntClass.I64_OTHER, [2**31 + 1, 2**63 - 1, -2**31 - 1], [2**32, 7, 2**63 + 1]),
+    (IntClass.I64_ANY, [2**31, -2**63, 2**63 - 1], [2**63, 5, -2**63 - 1])])
 def test_int_classes(n_class, good, bad):
     unit = Unit(n_class=n_class)
     for n in good + bad:
@@ -186,7 +188,7 @@ def test_int_classes(n_class, good, bad):
 @needs_native
 @needs_hot
 def test_link_and_retire():
-    first, second = Unit(alignment=lf.ALIGNED), Unit(alignment=lf.UNALIGNED)
+    first, second = Unit(alignment=Alignment.ALIGNED), Unit(alignment=Alignment.UNALIGNED)
     hot_launch.link(first.hot, second.hot)
     assert first((1,), Tensor(0x1004), 3) == "compiled" and len(second.recorder.calls) == 1  # second served
     assert first.fallbacks == [] and first.recorder.calls == []
@@ -202,10 +204,10 @@ def test_link_and_retire():
 @needs_native
 @needs_hot
 def test_alignment_and_a_failed_launch():
-    unit = Unit(alignment=lf.UNALIGNED)
+    unit = Unit(alignment=Alignment.UNALIGNED)
     assert unit((1,), Tensor(0x1000), 3) == "fallback"
     assert unit((1,), Tensor(0x1004), 3) == "compiled"
-    anywhere = Unit(alignment=lf.ANY_ALIGNMENT)
+    anywhere = Unit(alignment=Alignment.ANY)
     assert anywhere((1,), Tensor(0x1004), 3) == anywhere((1,), Tensor(0x1000), 3) == "compiled"
     anywhere.recorder.launch_status = 700
     with pytest.raises(LaunchError, match="status 700"):
@@ -618,16 +620,18 @@ def test_real_torch_tensors(real_torch, stub):  # noqa: F811
 
 def test_launch_facts_of_the_binder_keys():
     from tiles.runtime.hot_path import expectations
-    key = (object(), None, None, "dtype", 0, ("dtype", "u"), 0, 16, None, ("i", 64, False, True), None, "f", None,
-           ("o", type(None), None), None, 128)
+    from tiles.runtime.specialize import FLOAT_FACT, NONE_FACT, fact_of
+    key = (object(), None, None, "dtype", 0, ("dtype", Alignment.UNALIGNED), 0, int(IntClass.I32_DIV16), None,
+           fact_of(2**40, "s"), None, FLOAT_FACT, None, NONE_FACT, None, 128)
     assert expectations(key, "ssssssc", Tensor) == [
-        lf.Expected(lf.TENSOR, Tensor, "dtype", 0, lf.ALIGNED),
-        lf.Expected(lf.TENSOR, Tensor, "dtype", 0, lf.UNALIGNED),
-        lf.Expected(lf.INT, expect=lf.I32_DIV16), lf.Expected(lf.INT, expect=lf.I64_DIV16), lf.Expected(lf.FLOAT),
-        lf.Expected(lf.NONE), lf.Expected(lf.CONSTANT, obj=128)]
-    assert expectations((None, None, None, "dtype", 0, 18, None, ("i", 64)), "nn", Tensor) == [
-        lf.Expected(lf.TENSOR, Tensor, "dtype", 0, lf.ANY_ALIGNMENT), lf.Expected(lf.INT, expect=lf.I32_ANY)]
-    assert expectations((None, None, None, ("i", 65, False, True), None), "s", Tensor) is None
+        Expected(ArgKind.TENSOR, Tensor, "dtype", 0, Alignment.ALIGNED),
+        Expected(ArgKind.TENSOR, Tensor, "dtype", 0, Alignment.UNALIGNED),
+        Expected(ArgKind.INT, expect=IntClass.I32_DIV16), Expected(ArgKind.INT, expect=IntClass.I64_DIV16),
+        Expected(ArgKind.FLOAT), Expected(ArgKind.NONE), Expected(ArgKind.CONSTANT, obj=128)]
+    assert expectations((None, None, None, "dtype", 0, int(IntClass.I32_ANY), None, fact_of(2**40, "n")), "nn",
+                        Tensor) == [Expected(ArgKind.TENSOR, Tensor, "dtype", 0, Alignment.ANY),
+                                    Expected(ArgKind.INT, expect=IntClass.I32_ANY)]
+    assert expectations((None, None, None, fact_of(2**63 + 16, "s"), None), "s", Tensor) is None
     assert expectations((None, None, None, ("a", "float32"), None), "s", Tensor) is None
 
 

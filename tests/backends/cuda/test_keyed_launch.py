@@ -1,5 +1,5 @@
 """The steady-state CUDA launch (``kernel[grid](...)`` through the jit's binder key and
-``backends/cuda/launcher.keyed``) over a fake libcuda and a fake torch: no GPU needed.
+``backends/cuda/launch/launcher.keyed``) over a fake libcuda and a fake torch: no GPU needed.
 
 Checks what the short path must keep from the general one: the primary context of the
 tensors' device in any thread, torch's current stream asked on every launch (the capturing

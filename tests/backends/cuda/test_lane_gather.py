@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from sim_emitter import SimEmitter, addresses, run
 
 import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
+from tiles.backends.cuda.simulator.simt import SimEmitter, addresses, run
 from tiles.backends.lowering.entry import lower_with_tensor_cores
 
 
@@ -94,7 +94,7 @@ def test_mamba_state_update_simulated(rng, batch, heads, dim, dstate, block_m, w
     # away, and the simulator passes every argument)
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat"))
     from compat_harness import load
-    mk = load("mamba_selective_state_update")
+    mk = load("mamba/selective_state_update")
     f32 = np.float32
     state0 = rng.standard_normal((batch, heads, dim, dstate)).astype(f32)
     x, dt, z = (rng.standard_normal((batch, heads, dim)).astype(f32) for _ in range(3))

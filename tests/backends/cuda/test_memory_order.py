@@ -111,7 +111,7 @@ def test_debug_barrier_precedes_the_release():
 def _tutorial05():
     sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "compat"))
     from compat_harness import load
-    return load("tut05_layer_norm_bwd_locks")
+    return load("triton_tutorials/tut05_layer_norm_bwd_locks")
 
 
 @pytest.mark.skipif(not GPU, reason=f"needs a CUDA GPU: {WHY}")

@@ -154,7 +154,7 @@ def group_norm_ptx(block):
     """PTX of the corpus' Liger-style group norm forward (one program of 4 warps per (batch, group)) with
     a ``block``-wide tile, as a launch on 16-byte aligned fp32 rows compiles it."""
     sys.path.insert(0, str(CORPUS.parent))  # the corpus modules import compat_harness
-    spec = importlib.util.spec_from_file_location("corpus_group_norm", CORPUS / "liger_group_norm.py")
+    spec = importlib.util.spec_from_file_location("corpus_group_norm", CORPUS / "liger/group_norm.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

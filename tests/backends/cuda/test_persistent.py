@@ -1,4 +1,4 @@
-"""Persistent programs (``tensorcore/persistent.py``): a kernel with a producer warpgroup launched
+"""Persistent programs (``cuda/hopper/persistent.py``): a kernel with a producer warpgroup launched
 with fewer programs than its grid, each running several of the kernel's programs with the stage
 ring carried from one to the next.  Simulated (the ring's slots and parities across programs,
 programs of one and of several loops) and, on a GPU, against torch."""
@@ -43,7 +43,7 @@ def desc_attention(Q, K, V, Out, sm_scale, Z, H, N_CTX, HEAD_DIM: tl.constexpr, 
 
 def _count_single_loads(monkeypatch) -> list[object]:
     """Each load the consumers take from a producer's buffer, as the walk lowers it."""
-    from tiles.backends.lowering.tensorcore import persistent
+    from tiles.backends.cuda.hopper import persistent
     seen: list[object] = []
     real = persistent.load_single
 
@@ -55,7 +55,7 @@ def _count_single_loads(monkeypatch) -> list[object]:
 
 
 def _desc_run(rng, programs, stages=2, z=1, h=2, n_ctx=384, d=64):
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     q, k, v = (rng.standard_normal((z, h, n_ctx, d)).astype(np.float16) for _ in range(3))
     o = np.full_like(q, np.nan)
     args = (q, k, v, o, 0.125, z, h, n_ctx)
@@ -74,7 +74,7 @@ def test_attention_programs_simulated(tma_on, rng, monkeypatch, stages, programs
     """Six programs (three row blocks, two heads) on fewer launched ones: each launched program
     runs one, two or all six, its ring's parity flipping at different points of each; Q's block
     pointer (its base ``Q + off``) rebased for the producer to copy."""
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     singles = _count_single_loads(monkeypatch)
     z, h, n_ctx, d = 1, 2, 384, 64
     (q, k, v), o, strides = _attention_args(rng, z, h, n_ctx, d)
@@ -102,7 +102,7 @@ def test_q_released_before_it_is_read_is_caught(tma_on, rng, monkeypatch):
     """Mutation: the consumers release Q's buffer before reading it.  With loops as short as the
     ring (two steps, two stages) the producer is past a program's K and V copies at once, so the
     next program's Q lands under the reads and the results are wrong."""
-    from tiles.backends.lowering.tensorcore import persistent
+    from tiles.backends.cuda.hopper import persistent
     real = persistent.load_single
 
     def early(lw, instr):
@@ -127,7 +127,7 @@ def test_q_released_before_it_is_read_is_caught(tma_on, rng, monkeypatch):
 def test_matmul_programs_simulated(tma_on, rng, programs):
     """A product kept in flight: the stage the last iteration read goes back after the loop, so
     the next program's first fill can take it."""
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     m, n, k = 130, 136, 328
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
@@ -146,9 +146,8 @@ def test_matmul_programs_simulated(tma_on, rng, programs):
 def test_matmul_programs_without_the_last_release_hang(tma_on, rng, monkeypatch):
     """Mutation: without the release after the loop, the next program's fill of that stage waits
     for a phase no one completes (the simulator says so)."""
-    from tma_sim import run
-
-    from tiles.backends.lowering.tensorcore import tma_pipeline
+    from tiles.backends.cuda.hopper import tma_pipeline
+    from tiles.backends.cuda.simulator.tma import run
     m = n = k = 128
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)
@@ -166,14 +165,14 @@ def test_matmul_programs_without_the_last_release_hang(tma_on, rng, monkeypatch)
 @needs_ptxas
 def test_which_kernels_take_persistent_programs(tma_on, rng, monkeypatch):
     plain = _attention(rng, 128, 128, 2)
-    assert plain.extra.get("persistent") and plain.shared > 200 * 1024  # the ring sits at the top
-    assert {m["base"] for m in plain.extra["tensor_maps"]} == {0, 1, 2}  # Q (the producer's), K, V
+    assert plain.persistent and plain.shared > 200 * 1024  # the ring sits at the top
+    assert {m["base"] for m in plain.tensor_maps} == {0, 1, 2}  # Q (the producer's), K, V
     causal = _attention(rng, 128, 128, 2, causal=True)  # programs of different lengths
-    assert causal.threads == 384 and not causal.extra.get("persistent")
-    assert {m["base"] for m in causal.extra["tensor_maps"]} == {1, 2}  # Q prepared again as pointer loads
+    assert causal.threads == 384 and not causal.persistent
+    assert {m["base"] for m in causal.tensor_maps} == {1, 2}  # Q prepared again as pointer loads
     monkeypatch.setenv("TILES_PERSISTENT", "0")
     off = _attention(rng, 128, 32, 2)  # (a specialization no other test compiles)
-    assert off.threads == 384 and not off.extra.get("persistent")
+    assert off.threads == 384 and not off.persistent
 
 
 @needs_gpu
@@ -189,7 +188,7 @@ def test_persistent_attention_matches_torch(tma_on, monkeypatch, shape):
     strides = q.stride()
     grid = (n_ctx // 128, z * h)
     meta = dict(HEAD_DIM=d, BLOCK_M=128, BLOCK_N=128, CAUSAL=False, num_warps=8, num_stages=2, backend="cuda")
-    assert block_attention.warmup(q, k, v, o, 0.125, *strides, h, n_ctx, grid=grid, **meta).extra["persistent"]
+    assert block_attention.warmup(q, k, v, o, 0.125, *strides, h, n_ctx, grid=grid, **meta).persistent
     block_attention[grid](q, k, v, o, 0.125, *strides, h, n_ctx, **meta)
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.125)
     torch.testing.assert_close(o, want, atol=3e-3, rtol=1e-2)
@@ -207,7 +206,7 @@ def test_persistent_descriptor_attention_matches_torch(tma_on, monkeypatch, shap
     o = torch.full_like(q, float("nan"))
     grid = (n_ctx // 128, z * h)
     meta = dict(HEAD_DIM=128, BLOCK_M=128, BLOCK_N=bn, num_warps=8, num_stages=stages, backend="cuda")
-    assert desc_attention.warmup(q, k, v, o, 0.125, z, h, n_ctx, grid=grid, **meta).extra["persistent"]
+    assert desc_attention.warmup(q, k, v, o, 0.125, z, h, n_ctx, grid=grid, **meta).persistent
     desc_attention[grid](q, k, v, o, 0.125, z, h, n_ctx, **meta)
     want = torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=0.125)
     torch.testing.assert_close(o, want, atol=3e-3, rtol=1e-2)

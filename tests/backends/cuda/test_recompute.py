@@ -5,11 +5,11 @@ sizes whose masks cut rows and columns."""
 
 import numpy as np
 import pytest
-from sim_emitter import SimEmitter, addresses, run
 
 import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
+from tiles.backends.cuda.simulator.simt import SimEmitter, addresses, run
 from tiles.backends.lowering.entry import Lowered, lower_with_tensor_cores
 
 

@@ -3,8 +3,8 @@ swizzles, MN-major), A from registers, accumulation chains and asynchronous comp
 
 import numpy as np
 import pytest
-from sim_emitter import WARP, H, SimEmitter
 
+from tiles.backends.cuda.simulator.simt import WARP, H, SimEmitter
 from tiles.core import dtypes as D
 
 rng = np.random.default_rng(0)

@@ -1,7 +1,7 @@
 """The store of a tensor-core tile through pointers whose alignment is unknown or small (a grouped
 GEMM: C's address and leading dimension loaded from memory).  Such a store is written from a
 layout whose chunks are as wide as the alignment allows, lanes consecutive along a row, so each
-warp instruction covers one contiguous run (``tensorcore/epilogue.py``); a store whose alignment
+warp instruction covers one contiguous run (``lowering/mma/epilogue.py``); a store whose alignment
 is promised keeps 16-byte chunks.  Checked on the PTX (access widths) and on the simulator
 (values, masks, and the addresses each warp instruction touches)."""
 
@@ -135,7 +135,7 @@ def test_store_widths_ptx(align, store, count, monkeypatch):
 
 def _record_stores(monkeypatch):
     """Every global store call of the simulator: (per-thread byte addresses, active lanes, bytes)."""
-    import sim_emitter
+    from tiles.backends.cuda.simulator import simt as sim_emitter
     calls = []
     store = sim_emitter.SimEmitter.store
 
@@ -155,7 +155,7 @@ def _record_stores(monkeypatch):
 
 @pytest.mark.parametrize("align,family", [(2, "wgmma"), (4, "wgmma"), (16, "wgmma"), (2, "mma.sync")])
 def test_grouped_f16_simulated(align, family, monkeypatch):
-    import sim_emitter
+    from tiles.backends.cuda.simulator import simt as sim_emitter
     if family == "mma.sync":  # sm_80's fragments: rows of a warp contiguous, not interleaved
         monkeypatch.setattr(sim_emitter.SimEmitter, "wgmma_ok", lambda self: False)
     addrs, sizes, lds, pool, places, mats = _case(align, align)

@@ -1,4 +1,4 @@
-"""MMA tiles leaving the fragment layout through swizzled local memory (``tensorcore/staging.py``):
+"""MMA tiles leaving the fragment layout through swizzled local memory (``lowering/mma/staging.py``):
 16-bit tiles written with ``stmatrix``, 32-bit ones as 8-byte pairs, read back in the blocked
 layout with 16-byte loads.  Checked on the simulator (values against numpy, masked edges, and the
 shared-memory wavefronts of every warp instruction of the conversion), on the PTX (``ptxas``
@@ -16,7 +16,7 @@ import tiles.language as tl
 from tiles.backends.base import Options
 from tiles.backends.cuda import nvptx_target, toolchain
 from tiles.backends.cuda.choices import lower_kernel
-from tiles.backends.lowering.tensorcore.staging import SwizzledRows
+from tiles.backends.lowering.mma.staging import SwizzledRows
 from tiles.core import dtypes as D
 
 OUT = {"float16": tl.float16, "bfloat16": tl.bfloat16, "float32": tl.float32}
@@ -88,7 +88,7 @@ def record_local(monkeypatch, windows):
     """The simulator's local-memory accesses made inside the functions ``windows`` names (pairs of
     a module or dict and a name in it, patched): (what, byte addresses per thread, active lanes, bytes per lane);
     a vector access is one record, ``stmatrix`` one record per matrix."""
-    import sim_emitter
+    from tiles.backends.cuda.simulator import simt as sim_emitter
     sim = sim_emitter.SimEmitter
     log, depth, inside = [], [0], [0]
 
@@ -177,10 +177,9 @@ MMA_SYNC_ONLY = [  # tiles wgmma does not take (M not a multiple of 64)
 
 
 def _run(case, monkeypatch, family="wgmma", seed=0):
-    import sim_emitter
-
-    from tiles.backends.lowering.tensorcore import fragments
-    from tiles.backends.lowering.tensorcore.base import TC_RULES
+    from tiles.backends.cuda.simulator import simt as sim_emitter
+    from tiles.backends.lowering.mma import fragments
+    from tiles.backends.lowering.mma.base import TC_RULES
     from tiles.core.ops import Op
     bm, bn, bk, warps, m, n, k, out = case
     if family == "mma.sync":
@@ -264,9 +263,8 @@ def bmm_f16(a, b, c, B: tl.constexpr, M: tl.constexpr, N: tl.constexpr, K: tl.co
 
 def test_batched_dot_simulated(monkeypatch):
     """A 3-D dot (mma.sync, batch folded into the staged tile's rows) leaves its fragments the same way."""
-    import sim_emitter
-
-    from tiles.backends.lowering.tensorcore import fragments
+    from tiles.backends.cuda.simulator import simt as sim_emitter
+    from tiles.backends.lowering.mma import fragments
     rng = np.random.default_rng(5)
     a = rng.standard_normal((2, 32, 32)).astype(np.float16)
     b = rng.standard_normal((2, 32, 32)).astype(np.float16)

@@ -125,7 +125,7 @@ def _attention(bm, bn, warps, d, n, heads=2, launch="gpu", stages=1):
     if launch is None:
         return attn_kernel.warmup(*args, backend="cuda", **meta)
     if launch == "sim":  # the lowering run on the numpy SIMT simulator
-        from sim_emitter import run
+        from tiles.backends.cuda.simulator.simt import run
         ir = attn_kernel.warmup(*args, backend="cuda", **meta).ir
         run(ir, [x if isinstance(x, np.ndarray) else np.float32(x) if isinstance(x, float) else np.int32(x)
                  for x in args], (n // bm, heads), warps * 32, num_stages=stages)
@@ -148,7 +148,7 @@ def test_pipelined_simulated():
     c = np.zeros((96, 80), np.float32)
     args = (a, b, c, 96, 80, 160, 160, 80, 80)
     ir = pipelined_kernel.warmup(*args, backend="cuda", BM=32, BN=16, BK=32, num_warps=4, num_stages=3).ir
-    from sim_emitter import run
+    from tiles.backends.cuda.simulator.simt import run
     run(ir, [x if isinstance(x, np.ndarray) else np.int32(x) for x in args], (3, 5), 128, num_stages=3)
     assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
 
@@ -158,7 +158,7 @@ def test_pipelined_simulated():
 def test_pipelined_mma_sync_several_chunks_per_thread_simulated(stages, monkeypatch):
     """mma.sync (the simulator offering no wgmma) with 64x64 A and B stages on 128 threads: each
     thread copies 4 chunks of each, rows 16 apart, addressed from its first chunk's place."""
-    import sim_emitter
+    from tiles.backends.cuda.simulator import simt as sim_emitter
     monkeypatch.setattr(sim_emitter.SimEmitter, "wgmma_ok", lambda self: False)
     a, b = _operands(128, 64, 192, np.float16)
     c = np.zeros((128, 64), np.float32)

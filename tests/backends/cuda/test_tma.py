@@ -1,5 +1,5 @@
 """TMA for tensor descriptors (TILES_TMA=1, sm_90+): which accesses are claimed, the PTX (checked
-by ptxas when on PATH), the simulator (tma_sim.py); on a GPU, results against torch.  The host
+by ptxas when on PATH), the simulator (cuda/simulator/tma.py); on a GPU, results against torch.  The host
 side (map encoding, the launcher's choice) is test_tma_host.py."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import tiles
 import tiles.language as tl
 from tiles.backends import registry
 from tiles.backends.cuda import toolchain
-from tiles.backends.lowering.tensorcore.tma_spec import MapSpec, Source
+from tiles.backends.cuda.hopper.tma_spec import MapSpec, Source
 
 GPU, WHY = registry.status("cuda")
 needs_gpu = pytest.mark.skipif(not GPU, reason=f"no CUDA GPU: {WHY}")
@@ -261,7 +261,7 @@ def test_tma_store_matmul_matches_torch(tma_on, monkeypatch, m, n, k):
     torch.testing.assert_close(c, (a.float() @ b.float()).half(), rtol=2e-2, atol=2e-2)
 
 
-# ---------------------------------------------------------------- on the simulator (tma_sim.py)
+# ---------------------------------------------------------------- on the simulator (cuda/simulator/tma.py)
 
 
 def _sim_args(args):
@@ -278,7 +278,7 @@ def _sim_args(args):
 def test_single_stage_copy_simulated(tma_on, rng, dtype, m, n, bm, bn, dm, dn):
     """Loads whose innermost offset is not a multiple of 16 bytes are masked pointer loads (TMA
     would fault); the stores' offsets are, so they always take TMA."""
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     rows = (rng.standard_normal((m, n + 16)) * 20).astype(dtype)  # the simulator copies arrays whole
     x = rows[:, :n]
     out = np.full((m, n), 7, dtype)
@@ -304,7 +304,7 @@ def batched_rows_copy(x_ptr, out_ptr, B, M, N, BM: tl.constexpr, BN: tl.constexp
 
 
 def test_computed_size_simulated(tma_on, rng):
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     b, m, n = 3, 7, 40
     x = rng.standard_normal((b * m, n)).astype(np.float32)
     out = np.full_like(x, 9)
@@ -337,7 +337,7 @@ def desc_matmul_nk(a_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.conste
     (70, 200, 300, 64, 128, 128, 4, 3)])  # 256-byte rows: two swizzled column blocks per operand
 def test_pipelined_matmul_simulated(tma_on, rng, kernel, m, n, k, bm, bn, bk, warps, stages):
     """Swizzled TMA stages read by wgmma, mbarrier phases, stage reuse with groups in flight."""
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n) if kernel == "kn" else (n, k)).astype(np.float16)
     c = np.zeros((m, n), np.float16 if kernel == "kn" else np.float32)  # desc_matmul_tma_store stores fp16
@@ -390,7 +390,7 @@ def test_persistent_loop_has_no_trap_inside(tma_on, tmp_path, stages):
 
 @pytest.mark.parametrize("stages", [2, 3])
 def test_persistent_matmul_simulated(tma_on, rng, stages):
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     m, n, k = 150, 130, 100
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((n, k)).astype(np.float16)
@@ -449,7 +449,7 @@ def loop_of_loads(x_ptr, y_ptr, out_ptr, M, N, STEPS: tl.constexpr, BM: tl.const
 
 
 def test_loads_in_a_loop_simulated(tma_on, rng):
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     m, n = 40, 44
     x, y = (rng.standard_normal((m, n)).astype(np.float32) for _ in range(2))
     out = np.zeros((16, 16), np.float32)
@@ -511,7 +511,7 @@ def _attention_reference(q, k, v, scale):
 @pytest.mark.parametrize("d,n_ctx,bm,bn,warps,stages", [(64, 128, 64, 64, 4, 2), (64, 192, 64, 64, 4, 3),
                                                         (32, 128, 64, 32, 4, 1)])
 def test_attention_stages_k_and_v_with_tma_simulated(tma_on, rng, d, n_ctx, bm, bn, warps, stages):
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     heads = 2
     q, k, v = (rng.standard_normal((heads, n_ctx, d)).astype(np.float16) for _ in range(3))
     o = np.zeros_like(q)

@@ -1,4 +1,4 @@
-"""Block-pointer loads of a ``tl.dot`` loop copied by TMA (``tensorcore/tma_rebase.py``).
+"""Block-pointer loads of a ``tl.dot`` loop copied by TMA (``cuda/hopper/tma_rebase.py``).
 
 The kernels are in the form of Triton's attention and block-pointer matmul tutorials: a base
 offset per head (``Q + off_z * stride_qz + off_h * stride_qh``), K read down its first axis
@@ -16,8 +16,8 @@ import tiles
 import tiles.language as tl
 from tiles.backends import registry
 from tiles.backends.cuda import toolchain
+from tiles.backends.cuda.hopper.tma_spec import MapSpec, Source
 from tiles.backends.cuda.tensor_map import encode_arguments
-from tiles.backends.lowering.tensorcore.tma_spec import MapSpec, Source
 
 GPU, WHY = registry.status("cuda")
 needs_gpu = pytest.mark.skipif(not GPU, reason=f"no CUDA GPU: {WHY}")
@@ -118,7 +118,7 @@ def test_attention_k_and_v_are_staged_by_tma(tma_on, rng):
 
 @pytest.mark.parametrize("causal,bn,stages", [(False, 64, 3), (True, 32, 2)])
 def test_block_pointer_attention_with_tma_simulated(tma_on, rng, causal, bn, stages):
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     z, h, n_ctx, d = 1, 2, 128, 64
     (q, k, v), o, strides = _attention_args(rng, z, h, n_ctx, d)
     args = (q, k, v, o, 0.125, *strides, h, n_ctx)
@@ -172,7 +172,7 @@ def test_a_loop_tma_does_not_take_keeps_its_block_pointers_as_traced(tma_on, rng
     args = (q, k, v, out, n_ctx * d)
     c = mixed.warmup(*args, N_CTX=n_ctx, D=d, BLOCK=block, num_warps=4, num_stages=2, backend="cuda", grid=(1,))
     assert not c.metadata.get("tensor_maps") and "cp.async.cg" in c.asm["ptx"]
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     run(c.ir, [*args[:4], np.int32(args[4])], (heads,), 128, num_stages=2)
     qf, kf, vf = (x.reshape(heads, n_ctx, d).astype(np.float32) for x in (q, k, v))
     p = (qf[:, :block] @ np.swapaxes(kf, 1, 2)).astype(np.float16).astype(np.float32)
@@ -196,7 +196,7 @@ def test_block_pointer_matmul_with_boundary_checks_takes_tma(tma_on, rng):
     compiled = block_matmul.warmup(*args, BM=64, BN=64, BK=32, num_warps=4, num_stages=3, backend="cuda",
                                    grid=(1,))
     assert "cp.async.bulk.tensor" in compiled.asm["ptx"]
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     run(compiled.ir, _sim_args(compiled, args), (2, 2), 128, num_stages=3)
     np.testing.assert_allclose(c_out.astype(np.float32), a.astype(np.float32) @ b.astype(np.float32),
                                atol=0.1, rtol=1e-2)

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 from test_tma import desc_copy
 
+from tiles.backends.base import PlannedArg
 from tiles.backends.cuda import tensor_map
-from tiles.backends.lowering.tensorcore.tma_spec import MapSpec, Source
+from tiles.backends.cuda.hopper.tma_spec import MapSpec, Source
 
 # ---------------------------------------------------------------- host encoding
 
@@ -154,13 +155,14 @@ def test_launcher_appends_the_maps_and_falls_back(monkeypatch):
     monkeypatch.setattr(tma_launch.runtime, "stream_handle", lambda stream, device: 0)
     monkeypatch.setattr(tma_launch, "_TABLE", tensor_map.MapTable())
     compiled = CompiledKernel("k", None, None)  # type: ignore[arg-type]
-    compiled.extra["tensor_maps"] = [SPEC.to_json()]
+    compiled.tensor_maps = (SPEC.to_json(),)
     launched = []
 
     def make(kernel, plan):
         return lambda grid, values, stream=None: launched.append((kernel, [values[i] for i, *_ in plan]))
     fallback = CompiledKernel("k-without-tma", None, None)  # type: ignore[arg-type]
-    plan = [(0, "x", True, False), (1, "M", False, False), (2, "N", False, False), (3, "s", False, False)]
+    plan = [PlannedArg(*p) for p in ((0, "x", True, False), (1, "M", False, False),
+                                     (2, "N", False, False), (3, "s", False, False))]
     launcher = tma_launch.with_tensor_maps(compiled, plan, make, lambda: fallback)
     x = DeviceArray(0x7000_0000_1000)
     launcher((1, 1, 1), [x, 100, 64, 72])
@@ -178,7 +180,7 @@ def test_launcher_appends_the_maps_and_falls_back(monkeypatch):
 
 
 def test_persistent_kernels_launch_one_program_per_sm_with_the_grid(monkeypatch):
-    """``compiled.extra["persistent"]``: at most one program per SM along x, the kernel's grid as
+    """``compiled.persistent``: at most one program per SM along x, the kernel's grid as
     three more values after the maps' address; an empty grid launches nothing, and a grid whose
     program counter would wrap (2**31 programs) runs the kernel without TMA."""
     from tiles.backends.base import CompiledKernel
@@ -192,13 +194,14 @@ def test_persistent_kernels_launch_one_program_per_sm_with_the_grid(monkeypatch)
     monkeypatch.setattr(tma_launch.runtime, "multiprocessor_count", lambda device: 132)
     monkeypatch.setattr(tma_launch, "_TABLE", tensor_map.MapTable())
     compiled = CompiledKernel("k", None, None)  # type: ignore[arg-type]
-    compiled.extra.update(tensor_maps=[SPEC.to_json()], persistent=True)
+    compiled.tensor_maps, compiled.persistent = (SPEC.to_json(),), True
     launched = []
 
     def make(kernel, plan):
         return lambda grid, values, stream=None: launched.append((kernel, grid, [values[i] for i, *_ in plan]))
     fallback = CompiledKernel("k-without-tma", None, None)  # type: ignore[arg-type]
-    plan = [(0, "x", True, False), (1, "M", False, False), (2, "N", False, False), (3, "s", False, False)]
+    plan = [PlannedArg(*p) for p in ((0, "x", True, False), (1, "M", False, False),
+                                     (2, "N", False, False), (3, "s", False, False))]
     launcher = tma_launch.with_tensor_maps(compiled, plan, make, lambda: fallback)
     x = DeviceArray(0x7000_0000_1000)
     launcher((32, 128, 1), [x, 100, 64, 72])
@@ -252,7 +255,7 @@ def test_launchers_pass_the_maps_and_fall_back(tma_on, fake_lib, keyed):
     compiled = desc_copy.warmup(*values, backend="cuda", BM=32, BN=8, num_warps=4)
     assert len(compiled.metadata["tensor_maps"]) == 2
     names = desc_copy.arg_names
-    plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out_ptr")
+    plan = [PlannedArg(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out_ptr")
             for p in compiled.ir.params]
     tensors = [FakeTensor(fake_lib, x.tobytes()), FakeTensor(fake_lib, x.tobytes())]
     on_device = [*tensors, *values[2:]]

@@ -1,5 +1,5 @@
 """A producer warpgroup issues the copies of TMA-pipelined ``tl.dot`` loops
-(``tensorcore/tma_producer.py``): its code shape in PTX, where it is kept and where not, and
+(``cuda/hopper/tma_producer.py``): its code shape in PTX, where it is kept and where not, and
 its results on the GPU against torch."""
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def test_switched_off_or_without_ptxas_thread_0_issues(tma_on, rng, monkeypatch)
 def test_attention_with_a_producer_simulated(tma_on, rng, causal, stages):
     """The simulator lands each stage fill as soon as the producer could issue it (after the
     consumers released the stage), so a stage released early is overwritten under its MMAs."""
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     z, h, n_ctx, d = 1, 1, 384, 64
     (q, k, v), o, strides = _attention_args(rng, z, h, n_ctx, d)
     args = (q, k, v, o, 0.125, *strides, h, n_ctx)
@@ -101,7 +101,7 @@ def test_attention_with_a_producer_simulated(tma_on, rng, causal, stages):
 
 def test_matmul_with_a_producer_simulated(tma_on, rng):
     """One product kept in flight: the consumers release a stage one iteration late."""
-    from tma_sim import run
+    from tiles.backends.cuda.simulator.tma import run
     m, n, k = 130, 136, 328
     a = rng.standard_normal((m, k)).astype(np.float16)
     b = rng.standard_normal((k, n)).astype(np.float16)

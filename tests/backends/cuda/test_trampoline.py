@@ -1,4 +1,4 @@
-"""The native launch trampoline (``backends/cuda/trampoline.py``) against stand-in drivers.
+"""The native launch trampoline (``backends/cuda/launch/trampoline.py``) against stand-in drivers.
 
 Its ``cuCtxGetCurrent``/``cuLaunchKernel`` are ctypes callbacks that record what they receive,
 so every byte the native code hands the driver is checked: grid, block, shared bytes, stream,
@@ -27,8 +27,10 @@ import stream_kernels as K
 
 import tiles
 import tiles.language as tl
-from tiles.backends.cuda import CUDABackend, launcher, runtime, trampoline
+from tiles.backends.base import PlannedArg
+from tiles.backends.cuda import CUDABackend, runtime
 from tiles.backends.cuda.driver import CUDAError, Driver, load_library
+from tiles.backends.cuda.launch import launcher, trampoline
 from tiles.core.dtypes import PointerType
 
 REASON = trampoline.unavailable_reason()
@@ -112,9 +114,10 @@ def _random_record(rng, codes: str) -> tuple[bytes, int, tuple[int, int, int]]:
 def test_constants_layout_matches_the_native_code():
     fields = ["Q", "Q", "Q", "Q", "I", "I", "Q", "Q"]
     offsets = [struct.calcsize("@" + "".join(fields[:i])) for i in range(len(fields))]
-    assert trampoline.CONSTANTS.format == "@" + "".join(fields)
-    assert offsets[1:] == [trampoline._OFFSETS[name] for name in
-                           ("$LAUNCH", "$CONTEXT", "$FUNCTION", "$BLOCK", "$SHARED", "$RECORD_SIZE", "$ARGS_SIZE")]
+    assert trampoline.CONSTANTS.struct.format == "@" + "".join(fields)
+    assert offsets == [trampoline.CONSTANTS.offsets[name] for name in
+                       ("$GET_CURRENT", "$LAUNCH", "$CONTEXT", "$FUNCTION", "$BLOCK", "$SHARED", "$RECORD_SIZE",
+                        "$ARGS_SIZE")]
 
 
 @needs_trampoline
@@ -280,7 +283,7 @@ def _keyed(values, **meta):
     compiled = K.scale_add_kernel.warmup(np.ones(8, np.float32), np.ones(8, np.float32), np.ones(8, np.float32),
                                          values[3], values[4], backend="cuda", BLOCK=256, **meta)
     names = K.scale_add_kernel.arg_names
-    plan = [(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out")
+    plan = [PlannedArg(names.index(p.name), p.name, isinstance(p.value.type.dtype, PointerType), p.name == "out")
             for p in compiled.ir.params]
     return compiled, plan, CUDABackend().make_keyed_launcher(compiled, plan, values)
 
@@ -327,7 +330,8 @@ def test_bfloat16_scalars_on_the_native_path(driver, stub, rng, monkeypatch):
     position among the arguments."""
     compiled = bf16_after_constexpr.compile(signature={"x": "*fp32", "alpha": "bf16", "n": "i32", "out": "*fp32"},
                                             constexprs={"BLOCK": 16}, backend="cuda")
-    plan = [(0, "x", True, False), (2, "alpha", False, False), (3, "n", False, False), (4, "out", True, True)]
+    plan = [PlannedArg(*p) for p in ((0, "x", True, False), (2, "alpha", False, False),
+                                     (3, "n", False, False), (4, "out", True, True))]
     values = [TorchTensor(0x1000), 16, -1.5, 77, TorchTensor(0x3000)]
     launch = launcher.keyed(compiled, CUDABackend()._loaded(compiled), plan, values)
     assert "_native" in launch.__globals__

@@ -78,7 +78,7 @@ def _ptx(ir, warps, stages):
 
 def _simulate(kernel, ir, args, grid, warps, stages):
     """Run ``ir`` on the simulator with ``kernel``'s arguments ``args`` (ints as int32)."""
-    from sim_emitter import run
+    from tiles.backends.cuda.simulator.simt import run
     by_name = dict(zip(kernel.arg_names, args))
     run(ir, [by_name[p.name] if isinstance(by_name[p.name], np.ndarray) else np.int32(by_name[p.name])
              for p in ir.params], grid, warps * 32, num_stages=stages)
@@ -200,7 +200,7 @@ def test_wide_tile_issues_the_widest_wgmma():
 @pytest.mark.parametrize("wrap,kmask", FORMS)
 @pytest.mark.parametrize("m,n,k", [(128, 128, 96), (192, 64, 80)])
 def test_tutorial_form_simulated(wrap, kmask, m, n, k):
-    from sim_emitter import run
+    from tiles.backends.cuda.simulator.simt import run
     if k % 32 and not kmask:
         k = 96  # without K masks the tutorial needs K to be a multiple of BLOCK_K
     a, b, c, args = _args(m, n, k)
@@ -302,7 +302,7 @@ def test_benchmark_config_simulated(stages):
     """The configuration the benchmark's best runs use, 128x256x64 on 8 warps: two warpgroups
     along M, one m64n256k16 each, copies S-1 stages ahead behind the kept MMA group; K = 200
     leaves a partly masked last step and more iterations than stages."""
-    from sim_emitter import run
+    from tiles.backends.cuda.simulator.simt import run
     m, n, k = 128, 256, 200
     a, b, c, args = _args(m, n, k)
     ir = tutorial_matmul.warmup(*args, backend="cuda", BLOCK_M=128, BLOCK_N=256, BLOCK_K=64, GROUP_M=8,
@@ -382,7 +382,7 @@ def _attention_case(n, d, causal):
 @pytest.mark.parametrize("causal", [False, True])
 def test_tutorial_attention_pipelines_k_as_rows(causal, tma):
     """K comes as a (HEAD_DIM, BLOCK_N) block pointer with order (0, 1): it is staged as the
-    transpose of a row-read block, K and V through TMA stages (tensorcore/tma_rebase.py) or,
+    transpose of a row-read block, K and V through TMA stages (cuda/hopper/tma_rebase.py) or,
     without TMA, through cp.async stages (lowering/transpose_loads.py)."""
     mod = _attention_module()
     args, _, _ = _attention_case(256, 64, causal)
@@ -397,7 +397,7 @@ def test_tutorial_attention_pipelines_k_as_rows(causal, tma):
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_tutorial_attention_simulated(causal):
-    from sim_emitter import run
+    from tiles.backends.cuda.simulator.simt import run
     mod = _attention_module()
     n, d, bm, bn, warps, stages = 128, 64, 64, 64, 4, 3
     args, o, want = _attention_case(n, d, causal)

@@ -65,7 +65,7 @@ def test_attention_ptx_uses_wgmma():
 def test_pipelined_simulated(m, n, k, bm, bn, bk, warps, stages):
     """Swizzled stages, descriptors and in-flight groups on the simulator (which reads wgmma
     operands when the group completes, so overwriting a stage too early gives wrong sums)."""
-    from sim_emitter import run
+    from tiles.backends.cuda.simulator.simt import run
     a, b = _operands(m, n, k, np.float16)
     c = np.zeros((m, n), np.float32)
     args = (a, b, c, m, n, k, k, n, n)
@@ -141,7 +141,7 @@ def test_descriptor_loads_are_pipelined(monkeypatch):
                             num_stages=3).ir
     ptx = _ptx(ir, 4, 3, tma=False)
     assert "cp.async.cg.shared.global" in ptx and "wgmma.mma_async" in ptx
-    from sim_emitter import run
+    from tiles.backends.cuda.simulator.simt import run
     run(ir, [x if isinstance(x, np.ndarray) else np.int32(x) for x in (a, b, c, 130, 96, 256)], (3, 2), 128,
         num_stages=3)
     assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 1e-3
@@ -161,7 +161,7 @@ def test_descriptor_matmul_gpu(monkeypatch, m, n, k, tma):
 def test_fp16_accumulator_pipelined_simulated():
     """A float16 accumulator is converted right after each MMA group, so no group may stay in
     flight across iterations (the conversion would read registers still being written)."""
-    from sim_emitter import run
+    from tiles.backends.cuda.simulator.simt import run
     a, b = _operands(64, 64, 64, np.float16)
     c = np.zeros((64, 64), np.float16)
     names = ("a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn")
@@ -207,7 +207,7 @@ def _causal(bm, bn, warps, d, n, stages, launch):
     if launch == "ptx":
         return _ptx(causal_kernel.warmup(*args, backend="cuda", **meta).ir, warps, stages)
     if launch == "sim":
-        from sim_emitter import run
+        from tiles.backends.cuda.simulator.simt import run
         ir = causal_kernel.warmup(*args, backend="cuda", **meta).ir
         run(ir, [x if isinstance(x, np.ndarray) else np.float32(x) if isinstance(x, float) else np.int32(x)
                  for x in args], (n // bm,), warps * 32, num_stages=stages)
@@ -230,7 +230,7 @@ def test_causal_attention_stays_in_registers():
 @pytest.mark.parametrize("bm,bn,warps,stages", [(64, 64, 4, 3), (64, 32, 4, 1), (128, 64, 8, 2)])
 def test_causal_attention_simulated(bm, bn, warps, stages, wgmma, monkeypatch):
     """Both instruction families (mma.sync when the simulator offers no wgmma)."""
-    import sim_emitter
+    from tiles.backends.cuda.simulator import simt as sim_emitter
     monkeypatch.setattr(sim_emitter.SimEmitter, "wgmma_ok", lambda self: wgmma)
     assert _causal(bm, bn, warps, 32, 256, stages, "sim") < 2e-3
 

@@ -88,7 +88,7 @@ def test_ptx_uses_wgmma(dtype, trans_b):
 
 
 def _simulate(dtype, m, n, k, trans_b, bm, bn, bk, warps, stages, seed):
-    import sim_emitter
+    from tiles.backends.cuda.simulator import simt as sim_emitter
     a, b, b_mem, c, args = _case(dtype, m, n, k, trans_b, seed)
     meta = _meta(dtype, bm, bn, bk, warps, stages)
     ir = tutorial_mm.warmup(*args, backend="cuda", **meta).ir

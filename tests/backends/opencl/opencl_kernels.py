@@ -2,7 +2,7 @@
 
 import tiles
 import tiles.language as tl
-from conformance.corpus.elementwise import binary_kernel, fma_where_kernel  # noqa: F401  (shared with the corpus)
+from tiles.conformance.corpus.elementwise import binary_kernel, fma_where_kernel  # noqa: F401  (shared with the corpus)
 
 
 @tiles.jit

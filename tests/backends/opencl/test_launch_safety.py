@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from tiles.backends import registry
+from tiles.backends.base import PlannedArg
 from tiles.core.errors import LaunchError
 
 ok, why = registry.status("opencl")
@@ -153,7 +154,8 @@ def test_stream_is_a_command_queue_of_the_backends_context():
     rng = np.random.default_rng(21)
     x, y = rng.standard_normal(n).astype(np.float32), rng.standard_normal(n).astype(np.float32)
     compiled = K.add_kernel.warmup(x, y, x, n, BLOCK=256, backend="opencl")
-    plan = [(0, "x_ptr", True, False), (1, "y_ptr", True, False), (2, "out_ptr", True, True), (3, "n", False, False)]
+    plan = [PlannedArg(*p) for p in ((0, "x_ptr", True, False), (1, "y_ptr", True, False),
+                                     (2, "out_ptr", True, True), (3, "n", False, False))]
     launch = OpenCLBackend().make_launcher(compiled, plan)
     out = np.full(n, np.nan, np.float32)
     launch((2, 1, 1), [x, y, out, n], stream=cl.CommandQueue(runtime.device()[0]))

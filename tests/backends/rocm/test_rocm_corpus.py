@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 from test_rocm_examples import CompileOnlyROCm
 
-from conformance import corpus
-from conformance.profiles import CI
 from tiles.backends.rocm.codeobject import read_code_object
+from tiles.conformance import corpus
+from tiles.conformance.profiles import CI
 from tiles.core.errors import UnsupportedError
 
 

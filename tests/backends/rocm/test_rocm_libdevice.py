@@ -6,8 +6,9 @@ import numpy as np
 import pytest
 from test_rocm_examples import CompileOnlyROCm
 
-from conformance.corpus import libdevice as corpus
-from conformance.profiles import CI
+from tiles.backends.llvm import mathfn as llvm_math
+from tiles.conformance.corpus import libdevice as corpus
+from tiles.conformance.profiles import CI
 from tiles.core import mathfns
 from tiles.core.errors import UnsupportedError
 
@@ -32,11 +33,11 @@ def _compile(case, arch):
 @pytest.mark.parametrize("case", corpus.cases(CI), ids=lambda c: c.name)
 def test_libdevice_on_amdgpu(case, arch):
     fns = [mathfns.FUNCTIONS[n] for n in case.constexprs["NAMES"]]
-    if all(f.llvm for f in fns):
+    if all(llvm_math.spelling(f) for f in fns):
         asm = _compile(case, arch).asm["amdgcn"]
         assert "s_swappc" not in asm and "s_setpc" not in asm.split("s_endpgm")[0]  # no calls
     else:
-        lacking = next(f.name for f in fns if not f.llvm)
+        lacking = next(f.name for f in fns if not llvm_math.spelling(f))
         with pytest.raises(UnsupportedError, match=rf"libdevice\.{lacking} on \w+ is not supported on \w+: "
                                                    "no device math library"):
             _compile(case, arch)

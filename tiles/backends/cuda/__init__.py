@@ -16,7 +16,18 @@ from typing import Any
 from ...core import dtypes as D
 from ...core.ops import Op
 from ...core.printer import format_kernel
-from ..base import Backend, CodegenChoices, CompiledKernel, LaunchArg, Options, Stage, Target
+from ..base import (
+    Backend,
+    CodegenChoices,
+    CompiledKernel,
+    LaunchArg,
+    LaunchPlan,
+    Options,
+    PlannedArg,
+    Stage,
+    Staged,
+    Target,
+)
 from ..llvm.target import LLVMTarget
 from . import toolchain
 
@@ -128,25 +139,20 @@ class CUDABackend(Backend):
     def stages(self, options: Options) -> dict[str, Stage]:
         arch = self.arch()
 
-        def llir(kernel: Any, compiled: CompiledKernel) -> str:
-            from ..lowering.tensorcore import persistent
+        def llir(kernel: Any, compiled: CompiledKernel) -> Staged:
             from .choices import lower_chosen
+            from .hopper import persistent
             lowered = lower_chosen(compiled.ir, nvptx_target(arch), options, self.target())
-            compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
-            compiled.arch, compiled.not_applied = arch, lowered.not_applied
-            if lowered.tensor_maps:  # TMA: launched with the maps as a hidden argument (tma_launch.py)
-                compiled.extra["tensor_maps"] = list(lowered.tensor_maps)
-            if persistent.VARIANT in lowered.variants:  # ... and the grid as three more
-                compiled.extra["persistent"] = True
-            return lowered.code
+            # TMA: launched with the maps as a hidden argument (tma_launch.py), and the grid as three more
+            return Staged.lowered(lowered, arch=arch, tensor_maps=tuple(lowered.tensor_maps),
+                                  persistent=persistent.VARIANT in lowered.variants)
 
-        def ptx(text: str, compiled: CompiledKernel) -> str:
+        def ptx(text: str, compiled: CompiledKernel) -> Staged:
             code = toolchain.to_ptx(text, arch)
             if options.maxnreg is not None:
                 from .occupancy import with_directive
                 code = with_directive(code, f".maxnreg {options.maxnreg}") or code
-            compiled.loaded["resources"] = functools.partial(_ptxas_resources, code, arch)
-            return code
+            return Staged(code, loaded={"resources": functools.partial(_ptxas_resources, code, arch)})
 
         return {"ir": lambda kernel, compiled: format_kernel(kernel), "llir": llir, "ptx": ptx}
 
@@ -165,24 +171,23 @@ class CUDABackend(Backend):
         if loaded is None:
             from . import runtime
             params = [p.value.type.dtype for p in compiled.ir.params]
-            if compiled.extra.get("tensor_maps"):
+            if compiled.tensor_maps:
                 params.append(D.PointerType(D.int8))  # the tensor maps' address
-            if compiled.extra.get("persistent"):
+            if compiled.persistent:
                 params += [D.int32] * 3  # the grid (tma_launch.py)
             loaded = runtime.LoadedKernel(compiled.asm["ptx"], compiled.name, params, compiled.shared,
                                           compiled.threads, compiled.options.codegen.occupancy)
             compiled.loaded["cuda"] = loaded
         return loaded
 
-    def make_launcher(self, compiled: CompiledKernel,
-                      plan: Sequence[tuple[int, str, bool, bool]]) -> Callable[..., None]:
+    def make_launcher(self, compiled: CompiledKernel, plan: LaunchPlan) -> Callable[..., None]:
         """``launcher(grid, values, stream=None)`` for any arguments (``launcher.general``)."""
-        from . import launcher
-        if compiled.extra.get("tensor_maps"):
+        from .launch import launcher
+        if compiled.tensor_maps:
             return self._with_tensor_maps(compiled, plan, lambda c, p: launcher.general(c, self._loaded(c), p))
         return launcher.general(compiled, self._loaded(compiled), plan)
 
-    def _with_tensor_maps(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],
+    def _with_tensor_maps(self, compiled: CompiledKernel, plan: LaunchPlan,
                           make: Callable[..., Callable[..., None]]) -> Callable[..., None]:
         from .tma_launch import with_tensor_maps
 
@@ -190,14 +195,14 @@ class CUDABackend(Backend):
             return self.compile(compiled.ir, compiled.options.without("tma"))
         return with_tensor_maps(compiled, plan, make, without_tma)
 
-    def make_keyed_launcher(self, compiled: CompiledKernel, plan: Sequence[tuple[int, str, bool, bool]],
+    def make_keyed_launcher(self, compiled: CompiledKernel, plan: LaunchPlan,
                             example: Sequence[Any]) -> Callable[..., None]:
         """A launcher for values with the types, dtypes and devices of ``example`` (the jit's
         launch key guarantees it): torch CUDA tensors take ``launcher.keyed``'s short path."""
-        from . import launcher
+        from .launch import launcher
         if type(self).make_launcher is not CUDABackend.make_launcher:  # a subclass launches its own way
             return self.make_launcher(compiled, plan)
-        if compiled.extra.get("tensor_maps"):
+        if compiled.tensor_maps:
             return self._with_tensor_maps(
                 compiled, plan,
                 lambda c, p: launcher.keyed(c, self._loaded(c), p, [*example, *[0] * (len(p) - len(plan))]))
@@ -207,8 +212,8 @@ class CUDABackend(Backend):
                args: Sequence[LaunchArg], stream: Any = None) -> None:
         """Run on the arguments' device, on ``stream`` (see ``runtime``'s docstring)."""
         from . import runtime
-        if compiled.extra.get("tensor_maps"):  # the maps' address is a hidden argument (tma_launch.py)
-            plan = [(i, a.name, a.is_pointer, a.writable) for i, a in enumerate(args)]
+        if compiled.tensor_maps:  # the maps' address is a hidden argument (tma_launch.py)
+            plan = [PlannedArg(i, a.name, a.is_pointer, a.writable) for i, a in enumerate(args)]
             self.make_launcher(compiled, plan)(grid, [a.value for a in args], stream)
             return
         runtime.launch(self._loaded(compiled), grid, compiled.threads, args, stream)

@@ -7,10 +7,10 @@ Every choice is on unless the launch's environment turned it off (the jit reads 
    for a producer that does not copy them all (``tma_top_loads``), consumers whose shared memory
    reaches the persistent programs' ring (``persistent``).  Lowered again without it
    (``applicable``; ``lower_module`` is this step alone, for tests and tools that lower by hand).
-2. A producer warpgroup (``tma_producer.py``) where ptxas does not launch the kernel with exactly
+2. A producer warpgroup (``hopper/tma_producer.py``) where ptxas does not launch the kernel with exactly
    the registers its ``setmaxnreg`` balance divides, unspilled (without ptxas: never): the search
    again without it.
-3. Products left in flight (``inflight.py``).  Leaving attention's P@V in flight into the next
+3. Products left in flight (``hopper/inflight.py``).  Leaving attention's P@V in flight into the next
    iteration keeps the MMA busy across the loop's turn (d=128, 128x64 on 8 warps: 442 -> 473
    TFLOP/s on the H200, within 3 % of Triton's 484), but its registers can cost a program per SM:
    the d=64 causal kernel then no longer fits two programs per SM and fell from 352 to 293 TFLOP/s.
@@ -34,9 +34,10 @@ from ..llvm.emit import default_caps
 from ..llvm.target import LLVMTarget
 from ..lowering import Lowered
 from ..lowering.entry import NotApplicable, lower_with_tensor_cores
-from ..lowering.tensorcore import inflight, tma_producer
 from . import occupancy, toolchain
 from .emitter import CUDAEmitter
+from .hopper import inflight, tma_producer
+from .hopper.extension import HOPPER
 
 
 def applicable(lower_once: Callable[[Options], Lowered | NotApplicable], options: Options) -> Lowered:
@@ -51,10 +52,17 @@ def applicable(lower_once: Callable[[Options], Lowered | NotApplicable], options
 
 
 def lower_module(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> Lowered:
-    """The kernel as an NVPTX LLVM module (``dot`` on tensor cores where the arch has them), with
-    its threads and shared memory per program: step 1 of the search alone."""
+    """The kernel as an NVPTX LLVM module (``dot`` on tensor cores where the arch has them, the
+    Hopper parts added through ``hopper.extension.HOPPER``), with its threads and shared memory
+    per program: step 1 of the search alone."""
     caps = caps or default_caps(target)
-    return applicable(lambda o: lower_with_tensor_cores(kernel, CUDAEmitter(caps, target), o), options)
+    return applicable(lambda o: lower_with_tensor_cores(kernel, _emitter(caps, target, o), o, HOPPER), options)
+
+
+def _emitter(caps: Target, target: LLVMTarget, options: Options) -> CUDAEmitter:
+    emitter = CUDAEmitter(caps, target)
+    emitter.predicated_access = options.codegen.predicated
+    return emitter
 
 
 def lower_kernel(kernel: Kernel, target: LLVMTarget, options: Options, caps: Target | None = None) -> str:

@@ -1,6 +1,6 @@
 """Host side of TMA: the ``CUtensorMap`` of each tensor descriptor a kernel copies with TMA.
 
-The lowering (``lowering/tensorcore/tma.py``) records one ``MapSpec`` per distinct descriptor:
+The lowering (``hopper/tma.py``) records one ``MapSpec`` per distinct descriptor:
 which kernel parameter holds the base address, where each dimension's size and stride comes
 from (a parameter or a constant), the element type and the box (the descriptor's
 ``block_shape``).  At launch, ``encode_arguments`` turns a spec and the launch's values into
@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..lowering.tensorcore.tma_spec import MapSpec, box_fits
+from .hopper.tma_spec import MapSpec, box_fits
 
 # CUtensorMapDataType (cuda.h)
 DATA_TYPES = {"uint8": 0, "int8": 0, "float8e4nv": 0, "float8e5": 0, "int1": 0, "uint16": 1, "int16": 1,

@@ -1,6 +1,6 @@
 """Launching kernels that copy descriptor tiles with TMA: the tensor maps as a hidden argument.
 
-A kernel compiled with TMA (``compiled.extra["tensor_maps"]``, from the lowering) takes one more
+A kernel compiled with TMA (``compiled.tensor_maps``, from the lowering) takes one more
 parameter after the user's: the device address of its encoded ``CUtensorMap``s.  The launcher
 built here reads each map's base address, sizes and strides from the launch's values, encodes
 the maps once per distinct set (``tensor_map.py``) and calls the plain launcher with the address
@@ -9,7 +9,7 @@ stride that is not a positive multiple of 16 bytes...), it uses the same kernel 
 TMA instead, built on first need.  A launch with tensors not seen before copies their maps to
 the device and waits for the copy (``cuStreamSynchronize``): under CUDA graph capture, launch
 once with the same tensors before capturing.  A kernel whose programs are persistent
-(``compiled.extra["persistent"]``, ``lowering/tensorcore/persistent.py``) takes the launch's grid as
+(``compiled.persistent``, ``hopper/persistent.py``) takes the launch's grid as
 three more int32 parameters and is launched with at most one program per SM.
 """
 
@@ -19,20 +19,20 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..base import CompiledKernel, LaunchArg
-from ..lowering.tensorcore.persistent import GRID_PARAMS
-from ..lowering.tensorcore.tma_claim import HIDDEN_PARAM
-from ..lowering.tensorcore.tma_spec import MapSpec
+from ..base import CompiledKernel, LaunchArg, LaunchPlan, PlannedArg
 from . import runtime
+from .hopper.persistent import GRID_PARAMS
+from .hopper.tma_claim import HIDDEN_PARAM
+from .hopper.tma_spec import MapSpec
 from .tensor_map import MapTable, encode, encode_arguments
 
 Launcher = Callable[..., None]
-Plan = Sequence[tuple[int, str, bool, bool]]
+Plan = LaunchPlan
 _TABLE = MapTable()
 
 
 def tensor_maps(compiled: CompiledKernel) -> list[MapSpec]:
-    return [MapSpec.from_json(d) for d in compiled.extra.get("tensor_maps", ())]
+    return [MapSpec.from_json(d) for d in compiled.tensor_maps]
 
 
 def with_tensor_maps(compiled: CompiledKernel, plan: Plan, make: Callable[[CompiledKernel, Plan], Launcher],
@@ -41,9 +41,10 @@ def with_tensor_maps(compiled: CompiledKernel, plan: Plan, make: Callable[[Compi
     launchers, of ``compiled`` with the maps' address appended to the plan and values, and of
     ``compile_without_tma()`` for launches TMA cannot serve."""
     specs = tensor_maps(compiled)
-    persistent = bool(compiled.extra.get("persistent"))
+    persistent = compiled.persistent
     hidden = [HIDDEN_PARAM, *(GRID_PARAMS if persistent else ())]
-    with_maps = make(compiled, [*plan, *((i - len(hidden), name, False, False) for i, name in enumerate(hidden))])
+    with_maps = make(compiled, [*plan, *(PlannedArg(i - len(hidden), name, False, False)
+                                         for i, name in enumerate(hidden))])
     fallback: list[Launcher] = []
     lock = threading.Lock()
     known: dict[tuple[Any, ...], int] = {}

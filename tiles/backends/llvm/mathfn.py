@@ -1,33 +1,49 @@
 """MATH_FN (core/mathfns.py) as LLVM IR.
 
-A function with an ``llvm`` spelling (rounding, copysign, ldexp, classification, bit
+A function with an LLVM spelling (``SPELLINGS``: rounding, copysign, ldexp, classification, bit
 counting) is lowered the same way on every LLVM target: exact, no library needed.  The rest
-call NVIDIA's libdevice when the target links it (``LLVMTarget.libdevice``); elsewhere they
-are unsupported, with an error that says so.
+call NVIDIA's libdevice (``libdevice.py``) when the target links it (``LLVMTarget.libdevice``);
+elsewhere they are unsupported, with an error that says so.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ...core.dtypes import DType
 from ...core.errors import UnsupportedError
 from ...core.mathfns import MathFunction
-from .builder import Reg
-
-if TYPE_CHECKING:
-    from .arith import LLVMArithmetic
+from . import libdevice
+from .builder import LLVMBuilder, Reg
 
 _SUFFIX = {"float": "f32", "double": "f64", "i32": "i32", "i64": "i64"}
+_INF, _FINITE = (1 << 2) | (1 << 9), 0x1F8   # llvm.is.fpclass test masks
+
+# function -> "llvm.<intrinsic>" (the type suffix added) or an expansion below: "fpclass:<mask>",
+# "signbit", "saturating:<rounding intrinsic>", ...
+SPELLINGS: dict[str, str] = {
+    "logb": "logb", "ilogb": "ilogb", "ldexp": "llvm.ldexp", "scalbn": "llvm.ldexp",
+    "trunc": "llvm.trunc", "round": "llvm.round", "rint": "llvm.rint", "nearbyint": "llvm.nearbyint",
+    "llrint": "saturating:llvm.rint", "llround": "saturating:llvm.round",
+    "copysign": "llvm.copysign", "fdim": "fdim", "nextafter": "nextafter",
+    "div_rz": "div_rz", "div_rd": "div_rd", "div_ru": "div_ru", "saturatef": "saturate",
+    "isinf": f"fpclass:{_INF}", "isfinited": f"fpclass:{_FINITE}", "finitef": f"fpclass:{_FINITE}",
+    "signbit": "signbit",
+    "clz": "llvm.ctlz", "popc": "llvm.ctpop", "ffs": "llvm.cttz", "brev": "llvm.bitreverse",
+}
 
 
-def lower_math_fn(b: LLVMArithmetic, fn: MathFunction, args: Sequence[Reg], dtypes: Sequence[DType]) -> Reg:
+def spelling(fn: MathFunction) -> str:
+    """``fn``'s LLVM spelling, "" when it needs a math library."""
+    return SPELLINGS.get(fn.name, "")
+
+
+def lower_math_fn(b: LLVMBuilder, fn: MathFunction, args: Sequence[Reg], dtypes: Sequence[DType]) -> Reg:
     d = dtypes[0]
-    spelling = fn.llvm if fn.llvm and fn.llvm not in b.t.math_fn_avoid else ""
-    if spelling:
-        return _generic(b, fn, spelling, list(args), d)
-    symbol = fn.nv_symbol(d.bits) if b.t.libdevice else ""
+    exact = spelling(fn)
+    if exact and exact not in b.t.math_fn_avoid:
+        return _generic(b, fn, exact, list(args), d)
+    symbol = libdevice.symbol(fn, d.bits) if b.t.libdevice else ""
     if not symbol:
         where = b.target.backend
         raise UnsupportedError(
@@ -38,7 +54,7 @@ def lower_math_fn(b: LLVMArithmetic, fn: MathFunction, args: Sequence[Reg], dtyp
     return _libdevice(b, fn, symbol, list(args), d)
 
 
-def _libdevice(b: LLVMArithmetic, fn: MathFunction, symbol: str, args: list[Reg], d: DType) -> Reg:
+def _libdevice(b: LLVMBuilder, fn: MathFunction, symbol: str, args: list[Reg], d: DType) -> Reg:
     result = fn.result
     if result in ("b", "i32") and fn.operands[0] == "f":
         raw = b._call(symbol, "i32", args)
@@ -50,7 +66,7 @@ def _libdevice(b: LLVMArithmetic, fn: MathFunction, symbol: str, args: list[Reg]
     return b._call(symbol, ret, args)
 
 
-def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg], d: DType) -> Reg:
+def _generic(b: LLVMBuilder, fn: MathFunction, spelling: str, args: list[Reg], d: DType) -> Reg:
     x = args[0]
     ty = x.ty
     sfx = _SUFFIX[ty]
@@ -120,7 +136,7 @@ def _generic(b: LLVMArithmetic, fn: MathFunction, spelling: str, args: list[Reg]
     return _to_i32(b, r) if fn.result == "i32" else r
 
 
-def _nextafter(b: LLVMArithmetic, x: Reg, y: Reg) -> Reg:
+def _nextafter(b: LLVMBuilder, x: Reg, y: Reg) -> Reg:
     """The neighbour of x toward y: one step of the bit pattern, the smallest subnormal (with y's
     sign) from zero, y itself when x == y, NaN when either is."""
     ty = x.ty
@@ -147,7 +163,7 @@ def _nextafter(b: LLVMArithmetic, x: Reg, y: Reg) -> Reg:
     return b._val(ty, f"select {nan}, {either}, {r}")
 
 
-def _exponent(b: LLVMArithmetic, x: Reg, sfx: str, kind: str) -> Reg:
+def _exponent(b: LLVMBuilder, x: Reg, sfx: str, kind: str) -> Reg:
     """ilogb / logb from llvm.frexp (whose exponent is one more), with the special values of
     core/mathfns.py: ilogb(0) = ilogb(NaN) = INT_MIN, ilogb(+-inf) = INT_MAX; logb(0) = -inf,
     logb(+-inf) = +inf, logb(NaN) = NaN."""
@@ -170,5 +186,5 @@ def _exponent(b: LLVMArithmetic, x: Reg, sfx: str, kind: str) -> Reg:
     return b._val(ty, f"select {zero}, {ty} 0xFFF0000000000000, {f}")
 
 
-def _to_i32(b: LLVMArithmetic, v: Reg) -> Reg:
+def _to_i32(b: LLVMBuilder, v: Reg) -> Reg:
     return v if v.ty == "i32" else b._val("i32", f"trunc {v} to i32")

@@ -9,7 +9,7 @@ iterations ahead of time, cannot see what the tile holds.
 
 For a carried integer tile ``X`` whose yield is an IF result, one branch of which yields ``X``
 itself while the other builds it from scalars and index ops (``tl.arange``, constants,
-broadcasts, elementwise ops and hints: what ``tensorcore/remat.py`` recomputes at any
+broadcasts, elementwise ops and hints: what ``mma/remat.py`` recomputes at any
 coordinate), with an initial value ``X0`` that is such an expression too, the loop carries
 instead the scalars the expression starts from (those the loop computes) and a flag, false on
 entry and set where that branch runs; in the body ``X`` becomes

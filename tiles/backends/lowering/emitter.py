@@ -36,7 +36,7 @@ class Emitter(abc.ABC):
     target: Target
     name: str = ""  # the kernel's function name in the code, once ``begin_kernel`` has run
     # added to every local-memory byte offset: ops lowered inside a software-pipelined loop's body
-    # address a region above its stage buffers (tensorcore/pipeline.py)
+    # address a region above its stage buffers (mma/pipeline.py)
     local_base: int = 0
 
     # ------------------------------------------------------------ kernel frame

@@ -22,7 +22,7 @@ from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import BINARY_ARITH, COMPARISON, MATH, Op
 from ...core.origins import PointerOrigins, atomically_written
 from ..base import Options
-from .axisinfo import analyze
+from .axisinfo import analyze, slot_representatives
 from .emitter import Emitter, Handle
 from .exchanges import Exchanges
 from .layout import Layout, choose_layout
@@ -66,7 +66,7 @@ class Lowering:
         self.variants: set[str] = set()  # optional code shapes chosen that a backend may lower without
         self.env: dict[Value, list[Handle]] = {}
         # a program's ids and the launch's program counts per axis, where the code computes them
-        # (tensorcore/persistent.py: one launched program runs several of the kernel's programs)
+        # (cuda/hopper/persistent.py: one launched program runs several of the kernel's programs)
         self.program_ids: list[Handle] | None = None
         self.program_counts: list[Handle] | None = None
         self.local_bytes = 0
@@ -103,7 +103,7 @@ class Lowering:
         for instr in block.instrs:
             outs = self.lower_instr(instr)
             for v, hs in zip(instr.results, outs):
-                if hs is None:  # held only in another layout (tensorcore/: MMA accumulators)
+                if hs is None:  # held only in another layout (mma/: MMA accumulators)
                     continue
                 assert len(hs) == self.layout(v).per_thread, (instr.op, v.type)
                 self.env[v] = hs
@@ -249,11 +249,13 @@ def _zip(lw: Lowering, instr: Instr, fn: Callable[..., Handle]) -> list[list[Han
     cols = [lw.env[v] for v in instr.operands]
     lay = lw.layout(instr.results[0])
     info = lw.info.get(instr.results[0])
-    if lay.vec > 1 and info is not None and info.const % lay.vec == 0:
-        # Equal across each chunk (e.g. a mask `offs < n` with n % 16 == 0): one op per chunk.
+    reps = None if info is None else slot_representatives(lay, info.consts(len(lay.shape)))
+    if reps is not None:
+        # Equal over boxes a thread holds several elements of (a mask `offs < n` with n % 16 == 0
+        # across a chunk, `rows < M` with M % BLOCK_M == 0 across a thread's rows): one op a box.
         out: list[Handle] = []
-        for j in range(0, lay.per_thread, lay.vec):
-            out.extend([fn(*(c[j] for c in cols))] * lay.vec)
+        for j, rep in enumerate(reps):
+            out.append(fn(*(c[j] for c in cols)) if rep == j else out[rep])
         return [out]
     return [[fn(*xs) for xs in zip(*cols)]]
 

@@ -19,7 +19,7 @@ from .carried_index import carry_index_scalars
 from .contract import contract_multiply_adds
 from .emitter import Emitter
 from .induction import close_induction_pointers
-from .tensorcore.emitter import TensorCoreEmitter
+from .mma.emitter import TensorCoreEmitter
 from .transpose_loads import transpose_column_loads
 
 
@@ -59,7 +59,7 @@ def prepare(kernel: Kernel, emitter: Emitter, fp_fusion: bool = False,
             claim: Callable[[Kernel, Emitter], Callable[[Instr], bool]] | None = None) -> Kernel:
     """A copy of ``kernel`` ready for the walk on ``emitter``: first, descriptor accesses become
     masked loads and stores (core/descriptors.py) except those ``claim(copy, emitter)`` keeps
-    (TMA, tensorcore/tma.py, which may add a hidden parameter to the copy); with ``fp_fusion``
+    (CUDA: TMA, cuda/hopper/tma.py, which may add a hidden parameter to the copy); with ``fp_fusion``
     products fused into the sums they feed (contract.py); last, legalize.py spells out the cases
     the emitter does not (division by 0 or -1, out-of-range shifts, int1 arithmetic)."""
     kernel = copy.deepcopy(kernel)

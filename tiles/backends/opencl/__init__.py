@@ -18,7 +18,7 @@ from ...core import dtypes as D  # noqa: N812
 from ...core.ir import Kernel
 from ...core.ops import Op
 from ...core.printer import format_kernel
-from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Staged, Target
 from ..cstyle.dialect import NARROW_FLOATS
 
 UNSUPPORTED_OPS = frozenset({Op.DEVICE_ASSERT})
@@ -108,7 +108,7 @@ class OpenCLBackend(Backend):
             threads = max(threads, 1 << max(wanted, 1).bit_length() - 1)
         return min(threads, self.target().max_threads_per_block)
 
-    def _generate(self, compiled: CompiledKernel, options: Options) -> str:
+    def _generate(self, compiled: CompiledKernel, options: Options) -> Staged:
         """The OpenCL C.  On a CPU device a reduction's tree does ``cpu_tree_levels_per_barrier``
         levels between barriers instead of one: pocl's compile time grows faster than the number
         of barriers (a 64-element sum: 3 barriers instead of 8).  For the same reason a CPU program
@@ -127,10 +127,8 @@ class OpenCLBackend(Backend):
                                 global_fence=runtime.global_fence())
         lowered = lower(compiled.ir, emitter,
                         dataclasses.replace(options, num_warps=threads // 32))
-        compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
-        compiled.not_applied = lowered.not_applied
-        self._check_stack(lowered.code, compiled.threads, compiled.ir)
-        return lowered.code
+        self._check_stack(lowered.code, lowered.threads, compiled.ir)
+        return Staged.lowered(lowered)
 
     @staticmethod
     def _check_stack(source: str, threads: int, kernel: Kernel) -> None:
@@ -139,13 +137,12 @@ class OpenCLBackend(Backend):
         if runtime.is_pocl_cpu():
             stack.check(source, threads, kernel.name, kernel.loc)
 
-    def _build(self, source: str, compiled: CompiledKernel) -> Any:
+    def _build(self, source: str, compiled: CompiledKernel) -> Staged:
         from . import runtime
         program = runtime.build(source)
-        compiled.loaded["program"] = program
-        if runtime.keeps_binaries():  # for the disk cache; pocl compiles the kernel again for it
-            compiled.asm["binary"] = runtime.binaries(program)
-        return program
+        # the binary for the disk cache; pocl compiles the kernel again for it
+        binary = {"binary": runtime.binaries(program)} if runtime.keeps_binaries() else {}
+        return Staged(program, loaded={"program": program}, more_asm=binary)
 
     def load_cached(self, asm: dict[str, Any], metadata: dict[str, Any], kernel: Kernel,
                     options: Options) -> CompiledKernel | None:

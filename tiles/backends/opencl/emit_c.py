@@ -17,6 +17,7 @@ from ..cstyle.emitter import CStyleEmitter
 from ..lowering.emitter import Handle
 from ..lowering.legalize import Legality
 from . import ctext as ct
+from . import mathfns
 
 OPENCL = CDialect(
     name="OpenCL",
@@ -56,12 +57,13 @@ class OpenCLEmitter(CStyleEmitter):
 
     def math_fn(self, fn: MathFunction, args: Sequence[Handle], dtypes: Sequence[DType]) -> Handle:
         d = dtypes[0]
-        expr = fn.opencl_expr([str(a) for a in args], u=self.unsigned(d) if d.is_int else "")
-        if fn.opencl_f32_only and (d != D.float32 or not self.fp64):
+        spelling = mathfns.spelling(fn)
+        expr = mathfns.expr(fn, [str(a) for a in args], u=self.unsigned(d) if d.is_int else "")
+        if spelling.f32_only and (d != D.float32 or not self.fp64):
             raise UnsupportedError(f"libdevice.{fn.name} on {d} is not supported on {self.target.backend} "
                                    "(its OpenCL version is float32 only and needs a double-capable device)")
-        if fn.opencl_helper:
-            self.helpers[fn.name] = fn.opencl_helper
+        if spelling.helper:
+            self.helpers[fn.name] = spelling.helper
         if not expr:
             raise UnsupportedError(f"libdevice.{fn.name} has no OpenCL C builtin and is not supported on "
                                    f"{self.target.backend}; it runs on the interpreter and CUDA")

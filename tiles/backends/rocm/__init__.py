@@ -13,7 +13,7 @@ from ... import config
 from ...core.errors import CompilationError, LaunchError, UnsupportedError
 from ...core.ir import Kernel
 from ...core.printer import format_kernel
-from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Target
+from ..base import Backend, CompiledKernel, LaunchArg, Options, Stage, Staged, Target
 from ..lowering import Lowered
 from . import runtime, toolchain
 from .codeobject import CodeObject, CodeObjectError, KernelInfo, read_code_object
@@ -70,28 +70,24 @@ class ROCmBackend(Backend):
         def ir(kernel: Kernel, compiled: CompiledKernel) -> str:
             return format_kernel(kernel)
 
-        def llir(_: str, compiled: CompiledKernel) -> str:
-            lowered = lower_to_llvm_ir(compiled.ir, arch, options)
-            compiled.threads, compiled.shared, compiled.entry = lowered.threads, lowered.shared_bytes, lowered.entry
-            compiled.not_applied = lowered.not_applied  # shared: dynamic LDS, given at launch
-            return lowered.code
+        def llir(_: str, compiled: CompiledKernel) -> Staged:
+            # shared: dynamic LDS, given at launch
+            return Staged.lowered(lower_to_llvm_ir(compiled.ir, arch, options))
 
-        def amdgcn(llir_text: str, compiled: CompiledKernel) -> str:
+        def amdgcn(llir_text: str, compiled: CompiledKernel) -> Staged:
             code = toolchain.emit_machine_code(toolchain.optimize(llir_text, arch), arch)
-            compiled.loaded["amdgpu_object"] = code.object
-            return code.assembly
+            return Staged(code.assembly, next=code.object)  # the assembly is shown; hsaco links the object
 
-        def hsaco(_: str, compiled: CompiledKernel) -> bytes:
+        def hsaco(amdgpu_object: bytes, compiled: CompiledKernel) -> Staged:
             try:
-                image = toolchain.link(compiled.loaded.pop("amdgpu_object"))
+                image = toolchain.link(amdgpu_object)
             except toolchain.ToolchainError as e:
                 raise CompilationError(str(e), compiled.ir.loc) from None
             code = read_code_object(image)
             info = kernel_in(code, compiled.name)
-            compiled.arch = arch
-            compiled.extra.update(kernel_name=info.name, warp_size=info.wavefront_size,
-                                  code_object_version=code.code_object_version, **info.resources())
-            return image
+            return Staged(image, arch=arch, extra=dict(kernel_name=info.name, warp_size=info.wavefront_size,
+                                                       code_object_version=code.code_object_version,
+                                                       **info.resources()))
 
         return {"ir": ir, "llir": llir, "amdgcn": amdgcn, "hsaco": hsaco}
 

@@ -1,0 +1,588 @@
+"""A numpy SIMT simulator of the lowering's emitter contract, tensor-core calls included.
+
+Every handle holds one value per thread of the program (a numpy array); warp-wide
+calls (``ldmatrix``, ``stmatrix``, ``mma``, ``shuffle_xor``, ``shuffle_index``) act on each group of 32 threads as
+PTX specifies.  Threads run in lock step, so barriers are no-ops.  It lets the
+tensor-core lowering (fragment layouts, MMA operand repacking, row reductions) be
+checked numerically without a GPU: ``run(kernel_ir, args, grid, threads)``.
+
+Hopper ``wgmma`` is modelled asynchronously: ``wgmma`` returns output handles that cannot
+be read (a clear ``RuntimeError``) until a ``wgmma_wait`` completes their group, and the
+shared-memory operands are read when the op completes, so a kernel that overwrites a
+buffer a pending wgmma still reads gets wrong answers here as on the GPU.  ``cp.async`` copies
+land at once (the earliest the hardware may write them) but their bytes count as in flight
+until a ``cp_async_wait`` retires their group: reading them before (a local load, ``ldmatrix``,
+a wgmma issued on them) or writing them with a local store raises ``RuntimeError``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+from ....core import dtypes as D  # noqa: N812
+from ....core.dtypes import DType, PointerType
+from ....core.ops import Op
+from ...base import CodegenChoices, Options, Target
+from ...lowering.entry import lower_with_tensor_cores
+from ...lowering.mma import TensorCoreEmitter
+from ..choices import applicable
+from ..hopper.extension import HOPPER
+
+WARP = 32
+
+
+class H:
+    """A per-thread value (identity equality, like an SSA register)."""
+    __slots__ = ("v",)
+
+    def __init__(self, v: np.ndarray) -> None:
+        self.v = v
+
+
+class _WGMMA:
+    """One issued wgmma: its inputs as captured at issue time, its outputs once completed."""
+
+    def __init__(self, n: int, k: int, dtype: DType, a: np.ndarray | list[np.ndarray], b: np.ndarray,
+                 acc: list[Any], trans_a: bool, trans_b: bool) -> None:
+        self.n, self.k, self.dtype, self.a, self.b, self.acc = n, k, dtype, a, b, acc
+        self.trans_a, self.trans_b = trans_a, trans_b
+        self.out: list[np.ndarray] | None = None
+
+
+class _Pending(H):
+    """Output register ``index`` of an issued wgmma: readable only once a wgmma_wait completed it."""
+    __slots__ = ("op", "index")
+
+    def __init__(self, op: _WGMMA, index: int) -> None:
+        self.op, self.index = op, index
+
+    @property  # type: ignore[override]
+    def v(self) -> np.ndarray:
+        if self.op.out is None:
+            raise RuntimeError(f"read of wgmma m64n{self.op.n}k{self.op.k} result register {self.index} "
+                               "before a wgmma_wait completed its group")
+        return self.op.out[self.index]
+
+    @v.setter
+    def v(self, value: np.ndarray) -> None:
+        raise RuntimeError("wgmma result registers are written by the tensor core only")
+
+
+def _np(dtype: Any) -> Any:
+    if isinstance(dtype, PointerType):
+        return np.int64
+    if dtype.is_bool:
+        return np.bool_
+    return D._NUMPY[dtype.name]
+
+
+_BIN: dict[Op, Callable[[Any, Any], Any]] = {
+    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.LT: np.less, Op.LE: np.less_equal,
+    Op.GT: np.greater, Op.GE: np.greater_equal, Op.EQ: np.equal, Op.NE: np.not_equal,
+    Op.AND: np.bitwise_and, Op.OR: np.bitwise_or, Op.XOR: np.bitwise_xor, Op.MAXIMUM: np.fmax,
+    Op.MINIMUM: np.fmin, Op.MAXIMUM_NAN: np.maximum, Op.MINIMUM_NAN: np.minimum,
+}
+
+
+class SimEmitter(TensorCoreEmitter):
+    def __init__(self, args: Sequence[Any], pid: tuple[int, int, int], grid: tuple[int, int, int],
+                 mem: np.ndarray) -> None:
+        self.target = Target("cuda", arch="sm_90", warp_size=WARP)
+        self.args, self.pid, self.grid, self.mem = args, pid, grid, mem
+        self.smem = np.zeros(256 * 1024, np.uint8)
+        self.active: list[np.ndarray] = []
+        self.wg_open: list[_WGMMA] = []  # issued, not yet committed
+        self.wg_groups: list[list[_WGMMA]] = []  # committed and not yet completed, oldest first
+        self.in_flight = np.zeros(len(self.smem), np.int32)  # cp.async copies not yet waited for, per byte
+        self.cp_open: list[tuple[int, int]] = []  # (byte, count) of copies issued, not yet committed
+        self.cp_groups: list[list[tuple[int, int]]] = []  # committed, not yet waited for, oldest first
+
+    def _settled(self, addrs: np.ndarray, what: str) -> None:
+        """``addrs`` (byte addresses of local memory) hold no cp.async data still in flight."""
+        if self.in_flight[addrs].any():
+            raise RuntimeError(f"{what} touches local memory a cp.async group not yet waited for writes")
+
+    def _h(self, v: Any, dtype: Any = None) -> H:
+        arr = np.asarray(v)
+        if dtype is not None:
+            arr = arr.astype(_np(dtype), copy=False)
+        if arr.ndim == 0:
+            arr = np.full(self.threads, arr)
+        return H(arr)
+
+    def _mask(self, mask: H | None) -> np.ndarray:
+        m = np.ones(self.threads, bool) if mask is None else mask.v.astype(bool)
+        for a in self.active:
+            m = m & a
+        return m
+
+    # frame
+    def begin_kernel(self, name: str, params: Sequence[tuple[str, Any]], threads: int) -> list[Any]:
+        self.threads = threads
+        self.present = np.ones(threads, bool)  # threads that have not left the kernel
+        return [self._h(a, dt) for a, (_n, dt) in zip(self.args, params)]
+
+    def finish(self, local_bytes: int) -> Any:
+        self.local_bytes = local_bytes
+        return None
+
+    def constant(self, value: Any, dtype: DType) -> H:
+        return self._h(np.array(value).astype(_np(dtype)))
+
+    def thread_id(self) -> H:
+        return H(np.arange(self.threads, dtype=np.int32))
+
+    def program_id(self, axis: int) -> H:
+        return self._h(np.int32(self.pid[axis]))
+
+    def num_programs(self, axis: int) -> H:
+        return self._h(np.int32(self.grid[axis]))
+
+    # arithmetic
+    def binary(self, op: Op, a: H, b: H, dtype: Any) -> H:
+        x, y = a.v, b.v
+        with np.errstate(all="ignore"):
+            if op is Op.DIV:
+                r = x / y
+            elif op in (Op.IDIV, Op.MOD):  # the IR's division truncates toward zero
+                q = x // y
+                q = q + ((x - q * y != 0) & ((x < 0) != (y < 0))).astype(q.dtype)
+                r = q if op is Op.IDIV else x - q * y
+            elif op is Op.SHL:
+                r = np.left_shift(x, y)
+            elif op is Op.SHR:
+                r = np.right_shift(x, y)
+            else:
+                r = _BIN[op](x, y)
+        if op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE):
+            return H(r)
+        return H(np.asarray(r).astype(x.dtype))
+
+    def unary(self, op: Op, a: H, dtype: DType) -> H:
+        x = a.v
+        with np.errstate(all="ignore"):
+            f = {Op.EXP2: np.exp2, Op.EXP: np.exp, Op.LOG2: np.log2, Op.LOG: np.log, Op.NEG: np.negative,
+                 Op.ABS: np.abs, Op.SQRT: np.sqrt, Op.NOT: np.invert, Op.ISNAN: np.isnan}[op]
+            r = f(x)
+        return H(r if op is Op.ISNAN else r.astype(x.dtype))
+
+    def fma(self, a: H, b: H, c: H, dtype: DType) -> H:
+        return H((a.v * b.v + c.v).astype(a.v.dtype))
+
+    def cast(self, a: H, src: DType, dst: DType, rounding: str = "rtne") -> H:
+        return H(a.v.astype(_np(dst)))
+
+    def bitcast(self, a: H, src: Any, dst: Any) -> H:
+        return H(a.v.view(_np(dst)))
+
+    def select(self, c: H, a: H, b: H, dtype: Any) -> H:
+        return H(np.where(c.v, a.v, b.v))
+
+    # pointers / global memory (addresses are byte offsets into ``mem``)
+    def ptr_offset(self, p: H, offset: H, ptr: PointerType, offset_dtype: DType) -> H:
+        return H(p.v + offset.v.astype(np.int64) * ptr.element.itemsize)
+
+    def ptr_to_int(self, p: H, ptr: PointerType) -> H:
+        return p
+
+    def int_to_ptr(self, a: H, ptr: PointerType) -> H:
+        return H(a.v.astype(np.int64))
+
+    def _read(self, buf: np.ndarray, addr: np.ndarray, dtype: Any, ok: np.ndarray) -> np.ndarray:
+        nd = np.dtype(_np(dtype))
+        out = np.zeros(self.threads, nd)
+        for t in np.nonzero(ok)[0]:
+            assert 0 <= addr[t] <= len(buf) - nd.itemsize, (t, addr[t], len(buf))
+            out[t] = buf[addr[t]:addr[t] + nd.itemsize].view(nd)[0]
+        return out
+
+    def _write(self, buf: np.ndarray, addr: np.ndarray, val: np.ndarray, dtype: Any, ok: np.ndarray) -> None:
+        nd = np.dtype(_np(dtype))
+        for t in np.nonzero(ok)[0]:
+            buf[addr[t]:addr[t] + nd.itemsize] = np.array([val[t]], nd).view(np.uint8)
+
+    def load(self, p: H, dtype: DType, mask: H | None, other: H | None) -> H:
+        ok = self._mask(mask) if mask is not None else np.ones(self.threads, bool)
+        v = self._read(self.mem, p.v, dtype, ok)
+        if other is not None:
+            v = np.where(ok, v, other.v.astype(v.dtype))
+        return H(v)
+
+    def _aligned(self, p: H, nbytes: int, mask: H | None) -> None:
+        """A vector access (or ``cp.async``) of ``nbytes`` needs an address that is a multiple of it
+        on the GPU: a wrong divisibility fact shows here as the misaligned address it faults on."""
+        ok = self._mask(mask)
+        bad = np.nonzero(ok & (p.v.astype(np.int64) % nbytes != 0))[0]
+        assert not len(bad), f"misaligned {nbytes}-byte access: thread {bad[0]} at {int(p.v[bad[0]])}"
+
+    def load_vector(self, p: H, dtype: DType, width: int, mask: H | None, others: Any) -> list[Any]:
+        s = dtype.itemsize
+        self._aligned(p, width * s, mask)
+        return [self.load(H(p.v + i * s), dtype, mask, None if others is None else others[i])
+                for i in range(width)]
+
+    def store(self, p: H, value: H, dtype: DType, mask: H | None) -> None:
+        self._write(self.mem, p.v, value.v, dtype, self._mask(mask))
+
+    def store_vector(self, p: H, values: Sequence[Any], dtype: DType, mask: H | None) -> None:
+        self._aligned(p, len(values) * dtype.itemsize, mask)
+        for i, v in enumerate(values):
+            self.store(H(p.v + i * dtype.itemsize), v, dtype, mask)
+
+    def atomic_rmw(self, *a: Any) -> H:
+        raise NotImplementedError
+
+    def atomic_cas(self, *a: Any) -> H:
+        raise NotImplementedError
+
+    def vector_ok(self, dtype: DType, width: int) -> bool:
+        return width in (2, 4, 8)
+
+    def shuffle_xor(self, value: H, lane_mask: int, dtype: Any) -> H:
+        return H(value.v[np.arange(self.threads) ^ lane_mask])
+
+    def shuffle_index(self, value: H, lane: H, dtype: Any) -> H:
+        src = np.broadcast_to(np.asarray(lane.v, np.int64), (self.threads,))
+        assert ((src >= 0) & (src < WARP)).all(), "indexed shuffle outside the warp"
+        return H(value.v[np.arange(self.threads) // WARP * WARP + src])
+
+    # local memory
+    def local_itemsize(self, dtype: Any) -> int:
+        return 8 if isinstance(dtype, PointerType) else max(1, dtype.itemsize)
+
+    def _laddr(self, byte_offset: int, index: H, dtype: Any) -> np.ndarray:
+        return self.local_base + byte_offset + index.v.astype(np.int64) * self.local_itemsize(dtype)
+
+    def _span(self, addr: np.ndarray, nbytes: int, ok: np.ndarray) -> np.ndarray:
+        return (addr[ok][:, None] + np.arange(nbytes)).reshape(-1)
+
+    def local_load(self, byte_offset: int, index: H, dtype: Any) -> H:
+        ok = np.ones(self.threads, bool)
+        addr = self._laddr(byte_offset, index, dtype)
+        self._settled(self._span(addr, self.local_itemsize(dtype), ok), "a local load")
+        return H(self._read(self.smem, self._laddr(byte_offset, index, dtype), dtype, ok))
+
+    def local_store(self, byte_offset: int, index: H, value: H, dtype: Any, mask: H | None) -> None:
+        addr = self._laddr(byte_offset, index, dtype)
+        self._settled(self._span(addr, self.local_itemsize(dtype), self._mask(mask)), "a local store")
+        self._write(self.smem, self._laddr(byte_offset, index, dtype), value.v, dtype, self._mask(mask))
+
+    def barrier(self) -> None:
+        pass
+
+    # tensor cores: mma.sync fp16 -> fp32; with wgmma also tf32, 8-bit ints and fp8
+    def mma_shape(self, in_dtype: DType, acc_dtype: DType, input_precision: str) -> Any:
+        if in_dtype.name == "float16" and acc_dtype.name == "float32":
+            return (16, 8, 16)
+        if not self.wgmma_ok():
+            return None
+        if in_dtype.name == "float32" and acc_dtype.name == "float32" and input_precision == "tf32":
+            return (16, 8, 8)
+        if in_dtype.name in ("int8", "uint8") and acc_dtype.name == "int32":
+            return (16, 8, 32)
+        if in_dtype.name in ("float8e4nv", "float8e5") and acc_dtype.name == "float32":
+            return (16, 8, 32)
+        return None
+
+    def _halves(self, reg: H) -> tuple[np.ndarray, np.ndarray]:
+        h = reg.v.astype(np.uint32).view(np.uint32)
+        lo = (h & 0xFFFF).astype(np.uint16).view(np.float16).astype(np.float32)
+        hi = (h >> 16).astype(np.uint16).view(np.float16).astype(np.float32)
+        return lo, hi
+
+    def mma(self, shape: Any, a: Sequence[Any], b: Sequence[Any], c: Sequence[Any], in_dtype: DType) -> list[Any]:
+        assert tuple(shape) == (16, 8, 16)
+        outs = [np.zeros(self.threads, np.float32) for _ in range(4)]
+        bh = [self._halves(r) for r in b]
+        for w in range(self.threads // WARP):
+            fa = self._frag_a([r.v for r in a], w * WARP, in_dtype).astype(np.float32)
+            fb = np.zeros((16, 8), np.float32)
+            fc = np.zeros((16, 8), np.float32)
+            for lane in range(WARP):
+                t = w * WARP + lane
+                g, q = lane // 4, lane % 4
+                for i, k0 in enumerate((2 * q, 2 * q + 8)):
+                    fb[k0, g], fb[k0 + 1, g] = bh[i][0][t], bh[i][1][t]
+                fc[g, 2 * q], fc[g, 2 * q + 1] = c[0].v[t], c[1].v[t]
+                fc[g + 8, 2 * q], fc[g + 8, 2 * q + 1] = c[2].v[t], c[3].v[t]
+            fd = fa @ fb + fc
+            for lane in range(WARP):
+                t = w * WARP + lane
+                g, q = lane // 4, lane % 4
+                outs[0][t], outs[1][t] = fd[g, 2 * q], fd[g, 2 * q + 1]
+                outs[2][t], outs[3][t] = fd[g + 8, 2 * q], fd[g + 8, 2 * q + 1]
+        return [H(o) for o in outs]
+
+    @staticmethod
+    def _frag_a(regs: Sequence[np.ndarray], t0: int, dtype: DType) -> np.ndarray:
+        """The 16 x k A operand (k * itemsize == 32 bytes) held as an mma.sync A fragment
+        (m16n8k16 for 16-bit types) by the 4 registers of the warp whose lane 0 is thread t0."""
+        s = dtype.itemsize
+        per, k = 4 // s, 32 // s
+        out = np.zeros((16, k), dtype.np)
+        lane = np.arange(WARP)
+        for i, r in enumerate(regs):
+            word = np.ascontiguousarray(np.asarray(r)[t0:t0 + WARP])
+            assert word.dtype.itemsize == 4, word.dtype
+            vals = word.view(np.uint8).reshape(WARP, 4).view(dtype.np)  # (32, per), low bytes first
+            rows = lane // 4 + 8 * (i % 2)
+            cols = per * (lane % 4) + (k // 2) * (i // 2)
+            for e in range(per):
+                out[rows, cols + e] = vals[:, e]
+        return out
+
+    def _warps(self) -> list[int]:
+        """The warps still in the kernel (warp-wide instructions run in these)."""
+        return [w for w in range(self.threads // WARP) if self.present[w * WARP:(w + 1) * WARP].all()]
+
+    def ldmatrix(self, byte_offset: int, byte_index: H, count: int, trans: bool) -> list[Any]:
+        regs = [np.zeros(self.threads, np.uint32) for _ in range(count)]
+        for w in self._warps():
+            for i in range(count):
+                mat = np.zeros((8, 8), np.uint16)
+                for r in range(8):
+                    at = self.local_base + byte_offset + int(byte_index.v[w * WARP + 8 * i + r])
+                    assert at % 16 == 0, at
+                    self._settled(np.arange(at, at + 16), "ldmatrix")
+                    mat[r] = self.smem[at:at + 16].view(np.uint16)
+                if trans:
+                    mat = mat.T
+                for lane in range(WARP):
+                    g, q = lane // 4, lane % 4
+                    regs[i][w * WARP + lane] = int(mat[g, 2 * q]) | (int(mat[g, 2 * q + 1]) << 16)
+        return [H(r.view(np.int32)) for r in regs]
+
+    def stmatrix_ok(self) -> bool:
+        return True
+
+    def stmatrix(self, byte_offset: int, byte_index: H, regs: Sequence[Any], trans: bool = False) -> None:
+        # PTX ISA, stmatrix .m8n8 .b16: matrix i is stored from register i of every lane; lanes
+        # 8i..8i+7 give the addresses of its rows 0..7 as stored (16 bytes each, 16-byte aligned;
+        # lanes past 8 * count give none); lane l's register holds row l // 4, columns 2 * (l % 4)
+        # (low 16 bits) and 2 * (l % 4) + 1 (high 16 bits): the mma accumulator layout, packed in
+        # pairs; .trans stores each matrix column-major (stored row r is the matrix's column r)
+        assert len(regs) in (1, 2, 4), len(regs)
+        assert (self._mask(None) == self.present).all(), "stmatrix under a condition: all lanes execute it"
+        for w in self._warps():
+            for i, reg in enumerate(regs):
+                words = reg.v[w * WARP:(w + 1) * WARP].astype(np.uint32)  # int32 handles: same bits
+                mat = np.zeros((8, 8), np.uint16)
+                for lane in range(WARP):
+                    g, q = lane // 4, lane % 4
+                    mat[g, 2 * q], mat[g, 2 * q + 1] = words[lane] & 0xFFFF, words[lane] >> 16
+                if trans:
+                    mat = np.ascontiguousarray(mat.T)
+                for r in range(8):
+                    at = self.local_base + byte_offset + int(byte_index.v[w * WARP + 8 * i + r])
+                    assert at % 16 == 0 and 0 <= at <= len(self.smem) - 16, at
+                    self._settled(np.arange(at, at + 16), "stmatrix")
+                    self.smem[at:at + 16] = mat[r].view(np.uint8)
+
+    def cp_async(self, byte_offset: int, byte_index: H, p: H, nbytes: int, mask: H | None) -> bool:
+        self._aligned(p, nbytes, mask)
+        ok = self._mask(mask)
+        for t in np.nonzero(self.present)[0]:
+            at = self.local_base + byte_offset + int(byte_index.v[t])
+            src = self.mem[p.v[t]:p.v[t] + nbytes] if ok[t] else np.zeros(nbytes, np.uint8)
+            self.smem[at:at + nbytes] = src
+            self.in_flight[at:at + nbytes] += 1
+            self.cp_open.append((at, nbytes))
+        return True
+
+    def cp_async_commit(self) -> None:
+        self.cp_groups.append(self.cp_open)
+        self.cp_open = []
+
+    def cp_async_wait(self, pending: int) -> None:
+        while len(self.cp_groups) > pending:
+            for at, nbytes in self.cp_groups.pop(0):
+                self.in_flight[at:at + nbytes] -= 1
+
+    # Hopper warpgroup MMA (smem base address is 0: a shared address is the byte offset)
+    def wgmma_ok(self) -> bool:
+        return True
+
+    def shared_address(self, byte_offset: int) -> H:
+        return self._h(np.int32(self.local_base + byte_offset))
+
+    def fence_async_shared(self) -> None:
+        pass
+
+    def wgmma_fence(self) -> None:
+        pass
+
+    def wgmma(self, n: int, k: int, a: H | Sequence[H], b_desc: H, acc: Sequence[H], in_dtype: DType,
+              trans_a: bool, trans_b: bool) -> list[H]:
+        assert self.threads % 128 == 0, f"wgmma needs whole warpgroups, got {self.threads} threads"
+        assert 8 <= n <= 256 and n % 8 == 0, n
+        assert k * in_dtype.itemsize == 32, (k, in_dtype)
+        assert len(acc) == n // 2, (len(acc), n)
+        if isinstance(a, H):
+            a_in: np.ndarray | list[np.ndarray] = np.array(a.v)
+        else:
+            assert len(a) == 4 and not trans_a, "A from registers: 4 registers, K-major"
+            a_in = [np.array(r.v) for r in a]
+        # pending outputs of earlier wgmmas are kept as handles: they complete first
+        acc_in = [c if isinstance(c, _Pending) else np.array(c.v) for c in acc]
+        op = _WGMMA(n, k, in_dtype, a_in, np.array(b_desc.v), acc_in, trans_a, trans_b)
+        for g in self._warpgroups():  # its operands must have landed when it is issued
+            reads = [self._operand_addresses(self._desc(op.b, g), n, k, in_dtype, trans_b)]
+            if isinstance(a_in, np.ndarray):
+                reads.append(self._operand_addresses(self._desc(a_in, g), 64, k, in_dtype, trans_a))
+            for at in reads:
+                self._settled((at.reshape(-1)[:, None] + np.arange(in_dtype.itemsize)).reshape(-1), "a wgmma")
+        self.wg_open.append(op)
+        return [_Pending(op, i) for i in range(n // 2)]
+
+    def wgmma_commit(self) -> None:
+        self.wg_groups.append(self.wg_open)  # with nothing issued this commits an empty group, as PTX does
+        self.wg_open = []
+
+    def wgmma_wait(self, pending: int, regs: Sequence[H]) -> list[H]:
+        while len(self.wg_groups) > pending:
+            for op in self.wg_groups.pop(0):
+                self._wgmma_complete(op)
+        return [H(r.v) if isinstance(r, _Pending) and r.op.out is not None else r for r in regs]
+
+    def _warpgroups(self) -> list[int]:
+        """The warpgroups running here (a producer warpgroup's threads have left, tma.py)."""
+        return [g for g in range(self.threads // 128) if self.present[128 * g:128 * g + 128].all()]
+
+    def _desc(self, vals: np.ndarray, g: int) -> int:
+        ws = [int(x) & 0xFFFF_FFFF_FFFF_FFFF for x in vals[128 * g:128 * g + 128]]
+        assert len(set(ws)) == 1, f"warpgroup {g}: descriptor differs between threads"
+        return ws[0]
+
+    def _wgmma_operand(self, desc: int, rows: int, k: int, dtype: DType, mn_major: bool) -> np.ndarray:
+        """The rows x k operand (A, or B transposed) a descriptor points at, read from smem now."""
+        phys = self._operand_addresses(desc, rows, k, dtype, mn_major)
+        raw = np.ascontiguousarray(self.smem[phys[..., None] + np.arange(dtype.itemsize)])
+        return raw.view(dtype.np).reshape(rows, k)
+
+    def _operand_addresses(self, desc: int, rows: int, k: int, dtype: DType, mn_major: bool) -> np.ndarray:
+        """The byte address of each element of the rows x k operand a descriptor points at."""
+        start, lbo, sbo = (desc & 0x3FFF) << 4, ((desc >> 16) & 0x3FFF) << 4, ((desc >> 32) & 0x3FFF) << 4
+        mode = desc >> 62
+        if mode == 0:
+            raise NotImplementedError("wgmma descriptor without swizzle (interleave mode)")
+        width = {1: 128, 2: 64, 3: 32}[mode]
+        s = dtype.itemsize
+        r, kk = np.arange(rows)[:, None], np.arange(k)[None, :]
+        if mn_major:
+            if s != 2:
+                raise NotImplementedError(f"MN-major wgmma operand of {dtype}")
+            per = width // s
+            x = start + (r // per) * lbo + (kk // 8) * sbo + (kk % 8) * width + (r % per) * s
+        else:
+            x = start + (r // 8) * sbo + (r % 8) * width + kk * s
+        phys = x ^ (((x >> 7) & (width // 16 - 1)) << 4)
+        assert phys.min() >= 0 and phys.max() + s <= len(self.smem), (phys.min(), phys.max())
+        return phys
+
+    def _wgmma_complete(self, op: _WGMMA) -> None:
+        n, k, dt = op.n, op.k, op.dtype
+        acc_np = np.int32 if dt.is_int else np.float32
+        accs = np.stack([np.asarray(c.v if isinstance(c, _Pending) else c) for c in op.acc])  # (n/2, threads)
+        t = np.arange(128)
+        w, lane = t // 32, t % 32
+        i = np.arange(n // 2)[:, None]
+        rows = 16 * w + lane // 4 + 8 * ((i % 4) // 2)  # (n/2, 128): element of D each register holds
+        cols = 8 * (i // 4) + 2 * (lane % 4) + i % 2
+        out = np.zeros((n // 2, self.threads), acc_np)
+        for g in self._warpgroups():
+            if isinstance(op.a, list):
+                ma = np.concatenate([self._frag_a(op.a, 128 * g + 32 * wi, dt) for wi in range(4)])
+            else:
+                ma = self._wgmma_operand(self._desc(op.a, g), 64, k, dt, op.trans_a)
+            mbt = self._wgmma_operand(self._desc(op.b, g), n, k, dt, op.trans_b)  # n x k
+            if dt.is_int:
+                ci = np.zeros((64, n), np.int64)
+                ci[rows, cols] = accs[:, 128 * g:128 * g + 128]
+                di = ma.astype(np.int64) @ mbt.astype(np.int64).T + ci
+                out[:, 128 * g:128 * g + 128] = di[rows, cols].astype(np.int32)  # wraps like the hardware
+            else:
+                am, bm = ma.astype(np.float32), mbt.astype(np.float32)
+                if dt.name == "float32":  # tf32: the low 13 mantissa bits are not used
+                    am, bm = ((x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32) for x in (am, bm))
+                cm = np.zeros((64, n), np.float64)
+                cm[rows, cols] = accs[:, 128 * g:128 * g + 128]
+                dm = am.astype(np.float64) @ bm.astype(np.float64).T + cm
+                out[:, 128 * g:128 * g + 128] = dm[rows, cols].astype(np.float32)
+        op.out = list(out)
+
+    # control flow (conditions of loops and ifs are uniform)
+    def _uniform(self, h: H) -> Any:
+        assert (h.v == h.v[0]).all()
+        return h.v[0]
+
+    def for_range(self, lb: H, ub: H, step: H, iv_dtype: DType, carried: Any, body: Any,
+                  unroll: int | None = None) -> list[Any]:
+        regs = [h for h, _ in carried]
+        iv, end, st = self._uniform(lb), self._uniform(ub), self._uniform(step)
+        for i in range(int(iv), int(end), int(st)):
+            regs = body(self._h(np.array(i).astype(_np(iv_dtype))), regs)
+        return regs
+
+    def while_loop(self, carried: Any, cond: Any, body: Any) -> list[Any]:
+        regs = [h for h, _ in carried]
+        while self._uniform(cond(regs)):
+            regs = body(regs)
+        return regs
+
+    def if_else(self, cond: H, result_types: Any, then: Any, otherwise: Any) -> list[Any]:
+        return then() if self._uniform(cond) else otherwise()
+
+    def when(self, cond: H, body: Callable[[], None]) -> None:
+        self.active.append(cond.v.astype(bool))
+        try:
+            body()
+        finally:
+            self.active.pop()
+
+    def device_print(self, prefix: str, values: Any) -> None:
+        pass
+
+
+def addresses(args: Sequence[Any]) -> list[int]:
+    """The simulated address each array argument of ``run`` gets (0 for the others), so a test
+    can store pointers to its arrays in another array."""
+    out, at = [], 0
+    for a in args:
+        out.append(at if isinstance(a, np.ndarray) else 0)
+        if isinstance(a, np.ndarray):
+            at += -(-(a.nbytes + 16) // 256) * 256
+    return out
+
+
+def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, num_stages: int = 1,
+        recompute_budget: int | None = None) -> None:
+    """Run the lowered ``kernel`` (tile IR) on numpy arrays: every array argument is copied
+    into one byte buffer, its address passed as the pointer, and copied back after
+    (``recompute_budget``: the emitter's, where given)."""
+    arrays = [a for a in args if isinstance(a, np.ndarray)]
+    total = sum(a.nbytes + 256 for a in arrays)
+    mem = np.zeros(total, np.uint8)
+    addr, values = {}, []
+    for a, at in zip(args, addresses(args)):
+        if isinstance(a, np.ndarray):
+            addr[id(a)] = at
+            mem[at:at + a.nbytes] = a.reshape(-1).view(np.uint8)
+            values.append(np.int64(at))
+        else:
+            values.append(a)
+    g = (tuple(grid) + (1, 1, 1))[:3]
+    options = Options(num_warps=threads // WARP, num_stages=num_stages, codegen=CodegenChoices.from_env())
+    for z in range(g[2]):
+        for y in range(g[1]):
+            for x in range(g[0]):
+                def lowered(o, at=(x, y, z)):
+                    emitter = SimEmitter(values, at, g, mem)
+                    if recompute_budget is not None:
+                        emitter.recompute_budget = recompute_budget
+                    return lower_with_tensor_cores(kernel, emitter, o, HOPPER)
+                applicable(lowered, options)
+    for a in arrays:
+        a.reshape(-1).view(np.uint8)[:] = mem[addr[id(a)]:addr[id(a)] + a.nbytes]
