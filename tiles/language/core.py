@@ -11,7 +11,6 @@ from ..core.builder import current, user_loc
 from ..core.errors import CompileTimeAssertionFailure
 from ..core.ops import Op
 from . import semantic as S
-from .aggregate import aggregate as _aggregate  # noqa: F401  (Triton's tl.core._aggregate)
 from .constexpr import constexpr, constexpr_type  # noqa: F401  (tl.core.constexpr, tl.core.constexpr_type)
 from .tensor import METHODS, tensor
 
