@@ -11,6 +11,7 @@ from .core.errors import (
     TilesError,
     UnsupportedError,
 )
+from .language.aggregate import aggregate
 from .language.constexpr import constexpr_function
 from .language.control import must_use_result
 from .language.core import constexpr
@@ -45,7 +46,7 @@ def next_power_of_2(n: int) -> int:
 
 
 __all__ = [
-    "AutotuneError", "Autotuner", "Config", "Heuristics", "autotune", "heuristics", "testing",
+    "AutotuneError", "Autotuner", "aggregate", "Config", "Heuristics", "autotune", "heuristics", "testing",
     "CompilationError", "InterpreterError", "JITFunction", "KernelInterface", "KernelRuntimeError", "LaunchError",
     "MockTensor", "OutOfResources", "OutOfResourcesError", "TilesError", "TritonError", "UnsupportedError",
     "cdiv", "compiler", "constexpr", "constexpr_function", "jit", "language", "must_use_result", "next_power_of_2",

@@ -93,9 +93,19 @@ class Group:
     def names(self) -> set[str]:
         return set(self._values) | {a for g, a in LINKED if g == self._name}
 
-    def copy(self) -> dict[str, Any]:
-        """The group's values now (Triton's ``knobs.X.copy()`` gives a copy of the group)."""
-        return {a: getattr(self, a) for a in self.names()}
+    def copy(self) -> Group:
+        """A copy of the group, its kept values copied (Triton's ``knobs.X.copy()``; the linked knobs
+        of a copy still read and write their environment variables)."""
+        out = Group(self._name)
+        out._values.update(self._values)
+        return out
+
+    @property
+    def knob_descriptors(self) -> dict[str, Any]:
+        """Triton's map of knob name -> its environment variable (``.key``), which its test fixture
+        ``fresh_knobs`` unsets.  Empty here: the linked knobs' variables are tiles' own
+        (``TILES_INTERPRET``...), which a test must not lose in the middle of a run."""
+        return {}
 
     def reset(self) -> Group:
         """Back to the defaults (environment variables of linked knobs are left as they are)."""
@@ -120,6 +130,9 @@ class Group:
                     os.environ[variable] = value
 
 
+base_knobs = Group  # Triton's base class of the groups (its test fixtures look groups up by it)
+propagate_env = True  # Triton's switch for knobs set from the environment; kept, without effect
+
 build = Group("build")
 cache = Group("cache")
 compilation = Group("compilation")
@@ -130,5 +143,5 @@ nvidia = Group("nvidia")
 amd = Group("amd")
 proton = Group("proton")
 
-__all__ = ["LINKED", "UNLINKED", "amd", "autotuning", "build", "cache", "compilation", "language", "nvidia",
-           "proton", "runtime"]
+__all__ = ["LINKED", "UNLINKED", "amd", "autotuning", "base_knobs", "build", "cache", "compilation", "language",
+           "nvidia", "propagate_env", "proton", "runtime"]

@@ -90,6 +90,31 @@ def test_knobs(alias, monkeypatch):
         knobs.runtime.no_such_knob  # noqa: B018
 
 
+def test_knob_groups_swap_as_triton_test_fixtures_do(alias, monkeypatch):
+    """Triton's ``fresh_knobs`` fixture: find the groups by ``knobs.base_knobs``, put a reset copy
+    of each in place for the test, and put the originals back after."""
+    from triton import knobs
+
+    monkeypatch.setenv("TILES_INTERPRET", "1")
+    knobs.compilation.dump_ir = True
+    groups = {name: g for name, g in vars(knobs).items() if isinstance(g, knobs.base_knobs) and g != knobs.base_knobs}
+    assert {"runtime", "compilation", "language", "nvidia"} <= set(groups)
+    try:
+        for name, group in groups.items():
+            fresh = group.copy().reset()
+            assert fresh is not group and not fresh.knob_descriptors
+            setattr(knobs, name, fresh)
+        assert knobs.compilation.dump_ir is False and groups["compilation"].dump_ir is True
+        knobs.runtime.override_arch = "sm90"
+        assert groups["runtime"].override_arch is None
+        assert knobs.runtime.interpret is True and knobs.propagate_env  # the environment stays
+    finally:
+        for name, group in groups.items():
+            setattr(knobs, name, group)
+        knobs.compilation.dump_ir = False
+    assert knobs.compilation.dump_ir is False and knobs.runtime.override_arch is None
+
+
 def test_triton_interpret_means_the_interpreter(monkeypatch):
     monkeypatch.setenv("TRITON_INTERPRET", "1")
     monkeypatch.delenv("TILES_INTERPRET", raising=False)

@@ -69,20 +69,6 @@ def promote(a, a_literal: bool, b, b_literal: bool, div_or_mod: bool = False):
     return unsigned if _bits(unsigned) >= _bits(signed) else signed
 
 
-def literal_fits(value, dtype) -> bool:
-    """Whether Triton accepts the Python number ``value`` converted to the integer ``dtype`` it
-    is computed in (it refuses an out-of-range number, and a negative one against an unsigned
-    type, instead of wrapping).  Floats and float types always fit."""
-    if dtype in FLOATS or isinstance(value, float):
-        return True
-    bits = _bits(dtype)
-    if dtype == tl.int1:
-        return 0 <= value <= 1
-    if _signed(dtype):
-        return -(1 << (bits - 1)) <= value < 1 << (bits - 1)
-    return 0 <= value < 1 << bits
-
-
 def wrap_int(value: int, dtype) -> int:
     bits = _bits(dtype)
     value &= (1 << bits) - 1

@@ -1,6 +1,7 @@
 """Shape ops: indexing with None, reshape, trans/permute, expand_dims, broadcast_to, join/split, cat."""
 
 import numpy as np
+import pytest
 
 import tiles
 import tiles.language as tl
@@ -98,3 +99,41 @@ def test_scalar_broadcast():
     out = np.empty(16, np.int32)
     scalar_broadcast_kernel[(1,)](out, 21, BLOCK=16)
     np.testing.assert_array_equal(out, 42 + np.arange(16))
+
+
+@tiles.jit
+def cat_dim_kernel(x_ptr, y_ptr, z_ptr, A: tl.constexpr, B: tl.constexpr, C: tl.constexpr, DIM: tl.constexpr):
+    i = tl.arange(0, A)[:, None, None] * B * C + tl.arange(0, B)[None, :, None] * C + tl.arange(0, C)[None, None, :]
+    z = tl.cat(tl.load(x_ptr + i), tl.load(y_ptr + i), dim=DIM)
+    sa, sb, sc = z.shape  # the joined axis doubles
+    j = tl.arange(0, sa)[:, None, None] * sb * sc + tl.arange(0, sb)[None, :, None] * sc \
+        + tl.arange(0, sc)[None, None, :]
+    tl.store(z_ptr + j, z)
+
+
+@pytest.mark.parametrize("dim", [0, 1, 2, -1, -3])
+@pytest.mark.parametrize("dtype", [np.float32, np.int8])
+def test_cat_along_any_axis(rng, dim, dtype):
+    shape = (2, 4, 8)
+    x = rng.integers(-100, 100, shape).astype(dtype)
+    y = rng.integers(-100, 100, shape).astype(dtype)
+    x.flat[0], y.flat[-1] = np.iinfo(np.int8).min, np.iinfo(np.int8).max
+    z = np.zeros(2 * x.size, dtype)
+    cat_dim_kernel[(1,)](x, y, z, *shape, DIM=dim)
+    np.testing.assert_array_equal(z, np.concatenate([x, y], axis=dim).ravel())
+
+
+@tiles.jit
+def cat_bad_kernel(x_ptr, DIM: tl.constexpr):
+    a = tl.load(x_ptr + tl.arange(0, 4)[:, None] * 8 + tl.arange(0, 8)[None, :])
+    b = tl.load(x_ptr + tl.arange(0, 8)[:, None] * 8 + tl.arange(0, 8)[None, :])
+    z = tl.cat(a, b, dim=DIM)
+    tl.store(x_ptr, tl.sum(tl.ravel(z), axis=0))
+
+
+def test_cat_checks_the_other_axes_and_the_axis():
+    x = np.zeros(64, np.float32)
+    with pytest.raises(tiles.CompilationError, match="equal sizes except along axis 1"):
+        cat_bad_kernel[(1,)](x, DIM=1)
+    with pytest.raises(tiles.CompilationError, match="invalid axis 2"):
+        cat_bad_kernel[(1,)](x, DIM=2)

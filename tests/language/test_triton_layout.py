@@ -32,7 +32,7 @@ TRITON_39_ALL = [
     'uint64', 'uint8', 'uint_to_uniform_float', 'umulhi', 'unsqueeze', 'view', 'void', 'where',
     'xor_sum', 'zeros', 'zeros_like',
 ]
-UNSUPPORTED = ["inline_asm_elementwise", "float8e4b15", "void", "slice", "target_info", "aggregate_replace"]
+UNSUPPORTED = ["inline_asm_elementwise", "float8e4b15", "void", "slice", "target_info"]
 
 
 def test_every_triton_name_exists():

@@ -102,6 +102,8 @@ def test_heuristics_under_autotune():
         np.testing.assert_array_equal(out, 3 * x)
     even_values = {c.ir.constants["EVEN"] for c in scale.cache.values()}
     assert even_values == {True, False}  # n=64 divides every BLOCK, n=70 none
+    assert tuned.base_fn is scale.fn and tuned.fn.base_fn is scale.fn  # Triton's name, through both
+    assert tuned.base_fn.__name__ == "scale_kernel"
 
 
 def test_heuristics_alone_and_launch_conflicts():

@@ -226,7 +226,7 @@ def test_block_shape_set_by_a_pre_hook(rng):
     (lambda x: TensorDescriptor(x, [0, 12], [16, 1], [8, 4]), "every size must be positive"),
     (lambda x: TensorDescriptor(x.reshape(-1)[1:], [100], [1], [16]), "not a multiple of 16 bytes"),
     (lambda x: TensorDescriptor.from_tensor(x[:, 1:], [8, 8]), "not a multiple of 16 bytes"),
-    (lambda x: TensorDescriptor.from_tensor(x, [8, 8], padding="nan"), "padding='nan' is not supported"),
+    (lambda x: TensorDescriptor.from_tensor(x, [8, 8], padding="ones"), "padding 'ones': expected one of"),
 ])
 def test_bad_descriptor_names_the_host_call(make, fragment):
     x = aligned((8, 16), np.float16)

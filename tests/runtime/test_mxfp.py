@@ -41,6 +41,14 @@ def test_packing_puts_even_elements_low_and_round_trips(shape, dim):
     assert torch.equal(t.unpack_packed_tensor(packed, dim, shape), t.data)
 
 
+@pytest.mark.parametrize("dim", [2, -1, 5])
+def test_packing_along_a_missing_dimension_is_refused(dim):
+    t = MXFP4Tensor(size=(4, 3)).random()
+    for caught in (ValueError, AssertionError):  # tiles' and Triton's (whose tests catch the latter)
+        with pytest.raises(caught, match=f"dim {dim} is not a dimension of a 2-d tensor"):
+            t.to_packed_tensor(dim)
+
+
 def test_e8m0_scales_match_ml_dtypes(rng):
     values = np.concatenate([np.exp2(rng.uniform(-140, 127.9, 300)).astype(np.float32),
                              np.float32([1.0, 3.0, 0.75, 2.0 ** -127, 2.0 ** 128 * 0.99])])

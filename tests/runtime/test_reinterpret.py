@@ -48,6 +48,8 @@ def test_views_and_refusals(rng):
     assert tiles.reinterpret(raw, tl.float16).shape == (8,)  # NumPy's rule: the last axis rescales
     with pytest.raises(TypeError, match="not an element dtype"):
         tiles.reinterpret(raw, "float8e4b15")
+    with pytest.raises(TypeError, match=r"tl\.float8e4b15 is not supported by tiles: Triton's bias-15"):
+        tiles.reinterpret(raw, tl.float8e4b15)
     with pytest.raises(TypeError, match="expected a NumPy array or a torch tensor, got list"):
         tiles.reinterpret([1, 2], tl.uint8)
 

@@ -7,6 +7,7 @@ pointer to elements of a ``DType``.  Both are immutable and compare by value.
 from __future__ import annotations
 
 import enum
+import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
 
@@ -177,6 +178,15 @@ class DType(TritonTypeQueries, metaclass=_DTypeMeta):
     def fp_mantissa_width(self) -> int:
         return self.mantissa
 
+    @property
+    def exponent_bias(self) -> int:
+        """Triton's ``exponent_bias`` of a floating type (7 for float8e4nv; the AMD fnuz formats' is one
+        more than the IEEE-style 2**(e-1) - 1); other types have none, as in Triton."""
+        if self.kind is not Kind.FLOAT:
+            raise AttributeError(f"{self.name} has no exponent_bias: not a floating-point type")
+        exponent_bits = self.bits - 1 - self.mantissa
+        return (1 << (exponent_bits - 1)) - 1 + (self.name in ("float8e4b8", "float8e5b16"))
+
     def get_int_max_value(self) -> int:
         return int(self.max())
 
@@ -190,7 +200,11 @@ class DType(TritonTypeQueries, metaclass=_DTypeMeta):
         return _limits(self)[1]
 
     def __repr__(self) -> str:
-        return self.name
+        """The expression that names the dtype, as Triton's ``repr(tl.int8)`` is
+        ``'triton.language.int8'`` (that spelling in the Triton compatibility mode)."""
+        top = sys.modules.get("triton")
+        package = "triton" if top is not None and getattr(top, "tiles", None) is not None else "tiles"
+        return f"{package}.language.{self.name}"
 
     def __str__(self) -> str:
         return self.name

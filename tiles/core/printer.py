@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 
+from .dtypes import DType
 from .ir import Block, Instr, Kernel
+
+
+def _show(value: object) -> str:
+    return str(value) if isinstance(value, DType) else repr(value)  # a dtype by its name: float32
 
 
 def _attrs(instr: Instr) -> str:
@@ -12,7 +17,7 @@ def _attrs(instr: Instr) -> str:
     if a is None:
         return ""
     if dataclasses.is_dataclass(a):
-        parts = [f"{f.name}={getattr(a, f.name)!r}" for f in dataclasses.fields(a)]
+        parts = [f"{f.name}={_show(getattr(a, f.name))}" for f in dataclasses.fields(a)]
         return " {" + ", ".join(parts) + "}"
     return f" {{{a!r}}}"
 

@@ -40,6 +40,8 @@ from .reduction import (
     argmax, argmin, associative_scan, cumprod, cumsum, dot, gather, histogram, max, min, reduce,
     softmax, sort, sum, xor_sum,
 )
+from .aggregate import aggregate as _aggregate
+from .aggregate import aggregate_replace
 from .dot_scaled import dot_scaled
 from .standard import bitonic_merge, flip, interleave, reduce_or, squeeze, swizzle2d, topk, unsqueeze
 from .tensor import tensor
@@ -52,6 +54,7 @@ pi32_t = pointer_type(int32)
 tuple = tuple  # noqa: A001, PLW0127  (tl.tuple: kernels' tuples are Python tuples)
 
 globals().update(_placeholders())
-core.FALLBACK_NAMESPACES.extend([globals(), vars(standard)])  # tl.core.<any tl name>, as in Triton
+# tl.core.<any tl name>, as in Triton, and its ``tl.core._aggregate`` (``triton.aggregate``)
+core.FALLBACK_NAMESPACES.extend([globals(), vars(standard), {"_aggregate": _aggregate}])
 
 __all__ = [name for name in dir() if not name.startswith("_")]

@@ -9,6 +9,7 @@ dead branches are never traced.
 from __future__ import annotations
 
 import builtins
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from types import ModuleType
@@ -302,6 +303,10 @@ def if_(cond: Any, then: Callable[..., tuple[Any, ...]], otherwise: Callable[...
     c = S.unwrap(cond)
     if not isinstance(c, tensor):
         return (then if c else otherwise)(*values)
+    if c.shape and c.numel == 1:  # Triton takes a one-element tile, with a warning
+        warnings.warn(f"If conditional called with multidimensional Tensor instead of scalar (shape "
+                      f"{list(c.shape)}); please use \"if (...).item()\" instead", UserWarning, stacklevel=2)
+        c = S.reshape(c, ())
     if c.shape:
         raise S.error(f"an if condition must be a scalar, got a tile of shape {list(c.shape)}; "
                       "use tl.where for elementwise choices")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 from ..core import attrs as A
@@ -139,11 +140,24 @@ def split(a: tensor) -> tuple[tensor, tensor]:
     return S.split(a)
 
 
-def cat(a: tensor, b: tensor, can_reorder: bool = False) -> tensor:
-    """``a`` followed by ``b`` along axis 0 (same dtype and trailing shape)."""
-    if a.dtype != b.dtype or a.shape[1:] != b.shape[1:]:
-        raise S.error(f"tl.cat needs equal dtypes and trailing shapes, got {a.type} and {b.type}")
-    return S.emit(Op.CAT, [a, b])
+def cat(a: tensor, b: tensor, can_reorder: bool = False, dim: Any = 0) -> tensor:
+    """``a`` followed by ``b`` along axis ``dim`` (0 by default; negative counts from the end): same
+    dtype and rank, the other axes of equal size."""
+    a, b = S.to_tensor(a), S.to_tensor(b)
+    rank = len(a.shape)
+    axis = S.unwrap(dim)
+    if not isinstance(axis, int) or not -rank <= axis < max(rank, 1):
+        raise S.error(f"tl.cat: invalid axis {axis} for tiles of rank {rank}")
+    axis %= max(rank, 1)
+    others = [i for i in range(rank) if i != axis]
+    if a.dtype != b.dtype or len(b.shape) != rank or any(a.shape[i] != b.shape[i] for i in others):
+        raise S.error(f"tl.cat needs equal dtypes and ranks, and equal sizes except along axis {axis}; "
+                      f"got {a.type} and {b.type}")
+    if axis == 0:
+        return S.emit(Op.CAT, [a, b])
+    order = [axis, *others]  # the axis to the front, joined there, moved back
+    joined = S.emit(Op.CAT, [S.permute(a, order), S.permute(b, order)])
+    return S.permute(joined, [order.index(i) for i in range(rank)])
 
 
 def ravel(x: tensor, can_reorder: bool = False) -> tensor:
@@ -365,8 +379,25 @@ def _tensor_member_fn(fn: Any) -> Any:
     return fn
 
 
+def builtin(fn: Any) -> Any:
+    """Triton's ``@tl.core.builtin``: a Python function that kernels call as a language builtin.
+    Triton hands it ``_semantic`` (its IR builder); tiles traces kernels as Python, so the function
+    runs as written, with ``_semantic=None``.  Outside a kernel it refuses, as Triton's does."""
+    from ..core.builder import is_tracing
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not is_tracing() and kwargs.get("_semantic") is None:
+            raise ValueError(f"{fn.__name__} is a builtin: call it from a @triton.jit function. Did you forget "
+                             "to add @triton.jit ? (`_semantic` argument must be provided outside of JIT functions.)")
+        return fn(*args, **kwargs)
+
+    call.__triton_builtin__ = True  # type: ignore[attr-defined]
+    return call
+
+
 def is_builtin(fn: Any) -> bool:
-    return False
+    return bool(getattr(fn, "__triton_builtin__", False))
 
 
 # Triton's ``triton.language.core`` holds nearly every ``tl`` name (and ``core.get_int_dtype``);

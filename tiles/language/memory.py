@@ -9,6 +9,7 @@ for every other backend).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..core import attrs as A
@@ -358,8 +359,9 @@ class tensor_descriptor:  # noqa: N801
     """``tl.make_tensor_descriptor``: out-of-bounds reads give zero, writes are dropped."""
 
     def __init__(self, base: tensor, shape: list[Any], strides: list[Any],
-                 block_shape: tuple[int, ...]) -> None:
+                 block_shape: tuple[int, ...], padding: str = "zero") -> None:
         self.base, self.shape, self.strides, self.block_shape = base, shape, strides, Shape(block_shape)
+        self.padding = padding
 
     @property
     def dtype(self) -> Any:
@@ -380,8 +382,14 @@ class tensor_descriptor:  # noqa: N801
         return _descriptor_scalars(self.base, self.shape, self.strides, offs)
 
     def load(self, offsets: Any) -> tensor:
-        """The ``block_shape`` tile at ``offsets``; elements outside ``shape`` read 0."""
-        return S.emit(Op.DESC_LOAD, self._operands(offsets), A.Descriptor(self.block_shape))
+        """The ``block_shape`` tile at ``offsets``; elements outside ``shape`` read 0 (NaN with
+        ``padding_option="nan"``)."""
+        value = S.emit(Op.DESC_LOAD, self._operands(offsets), A.Descriptor(self.block_shape))
+        if self.padding == "nan":
+            _, inside = self._tiles(offsets)
+            if inside is not None:
+                value = S.where(inside, value, S.const(float("nan"), self.dtype))
+        return value
 
     def store(self, offsets: Any, value: Any) -> None:
         """Write ``value`` to the ``block_shape`` tile at ``offsets``; elements outside ``shape`` are dropped."""
@@ -406,29 +414,57 @@ class tensor_descriptor:  # noqa: N801
             raise S.error(f"descriptor scatter only supports 2D indexing, but got {len(offsets)} offsets")
         scatter_rows(self, value, *offsets)
 
-    def atomic_add(self, offsets: Any, value: Any) -> tensor:
+    def _atomic(self, op: Callable[..., tensor], offsets: Any, value: Any) -> tensor:
+        """``op`` (``tl.atomic_add``...) on the ``block_shape`` tile at ``offsets``, elements outside
+        ``shape`` left alone; returns the old values."""
         offs, mask = self._tiles(offsets)
-        return atomic_add(S.add(self.base, offs), value, mask)
+        return op(S.add(self.base, offs), value, mask)
+
+    def atomic_add(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_add, offsets, value)
+
+    def atomic_min(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_min, offsets, value)
+
+    def atomic_max(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_max, offsets, value)
+
+    def atomic_and(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_and, offsets, value)
+
+    def atomic_or(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_or, offsets, value)
+
+    def atomic_xor(self, offsets: Any, value: Any) -> tensor:
+        return self._atomic(atomic_xor, offsets, value)
 
     def tiles_flatten(self) -> tuple[list[Any], Any]:
-        return [self.base, *self.shape, *self.strides], (len(self.shape), self.block_shape)
+        return [self.base, *self.shape, *self.strides], (len(self.shape), self.block_shape, self.padding)
 
     @classmethod
     def tiles_unflatten(cls, aux: Any, leaves: list[Any]) -> tensor_descriptor:
-        n, block_shape = aux
-        return cls(leaves[0], leaves[1:1 + n], leaves[1 + n:1 + 2 * n], block_shape)
+        n, block_shape, padding = aux
+        return cls(leaves[0], leaves[1:1 + n], leaves[1 + n:1 + 2 * n], block_shape, padding)
 
 
-def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any) -> tensor_descriptor:
+def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any,
+                           padding_option: Any = "zero") -> tensor_descriptor:
     """A descriptor to load and store ``block_shape`` tiles of a ``shape``/``strides`` tensor (a
-    ``[1, N]`` one also gathers and scatters rows: ``desc.gather(rows, col)``, ``desc.scatter(v, rows, col)``)."""
+    ``[1, N]`` one also gathers and scatters rows: ``desc.gather(rows, col)``, ``desc.scatter(v, rows, col)``).
+    Reads outside ``shape`` give 0, or NaN with ``padding_option="nan"`` (floating types)."""
     b = _pointer(base, "tl.make_tensor_descriptor")
     bs = S.shape_arg(tuple(block_shape))
     if not (len(shape) == len(strides) == len(bs)):
         raise S.error("tl.make_tensor_descriptor: shape, strides and block_shape need one entry per axis")
+    padding = S.unwrap(padding_option) or "zero"
+    if padding not in ("zero", "nan"):
+        raise S.error(f"tl.make_tensor_descriptor: padding_option must be 'zero' or 'nan', got {padding!r}")
+    elem = b.dtype.element  # type: ignore[union-attr]
+    if padding == "nan" and not elem.is_floating:
+        raise S.error(f"tl.make_tensor_descriptor: padding_option='nan' needs a floating element type, not {elem}")
     return tensor_descriptor(b, [S.cast(s, D.int64) if isinstance(s, tensor) else S.unwrap(s) for s in shape],
                              [S.cast(s, D.int64) if isinstance(s, tensor) else S.unwrap(s) for s in strides],
-                             bs)
+                             bs, padding)
 
 
 def load_tensor_descriptor(desc: tensor_descriptor, offsets: Any) -> tensor:

@@ -133,6 +133,7 @@ class Autotuner(KernelInterface):
         self.jit_fn = unwrap(fn)
         self.arg_names = list(arg_names) if arg_names else self.jit_fn.arg_names
         self.__name__ = self.jit_fn.__name__
+        self.base_fn = self.jit_fn.fn  # Triton's name: the Python function under the decorators
         self.configs = list(configs) or [Config({})]
         self.keys = list(key)
         prune = prune_configs_by or {}

@@ -80,7 +80,8 @@ def _take(specs: Sequence[ArgSpec], leaves: Sequence[Any], i: int, count: int) -
         elif spec.descriptor is not None:
             rank = len(spec.descriptor)
             base, rest = leaves[i], leaves[i + 1:i + 1 + 2 * rank]
-            out.append(make_tensor_descriptor(base, list(rest[:rank]), list(rest[rank:]), list(spec.descriptor)))
+            out.append(make_tensor_descriptor(base, list(rest[:rank]), list(rest[rank:]), list(spec.descriptor),
+                                              padding_option=spec.padding))
             i += 1 + 2 * rank
         else:
             out.append(leaves[i])

@@ -57,6 +57,7 @@ class Heuristics(KernelInterface):
         self.jit_fn = unwrap(fn)
         self.arg_names = list(arg_names) if arg_names else self.jit_fn.arg_names
         self.__name__ = self.jit_fn.__name__
+        self.base_fn = self.jit_fn.fn  # Triton's name: the Python function under the decorators
 
     def _with_heuristics(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> dict[str, Any]:
         kwargs = dict(kwargs)

@@ -35,6 +35,9 @@ def reinterpret(tensor: Any, dtype: Any) -> Any:
     array library's own view (NumPy's ``view`` with ml_dtypes, torch's ``view(dtype)``), which
     kernels, the interpreter and NumPy code all read the same way.  Views between element sizes
     follow the library's rules (the last axis must be contiguous and is rescaled)."""
+    from ..language.unsupported import Unsupported
+    if isinstance(dtype, Unsupported):  # tl.float8e4b15
+        raise TypeError(f"reinterpret: tl.{dtype.name} is not supported by tiles: {dtype.reason}")
     target = _element_type(dtype)
     if target is None:
         raise TypeError(f"reinterpret: {dtype!r} is not an element dtype (use tl.float8e5, tl.uint8, ...)")

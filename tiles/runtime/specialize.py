@@ -30,6 +30,7 @@ class ArgSpec:
     # On the base pointer of a host TensorDescriptor argument: its block shape.  The shape and
     # stride specs follow it (``descriptor_specs``).
     descriptor: tuple[int, ...] | None = None
+    padding: str = "zero"        # the descriptor's padding ("nan": out-of-bounds reads give NaN)
     # On the marker of a tuple argument (a compile-time slot, no parameter): its length.  Each
     # element's specs follow it (``expanded_args.specs_of``).
     tuple_len: int | None = None
@@ -45,7 +46,8 @@ class ArgSpec:
                 return (self.name, "c", jit_key)
             return (self.name, "c", _hashable(self.value))
         if self.descriptor is not None:
-            return (self.name, str(self.type), self.divisibility, "desc", self.descriptor)
+            pad = () if self.padding == "zero" else (self.padding,)
+            return (self.name, str(self.type), self.divisibility, "desc", self.descriptor, *pad)
         return (self.name, str(self.type), self.divisibility)
 
 
@@ -192,8 +194,6 @@ def descriptor_specs(name: str, desc: TensorDescriptor, specialize: bool) -> lis
     aligned (the descriptor's rule); sizes and strides are run-time integers (specialized as
     int arguments are: 1, multiple of 16), except the last stride, always the constant 1."""
     why = problem(desc)
-    if why is None and desc.padding != "zero":
-        why = f"padding={desc.padding!r} is not supported by tiles yet; use padding='zero'"
     if why is not None:
         raise TypeError(f"argument {name!r} (a TensorDescriptor): {why}")
     dtype = array_dtype(desc.base)
@@ -205,7 +205,7 @@ def descriptor_specs(name: str, desc: TensorDescriptor, specialize: bool) -> lis
     address = address_of(desc.base)
     base = ArgSpec(names[0], False, type=PointerType(dtype),
                    divisibility=16 if address is not None and address % 16 == 0 else 1,
-                   descriptor=tuple(int(b) for b in desc.block_shape))
+                   descriptor=tuple(int(b) for b in desc.block_shape), padding=desc.padding)
     ints = [classify(n, int(v), False, specialize)
             for n, v in zip(names[1:-1], (*desc.shape, *desc.strides[:-1]))]
     return [base, *ints, ArgSpec(names[-1], True, 1)]

@@ -27,6 +27,11 @@ def _shape(size: Any) -> tuple[int, ...]:
     return tuple(size) if isinstance(size, (tuple, list)) else (int(size),)
 
 
+class PackingDimensionError(ValueError, AssertionError):
+    """``to_packed_tensor`` given a dimension the tensor does not have: a ValueError, and the
+    AssertionError Triton's own ``MXFP4Tensor`` raises there (its tests catch that)."""
+
+
 class MXFP4Tensor:
     """E2M1 values, one per uint8 code in ``data`` (sign in bit 3): ``MXFP4Tensor(float_tensor)``
     converts, ``MXFP4Tensor(size=..., device=...).random()`` draws every code uniformly."""
@@ -76,7 +81,7 @@ class MXFP4Tensor:
         torch = _torch()
         data = self.data
         if not 0 <= dim < data.ndim:
-            raise ValueError(f"to_packed_tensor: dim {dim} is not a dimension of a {data.ndim}-d tensor")
+            raise PackingDimensionError(f"to_packed_tensor: dim {dim} is not a dimension of a {data.ndim}-d tensor")
         if data.shape[dim] % 2:
             pad = list(data.shape)
             pad[dim] = 1

@@ -133,9 +133,6 @@ class TensorDescriptor:
         self.strides = [int(n) for n in self.strides] if _all_ints(self.strides) else list(self.strides)
         self.block_shape = list(self.block_shape)
         why = problem(self)
-        if why is None and self.padding == "nan":
-            why = ("padding='nan' is not supported by tiles yet (out-of-bounds reads give 0); use "
-                   "padding='zero', or mask the tile with tl.where after the load")
         if why is None and self.round_f32_to_tf32:
             why = "round_f32_to_tf32=True is not supported by tiles; leave it False"
         if why is not None:
