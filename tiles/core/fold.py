@@ -19,17 +19,17 @@ from .ops import BINARY_ARITH, COMPARISON, MATH, SIDE_EFFECTS, Op
 
 _FOLDABLE = BINARY_ARITH | COMPARISON | MATH | {Op.NEG, Op.NOT, Op.CAST, Op.WHERE, Op.FMA, Op.ISNAN,
                                                 Op.MATH_FN, Op.BROADCAST, Op.BITCAST}
-_PURE = _FOLDABLE | {Op.CONST, Op.ARANGE, Op.PROGRAM_ID, Op.NUM_PROGRAMS, Op.BITCAST, Op.ADDPTR,
+PURE = _FOLDABLE | {Op.CONST, Op.ARANGE, Op.PROGRAM_ID, Op.NUM_PROGRAMS, Op.BITCAST, Op.ADDPTR,
                      Op.RESHAPE, Op.PERMUTE, Op.JOIN, Op.CAT, Op.PTR_TO_INT, Op.INT_TO_PTR, Op.HINT}
 
 
-def _replace_uses(block: Block, mapping: dict[Value, Value]) -> None:
+def replace_uses(block: Block, mapping: dict[Value, Value]) -> None:
     for i, instr in enumerate(block.instrs):
         if any(v in mapping for v in instr.operands):
             block.instrs[i] = instr = dataclasses.replace(
                 instr, operands=tuple(mapping.get(v, v) for v in instr.operands))
         for region in instr.regions:
-            _replace_uses(region, mapping)
+            replace_uses(region, mapping)
     block.yields = [mapping.get(v, v) for v in block.yields]
 
 
@@ -75,7 +75,7 @@ def _fold(instr: Instr, values: list[A.Const]) -> A.Const | None:
 
 
 def _key(instr: Instr) -> tuple[Any, ...] | None:
-    if instr.op not in _PURE or instr.regions or instr.op in SIDE_EFFECTS:
+    if instr.op not in PURE or instr.regions or instr.op in SIDE_EFFECTS:
         return None
     return (instr.op, tuple(map(id, instr.operands)), instr.attrs, tuple(r.type for r in instr.results))
 

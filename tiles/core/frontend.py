@@ -50,7 +50,7 @@ def _h(attr: str) -> ast.Attribute:
     return ast.Attribute(ast.Name("__tiles__", ast.Load()), attr, ast.Load())
 
 
-def _call(attr: str, *args: ast.expr) -> ast.Call:
+def helper_call(attr: str, *args: ast.expr) -> ast.Call:
     return ast.Call(_h(attr), list(args), [])
 
 
@@ -206,15 +206,15 @@ class _Rewriter:
             return self.if_(s)
         if isinstance(s, ast.Assert):
             msg = s.msg if s.msg is not None else ast.Constant(ast.unparse(s.test))
-            call = _call("assert_", _Exprs().visit(s.test), _Exprs().visit(msg))
+            call = helper_call("assert_", ExpressionRewriter().visit(s.test), ExpressionRewriter().visit(msg))
             return [ast.copy_location(ast.Expr(call), s)]
         if isinstance(s, (ast.FunctionDef, ast.ClassDef)):
             return [s]
-        s = _Exprs().visit(s)
+        s = ExpressionRewriter().visit(s)
         if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call):  # a result dropped: must_use_result
-            s.value.func = ast.copy_location(_call("discarding", s.value.func), s.value.func)
+            s.value.func = ast.copy_location(helper_call("discarding", s.value.func), s.value.func)
         if isinstance(s, ast.Assign) and not any(isinstance(t, ast.Name) and t.id == RET for t in s.targets):
-            s.value = ast.copy_location(_call("assigned", s.value), s.value)  # numbers bind as tiles
+            s.value = ast.copy_location(helper_call("assigned", s.value), s.value)  # numbers bind as tiles
         return [s]
 
     def _def(self, name: str, params: list[str], body: list[ast.stmt], returns: list[str],
@@ -237,7 +237,7 @@ class _Rewriter:
 
     def _lookup(self, names: list[str]) -> ast.Call:
         locals_call = ast.Call(ast.Name("locals", ast.Load()), [], [])
-        return _call("lookup", locals_call, _names_tuple(names))
+        return helper_call("lookup", locals_call, _names_tuple(names))
 
     def for_(self, s: ast.For) -> list[ast.stmt]:
         if s.orelse:
@@ -249,10 +249,10 @@ class _Rewriter:
         iv = "__tiles_iv"
         bind_target = ast.copy_location(ast.Assign([s.target], ast.Name(iv, ast.Load())), s)
         fn = self._def(f"__tiles_for_{n}", [iv, *names], [bind_target, *body], names, s)
-        it = _Exprs().visit(s.iter)
+        it = ExpressionRewriter().visit(s.iter)
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
             it = ast.Call(_h("range"), it.args, it.keywords)
-        call = _call("for_", it, ast.Name(fn.name, ast.Load()), _names_tuple(names), self._lookup(names))
+        call = helper_call("for_", it, ast.Name(fn.name, ast.Load()), _names_tuple(names), self._lookup(names))
         return [fn, self._bind(names, call, s)]
 
     def while_(self, s: ast.While) -> list[ast.stmt]:
@@ -261,11 +261,11 @@ class _Rewriter:
         body = self.block(s.body)
         names = _assigned(body)
         n = next(_counter)
-        cond_ret = ast.copy_location(ast.Return(_Exprs().visit(s.test)), s)
+        cond_ret = ast.copy_location(ast.Return(ExpressionRewriter().visit(s.test)), s)
         cond = _fdef(f"__tiles_cond_{n}", names, [cond_ret])
         ast.copy_location(cond, s)
         fn = self._def(f"__tiles_while_{n}", names, body, names, s)
-        call = _call("while_", ast.Name(cond.name, ast.Load()), ast.Name(fn.name, ast.Load()),
+        call = helper_call("while_", ast.Name(cond.name, ast.Load()), ast.Name(fn.name, ast.Load()),
                      _names_tuple(names), self._lookup(names))
         return [cond, fn, self._bind(names, call, s)]
 
@@ -282,7 +282,7 @@ class _Rewriter:
         n = next(_counter)
         then_fn = self._def(f"__tiles_then_{n}", params, body or [ast.Pass()], outs, s)
         else_fn = self._def(f"__tiles_else_{n}", params, orelse or [ast.Pass()], outs, s)
-        call = _call("if_", _Exprs().visit(s.test), ast.Name(then_fn.name, ast.Load()),
+        call = helper_call("if_", ExpressionRewriter().visit(s.test), ast.Name(then_fn.name, ast.Load()),
                      ast.Name(else_fn.name, ast.Load()), _names_tuple(outs), self._lookup(params))
         return [then_fn, else_fn, self._bind(outs, call, s)]
 
@@ -291,23 +291,23 @@ def _comparison(left: ast.expr, op: ast.cmpop, right: ast.expr) -> ast.expr:
     """One comparison; ``is``/``is not`` compare the values inside constexprs (as Triton's code
     generator does), so a dtype handed to a helper as a constexpr still ``is tl.float32``."""
     if isinstance(op, (ast.Is, ast.IsNot)):
-        return _call("is_" if isinstance(op, ast.Is) else "is_not", left, right)
+        return helper_call("is_" if isinstance(op, ast.Is) else "is_not", left, right)
     return ast.Compare(left, [op], [right])
 
 
-class _Exprs(ast.NodeTransformer):
+class ExpressionRewriter(ast.NodeTransformer):
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.expr:  # noqa: N802
         values = [self.visit(v) for v in node.values]
         helper = "and_" if isinstance(node.op, ast.And) else "or_"
         out = values[-1]
         for v in reversed(values[:-1]):
-            out = _call(helper, v, _lambda(out))
+            out = helper_call(helper, v, _lambda(out))
         return ast.copy_location(out, node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.expr:  # noqa: N802
         self.generic_visit(node)
         if isinstance(node.op, ast.Not):
-            return ast.copy_location(_call("not_", node.operand), node)
+            return ast.copy_location(helper_call("not_", node.operand), node)
         return node
 
     def visit_Compare(self, node: ast.Compare) -> ast.expr:  # noqa: N802
@@ -321,12 +321,12 @@ class _Exprs(ast.NodeTransformer):
             left = right
         out: ast.expr = parts[-1]
         for p in reversed(parts[:-1]):
-            out = _call("and_", p, _lambda(out))
+            out = helper_call("and_", p, _lambda(out))
         return ast.copy_location(out, node)
 
     def visit_IfExp(self, node: ast.IfExp) -> ast.expr:  # noqa: N802
         self.generic_visit(node)
-        return ast.copy_location(_call("ifexp", node.test, _lambda(node.body), _lambda(node.orelse)), node)
+        return ast.copy_location(helper_call("ifexp", node.test, _lambda(node.body), _lambda(node.orelse)), node)
 
     def visit_Call(self, node: ast.Call) -> ast.expr:  # noqa: N802
         self.generic_visit(node)
@@ -403,7 +403,7 @@ def source_lines(fn: Callable[..., Any]) -> tuple[list[str], int]:
 # CPython (3.11, 3.12) keeps one recursion counter per interpreter while converting
 # between Python and C ASTs, so ast.parse/compile racing in two threads can fail with
 # "SystemError: AST constructor recursion depth mismatch": rewrites take turns.
-_ast_lock = threading.RLock()
+ast_lock = threading.RLock()
 
 
 def rewrite(fn: Callable[..., Any], helpers: ModuleType,
@@ -415,7 +415,7 @@ def rewrite(fn: Callable[..., Any], helpers: ModuleType,
     ``text``: (source, line of its first line, linecache name) to rewrite instead of the
     function's file (an edited ``kernel.src``, a kernel made by ``exec``: runtime/kernel_source.py).
     """
-    with _ast_lock:
+    with ast_lock:
         return _rewrite(fn, helpers, text)
 
 

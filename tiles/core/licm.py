@@ -7,7 +7,7 @@ them once even when the loop runs zero times is safe.  Loads never move.
 
 from __future__ import annotations
 
-from .fold import _PURE
+from .fold import PURE
 from .ir import Block, Instr, Kernel, Value
 from .ops import Op
 
@@ -17,7 +17,7 @@ def _hoist(region: Block) -> list[Instr]:
     inside: set[Value] = set(region.args)
     kept, hoisted = [], []
     for instr in region.instrs:
-        if instr.op in _PURE and not instr.regions and not any(v in inside for v in instr.operands):
+        if instr.op in PURE and not instr.regions and not any(v in inside for v in instr.operands):
             hoisted.append(instr)
         else:
             kept.append(instr)

@@ -12,12 +12,12 @@ from .ops import SIDE_EFFECTS, Op
 from .verify import verify
 
 
-def _uses(block: Block, counts: dict[Value, int]) -> None:
+def count_uses(block: Block, counts: dict[Value, int]) -> None:
     for instr in block.instrs:
         for v in instr.operands:
             counts[v] = counts.get(v, 0) + 1
         for region in instr.regions:
-            _uses(region, counts)
+            count_uses(region, counts)
     for y in block.yields:
         counts[y] = counts.get(y, 0) + 1
 
@@ -37,7 +37,7 @@ def dead_code_elimination(kernel: Kernel) -> Kernel:
     regions), so whatever only it used is dropped when the sweep reaches it (SSA: every use comes
     after its definition, regions inside their instruction)."""
     counts: dict[Value, int] = {}
-    _uses(kernel.body, counts)
+    count_uses(kernel.body, counts)
 
     def release(block: Block) -> None:
         for instr in block.instrs:
@@ -71,7 +71,7 @@ def dead_code_elimination(kernel: Kernel) -> Kernel:
 def mark_unused_atomics(kernel: Kernel) -> Kernel:
     """Tell backends which atomics' old values nobody reads (they can skip returning them)."""
     counts: dict[Value, int] = {}
-    _uses(kernel.body, counts)
+    count_uses(kernel.body, counts)
 
     def visit(block: Block) -> None:
         for i, instr in enumerate(block.instrs):

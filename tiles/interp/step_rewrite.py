@@ -27,7 +27,7 @@ from typing import Any
 
 from ..core.builder import register_code
 from ..core.errors import CompilationError
-from ..core.frontend import RET, _ast_lock, _call, _Exprs
+from ..core.frontend import RET, ExpressionRewriter, ast_lock, helper_call
 from ..core.ir import Loc
 
 STEP = "__tiles_step__"
@@ -51,7 +51,7 @@ class _Statements(ast.NodeTransformer):
         return out
 
     def visit_For(self, node: ast.For) -> ast.AST:  # noqa: N802
-        it = _Exprs().visit(node.iter)
+        it = ExpressionRewriter().visit(node.iter)
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
             it = ast.copy_location(ast.Call(ast.Attribute(ast.Name("__tiles__", ast.Load()), "range",
                                                           ast.Load()), it.args, it.keywords), it)
@@ -61,13 +61,13 @@ class _Statements(ast.NodeTransformer):
         return node
 
     def visit_While(self, node: ast.While) -> ast.AST:  # noqa: N802
-        node.test = ast.copy_location(_s("cond", _Exprs().visit(node.test)), node.test)
+        node.test = ast.copy_location(_s("cond", ExpressionRewriter().visit(node.test)), node.test)
         node.body = self._body(node.body)
         node.orelse = self._body(node.orelse)
         return node
 
     def visit_If(self, node: ast.If) -> ast.AST:  # noqa: N802
-        node.test = ast.copy_location(_s("cond", _Exprs().visit(node.test)), node.test)
+        node.test = ast.copy_location(_s("cond", ExpressionRewriter().visit(node.test)), node.test)
         node.body = self._body(node.body)
         node.orelse = self._body(node.orelse)
         return node
@@ -76,18 +76,18 @@ class _Statements(ast.NodeTransformer):
         msg = node.msg if node.msg is not None else ast.Constant(ast.unparse(node.test))
         args = ast.arguments(posonlyargs=[], args=[], vararg=None, kwonlyargs=[], kw_defaults=[],
                              kwarg=None, defaults=[])
-        call = _s("check", _Exprs().visit(node.test), ast.Lambda(args, _Exprs().visit(msg)))
+        call = _s("check", ExpressionRewriter().visit(node.test), ast.Lambda(args, ExpressionRewriter().visit(msg)))
         return ast.copy_location(ast.Expr(call), node)
 
     def visit_Assign(self, node: ast.Assign) -> ast.AST:  # noqa: N802
-        node = _Exprs().visit(node)
+        node = ExpressionRewriter().visit(node)
         if not any(isinstance(t, ast.Name) and t.id == RET for t in node.targets):
-            node.value = ast.copy_location(_call("assigned", node.value), node.value)
+            node.value = ast.copy_location(helper_call("assigned", node.value), node.value)
         return node
 
     def generic_visit(self, node: ast.AST) -> ast.AST:
         if isinstance(node, ast.stmt) and not isinstance(node, (ast.FunctionDef, ast.ClassDef)):
-            return _Exprs().visit(node)
+            return ExpressionRewriter().visit(node)
         return super().generic_visit(node)
 
 
@@ -100,7 +100,7 @@ def stepping_function(fn: Callable[..., Any], helpers: ModuleType, step_helpers:
     """``fn`` rewritten to run one program at a time on real values (see the module docstring)."""
     found = _CACHE.get(fn)
     if found is None:
-        with _ast_lock:
+        with ast_lock:
             found = _CACHE[fn] = _rewrite(fn, helpers, step_helpers)
     return found
 

@@ -143,7 +143,7 @@ def _block(block: Block, info: dict[Value, AxisInfo], stand_ins: dict[Value, Val
                 info[r] = meet(info.get(a, AxisInfo()), info.get(b, AxisInfo()))
         elif len(instr.results) == 1:
             ordinary = stand_ins.get(instr.result)  # a guard legalize.py built: as Triton, assume ordinary inputs
-            info[instr.result] = info[ordinary] if ordinary in info else _rule(instr, info)
+            info[instr.result] = info[ordinary] if ordinary in info else axis_rule(instr, info)
 
 
 def _operand_axes(fact: AxisInfo, v: Value, shape: tuple[int, ...]) -> list[AxisInfo]:
@@ -160,7 +160,7 @@ _INDEX_OPS = frozenset({Op.ADD, Op.SUB, Op.ADDPTR, Op.MUL, Op.MOD, *COMPARISON, 
 _PURE = ELEMENTWISE - {Op.HINT}  # equal operands give equal results
 
 
-def _rule(instr: Instr, info: dict[Value, AxisInfo]) -> AxisInfo:
+def axis_rule(instr: Instr, info: dict[Value, AxisInfo]) -> AxisInfo:
     op, r = instr.op, instr.results[0]
     ops = [info.get(v, AxisInfo()) for v in instr.operands]
     shape = _shape(r)

@@ -22,10 +22,10 @@ import dataclasses
 
 from ...core import attrs as A  # noqa: N812
 from ...core import dtypes as D  # noqa: N812
-from ...core.fold import _replace_uses
+from ...core.fold import replace_uses
 from ...core.ir import Block, Instr, Kernel, TileType, Value, walk_block
 from ...core.ops import BINARY_ARITH, COMPARISON, Op
-from .induction import Emit, _defined_in
+from .induction import Emit, defined_in
 
 _INDEX_OPS = BINARY_ARITH | COMPARISON | {Op.ADDPTR, Op.CAST, Op.NEG, Op.NOT, Op.WHERE, Op.ARANGE, Op.CONST,
                                           Op.BROADCAST, Op.RESHAPE, Op.HINT}
@@ -81,7 +81,7 @@ class _Candidate:
 
 def _candidates(loop: Instr, defs: dict[Value, Instr]) -> list[_Candidate]:
     body = loop.regions[0]
-    inside = _defined_in(body)
+    inside = defined_in(body)
     producers = {r: i for i in walk_block(body) for r in i.results}
     top = {r: i for i in body.instrs for r in i.results}
     out = []
@@ -158,7 +158,7 @@ def _rewrite(loop: Instr, defs: dict[Value, Instr]) -> tuple[list[Instr], Instr]
                                    dict(zip(c.leaves, outs[1:])))
     at = {id(c.branch_if): body.instrs.index(c.branch_if) for c in found}
     builds = {id(c.branch_if): c.builds for c in found}
-    _replace_uses(body, mapping)  # keeps each instruction's position
+    replace_uses(body, mapping)  # keeps each instruction's position
     for key, rows in extra.items():
         instr = body.instrs[at[key]]
         for r, region in enumerate(instr.regions):

@@ -19,12 +19,12 @@ from collections.abc import Sequence
 
 from ...core import attrs as A
 from ...core import dtypes as D  # noqa: N812
-from ...core.fold import _PURE, _replace_uses
+from ...core.fold import PURE, replace_uses
 from ...core.ir import Block, Instr, Kernel, TileType, Value, walk_block
 from ...core.ops import Op
 
 
-def _defined_in(block: Block) -> set[Value]:
+def defined_in(block: Block) -> set[Value]:
     inside = set(block.args)
     for instr in walk_block(block):
         inside.update(instr.results)
@@ -39,7 +39,7 @@ def _invariant_chain(v: Value, producers: dict[Value, Instr], inside: set[Value]
     if v not in inside:
         return []
     instr = producers.get(v)
-    if instr is None or instr.op not in _PURE or instr.regions or instr.op is Op.PROGRAM_ID:
+    if instr is None or instr.op not in PURE or instr.regions or instr.op is Op.PROGRAM_ID:
         return None
     chain: list[Instr] = []
     for operand in instr.operands:
@@ -118,7 +118,7 @@ def _closed_form(emit: Emit, loop: Instr, body: Block, init: Value, inc: Value,
 
 def _rewrite_loop(loop: Instr, uses_after: set[Value], defs: dict[Value, Instr]) -> Instr:
     body = loop.regions[0]
-    inside = _defined_in(body)
+    inside = defined_in(body)
     producers = {r: i for i in body.instrs for r in i.results}
     hoist: list[Instr] = []
     emit = Emit(loop.loc)
@@ -143,7 +143,7 @@ def _rewrite_loop(loop: Instr, uses_after: set[Value], defs: dict[Value, Instr])
     hoist.sort(key=lambda i: order[id(i)])
     rest = [i for i in body.instrs if id(i) not in moved]
     body.instrs = rest
-    _replace_uses(body, mapping)
+    replace_uses(body, mapping)
     body.instrs = [*hoist, *emit.instrs, *body.instrs]
     return _drop_dead_carried(loop, uses_after, set(mapping))
 

@@ -35,7 +35,7 @@ def access_width(lw: Lowering, instr: Instr, lay: Layout, mask_index: int | None
     return w
 
 
-def _groups(lw: Lowering, instr: Instr, mask_index: int | None, other_index: int | None):
+def access_groups(lw: Lowering, instr: Instr, mask_index: int | None, other_index: int | None):
     """(first slot, width) of every access: width > 1 for vectorizable chunks."""
     lay = lw.layout(instr.operands[0])
     w = access_width(lw, instr, lay, mask_index, other_index)
@@ -62,7 +62,7 @@ def _load(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         return [[lw.e.load_volatile(p, elem, masks[j] if masks else None, others[j] if others else None)
                  for j, p in enumerate(ptrs)]]
     out: list[Handle] = []
-    for j, w in _groups(lw, instr, 1 if a.masked else None, 2 if a.has_other else None):
+    for j, w in access_groups(lw, instr, 1 if a.masked else None, 2 if a.has_other else None):
         m = masks[j] if masks else None
         if w == 1:
             out.append(lw.e.load(ptrs[j], elem, m, others[j] if others else None))
@@ -92,7 +92,7 @@ def _store(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     ptrs, values = lw.env[ptr], lw.env[instr.operands[1]]
     masks = lw.env[instr.operands[2]] if a.masked else None
     elem = instr.operands[1].type.element
-    for j, w in _groups(lw, instr, 2 if a.masked else None, None):
+    for j, w in access_groups(lw, instr, 2 if a.masked else None, None):
         m = lw.and_mask(lw.owner(lay, j), masks[j] if masks else None)
         if w == 1:
             lw.e.store(ptrs[j], values[j], elem, m)

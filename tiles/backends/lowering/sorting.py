@@ -80,7 +80,7 @@ def _histogram(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     return [out]
 
 
-def _to_tf32(lw: Lowering, h: Handle) -> Handle:
+def to_tf32(lw: Lowering, h: Handle) -> Handle:
     """Round a float32 to 10 mantissa bits, to nearest even (what tf32 inputs keep)."""
     e, u = lw.e, D.uint32
     bits = e.bitcast(h, D.float32, u)
@@ -103,7 +103,7 @@ def _dot(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     for v in (a, b):
         hs = lw.env[v]
         if adt == D.float32 and instr.attrs.input_precision == "tf32":
-            hs = [_to_tf32(lw, h) for h in hs]
+            hs = [to_tf32(lw, h) for h in hs]
         ins.append(hs)
     a_size = lw.local_size(adt, a.type.numel)
     lw.reserve_local(a_size + lw.local_size(adt, b.type.numel))

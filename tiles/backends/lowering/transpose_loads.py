@@ -16,8 +16,8 @@ from __future__ import annotations
 from ...core import attrs as A  # noqa: N812
 from ...core.ir import Block, Instr, Kernel, TileType, Value
 from ...core.ops import BINARY_ARITH, COMPARISON, Op
-from ...core.passes import _uses
-from .axisinfo import AxisInfo, _rule, analyze
+from ...core.passes import count_uses
+from .axisinfo import AxisInfo, analyze, axis_rule
 
 _ELEMENTWISE = frozenset({*BINARY_ARITH, *COMPARISON, Op.ADDPTR, Op.CAST, Op.WHERE, Op.NOT, Op.NEG})
 
@@ -34,7 +34,7 @@ class _Sinker:
         out = Value(type)
         instr = Instr(op, tuple(operands), (out,), attrs, loc=like.loc)
         self.instrs.append(instr)
-        self.info[out] = _rule(instr, self.info)
+        self.info[out] = axis_rule(instr, self.info)
         return out
 
     def __call__(self, v: Value) -> Value | None:
@@ -75,7 +75,7 @@ def transpose_column_loads(kernel: Kernel) -> Kernel:
     info = analyze(kernel)
     defs = {r: i for i in kernel.walk() for r in i.results}
     counts: dict[Value, int] = {}
-    _uses(kernel.body, counts)
+    count_uses(kernel.body, counts)
     changed = False
 
     def rewrite(load: Instr) -> list[Instr] | None:

@@ -81,7 +81,7 @@ def _fragment_index(lw: Lowering, lanes: Lanes, b: int, mi: int, ni: int, half: 
     return lw.iop(Op.ADD, lw.iop(Op.MUL, lanes.row(mi, half, b), ld), lanes.col(ni))
 
 
-def _fragment_pairs(lw: Lowering, lay: MMALayout, ld: int) -> Iterator[tuple[int, Index]]:
+def fragment_pairs(lw: Lowering, lay: MMALayout, ld: int) -> Iterator[tuple[int, Index]]:
     """(slot, local-memory index) of each pair of adjacent accumulator elements this thread holds,
     in a row-major staging array with row stride ``ld``."""
     lanes = Lanes(lw, lay)
@@ -103,7 +103,7 @@ def from_blocked(lw: Lowering, handles: list[Handle], lay: MMALayout, dtype: DTy
     stage(lw, handles, lw.layout(shape), dtype, 0, ld)
     e.barrier()
     out: list[Handle] = [None] * lay.per_thread
-    for k, at in _fragment_pairs(lw, lay, ld):
+    for k, at in fragment_pairs(lw, lay, ld):
         out[k:k + 2] = e.local_load_vector(0, lw.idx(at), 2, dtype)
     e.barrier()
     return out

@@ -31,7 +31,7 @@ from ..lower import RULES
 from ..memory import access_width
 from .base import TensorCoreLowering, tc_rule
 from .fragments import frag_handles
-from .plan import MMALayout, Plan, _frag_use
+from .plan import MMALayout, Plan, frag_use
 from .remat import can_remat, value_at
 from .staging import Place, SwizzledRows, blocked_place, staging
 
@@ -84,7 +84,7 @@ def _needed_blocked(lw: TensorCoreLowering, plan: Plan, v: Value, claimed: dict[
         if any(v in region.yields for region in instr.regions):
             return True
         for idx, o in enumerate(instr.operands):
-            if o is v and instr not in claimed and not _frag_use(plan, instr, idx):
+            if o is v and instr not in claimed and not frag_use(plan, instr, idx):
                 return True
     return False
 

@@ -354,7 +354,7 @@ def build_plan(kernel: Kernel, e: TensorCoreEmitter, threads: int) -> Plan:
     _fuse_adds(plan, kernel.body, defs, uses)
     for instr in instrs:
         for idx, v in enumerate(instr.operands):
-            if v in lays and not _frag_use(plan, instr, idx):
+            if v in lays and not frag_use(plan, instr, idx):
                 plan.blocked.add(v)
         for region in instr.regions:
             for i, y in enumerate(region.yields):
@@ -417,7 +417,7 @@ def _dot_operands(plan: Plan, dot: Instr, defs: dict[Value, Instr], uses: dict[V
         plan.absorbed.add(p)
 
 
-def _frag_use(plan: Plan, instr: Instr, idx: int) -> bool:
+def frag_use(plan: Plan, instr: Instr, idx: int) -> bool:
     v = instr.operands[idx]
     if instr.op is Op.DOT:
         if instr not in plan.dots:

@@ -76,9 +76,9 @@ def a_in_registers(lw: TensorCoreLowering, instr: Instr) -> list[list[list[Handl
 
 
 def _staged(lw: TensorCoreLowering, v: Value, adt: DType) -> list[Handle]:
-    from ..sorting import _to_tf32
+    from ..sorting import to_tf32
     hs = lw.env.get(v, [])
-    return [_to_tf32(lw, h) for h in hs] if adt == D.float32 else hs
+    return [to_tf32(lw, h) for h in hs] if adt == D.float32 else hs
 
 
 def _a_frags(lw: TensorCoreLowering, instr: Instr, shape: tuple[int, int, int], lay: MMALayout,

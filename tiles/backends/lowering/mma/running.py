@@ -15,7 +15,7 @@ iteration the loop copies.
 
 from __future__ import annotations
 
-from ....core.fold import _PURE
+from ....core.fold import PURE
 from ....core.ir import Instr, Value, walk_block
 from ....core.ops import Op
 
@@ -54,7 +54,7 @@ def _rule(instr: Instr, iv: Value, count: set[Value], defs: dict[Value, Instr], 
     if None in kinds:
         return None
     if all(k == "none" for k in kinds):
-        return "none" if op in _PURE and not instr.regions else None
+        return "none" if op in PURE and not instr.regions else None
     if op in (Op.BROADCAST, Op.HINT, Op.RESHAPE):
         return kinds[0]
     if op is Op.CAST:

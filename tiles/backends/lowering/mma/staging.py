@@ -40,7 +40,7 @@ from ..emitter import Handle
 from ..layout import Layout
 from ..lower import FOLD, Index, Lowering
 from .base import TensorCoreLowering
-from .convert import Lanes, _fragment_pairs, align16, padded
+from .convert import Lanes, align16, fragment_pairs, padded
 from .plan import MMALayout
 
 IndexOp = Callable[[Op, Index, Index], Index]
@@ -78,7 +78,7 @@ class PaddedRows:
         return align16(self.rows * self.ld * self.itemsize)
 
     def write(self, lw: TensorCoreLowering, handles: Sequence[Handle], lay: MMALayout, dtype: DType) -> None:
-        for k, at in _fragment_pairs(lw, lay, self.ld):
+        for k, at in fragment_pairs(lw, lay, self.ld):
             lw.e.local_store_vector(0, lw.idx(at), handles[k:k + 2], dtype, None)
 
     def indices(self, lw: Lowering, places: Sequence[Place]) -> list[Index]:
