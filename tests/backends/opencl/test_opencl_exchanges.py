@@ -110,5 +110,5 @@ def test_fewer_barriers_when_deferred(monkeypatch):
     counts = {}
     for defer in (False, True):
         monkeypatch.setattr(OpenCLBackend, "cpu_defer_exchange_barriers", defer)
-        counts[defer] = barriers(OpenCLBackend()._generate(compiled, compiled.options))[0]
+        counts[defer] = barriers(OpenCLBackend()._generate(compiled, compiled.options).asm)[0]
     assert counts[True] < counts[False] * 0.75, counts
