@@ -139,9 +139,10 @@ def one_element_if_kernel(x_ptr, out_ptr, LIMIT: tl.constexpr, EXPLICIT: tl.cons
 
 
 @pytest.mark.parametrize("explicit", [False, True])
-def test_a_one_element_tile_as_an_if_condition(rng, explicit):
+def test_a_one_element_tile_as_an_if_condition(rng, explicit, tmp_path, monkeypatch):
     """Triton's ``test_unsplat``: ``if t:`` on a one-element tile works (with a warning, as Triton
     warns) and so does ``if t.item():``; a longer tile is still refused."""
+    monkeypatch.setenv("TILES_CACHE_DIR", str(tmp_path))  # traced, not read from an earlier run's cache
     kernel = tiles.jit(one_element_if_kernel.fn)  # compiled afresh: the warning comes with the compile
     for i, value in enumerate((int(rng.integers(43, 1000)), 42, int(rng.integers(-1000, 42)), 2**30 - 1)):
         x = np.array([value], np.int32)
