@@ -4,9 +4,9 @@ Forms: Triton's tutorial matmul exactly (pointer tiles advanced in the loop, row
 wrapped with ``%``, K masks), the same without masks and wraps (fp16, bf16, with B transposed in
 memory, and fp8 e4m3 with B transposed), a persistent matmul (each program loops over output
 tiles), the same flattened as Triton's tutorial 09 writes it (one loop over every (tile, k step)
-pair, the next tile chosen under ``if ki == 0``, stored under ``if ki == k_tiles - 1``), and a
-grouped GEMM whose operand addresses are loaded from pointer arrays (Triton's
-grouped tutorial's form).  Every
+pair, the next tile chosen under ``if ki == 0``, stored under ``if ki == k_tiles - 1``; also with an
+fp32 C, where ``acc.to(c_ptr.dtype.element_ty)`` is the accumulator itself), and a grouped GEMM
+whose operand addresses are loaded from pointer arrays (Triton's grouped tutorial's form).  Every
 configuration is offered to both compilers; the best median (``triton.testing.do_bench``) per case
 is reported, as TFLOP/s = 2*M*N*K / time.  Each result is checked against torch before it is timed.
 
@@ -317,6 +317,8 @@ def main() -> None:
                  ("tutorial (no masks)", fp16, tutorial(fp16, False)),
                  ("persistent", fp16, persistent(fp16)),
                  ("flat persistent (tutorial 09)", fp16, persistent(fp16, flat=True))]
+        fp32_out = operands(torch.float16, out=torch.float32)  # c_ptr.dtype.element_ty: the accumulator as is
+        cases.append(("flat persistent, fp32 C", fp32_out, persistent(fp32_out, flat=True)))
         bf16 = operands(torch.bfloat16)
         cases.append(("tutorial bf16", bf16, tutorial(bf16, False)))
         tb = operands(torch.float16, trans_b=True)

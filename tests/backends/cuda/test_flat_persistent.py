@@ -200,3 +200,32 @@ def test_copies_before_a_run_time_if_without_carried_addresses(m, n, k, stages):
     for j in range(parts):
         want = a[:, j * step:(j + 1) * step].astype(np.float32) @ b[j * step:(j + 1) * step].astype(np.float32)
         assert _rel(c[j], want) < 2e-3, j
+
+
+@pytest.mark.parametrize("m,n,k,programs,stages", [(150, 144, 112, 4, 3), (97, 64, 208, 3, 4), (64, 80, 32, 1, 2)])
+def test_fp32_output_pipelined(m, n, k, programs, stages):
+    """The same kernel storing an fp32 tile (``acc.to(float32)`` is the accumulator itself): its copy
+    out of the MMA layout is made inside the epilogue branch, not after every k step, so the loop
+    is pipelined as with fp16; before, that copy at the top of the body kept the loop unpipelined.
+    Simulated against numpy at odd sizes."""
+    from test_tutorial_forms import _simulate
+    a, b, _, _ = _args(m, n, k)
+    c = np.full((m, n), np.nan, np.float32)
+    args = (a, b, c, m, n, k, k, 1, n, 1, n, 1)
+    bm, bn, bk, warps = 64, 64, 32, 4
+    ir = _compile(args, programs, bm, bn, bk, warps, stages)
+    ptx = _ptx(ir, warps, stages)
+    assert "cp.async.cg.shared.global" in ptx and "wgmma.wait_group.sync.aligned 1;" in ptx
+    _simulate(flat_matmul, ir, args, (programs,), warps, stages)
+    assert _rel(c, a.astype(np.float32) @ b.astype(np.float32)) < 2e-3
+
+
+def test_fp32_output_large_tile_runs_fewer_stages():
+    """128x256 fp32 tiles at num_stages=3: three 48 KiB stages and the tile's 128 KiB copy out of
+    the MMA layout would pass the 227 KiB of shared memory, so the loop runs two stages (the copy's
+    exact size counted, padding included: with the tile's bare size the kernel was refused)."""
+    *_, args = _args(4096, 4096, 4096)
+    args = (args[0], args[1], np.zeros((4096, 4096), np.float32), *args[3:])
+    ptx = _ptx(_compile(args, 132, 128, 256, 64, 8, 3), 8, 3)
+    assert ptx.count("cp.async.cg.shared.global") == 2 * 12
+    assert "wgmma.wait_group.sync.aligned 1;" in ptx and "cp.async.wait_group 0;" in ptx

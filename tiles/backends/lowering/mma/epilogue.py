@@ -72,8 +72,9 @@ def claim_stores(lw: TensorCoreLowering) -> dict[Instr, Layout]:
             if dst is not None:
                 claimed[instr] = dst
     for v in {s.operands[1] for s in claimed}:
-        if v in plan.blocked and not _needed_blocked(lw, plan, v, claimed):
+        if (v in plan.blocked or v in plan.sunk) and not _needed_blocked(lw, plan, v, claimed):
             plan.blocked.discard(v)
+            plan.sunk.pop(v, None)
     return claimed
 
 

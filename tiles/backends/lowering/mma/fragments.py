@@ -94,7 +94,12 @@ def publish(lw: TensorCoreLowering, v: Value, handles: list[Handle]) -> list[Han
     st.mma[v] = handles
     if v not in st.plan.blocked:
         return None
-    lay = st.plan.values[v]
+    return blocked_copy(lw, v, handles)
+
+
+def blocked_copy(lw: TensorCoreLowering, v: Value, handles: list[Handle]) -> list[Handle]:
+    """The blocked handles of ``v``, whose fragment handles are ``handles``."""
+    lay = lw.tc.plan.values[v]
     if isinstance(lay, RowLayout):
         return row_to_blocked(lw, handles, lay, v.type.dtype, v.type.shape)
     return to_blocked(lw, handles, lay, v.type.element)  # type: ignore[arg-type]

@@ -354,19 +354,36 @@ def _through_if(lw: TensorCoreLowering, body: Block, out: Value, acc: Value) -> 
 
 
 def _fitting_stages(lw: TensorCoreLowering, pipe: Pipe, body: Block, stage_bytes: int) -> int:
-    """``pipe.stages``, or fewer (not under 2) where the stages and the region above them that
-    a run-time if in the body needs (at least its largest tile moved out of fragments) would
-    not fit in the target's shared memory."""
+    """``pipe.stages``, or fewer where the stages and the region above them that a run-time if
+    in the body needs (its largest tile moved out of fragments) would not fit in the target's
+    shared memory; 0 where not even two stages fit."""
     if not pipe.scratch:
         return pipe.stages
     plan = lw.tc.plan
     under_if = [r for i in body.instrs if i.op is Op.IF for region in i.regions
-                for j in walk_block(region) for r in j.results]
-    above = max((v.type.numel * v.type.element.itemsize for v in under_if if v in plan.blocked), default=0)
+                for j in walk_block(region) for r in j.results if r in plan.blocked]
+    under_if += [v for v, (f, _) in plan.sunk.items() if f in body.instrs]
+    above = max((_blocked_copy_bytes(lw, v) for v in under_if), default=0)
     stages = pipe.stages
-    while stages > 2 and -(-stages * stage_bytes // 1024) * 1024 + above > lw.e.target.shared_memory:
+    while stages >= 2 and -(-stages * stage_bytes // 1024) * 1024 + above > lw.e.target.shared_memory:
         stages -= 1
-    return stages
+    return stages if stages >= 2 else 0
+
+
+def _blocked_copy_bytes(lw: TensorCoreLowering, v: Value) -> int:
+    """Local memory that moving ``v`` out of its fragment layout takes (``staging.to_blocked``)."""
+    from .plan import MMALayout
+    from .staging import staging
+    lay = lw.tc.plan.values.get(v)
+    if isinstance(lay, MMALayout):
+        return staging(lay, v.type.element, lw.options.codegen.stmatrix).nbytes  # type: ignore[arg-type]
+    return v.type.numel * v.type.element.itemsize
+
+
+def fits(lw: TensorCoreLowering, instr: Instr, pipe: Pipe, geometry: Callable[..., tuple[int, int, int, int]]
+         ) -> bool:
+    """Whether at least two stages of ``pipe`` fit beside what the loop body's epilogue needs."""
+    return _fitting_stages(lw, pipe, instr.regions[0], _layout(lw, pipe, geometry)[0]) > 0
 
 
 def rotated(lw: TensorCoreLowering, slot: Handle, by: int, stages: int) -> Handle:

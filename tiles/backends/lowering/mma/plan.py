@@ -28,7 +28,7 @@ from typing import Any
 
 from ....core import dtypes as D  # noqa: N812
 from ....core.dtypes import DType
-from ....core.ir import Block, Instr, Kernel, Value
+from ....core.ir import Block, Instr, Kernel, Value, walk_block
 from ....core.ops import BINARY_ARITH, COMPARISON, MATH, Op
 from .emitter import TensorCoreEmitter
 from .remat import can_remat
@@ -160,6 +160,8 @@ class Plan:
     wgmma: bool = False  # every DOT runs as warpgroup MMAs (MMAExtension.warpgroup) in interleaved layouts
     add_into: dict[Instr, Value] = field(default_factory=dict)  # DOT of zero acc -> x of its `x + dot`
     fused_adds: dict[Instr, Instr] = field(default_factory=dict)  # that ADD -> the DOT that did it
+    # values needed blocked only inside one branch of a fragment IF: converted there (IF, branch)
+    sunk: dict[Value, tuple[Instr, int]] = field(default_factory=dict)
 
 
 def dot_shape(e: TensorCoreEmitter, instr: Instr, threads: int) -> tuple[int, int, int] | None:
@@ -369,7 +371,39 @@ def build_plan(kernel: Kernel, e: TensorCoreEmitter, threads: int) -> Plan:
     for y in kernel.body.yields:
         if y in lays:
             plan.blocked.add(y)
+    _sink_into_branches(plan, instrs)
     return plan
+
+
+def _sink_into_branches(plan: Plan, instrs: list[Instr]) -> None:
+    """Move to ``Plan.sunk`` the blocked values whose only non-fragment uses are inside one
+    branch of an IF with fragment results (Triton's flattened persistent matmul storing its fp32
+    accumulator under ``if ki == k_tiles - 1``): converted at the top of that branch instead of
+    where they are defined, every iteration."""
+    yielded = {y for i in instrs for r in i.regions for k, y in enumerate(r.yields) if not _frag_yield(plan, i, r, k)}
+    for f in instrs:
+        if f.op is not Op.IF or not any(r in plan.values for r in f.results):
+            continue
+        for b, region in enumerate(f.regions):
+            inner = list(walk_block(region))
+            defined = {r for i in inner for r in i.results}
+            for v in {o for i in inner for o in i.operands if o in plan.blocked and o not in defined}:
+                if v in yielded or v in plan.sunk:
+                    continue
+                outside = [(i, k) for i in instrs if i not in inner for k, o in enumerate(i.operands) if o is v]
+                if all(frag_use(plan, i, k) for i, k in outside):
+                    plan.blocked.discard(v)
+                    plan.sunk[v] = (f, b)
+
+
+def _frag_yield(plan: Plan, instr: Instr, region: Block, k: int) -> bool:
+    """Whether ``region``'s ``k``-th yield is taken in its fragment layout (no blocked copy)."""
+    y = region.yields[k]
+    if y not in plan.values:
+        return True
+    if instr.op is Op.IF:
+        return plan.values.get(instr.results[k]) == plan.values[y]
+    return instr.op is Op.FOR and plan.values.get(region.args[1 + k]) == plan.values[y]
 
 
 def _is_zero(v: Value, defs: dict[Value, Instr]) -> bool:

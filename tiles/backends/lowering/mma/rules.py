@@ -24,9 +24,9 @@ from ..emitter import Handle
 from ..lower import RULES
 from .base import TensorCoreLowering, tc_rule
 from .convert import Lanes, align16, padded, stage
-from .fragments import a_from_regs, frag_handles, publish
+from .fragments import a_from_regs, blocked_copy, frag_handles, publish
 from .lookahead import inputs
-from .pipeline import Borrowed, find_pipe, hoistable, lower_pipelined
+from .pipeline import Borrowed, find_pipe, fits, hoistable, lower_pipelined
 from .plan import Frag, MMALayout
 
 
@@ -222,7 +222,7 @@ def lower_for(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     if not pos:
         return RULES[Op.FOR](lw, instr)
     pipe = find_pipe(lw, instr, st.plan.dots, st.defs)
-    if pipe is not None:
+    if pipe is not None and fits(lw, instr, pipe, geometry):
         return lower_pipelined(lw, instr, pipe, pos, Borrowed(geometry, hoist_a, lower_carried_body, mma_handles))
     lb, ub, step = (lw.env[v][0] for v in instr.operands[:3])
     (body,) = instr.regions
@@ -292,7 +292,7 @@ def _if(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
     sizes = [lw.layout(r).per_thread if lo is None else lo.per_thread for r, lo in zip(instr.results, lays)]
     types = [r.type.dtype for r, n in zip(instr.results, sizes) for _ in range(n)]
 
-    def branch(block: Block) -> Any:
+    def branch(b: int, block: Block) -> Any:
         def run() -> list[Handle]:
             st = lw.tc
             # a product still in flight (pipeline._through_if): waited for where the branch reads it
@@ -300,6 +300,9 @@ def _if(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
             saved = {v: st.mma[v] for v in read}
             for v in read:
                 st.mma[v] = lw.e.wgmma_wait(0, st.mma[v])
+            sunk = [v for v, at in plan.sunk.items() if at == (instr, b)]
+            for v in sunk:  # needed blocked only here (plan._sink_into_branches)
+                lw.env[v] = blocked_copy(lw, v, st.mma[v])
             try:
                 inner = Block(args=block.args, instrs=block.instrs,
                               yields=[y for y, lo in zip(block.yields, lays) if lo is None])
@@ -310,9 +313,11 @@ def _if(lw: TensorCoreLowering, instr: Instr) -> list[Any]:
                 return flat
             finally:
                 st.mma.update(saved)
+                for v in sunk:
+                    del lw.env[v]
         return lw.in_scope(run)
 
-    outs = lw.e.if_else(lw.env[instr.operands[0]][0], types, branch(instr.regions[0]), branch(instr.regions[1]))
+    outs = lw.e.if_else(lw.env[instr.operands[0]][0], types, branch(0, instr.regions[0]), branch(1, instr.regions[1]))
     results: list[Any] = []
     at = 0
     for r, lo, n in zip(instr.results, lays, sizes):
