@@ -74,18 +74,12 @@ bad_record:
   %bad = call ptr @PyLong_FromLong(i64 $STATUS_BAD_RECORD)
   ret ptr %bad
 $CHECK_CONTEXT
-fallback:
-  %other = call ptr @PyLong_FromLong(i64 $STATUS_FALLBACK)
-  ret ptr %other
 launch:
   %stream = load ptr, ptr %record
   %grid_x_offset = sub i64 %size, 12
-  %grid_x_at = getelementptr i8, ptr %record, i64 %grid_x_offset
-  %grid_x = load i32, ptr %grid_x_at
-  %grid_y_at = getelementptr i8, ptr %grid_x_at, i64 4
-  %grid_y = load i32, ptr %grid_y_at
-  %grid_z_at = getelementptr i8, ptr %grid_x_at, i64 8
-  %grid_z = load i32, ptr %grid_z_at
+  %grid_x = read i32 from %record at %grid_x_offset
+  %grid_y = read i32 from %grid_x_at at 4
+  %grid_z = read i32 from %grid_x_at at 8
   %arguments = getelementptr i8, ptr %record, i64 8
   %args_size_at = getelementptr i8, ptr %constants, i64 $ARGS_SIZE
 $LAUNCH_CALL}
@@ -93,9 +87,9 @@ $LAUNCH_CALL}
 
 
 def check_context(usable: str) -> str:
-    """The IR block ``check_context`` (shared with ``direct_launch.py``): ``cuCtxGetCurrent``
-    from the constants' first word; on to label ``usable`` when it answers with the constants'
-    context, else to ``%fallback``."""
+    """The IR blocks ``check_context`` and ``fallback`` (shared with ``direct_launch.py``):
+    ``cuCtxGetCurrent`` from the constants' first word; on to label ``usable`` when it answers
+    with the constants' context, else to ``fallback``, which returns ``FALLBACK``."""
     return f"""check_context:
   %slot = alloca i64
   store i64 0, ptr %slot
@@ -107,7 +101,10 @@ def check_context(usable: str) -> str:
   %answered = icmp eq i32 %query, 0
   %usable = and i1 %same, %answered
   br i1 %usable, label %{usable}, label %fallback
-"""
+
+fallback:
+  %other = call ptr @PyLong_FromLong(i64 $STATUS_FALLBACK)
+  ret ptr %other"""
 
 
 def launch_call(arguments: str, size_at: str) -> str:
