@@ -17,6 +17,7 @@ import datetime
 import platform
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
 from memory_bound import load_kernels
 
@@ -80,6 +81,13 @@ def take_ticket(counter_ptr, order_ptr):
 '''
 
 
+def load(flavour: str, tmp: Path) -> SimpleNamespace:
+    """The kernels compiled by ``flavour`` (tiles or triton): ``locked`` (tutorial 05's dx kernel),
+    ``scatter_add`` and ``take_ticket``."""
+    own = load_kernels(flavour, tmp, KERNELS, "atomic_kernels")
+    return SimpleNamespace(locked=own.ln_bwd_dx_fused, scatter_add=own.scatter_add, take_ticket=own.take_ticket)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--backends", default="cuda", help="tiles backends, comma separated")
@@ -103,8 +111,8 @@ def main() -> None:
 
     backends = [b for b in args.backends.split(",") if b]
     tmp = Path(tempfile.mkdtemp())
-    tk = load_kernels("tiles", tmp, KERNELS, "atomic_kernels")
-    tr = load_kernels("triton", tmp, KERNELS, "atomic_kernels")
+    tk = load("tiles", tmp)
+    tr = load("triton", tmp)
     dev = torch.device("cuda")
     M, N, G, BLOCK_N = 4096, 4096, 128, 4096
     x = torch.randn(M, N, device=dev)
@@ -121,8 +129,8 @@ def main() -> None:
     def locked(mod, **kw):
         def run():
             locks.zero_()
-            mod.ln_bwd_dx_fused[(M,)](dx, dy, dw_part, db_part, x, w, mean, rstd, locks, x.stride(0), N,
-                                      GROUP_SIZE_M=G, BLOCK_SIZE_N=BLOCK_N, num_warps=8, **kw)
+            mod.locked[(M,)](dx, dy, dw_part, db_part, x, w, mean, rstd, locks, x.stride(0), N,
+                             GROUP_SIZE_M=G, BLOCK_SIZE_N=BLOCK_N, num_warps=8, **kw)
         return run
 
     def locked_errors() -> int:
@@ -150,8 +158,8 @@ def main() -> None:
                 host[2][...] = 0
                 host[3][...] = 0
                 host[8][...] = 0
-                tk.ln_bwd_dx_fused[(M,)](*host, x.stride(0), N, GROUP_SIZE_M=G, BLOCK_SIZE_N=BLOCK_N,
-                                         num_warps=8, backend="opencl")
+                tk.locked[(M,)](*host, x.stride(0), N, GROUP_SIZE_M=G, BLOCK_SIZE_N=BLOCK_N, num_warps=8,
+                                backend="opencl")
                 got_w, got_b = torch.from_numpy(host[2]).sum(0).to(dev), torch.from_numpy(host[3]).sum(0).to(dev)
                 wrong.append(int((~torch.isclose(got_w, dw_ref, rtol=1e-3, atol=1e-2)).sum()
                                  + (~torch.isclose(got_b, db_ref, rtol=1e-3, atol=1e-2)).sum()))
