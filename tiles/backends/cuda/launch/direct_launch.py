@@ -109,7 +109,8 @@ loop:
 convert:
   %table_index = shl i64 %i, 3
   %table_offset = add i64 %table_index, $TABLE
-  %kind = read i32 from %constants at %table_offset
+  %kind_at = getelementptr i8, ptr %constants, i64 %table_offset
+  %kind = load i32, ptr %kind_at
   %offset_at = getelementptr i8, ptr %kind_at, i64 4
   %offset32 = load i32, ptr %offset_at
   %offset = zext i32 %offset32 to i64

@@ -77,7 +77,8 @@ $CHECK_CONTEXT
 launch:
   %stream = load ptr, ptr %record
   %grid_x_offset = sub i64 %size, 12
-  %grid_x = read i32 from %record at %grid_x_offset
+  %grid_x_at = getelementptr i8, ptr %record, i64 %grid_x_offset
+  %grid_x = load i32, ptr %grid_x_at
   %grid_y = read i32 from %grid_x_at at 4
   %grid_z = read i32 from %grid_x_at at 8
   %arguments = getelementptr i8, ptr %record, i64 8
