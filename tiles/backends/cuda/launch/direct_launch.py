@@ -78,14 +78,7 @@ $DECLARATIONS
 define ptr @tiles_direct_launch(ptr %self, ptr %args, i64 %nargs) {
 entry:
   %constants = call ptr @PyBytes_AsString(ptr %self)
-  %nargs_at = getelementptr i8, ptr %constants, i64 $NARGS
-  %expected_nargs = load i64, ptr %nargs_at
-  %nargs_ok = icmp eq i64 %nargs, %expected_nargs
-  br i1 %nargs_ok, label %check_generation, label %bad_count
-bad_count:
-  %bad = call ptr @PyLong_FromLong(i64 $STATUS_BAD_RECORD)
-  ret ptr %bad
-check_generation:
+$CHECK_COUNTcheck_generation:
   %generation_at = read ptr from %constants at $GENERATION_AT
   %generation = load volatile i64, ptr %generation_at
   %expected_generation = read i64 from %constants at $GENERATION
@@ -275,6 +268,7 @@ def ir() -> str:
     """The LLVM IR module of ``tiles_direct_launch`` (``hot_launch`` compiles it into its own module too)."""
     text = _IR.replace("$CONVERSIONS", "".join(_conversion(*c) for c in _CONVERSIONS)).replace("$SWITCH", _switch())
     text = text.replace("$LAUNCH_CALL", trampoline.launch_call("%buffer", "%size_slot"))
+    text = text.replace("$CHECK_COUNT", trampoline.expect_constant("nargs", "NARGS", "check_generation", "bad_count"))
     text = text.replace("$CHECK_CONTEXT", trampoline.check_context("prepare"))
     return fill(text.replace("$DECLARATIONS\n", declarations(_API)), _OFFSETS)
 
