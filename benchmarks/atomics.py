@@ -1,8 +1,10 @@
 """Atomics and locks side by side: tiles (cuda / opencl) vs Triton, one process, plus a race count.
 
 Kernels in the forms users write: Triton tutorial 05's layer-norm backward (partial dW/dB summed
-under a spin lock, ``tl.debug_barrier()`` before the release), a float ``tl.atomic_add`` scatter
-(histogram / split-K form) and a per-program ticket counter.  Every column's result is checked
+under a spin lock, ``tl.debug_barrier()`` before the release; the compatibility corpus' module
+``LOCKED``, imported as ``corpus_speed.py`` does: as written for tiles, imports rewritten for
+Triton), a float ``tl.atomic_add`` scatter (histogram / split-K form) and a per-program ticket
+counter.  Every column's result is checked
 against torch before it is timed (``triton.testing.do_bench``, median).  ``--races N`` first runs
 the locked kernel N times per backend and counts wrong elements; ``--drop-order`` compiles the
 CUDA backend as it was before atomics honoured ``sem`` (atomicrmw relaxed) to show the race.
@@ -15,55 +17,18 @@ from __future__ import annotations
 import argparse
 import datetime
 import platform
+import sys
 import tempfile
 from pathlib import Path
+from types import SimpleNamespace
 
+from corpus_speed import COMPAT
+from corpus_speed import load as load_corpus
 from memory_bound import load_kernels
 
+LOCKED = "triton_tutorials/tut05_layer_norm_bwd_locks"  # the compatibility corpus' module of the locked kernel
+
 KERNELS = '''
-@jit
-def ln_bwd_dx_fused(DX, DY, DW, DB, X, W, Mean, Rstd, Lock, stride, N,
-                    GROUP_SIZE_M: tl.constexpr, BLOCK_SIZE_N: tl.constexpr):
-    row = tl.program_id(0)
-    cols = tl.arange(0, BLOCK_SIZE_N)
-    mask = cols < N
-    X += row * stride
-    DY += row * stride
-    DX += row * stride
-    lock_id = row % GROUP_SIZE_M
-    Lock += lock_id
-    Count = Lock + GROUP_SIZE_M
-    DW = DW + lock_id * N + cols
-    DB = DB + lock_id * N + cols
-    x = tl.load(X + cols, mask=mask, other=0).to(tl.float32)
-    dy = tl.load(DY + cols, mask=mask, other=0).to(tl.float32)
-    w = tl.load(W + cols, mask=mask).to(tl.float32)
-    mean = tl.load(Mean + row)
-    rstd = tl.load(Rstd + row)
-    xhat = (x - mean) * rstd
-    wdy = w * dy
-    xhat = tl.where(mask, xhat, 0.)
-    wdy = tl.where(mask, wdy, 0.)
-    c1 = tl.sum(xhat * wdy, axis=0) / N
-    c2 = tl.sum(wdy, axis=0) / N
-    dx = (wdy - (xhat * c1 + c2)) * rstd
-    tl.store(DX + cols, dx, mask=mask)
-    partial_dw = (dy * xhat).to(w.dtype)
-    partial_db = (dy).to(w.dtype)
-    while tl.atomic_cas(Lock, 0, 1) == 1:
-        pass
-    count = tl.load(Count)
-    if count == 0:
-        tl.atomic_xchg(Count, 1)
-    else:
-        partial_dw += tl.load(DW, mask=mask)
-        partial_db += tl.load(DB, mask=mask)
-    tl.store(DW, partial_dw, mask=mask)
-    tl.store(DB, partial_db, mask=mask)
-    tl.debug_barrier()
-    tl.atomic_xchg(Lock, 0)
-
-
 @jit
 def scatter_add(x_ptr, idx_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
@@ -78,6 +43,17 @@ def take_ticket(counter_ptr, order_ptr):
     ticket = tl.atomic_add(counter_ptr, 1)
     tl.store(order_ptr + ticket, tl.program_id(0))
 '''
+
+
+def load(flavour: str, tmp: Path) -> SimpleNamespace:
+    """The kernels compiled by ``flavour`` (tiles or triton): ``locked`` (tutorial 05's dx kernel),
+    ``scatter_add`` and ``take_ticket``."""
+    if str(COMPAT) not in sys.path:
+        sys.path.insert(0, str(COMPAT))  # the corpus module imports compat_harness
+    tutorial = load_corpus(LOCKED, flavour, tmp)
+    own = load_kernels(flavour, tmp, KERNELS, "atomic_kernels")
+    return SimpleNamespace(locked=tutorial._layer_norm_bwd_dx_fused, scatter_add=own.scatter_add,
+                           take_ticket=own.take_ticket)
 
 
 def main() -> None:
@@ -103,8 +79,8 @@ def main() -> None:
 
     backends = [b for b in args.backends.split(",") if b]
     tmp = Path(tempfile.mkdtemp())
-    tk = load_kernels("tiles", tmp, KERNELS, "atomic_kernels")
-    tr = load_kernels("triton", tmp, KERNELS, "atomic_kernels")
+    tk = load("tiles", tmp)
+    tr = load("triton", tmp)
     dev = torch.device("cuda")
     M, N, G, BLOCK_N = 4096, 4096, 128, 4096
     x = torch.randn(M, N, device=dev)
@@ -121,8 +97,8 @@ def main() -> None:
     def locked(mod, **kw):
         def run():
             locks.zero_()
-            mod.ln_bwd_dx_fused[(M,)](dx, dy, dw_part, db_part, x, w, mean, rstd, locks, x.stride(0), N,
-                                      GROUP_SIZE_M=G, BLOCK_SIZE_N=BLOCK_N, num_warps=8, **kw)
+            mod.locked[(M,)](dx, dy, dw_part, db_part, x, w, mean, rstd, locks, x.stride(0), N,
+                             GROUP_SIZE_M=G, BLOCK_SIZE_N=BLOCK_N, num_warps=8, **kw)
         return run
 
     def locked_errors() -> int:
@@ -150,8 +126,8 @@ def main() -> None:
                 host[2][...] = 0
                 host[3][...] = 0
                 host[8][...] = 0
-                tk.ln_bwd_dx_fused[(M,)](*host, x.stride(0), N, GROUP_SIZE_M=G, BLOCK_SIZE_N=BLOCK_N,
-                                         num_warps=8, backend="opencl")
+                tk.locked[(M,)](*host, x.stride(0), N, GROUP_SIZE_M=G, BLOCK_SIZE_N=BLOCK_N, num_warps=8,
+                                backend="opencl")
                 got_w, got_b = torch.from_numpy(host[2]).sum(0).to(dev), torch.from_numpy(host[3]).sum(0).to(dev)
                 wrong.append(int((~torch.isclose(got_w, dw_ref, rtol=1e-3, atol=1e-2)).sum()
                                  + (~torch.isclose(got_b, db_ref, rtol=1e-3, atol=1e-2)).sum()))

@@ -6,7 +6,8 @@ configurations for sm_90a (as ``gemm_codegen.py`` specializes them) and at one c
 sm_80 (``mma.sync``); ``tma_gemm.py``'s descriptor matmuls; ``realworld_attention.py``'s
 attention in both forms (block pointers, device-side descriptors) at its configurations, with
 and without TMA, causal or not; a few runs with one code choice turned off (``stmatrix``,
-``producer``, ``persistent``, ``inflight``); and every kernel the examples compile.  Each kernel
+``producer``, ``persistent``, ``inflight``); ``atomics.py``'s kernels; and every kernel the
+examples compile.  Each kernel
 goes through ``cuda.choices.lower_chosen`` (the whole search; ptxas on PATH settles the same
 choices a launch would) and ``toolchain.to_ptx``.
 
@@ -116,6 +117,20 @@ def attention_cases(tmp: Path) -> Iterator[Case]:
             yield f"attention.{form}.d128.no_{off[0]}", one(form, 128, (128, 64, 8, 3), False, off)
 
 
+def atomics_cases(tmp: Path) -> Iterator[Case]:
+    import atomics
+    mod = atomics.load("tiles", tmp)
+    f32, i32 = "*fp32:16", "*i32:16"
+    locked_sig = dict.fromkeys(("DX", "DY", "DW", "DB", "X", "W", "Mean", "Rstd"), f32)
+    locked_sig.update(Lock=i32, stride="i32:16", N="i32:16")
+    locked_consts = dict(GROUP_SIZE_M=128, BLOCK_SIZE_N=4096)
+    for arch in ("sm_90a", "sm_80"):
+        yield f"atomics.locked.{arch}", lambda arch=arch: _ptx(mod.locked, locked_sig, locked_consts, 8, 3, arch)
+    yield "atomics.scatter_add", lambda: _ptx(mod.scatter_add, dict(x_ptr=f32, idx_ptr=i32, out_ptr=f32, n="i32:16"),
+                                              dict(BLOCK=1024), 4, 3)
+    yield "atomics.take_ticket", lambda: _ptx(mod.take_ticket, dict(counter_ptr=i32, order_ptr=i32), {}, 4, 3)
+
+
 def example_cases() -> Iterator[Case]:
     examples = sorted((HERE.parent / "examples").glob("0*.py"))
     for path in examples:
@@ -180,7 +195,7 @@ def main() -> None:
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp())
-    every = [*gemm_cases(tmp), *tma_gemm_cases(tmp), *attention_cases(tmp), *example_cases()]
+    every = [*gemm_cases(tmp), *tma_gemm_cases(tmp), *attention_cases(tmp), *atomics_cases(tmp), *example_cases()]
     for name, make in every:
         if args.k not in name:
             continue

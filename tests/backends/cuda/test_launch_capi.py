@@ -33,6 +33,15 @@ def test_fill_expands_reads_and_refuses_unknown_names():
         capi.table({"$A": 1}, {"$A": 2})
 
 
+def test_fill_expands_items_offsets_and_raised_tests():
+    text = capi.fill("  %y = read ptr from %args at [%i]\n  %z = read i32 from %y at 4\n"
+                     "  br raised %z, label %bad, label %good\n", {})
+    assert text == ("  %y_at = getelementptr ptr, ptr %args, i64 %i\n  %y = load ptr, ptr %y_at\n"
+                    "  %z_at = getelementptr i8, ptr %y, i64 4\n  %z = load i32, ptr %z_at\n"
+                    "  %z_error = call ptr @PyErr_Occurred()\n  %z_failed = icmp ne ptr %z_error, null\n"
+                    "  br i1 %z_failed, label %bad, label %good\n")
+
+
 def test_declarations_come_from_one_table():
     assert capi.declarations(["PyBytes_AsString", "llvm.memset.p0.i64"]) == (
         "declare ptr @PyBytes_AsString(ptr)\ndeclare void @llvm.memset.p0.i64(ptr, i8, i64, i1)\n")

@@ -9,9 +9,12 @@ wrapped as Python builtins whose ``self`` is a ``bytes`` of constants.  What the
 - ``declarations``: the ``declare`` lines of the functions a module calls, from one table of
   signatures (``SIGNATURES``), and ``symbols``: the CPython ones llvmlite must resolve.
 - ``table``: the ``$NAME`` substitutions of several layouts and vocabularies, no name twice.
-- ``fill``: a template to IR text.  A line ``  %x = read TYPE from %BASE at $FIELD`` becomes the
-  pair ``%x_at = getelementptr i8, ptr %BASE, i64 <offset>`` / ``%x = load TYPE, ptr %x_at``;
-  then every ``$NAME`` becomes its number (longest names first).
+- ``fill``: a template to IR text.  A line ``  %x = read TYPE from %BASE at OFFSET`` (a ``$FIELD``,
+  an i64 value or a number of bytes) becomes the pair ``%x_at = getelementptr i8, ptr %BASE, i64
+  OFFSET`` / ``%x = load TYPE, ptr %x_at``; ``at [INDEX]`` reads item INDEX of an array of TYPE
+  (``getelementptr TYPE``).  A line ``  br raised %p, label %A, label %B`` becomes the test of
+  ``PyErr_Occurred`` (``%p_error``, ``%p_failed``) and a branch to A when a Python exception is set,
+  else to B.  Then every ``$NAME`` becomes its number (longest names first).
 - ``OBJECT``: the CPython object layout the IR reads (an object's type, a tuple's size and items),
   which ``check_object_layout`` confirms before any builtin is built.
 - ``NativeBuiltin`` (compile and wrap with ``PyCFunction_NewEx``) and ``LazyBuiltin`` (once per
@@ -114,14 +117,29 @@ def table(*parts: Mapping[str, int]) -> dict[str, int]:
     return out
 
 
-_READ = re.compile(r"^( +)%(\w+) = read (\w+) from (%\w+) at (\$\w+)$", re.MULTILINE)
+_READ = re.compile(r"^( +)%(\w+) = read (\w+) from (%\w+) at (\[)?([$%]?\w+)(?(5)\])$", re.MULTILINE)
+_RAISED = re.compile(r"^( +)br raised %(\w+), (label %\w+, label %\w+)$", re.MULTILINE)
+
+
+def _read(m: re.Match[str]) -> str:
+    indent, name, loaded, base, item, offset = m.groups()
+    step = loaded if item else "i8"
+    return (f"{indent}%{name}_at = getelementptr {step}, ptr {base}, i64 {offset}\n"
+            f"{indent}%{name} = load {loaded}, ptr %{name}_at")
+
+
+def _raised(m: re.Match[str]) -> str:
+    indent, name, labels = m.groups()
+    return (f"{indent}%{name}_error = call ptr @PyErr_Occurred()\n"
+            f"{indent}%{name}_failed = icmp ne ptr %{name}_error, null\n"
+            f"{indent}br i1 %{name}_failed, {labels}")
 
 
 def fill(template: str, substitutions: Mapping[str, int]) -> str:
-    """IR text from ``template``: each ``read`` line as a getelementptr and a load (see the module
-    docstring), then each ``$NAME`` of ``substitutions`` replaced, longest names first."""
-    text = _READ.sub(lambda m: f"{m[1]}%{m[2]}_at = getelementptr i8, ptr {m[4]}, i64 {m[5]}\n"
-                               f"{m[1]}%{m[2]} = load {m[3]}, ptr %{m[2]}_at", template)
+    """IR text from ``template``: each ``read`` line as a getelementptr and a load, each ``br
+    raised`` line as the test of ``PyErr_Occurred`` and a branch (see the module docstring), then
+    each ``$NAME`` of ``substitutions`` replaced, longest names first."""
+    text = _RAISED.sub(_raised, _READ.sub(_read, template))
     for name, value in sorted(substitutions.items(), key=lambda item: -len(item[0])):
         text = text.replace(name, str(value))
     left = re.search(r"\$[A-Z]\w*", text)

@@ -78,23 +78,13 @@ $DECLARATIONS
 define ptr @tiles_direct_launch(ptr %self, ptr %args, i64 %nargs) {
 entry:
   %constants = call ptr @PyBytes_AsString(ptr %self)
-  %nargs_at = getelementptr i8, ptr %constants, i64 $NARGS
-  %expected_nargs = load i64, ptr %nargs_at
-  %nargs_ok = icmp eq i64 %nargs, %expected_nargs
-  br i1 %nargs_ok, label %check_generation, label %bad_count
-bad_count:
-  %bad = call ptr @PyLong_FromLong(i64 $STATUS_BAD_RECORD)
-  ret ptr %bad
-check_generation:
+$CHECK_COUNTcheck_generation:
   %generation_at = read ptr from %constants at $GENERATION_AT
   %generation = load volatile i64, ptr %generation_at
   %expected_generation = read i64 from %constants at $GENERATION
   %same_driver = icmp eq i64 %generation, %expected_generation
   br i1 %same_driver, label %check_context, label %fallback
 $CHECK_CONTEXT
-fallback:
-  %other = call ptr @PyLong_FromLong(i64 $STATUS_FALLBACK)
-  ret ptr %other
 failed_conversion:
   call void @PyErr_Clear()
   br label %fallback
@@ -119,14 +109,12 @@ convert:
   %offset = zext i32 %offset32 to i64
   %to = getelementptr i8, ptr %buffer, i64 %offset
   %arg_index = add i64 %i, 2
-  %object_at = getelementptr ptr, ptr %args, i64 %arg_index
-  %object = load ptr, ptr %object_at
+  %object = read ptr from %args at [%arg_index]
 $SWITCH$CONVERSIONSstored:
   %next = add i64 %i, 1
   br label %loop
 grid:
-  %grid_object_at = getelementptr ptr, ptr %args, i64 1
-  %grid_object = load ptr, ptr %grid_object_at
+  %grid_object = read ptr from %args at [1]
   %grid_type = read ptr from %grid_object at $OB_TYPE
   %tuple_type = read ptr from %constants at $TUPLE_TYPE
   %is_tuple = icmp eq ptr %grid_type, %tuple_type
@@ -153,8 +141,7 @@ axis_one:
   store i32 1, ptr %axis_slot
   br label %axis_stored
 axis_read:
-  %axis_object_at = getelementptr ptr, ptr %grid_items, i64 %axis_index
-  %axis_object = load ptr, ptr %axis_object_at
+  %axis_object = read ptr from %grid_items at [%axis_index]
   %axis_type = read ptr from %axis_object at $OB_TYPE
   %axis_is_int = icmp eq ptr %axis_type, %int_type_for_grid
   br i1 %axis_is_int, label %axis_convert, label %fallback
@@ -165,9 +152,7 @@ axis_convert:
   %axis_ok = and i1 %axis_low, %axis_high
   br i1 %axis_ok, label %axis_store, label %axis_bad
 axis_bad:
-  %axis_error = call ptr @PyErr_Occurred()
-  %axis_failed = icmp ne ptr %axis_error, null
-  br i1 %axis_failed, label %failed_conversion, label %fallback
+  br raised %axis, label %failed_conversion, label %fallback
 axis_store:
   %axis_narrow = trunc i64 %axis_wide to i32
   store i32 %axis_narrow, ptr %axis_slot
@@ -205,9 +190,7 @@ raise:
 read_answer:
   %current_handle = call i64 @PyLong_AsUnsignedLongLong(ptr %answer)
   call void @Py_DecRef(ptr %answer)
-  %answer_error = call ptr @PyErr_Occurred()
-  %answer_failed = icmp ne ptr %answer_error, null
-  br i1 %answer_failed, label %raise, label %launch
+  br raised %answer, label %raise, label %launch
 given_stream:
   %type = read ptr from %stream_object at $OB_TYPE
   %int_type = read ptr from %constants at $INT_TYPE
@@ -218,9 +201,7 @@ read_given:
   %given_maybe_error = icmp eq i64 %given_handle, -1
   br i1 %given_maybe_error, label %given_check, label %launch
 given_check:
-  %given_error = call ptr @PyErr_Occurred()
-  %given_failed = icmp ne ptr %given_error, null
-  br i1 %given_failed, label %failed_conversion, label %launch
+  br raised %given, label %failed_conversion, label %launch
 launch:
   %handle = phi i64 [ %current_handle, %read_answer ], [ %given_handle, %read_given ],
                     [ %given_handle, %given_check ]
@@ -261,9 +242,7 @@ def _conversion(conversion: Conversion, converter: str, wide: str, tests: Sequen
     lines = [f"as_{name}:", f"  {v} = call {wide} @{converter}(ptr %object)",
              f"  {v}_maybe_error = {sentinel}",
              f"  br i1 {v}_maybe_error, label %{name}_check, label %{after_check}",
-             f"{name}_check:", f"  {v}_error = call ptr @PyErr_Occurred()",
-             f"  {v}_failed = icmp ne ptr {v}_error, null",
-             f"  br i1 {v}_failed, label %failed_conversion, label %{after_check}"]
+             f"{name}_check:", f"  br raised {v}, label %failed_conversion, label %{after_check}"]
     if tests:
         lines.append(f"{name}_range:")
         fits = ""
@@ -289,6 +268,7 @@ def ir() -> str:
     """The LLVM IR module of ``tiles_direct_launch`` (``hot_launch`` compiles it into its own module too)."""
     text = _IR.replace("$CONVERSIONS", "".join(_conversion(*c) for c in _CONVERSIONS)).replace("$SWITCH", _switch())
     text = text.replace("$LAUNCH_CALL", trampoline.launch_call("%buffer", "%size_slot"))
+    text = text.replace("$CHECK_COUNT", trampoline.expect_constant("nargs", "NARGS", "check_generation", "bad_count"))
     text = text.replace("$CHECK_CONTEXT", trampoline.check_context("prepare"))
     return fill(text.replace("$DECLARATIONS\n", declarations(_API)), _OFFSETS)
 

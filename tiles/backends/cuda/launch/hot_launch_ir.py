@@ -38,6 +38,8 @@ OFFSETS = table(HEADER.offsets, {"$NAMES": HEADER.size}, RECORD.offsets, {"$R_SI
 _CLASS_TESTS = {IntClass.I32_ONE: "%is_one", IntClass.I32_DIV16: "%c1", IntClass.I32_OTHER: "%c2",
                 IntClass.I32_ANY: "%in32", IntClass.I64_DIV16: "%c4", IntClass.I64_OTHER: "%c5",
                 IntClass.I64_ANY: "%out32"}
+# the options a hot launch takes only when absent or None: (the IR's name for it, its OPT_ word)
+_UNSET_OPTIONS = (("warps", "NUM_WARPS"), ("stages", "NUM_STAGES"), ("debug", "DEBUG"))
 
 _API = ("PyObject_GetAttr", "PyObject_Vectorcall", "PyLong_AsLongLongAndOverflow", "PyDict_GetItemWithError",
         "PyObject_RichCompareBool", "Py_IncRef", "PyObject_CallFunctionObjArgs", "PyCallable_Check",
@@ -70,8 +72,7 @@ entry:
   %few = icmp sle i64 %npos, %nparams
   %shape_ok = and i1 %has_grid, %few
   %enabled_cell = read ptr from %c at $NEXT_CELL
-  %enabled_at = getelementptr i64, ptr %enabled_cell, i64 1
-  %enabled = load i64, ptr %enabled_at
+  %enabled = read i64 from %enabled_cell at [1]
   %serving = icmp ne i64 %enabled, 0
   %may_serve = and i1 %shape_ok, %serving
   br i1 %may_serve, label %grid_kind, label %fallback
@@ -92,8 +93,7 @@ positional:
   br i1 %pmore, label %positional_store, label %keywords
 positional_store:
   %parg_index = add i64 %pi, 1
-  %parg_at = getelementptr ptr, ptr %args, i64 %parg_index
-  %parg = load ptr, ptr %parg_at
+  %parg = read ptr from %args at [%parg_index]
   %pslot = getelementptr ptr, ptr %slots, i64 %pi
   store ptr %parg, ptr %pslot
   %pi_next = add i64 %pi, 1
@@ -112,19 +112,16 @@ keyword:
 keyword_name:
   %kname_offset = shl i64 %k, 3
   %kname_index = add i64 %kname_offset, $TUPLE_ITEMS
-  %kname_at = getelementptr i8, ptr %kwnames, i64 %kname_index
-  %kname = load ptr, ptr %kname_at
+  %kname = read ptr from %kwnames at %kname_index
   %kvalue_index = add i64 %nargs, %k
-  %kvalue_at = getelementptr ptr, ptr %args, i64 %kvalue_index
-  %kvalue = load ptr, ptr %kvalue_at
+  %kvalue = read ptr from %args at [%kvalue_index]
   br label %match
 match:
   %j = phi i64 [ 0, %keyword_name ], [ %j_next, %match_next ]
   %jmore = icmp slt i64 %j, %nnames
   br i1 %jmore, label %match_test, label %fallback
 match_test:
-  %jname_at = getelementptr ptr, ptr %names, i64 %j
-  %jname = load ptr, ptr %jname_at
+  %jname = read ptr from %names at [%j]
   %matched = icmp eq ptr %jname, %kname
   br i1 %matched, label %keyword_slot, label %match_next
 match_next:
@@ -149,22 +146,7 @@ options:
   %warmup_absent = icmp eq ptr %warmup, null
   %warmup_false = icmp eq ptr %warmup, %false
   %warmup_ok = or i1 %warmup_absent, %warmup_false
-  %warps_at = getelementptr ptr, ptr %option_slots, i64 $OPT_NUM_WARPS
-  %warps = load ptr, ptr %warps_at
-  %warps_absent = icmp eq ptr %warps, null
-  %warps_none = icmp eq ptr %warps, %none
-  %warps_ok = or i1 %warps_absent, %warps_none
-  %stages_at = getelementptr ptr, ptr %option_slots, i64 $OPT_NUM_STAGES
-  %stages = load ptr, ptr %stages_at
-  %stages_absent = icmp eq ptr %stages, null
-  %stages_none = icmp eq ptr %stages, %none
-  %stages_ok = or i1 %stages_absent, %stages_none
-  %debug_at = getelementptr ptr, ptr %option_slots, i64 $OPT_DEBUG
-  %debug = load ptr, ptr %debug_at
-  %debug_absent = icmp eq ptr %debug, null
-  %debug_none = icmp eq ptr %debug, %none
-  %debug_ok = or i1 %debug_absent, %debug_none
-  %options_ok1 = and i1 %warmup_ok, %warps_ok
+$UNSET_OPTIONS  %options_ok1 = and i1 %warmup_ok, %warps_ok
   %options_ok2 = and i1 %options_ok1, %stages_ok
   %options_ok3 = and i1 %options_ok2, %debug_ok
   %stream_at = getelementptr ptr, ptr %option_slots, i64 $OPT_STREAM
@@ -261,8 +243,7 @@ param:
   %rexpect = read i64 from %record at $R_EXPECT
   %rdefault = read ptr from %record at $R_DEFAULT
   %ralign = read i64 from %record at $R_ALIGNMENT
-  %given_at = getelementptr ptr, ptr %slots, i64 %i
-  %given = load ptr, ptr %given_at
+  %given = read ptr from %slots at [%i]
   %absent = icmp eq ptr %given, null
   %object = select i1 %absent, ptr %rdefault, ptr %given
   %value_index = add i64 %i, 2
@@ -360,8 +341,7 @@ tensor_fields:
   %robject2 = read ptr from %record2 at $R_OBJECT
   %rexpect2 = read i64 from %record2 at $R_EXPECT
   %ralign2 = read i64 from %record2 at $R_ALIGNMENT
-  %object2_at = getelementptr ptr, ptr %originals, i64 %t
-  %object2 = load ptr, ptr %object2_at
+  %object2 = read ptr from %originals at [%t]
   %otype2 = read ptr from %object2 at $OB_TYPE
   %value_index2 = add i64 %t, 2
   %value_at2 = getelementptr ptr, ptr %values, i64 %value_index2
@@ -402,9 +382,7 @@ tensor_device_value:
 tensor_device_checked:
   br i1 %device_error_maybe, label %tensor_device_error, label %tensor_address
 tensor_device_error:
-  %device_error = call ptr @PyErr_Occurred()
-  %device_failed = icmp ne ptr %device_error, null
-  br i1 %device_failed, label %clear_decline, label %tensor_address
+  br raised %device, label %clear_decline, label %tensor_address
 tensor_address:
   %data_ptr = read ptr from %c at $DATA_PTR
   %address_object = call ptr @PyObject_Vectorcall(ptr %data_ptr, ptr %receiver, i64 1, ptr null)
@@ -415,9 +393,7 @@ tensor_address_value:
   store ptr %address_object, ptr %temp_at
   store ptr %address_object, ptr %value_at2
   %address = call i64 @PyLong_AsUnsignedLongLong(ptr %address_object)
-  %address_error = call ptr @PyErr_Occurred()
-  %address_failed = icmp ne ptr %address_error, null
-  br i1 %address_failed, label %clear_decline, label %tensor_alignment
+  br raised %address, label %clear_decline, label %tensor_alignment
 tensor_alignment:
   %low_bits = and i64 %address, 15
   %aligned = icmp eq i64 %low_bits, 0
@@ -443,10 +419,8 @@ meta_item:
   %mmore = icmp slt i64 %mi, %nparams
   br i1 %mmore, label %meta_store, label %meta_options
 meta_store:
-  %mname_at = getelementptr ptr, ptr %names, i64 %mi
-  %mname = load ptr, ptr %mname_at
-  %mvalue_at = getelementptr ptr, ptr %originals, i64 %mi
-  %mvalue = load ptr, ptr %mvalue_at
+  %mname = read ptr from %names at [%mi]
+  %mvalue = read ptr from %originals at [%mi]
   %mset = call i32 @PyDict_SetItem(ptr %meta, ptr %mname, ptr %mvalue)
   %mset_failed = icmp ne i32 %mset, 0
   br i1 %mset_failed, label %meta_failed, label %meta_stored
@@ -586,10 +560,19 @@ def _class_mask() -> str:
     return "".join(lines)
 
 
+def _unset_options() -> str:
+    """``%<name>_ok`` for each of ``_UNSET_OPTIONS``: that option's slot is empty or holds None."""
+    return "".join(f"  %{name} = read ptr from %option_slots at [$OPT_{option}]\n"
+                   f"  %{name}_absent = icmp eq ptr %{name}, null\n"
+                   f"  %{name}_none = icmp eq ptr %{name}, %none\n"
+                   f"  %{name}_ok = or i1 %{name}_absent, %{name}_none\n" for name, option in _UNSET_OPTIONS)
+
+
 PYTHON_SYMBOLS = symbols(_API)
 
 
 def ir() -> str:
     """The module: ``direct_launch.ir()`` and ``tiles_hot_launch`` with the offsets filled in."""
     text = IR.replace("$DECLARATIONS\n", declarations(_API)).replace("$CLASS_MASK", _class_mask())
+    text = text.replace("$UNSET_OPTIONS", _unset_options())
     return direct_launch.ir() + fill(text, OFFSETS)

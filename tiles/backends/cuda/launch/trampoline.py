@@ -66,36 +66,38 @@ raise:
   ret ptr null
 check_size:
   %size = call i64 @PyBytes_Size(ptr %record_object)
-  %size_at = getelementptr i8, ptr %constants, i64 $RECORD_SIZE
-  %expected_size = load i64, ptr %size_at
-  %size_ok = icmp eq i64 %size, %expected_size
-  br i1 %size_ok, label %check_context, label %bad_record
-bad_record:
-  %bad = call ptr @PyLong_FromLong(i64 $STATUS_BAD_RECORD)
-  ret ptr %bad
-$CHECK_CONTEXT
-fallback:
-  %other = call ptr @PyLong_FromLong(i64 $STATUS_FALLBACK)
-  ret ptr %other
+$CHECK_SIZE$CHECK_CONTEXT
 launch:
   %stream = load ptr, ptr %record
   %grid_x_offset = sub i64 %size, 12
   %grid_x_at = getelementptr i8, ptr %record, i64 %grid_x_offset
   %grid_x = load i32, ptr %grid_x_at
-  %grid_y_at = getelementptr i8, ptr %grid_x_at, i64 4
-  %grid_y = load i32, ptr %grid_y_at
-  %grid_z_at = getelementptr i8, ptr %grid_x_at, i64 8
-  %grid_z = load i32, ptr %grid_z_at
+  %grid_y = read i32 from %grid_x_at at 4
+  %grid_z = read i32 from %grid_x_at at 8
   %arguments = getelementptr i8, ptr %record, i64 8
   %args_size_at = getelementptr i8, ptr %constants, i64 $ARGS_SIZE
 $LAUNCH_CALL}
 """
 
 
+def expect_constant(value: str, field: str, usable: str, bad: str) -> str:
+    """The IR (shared with ``direct_launch.py``) that goes on to label ``usable`` when the i64
+    ``%value`` is the constants' ``$field``, else to the block ``bad`` (defined here), which
+    returns ``BAD_RECORD``."""
+    return f"""  %{value}_at = getelementptr i8, ptr %constants, i64 ${field}
+  %expected_{value} = load i64, ptr %{value}_at
+  %{value}_ok = icmp eq i64 %{value}, %expected_{value}
+  br i1 %{value}_ok, label %{usable}, label %{bad}
+{bad}:
+  %bad = call ptr @PyLong_FromLong(i64 $STATUS_BAD_RECORD)
+  ret ptr %bad
+"""
+
+
 def check_context(usable: str) -> str:
-    """The IR block ``check_context`` (shared with ``direct_launch.py``): ``cuCtxGetCurrent``
-    from the constants' first word; on to label ``usable`` when it answers with the constants'
-    context, else to ``%fallback``."""
+    """The IR blocks ``check_context`` and ``fallback`` (shared with ``direct_launch.py``):
+    ``cuCtxGetCurrent`` from the constants' first word; on to label ``usable`` when it answers
+    with the constants' context, else to ``fallback``, which returns ``FALLBACK``."""
     return f"""check_context:
   %slot = alloca i64
   store i64 0, ptr %slot
@@ -107,7 +109,10 @@ def check_context(usable: str) -> str:
   %answered = icmp eq i32 %query, 0
   %usable = and i1 %same, %answered
   br i1 %usable, label %{usable}, label %fallback
-"""
+
+fallback:
+  %other = call ptr @PyLong_FromLong(i64 $STATUS_FALLBACK)
+  ret ptr %other"""
 
 
 def launch_call(arguments: str, size_at: str) -> str:
@@ -143,6 +148,7 @@ def launch_call(arguments: str, size_at: str) -> str:
 
 def _ir() -> str:
     text = _IR.replace("$LAUNCH_CALL", launch_call("%arguments", "%args_size_at"))
+    text = text.replace("$CHECK_SIZE", expect_constant("size", "RECORD_SIZE", "check_context", "bad_record"))
     text = text.replace("$CHECK_CONTEXT", check_context("launch"))
     return fill(text.replace("$DECLARATIONS\n", declarations(_API)), table(CONSTANTS.offsets, STATUS))
 
