@@ -11,7 +11,6 @@ from ..core.ir import Kernel
 from ..core.licm import hoist_loop_invariants
 from ..core.ops import REDUCTION, Op
 from ..core.printer import format_kernel
-from ..runtime.tensor_wrapper import TensorWrapper
 from .base import Backend, CompiledKernel, LaunchArg, Options, Stage, Stages, Target
 
 # torch float dtypes NumPy lacks; ml_dtypes has each under the same name
@@ -22,7 +21,7 @@ def host_array(value: Any) -> np.ndarray:
     """A NumPy view of an array-like argument that shares its memory where possible."""
     if isinstance(value, np.ndarray):
         return value
-    if isinstance(value, TensorWrapper):  # reinterpret(tensor, tl.float8e4b15)
+    if getattr(type(value), "tiles_tensor_wrapper", False):  # runtime/tensor_wrapper.py: tl.float8e4b15
         return host_array(value.base).view(np.uint8).view(value.dtype.np)
     mod = type(value).__module__
     if mod.startswith("torch"):

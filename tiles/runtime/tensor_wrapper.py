@@ -14,6 +14,8 @@ class TensorWrapper:
     elements), ``dtype`` the tiles dtype.  Kernels take it as a pointer to ``dtype``; on the host,
     read or write the elements through ``base`` (a uint8/int8 tensor of the raw bytes)."""
 
+    tiles_tensor_wrapper = True  # how the layers below runtime/ recognise one (backends/interpreter.py)
+
     def __init__(self, base: Any, dtype: D.DType) -> None:
         if base.element_size() != dtype.itemsize:
             raise TypeError(f"reinterpret: a tensor of {base.dtype} ({base.element_size()} bytes an element) "
