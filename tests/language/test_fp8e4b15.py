@@ -340,3 +340,25 @@ def test_compiled_backends_refuse_it(target):
     assert "test_fp8e4b15.py" in reasons[0]
     with pytest.raises(UnsupportedError, match=REFUSED):
         backend.compile(traced.ir, traced.options)
+
+
+@tiles.jit
+def store_kernel(out, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    v = tl.full((BLOCK,), 1.5, tl.float8e4b15)
+    tl.device_print("v", v)
+    tl.device_print("bits", v, hex=True)
+    tl.store(out + offs, v)
+
+
+@pytest.mark.backends("interpreter")
+def test_prints_and_watchpoints_show_values(monkeypatch, capsys):
+    from tiles.backends import stepping
+    out = np.zeros(4, np.uint8)
+    monkeypatch.setenv("TILES_WATCH", "out[1]")
+    monkeypatch.setenv("TILES_WATCH_BREAK", "0")
+    store_kernel[(1,)](tiles.reinterpret(out, tl.float8e4b15), BLOCK=4, backend="step")
+    assert out.tolist() == [0x7C] * 4
+    assert [(h.old, h.new) for h in stepping.LAST_HITS] == [(0.0, 1.5)]
+    printed = capsys.readouterr().out
+    assert "v[1.5 1.5 1.5 1.5]" in printed and "bits[0x7c 0x7c 0x7c 0x7c]" in printed
