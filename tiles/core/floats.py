@@ -117,8 +117,8 @@ _E4B15_MAX = float(_E4B15_MAGNITUDES[-1])
 
 
 def e4b15_decode(a: np.ndarray) -> np.ndarray:
-    """float8e4b15 bytes (any 1-byte dtype) as float32 values, exactly."""
-    return _E4B15_AS_F32.take(np.ascontiguousarray(a).view(np.uint8))
+    """float8e4b15 bytes (any 1-byte dtype, any shape) as float32 values, exactly."""
+    return np.asarray(_E4B15_AS_F32.take(np.asarray(a).view(np.uint8)))
 
 
 def e4b15_encode(x: np.ndarray, rounding: str = "rtne") -> np.ndarray:

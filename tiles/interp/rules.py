@@ -255,7 +255,7 @@ def _device_assert(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[n
 
 def _format(v: np.ndarray, hex_: bool) -> str:
     if v.dtype == FP8E4B15_STORAGE:  # raw bytes: the bits with hex=True, else the values
-        v = np.ascontiguousarray(v).view(np.uint8) if hex_ else semantics.widen(np.atleast_1d(v)).reshape(v.shape)
+        v = v.view(np.uint8) if hex_ else semantics.widen(v)
     if hex_ and v.dtype.kind in "iu":
         return np.array2string(np.asarray(v), formatter={"int": lambda i: hex(int(i))})
     return str(v) if v.ndim else str(v.item())
