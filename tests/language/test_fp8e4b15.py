@@ -362,3 +362,31 @@ def test_prints_and_watchpoints_show_values(monkeypatch, capsys):
     assert [(h.old, h.new) for h in stepping.LAST_HITS] == [(0.0, 1.5)]
     printed = capsys.readouterr().out
     assert "v[1.5 1.5 1.5 1.5]" in printed and "bits[0x7c 0x7c 0x7c 0x7c]" in printed
+
+
+SEEN: list = []
+
+
+def record(*seen):
+    SEEN.append(seen)
+
+
+@tiles.jit
+def host_data_kernel(x_ptr, out, BLOCK: tl.constexpr):
+    x = tl.load(x_ptr + tl.arange(0, BLOCK))
+    first = tl.load(x_ptr)
+    record(x.numpy().tolist(), float(first), bool(first), repr(x))
+    if first:  # -0.0 is false, as a number
+        tl.store(out, 1)
+
+
+@pytest.mark.backends("interpreter")
+def test_stepping_mode_sees_values():
+    """Stepping mode's host view of a float8e4b15 tile (numpy(), float(), truth, repr) is its values."""
+    SEEN.clear()
+    xb = np.array([0x80, 0x78, 0xFF, 0x01], np.uint8)
+    out = np.zeros(1, np.int32)
+    host_data_kernel[(1,)](tiles.reinterpret(xb, tl.float8e4b15), out, BLOCK=4, backend="step")
+    (values, first, truth, text), = SEEN
+    assert values == [-0.0, 1.0, -1.875, 2.0 ** -17] and first == 0.0 and truth is False and out[0] == 0
+    assert "1.875" in text and "float8e4b15" in text
