@@ -72,7 +72,7 @@ def _install_internal_testing() -> None:
         backends.backends = {}  # type: ignore[attr-defined]
         sys.modules["triton.backends"] = backends
 
-    class TensorWrapper:  # tiles' reinterpret returns the library's own view, never a wrapper
+    class TensorWrapper:  # used only where tiles has none (tiles' own: tiles.runtime.jit.TensorWrapper)
         pass
 
     for name, value in (("TensorWrapper", TensorWrapper), ("reinterpret", triton.reinterpret),

@@ -224,9 +224,6 @@ LISTED: tuple[tuple[str, str], ...] = (
     (r"not implemented for 'UInt(16|32|64)'",
      "the test's own torch reference arithmetic fails: tiles.reinterpret(t, tl.uint16) returns torch's own "
      "uint16/uint32 view (no TensorWrapper, so unwrap_tensor keeps it), and torch has no add for those dtypes"),
-    (r"float8e4b15",
-     "float8e4b15 (Triton's bias-15 e4m3, deprecated by Triton on sm_90 and later) is refused with a "
-     "clear error: tiles' interpreter keeps every element type as a NumPy/ml_dtypes type and none holds it"),
 )
 
 

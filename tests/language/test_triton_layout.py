@@ -32,7 +32,7 @@ TRITON_39_ALL = [
     'uint64', 'uint8', 'uint_to_uniform_float', 'umulhi', 'unsqueeze', 'view', 'void', 'where',
     'xor_sum', 'zeros', 'zeros_like',
 ]
-UNSUPPORTED = ["inline_asm_elementwise", "float8e4b15", "void", "slice", "target_info"]
+UNSUPPORTED = ["inline_asm_elementwise", "void", "slice", "target_info"]
 
 
 def test_every_triton_name_exists():
@@ -54,14 +54,12 @@ def test_core_and_standard_modules_answer_triton_names():
 @tiles.jit
 def uses_unsupported(x_ptr, WHICH: tl.constexpr):
     v = tl.load(x_ptr)
-    if WHICH == "float8e4b15":
-        v = v.to(tl.float8e4b15)
-    elif WHICH == "target_info":
+    if WHICH == "target_info":
         v = v + tl.target_info.is_cuda()
     tl.store(x_ptr, v)
 
 
-@pytest.mark.parametrize("which", ["float8e4b15", "target_info"])
+@pytest.mark.parametrize("which", ["target_info"])
 def test_unsupported_names_raise_a_compilation_error_at_the_line(which):
     with pytest.raises(CompilationError) as info:
         uses_unsupported[(1,)](np.ones(1, np.float32), WHICH=which)

@@ -64,7 +64,7 @@ class TritonTypeQueries:
     def is_fp64(self) -> bool: return self._named("float64")
     def is_fp8e4nv(self) -> bool: return self._named("float8e4nv")
     def is_fp8e5(self) -> bool: return self._named("float8e5")
-    def is_fp8e4b15(self) -> bool: return False
+    def is_fp8e4b15(self) -> bool: return self._named("float8e4b15")
     def is_fp8e4b8(self) -> bool: return self._named("float8e4b8")
     def is_fp8e5b16(self) -> bool: return self._named("float8e5b16")
     def is_int1(self) -> bool: return self._named("int1")
@@ -181,9 +181,11 @@ class DType(TritonTypeQueries, metaclass=_DTypeMeta):
     @property
     def exponent_bias(self) -> int:
         """Triton's ``exponent_bias`` of a floating type (7 for float8e4nv; the AMD fnuz formats' is one
-        more than the IEEE-style 2**(e-1) - 1); other types have none, as in Triton."""
+        more than the IEEE-style 2**(e-1) - 1; float8e4b15's is 15); other types have none, as in Triton."""
         if self.kind is not Kind.FLOAT:
             raise AttributeError(f"{self.name} has no exponent_bias: not a floating-point type")
+        if self.name == "float8e4b15":
+            return 15
         exponent_bits = self.bits - 1 - self.mantissa
         return (1 << (exponent_bits - 1)) - 1 + (self.name in ("float8e4b8", "float8e5b16"))
 
@@ -294,6 +296,9 @@ float8e5 = DType("float8e5", Kind.FLOAT, 8, 2)
 # e5m2 with bias 16, ml_dtypes' float8_e4m3fnuz and float8_e5m2fnuz
 float8e4b8 = DType("float8e4b8", Kind.FLOAT, 8, 3)
 float8e5b16 = DType("float8e5b16", Kind.FLOAT, 8, 2)
+# Triton's float8e4b15: e4m3 with exponent bias 15 and subnormals, every one of the 256 bytes finite
+# (no infinity, no NaN; largest 1.875).  No NumPy or ml_dtypes type holds it (core/floats.py codes it)
+float8e4b15 = DType("float8e4b15", Kind.FLOAT, 8, 3)
 float16 = DType("float16", Kind.FLOAT, 16, 10)
 bfloat16 = DType("bfloat16", Kind.FLOAT, 16, 7)
 float32 = DType("float32", Kind.FLOAT, 32, 23)
@@ -301,22 +306,27 @@ float64 = DType("float64", Kind.FLOAT, 64, 52)
 
 ALL_DTYPES: tuple[DType, ...] = (
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
-    float8e4nv, float8e5, float8e4b8, float8e5b16, float16, bfloat16, float32, float64,
+    float8e4nv, float8e5, float8e4b8, float8e5b16, float8e4b15, float16, bfloat16, float32, float64,
 )
 # types only the interpreter runs: the GPU lowerings have no conversions for them
-INTERPRETER_ONLY: frozenset[DType] = frozenset({float8e4b8, float8e5b16})
+INTERPRETER_ONLY: frozenset[DType] = frozenset({float8e4b8, float8e5b16, float8e4b15})
 LOWERED_DTYPES: frozenset[DType] = frozenset(ALL_DTYPES) - INTERPRETER_ONLY
 BY_NAME: dict[str, DType] = {d.name: d for d in ALL_DTYPES}
 BY_NAME.update({"fp16": float16, "bf16": bfloat16, "fp32": float32, "fp64": float64,
                 "i1": int1, "i8": int8, "i16": int16, "i32": int32, "i64": int64,
                 "u8": uint8, "u16": uint16, "u32": uint32, "u64": uint64,
                 "fp8e4nv": float8e4nv, "fp8e5": float8e5, "fp8e4b8": float8e4b8,
-                "fp8e5b16": float8e5b16, "bool": int1})
+                "fp8e5b16": float8e5b16, "fp8e4b15": float8e4b15, "bool": int1})
 # Triton 3.9's other spellings of a type given as a string (its ``type_canonicalisation_dict``:
 # signatures such as ``"*float8_e5m2"``, ``"*half"``); it has no ``tl.float8_e5m2`` attribute
 BY_NAME.update({"float8_e4m3fn": float8e4nv, "float8_e5m2": float8e5, "float8_e4m3fnuz": float8e4b8,
                 "float8_e5m2fnuz": float8e5b16, "half": float16, "float": float32,
                 "double": float64, "int": int32, "uint1": int1, "u1": int1})
+
+# float8e4b15's arrays hold its raw bytes as 1-byte void: NumPy refuses arithmetic, ordering and
+# conversion to numbers on them, so no code can read the bytes as numbers by mistake; every
+# computation decodes them exactly (``floats.e4b15_decode``) and rounds back (``floats.e4b15_encode``)
+FP8E4B15_STORAGE = np.dtype((np.void, 1))
 
 _NUMPY: dict[str, np.dtype] = {
     "int1": np.dtype(np.bool_), "int8": np.dtype(np.int8), "int16": np.dtype(np.int16),
@@ -324,6 +334,7 @@ _NUMPY: dict[str, np.dtype] = {
     "uint16": np.dtype(np.uint16), "uint32": np.dtype(np.uint32), "uint64": np.dtype(np.uint64),
     "float8e4nv": np.dtype(ml_dtypes.float8_e4m3fn), "float8e5": np.dtype(ml_dtypes.float8_e5m2),
     "float8e4b8": np.dtype(ml_dtypes.float8_e4m3fnuz), "float8e5b16": np.dtype(ml_dtypes.float8_e5m2fnuz),
+    "float8e4b15": FP8E4B15_STORAGE,
     "float16": np.dtype(np.float16), "bfloat16": np.dtype(ml_dtypes.bfloat16),
     "float32": np.dtype(np.float32), "float64": np.dtype(np.float64),
 }
@@ -344,6 +355,8 @@ def _limits(d: DType) -> tuple[int | float, int | float]:
     if d.is_int:
         info = np.iinfo(d.np)
         return int(info.min), int(info.max)
+    if d.name == "float8e4b15":
+        return -1.875, 1.875
     finfo = ml_dtypes.finfo(d.np)
     return float(finfo.min), float(finfo.max)
 

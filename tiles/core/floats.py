@@ -10,6 +10,8 @@ no fused multiply-add.  The tools here make every conversion and FMA round once:
   fp8 saturates as Triton on CUDA does (``saturate_fp8``).
 * ``fma``: ``a * b + c`` with a single rounding (Boldo & Melquiond's emulation).
 * ``round_tf32``: fp32 -> tf32 (10 mantissa bits), nearest-even, kept in fp32.
+* ``e4b15_decode`` / ``e4b15_encode``: Triton's float8e4b15 (no NumPy type: its arrays hold
+  raw bytes as ``dtypes.FP8E4B15_STORAGE``) to float32 exactly, and float64 to it, rounded once.
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ def saturate_fp8(x: np.ndarray, dst: DType, keep_inf: bool = True) -> np.ndarray
     """``x`` with magnitudes past fp8 ``dst``'s largest finite value clipped to it (NaN kept), so
     that rounding it saturates as Triton's ``cvt.rn.satfinite``; with ``keep_inf`` float8e5's
     infinities stay (float8e4nv has none).  Other types: ``x``."""
-    if not dst.is_fp8:
+    if not dst.is_fp8 or dst == dtypes.float8e4b15:  # e4b15_encode saturates itself
         return x
     big = float(dst.max())
     clipped = np.clip(x, -big, big)
@@ -99,11 +101,56 @@ def saturate_fp8(x: np.ndarray, dst: DType, keep_inf: bool = True) -> np.ndarray
     return clipped
 
 
+# float8e4b15: sign, 4 exponent bits (bias 15), 3 mantissa bits, subnormals; all 256 bytes finite
+def _e4b15_table() -> np.ndarray:
+    code = np.arange(256)
+    e, m = (code >> 3) & 0xF, code & 7
+    mag = np.where(e == 0, m / 8.0 * 2.0 ** -14, (1 + m / 8.0) * 2.0 ** (e - 15.0))
+    table = np.where(code & 0x80, -mag, mag).astype(_F32)
+    table.flags.writeable = False
+    return table
+
+
+_E4B15_AS_F32 = _e4b15_table()
+_E4B15_MAGNITUDES = _E4B15_AS_F32[:128].astype(_F64)  # ascending, from +0 to 1.875
+_E4B15_MAX = float(_E4B15_MAGNITUDES[-1])
+
+
+def e4b15_decode(a: np.ndarray) -> np.ndarray:
+    """float8e4b15 bytes (any 1-byte dtype, any shape) as float32 values, exactly."""
+    return np.asarray(_E4B15_AS_F32.take(np.asarray(a).view(np.uint8)))
+
+
+def e4b15_encode(x: np.ndarray, rounding: str = "rtne") -> np.ndarray:
+    """float64 values as float8e4b15 bytes (``dtypes.FP8E4B15_STORAGE``), rounded once, as Triton
+    rounds into this type: "rtne" to nearest with ties away from zero (Triton's interpreter and its
+    CUDA conversion both round halves up in magnitude), "rtz" toward zero.  The format has no
+    infinity or NaN: magnitudes past the largest, 1.875 (byte 0x7f), infinities and NaN give
+    +-1.875, keeping the sign bit."""
+    x = np.asarray(x, _F64)
+    with np.errstate(all="ignore"):
+        sign = np.signbit(x)
+        mag = np.abs(x)
+        big = ~(mag <= _E4B15_MAX)  # NaN included
+        mag = np.where(big, 0.0, mag)
+        # the spacing of the values around mag: 2**-17 below 2**-14 (subnormals), else 2**(e - 3)
+        _, exp = np.frexp(mag)
+        ulp = np.ldexp(1.0, np.maximum(exp - 1, -14) - 3)
+        steps = mag / ulp  # exact: a power-of-two scaling of a value below 2**17 steps
+        steps = np.floor(steps) if rounding == "rtz" else np.floor(steps + 0.5)
+        rounded = np.minimum(steps * ulp, _E4B15_MAX)  # exact: a value of the format, or 2.0
+        code = np.searchsorted(_E4B15_MAGNITUDES, rounded).astype(np.uint8)
+        code = np.where(big, np.uint8(0x7F), code) | np.where(sign, np.uint8(0x80), np.uint8(0))
+    return np.asarray(code, np.uint8).view(dtypes.FP8E4B15_STORAGE)
+
+
 def narrow(x: np.ndarray, dst: DType, rounding: str = "rtne", inf_to_max: bool = False) -> np.ndarray:
     """Round float64 values to the float type ``dst`` once ("rtne" or "rtz").  fp8 saturates: a
     finite value past the largest gives the largest; so does an infinity with ``inf_to_max`` when
     rounding to nearest (a cast, as Triton's ``cvt.rn.satfinite``), else it stays infinite where the
-    type has infinities (float8e5)."""
+    type has infinities (float8e5).  float8e4b15 rounds as ``e4b15_encode`` says."""
+    if dst == dtypes.float8e4b15:
+        return e4b15_encode(x, rounding)
     with np.errstate(all="ignore"):
         x = saturate_fp8(np.asarray(x, _F64), dst, keep_inf=rounding == "rtz" or not inf_to_max)
         r = np.asarray(_rn_from_f64(x, dst))
@@ -121,7 +168,8 @@ def narrow(x: np.ndarray, dst: DType, rounding: str = "rtne", inf_to_max: bool =
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dst: DType) -> np.ndarray:
     """a * b + c rounded once to ``dst`` (operands already of type ``dst``)."""
     with np.errstate(all="ignore"):
-        a64, b64, c64 = (np.asarray(v).astype(_F64) for v in (a, b, c))
+        a64, b64, c64 = (np.asarray(v).astype(_F64) if dst != dtypes.float8e4b15
+                         else e4b15_decode(v).astype(_F64) for v in (a, b, c))
         if dst != dtypes.float64:
             # the float64 product of two <= 24-bit significands is exact
             return narrow(add_round_odd(a64 * b64, c64), dst)

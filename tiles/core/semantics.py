@@ -27,6 +27,9 @@ Rules (docs/interpreter.md lists them as text):
 * fp8 saturates (``floats.narrow``): a cast to nearest as Triton's ``cvt.rn.satfinite`` (past the
   largest finite value, and +-inf, give +-max; NaN stays NaN); other roundings into fp8 (toward
   zero, arithmetic results, constants) saturate finite values but keep float8e5's infinities.
+* float8e4b15 (raw bytes, ``dtypes.FP8E4B15_STORAGE``) is decoded exactly to float32 by ``widen``
+  and rounded back by ``floats.e4b15_encode`` (to nearest, ties away from zero, as Triton; or toward
+  zero; saturating to +-1.875, NaN included: the format has no infinity or NaN).
 """
 
 from __future__ import annotations
@@ -92,14 +95,22 @@ _F16_AS_F32 = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.floa
 _F16_AS_F32.flags.writeable = False
 
 
-def _wide(a: np.ndarray) -> np.ndarray:
-    """Floats narrower than float32 as float32 (exact)."""
+_E4B15 = dtypes.FP8E4B15_STORAGE
+
+
+def widen(a: np.ndarray) -> np.ndarray:
+    """Floats narrower than float32 as float32 (exact); float8e4b15's bytes decoded."""
     dt = a.dtype
     if dt in _NATIVE_FLOATS:
         return a
     if dt == _F16 and a.ndim:
         return _F16_AS_F32.take(a.view(np.uint16))
+    if dt == _E4B15:
+        return floats.e4b15_decode(a)
     return a.astype(_F32)
+
+
+_wide = widen
 
 
 def _back(r: np.ndarray, like: np.dtype) -> np.ndarray:
@@ -108,6 +119,12 @@ def _back(r: np.ndarray, like: np.dtype) -> np.ndarray:
         return r
     d = dtypes.from_numpy(like)
     return floats.narrow(r, d) if r.dtype == _F64 or d.is_fp8 else r.astype(like)
+
+
+def round_back(r: np.ndarray, like: np.dtype) -> np.ndarray:
+    """``r`` (float32/float64 values computed from operands of NumPy dtype ``like``) rounded once
+    back to that float type (fp8 saturating, float8e4b15 encoded)."""
+    return _back(r, like)
 
 
 # ---------------------------------------------------------------- arithmetic
@@ -283,7 +300,7 @@ def _math(op: Op) -> Impl:
         (a,) = args
         if a.dtype == _F64:
             return fn(a)
-        r32 = fn(a.astype(_F64)).astype(_F32)
+        r32 = fn(_wide(a).astype(_F64)).astype(_F32)
         return r32 if a.dtype == _F32 else _back(r32, a.dtype)
     return impl
 
@@ -311,10 +328,12 @@ def _math_fn(attrs: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
     """A core/mathfns.py function: its NumPy reference on float64 (float operands; or in their
     own type for ``native`` functions) or the integers themselves, rounded once to the result type."""
     fn = mathfns.FUNCTIONS[attrs.name]
-    wide = args if fn.native else [a.astype(_F64) if _is_float(a) else a for a in args]
+    wide = args if fn.native else [_wide(a).astype(_F64) if _is_float(a) else a for a in args]
     out = np.asarray(fn.ref(*wide))
     if out.dtype == rt.element.np:
         return out
+    if rt.element == dtypes.float8e4b15:
+        return floats.e4b15_encode(_wide(out).astype(_F64))
     return floats.saturate_fp8(out, rt.element, keep_inf=True).astype(rt.element.np)
 
 
@@ -342,7 +361,7 @@ def convert(a: np.ndarray, dst: DType, rounding: str = "rtne") -> np.ndarray:
                 return a.astype(dst.np)
             return floats.narrow(a.astype(_F64), dst)
         if dst.is_int:
-            return _float_to_int(a.astype(_F64), dst)
+            return _float_to_int(_wide(a).astype(_F64), dst)
         if dst.np in _NATIVE_FLOATS and dst.mantissa >= src.mantissa:
             return _wide(a).astype(dst.np, copy=False)  # widening: exact
         if rounding == "rtne" and a.dtype == _F32 and dst == dtypes.float16:

@@ -17,11 +17,12 @@ from typing import Any
 import numpy as np
 
 from ..core.builder import Builder, user_loc
-from ..core.dtypes import PointerType
+from ..core.dtypes import FP8E4B15_STORAGE, PointerType
 from ..core.errors import CompilationError, TilesError
 from ..core.ir import Block, Instr, Kernel, TileType, Value
 from ..core.live import LiveValue
 from ..core.ops import Op
+from ..core.semantics import widen
 from ..core.typerules import IRTypeError, infer
 from .context import Ctx, Launch
 from .executor import Plan, _Walker
@@ -69,10 +70,13 @@ class StepSession:
 
     # ---------------------------------------------------------------- showing
     def host(self, value: LiveValue) -> np.ndarray:
-        """The value of the (first) program being stepped: shape ``value.type.shape``."""
+        """The value of the (first) program being stepped: shape ``value.type.shape`` (float8e4b15,
+        which NumPy has no type for, decoded to float32)."""
         a = value.array
         if not isinstance(a, np.ndarray):
             a = addresses(a)
+        elif a.dtype == FP8E4B15_STORAGE:
+            a = widen(a)
         return np.broadcast_to(a, (max(1, a.shape[0]), *value.type.shape))[0]
 
     def truth(self, value: LiveValue) -> bool:

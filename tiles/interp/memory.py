@@ -434,7 +434,7 @@ class Memory:
             vals = vals != 0
         if mask is None:
             return vals
-        return np.where(mask, vals, out_dt.type(0) if other is None else other)
+        return np.where(mask, vals, np.zeros((), out_dt) if other is None else other)
 
     def store(self, addr: Pointers, value: np.ndarray, mask: np.ndarray | None,
               elem: DType | PointerType, site: Site) -> None:

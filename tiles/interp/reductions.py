@@ -27,7 +27,7 @@ from ..core.errors import KernelRuntimeError
 from ..core.ir import Instr
 from ..core.kinds import ReduceKind
 from ..core.ops import Op
-from ..core.semantics import convert, dtype_of
+from ..core.semantics import convert, dtype_of, round_back, widen
 from .context import Ctx
 from .programs import Programs
 
@@ -62,7 +62,7 @@ _UFUNC: dict[ReduceKind, np.ufunc] = {
 def _builtin(kind: ReduceKind, x: np.ndarray, axis: int, scan: bool) -> np.ndarray:
     d = dtype_of(x)
     if kind in ("sum", "prod") and d.is_floating:
-        x64 = x.astype(_F64)
+        x64 = widen(x).astype(_F64)
         if kind == "sum":
             r = np.cumsum(x64, axis) if scan else np.sum(x64, axis)
         else:
@@ -75,9 +75,9 @@ def _builtin(kind: ReduceKind, x: np.ndarray, axis: int, scan: bool) -> np.ndarr
     if kind == "prod":
         return np.cumprod(x, axis, dtype=x.dtype) if scan else np.prod(x, axis, dtype=x.dtype)
     ufunc = _UFUNC[kind]
-    xs = x.astype(_F32) if _small_float(x) else x
+    xs = widen(x) if _small_float(x) else x
     r = ufunc.accumulate(xs, axis) if scan else ufunc.reduce(xs, axis)
-    return r.astype(x.dtype) if xs is not x else r
+    return round_back(r, x.dtype) if xs is not x else r  # max/min: exact
 
 
 def _combine(ctx: Ctx, instr: Instr, left: list[np.ndarray], right: list[np.ndarray]
@@ -168,7 +168,7 @@ def _argreduce(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.nd
     a: ArgReduce = instr.attrs
     (x,) = args
     ax = a.axis + 1
-    xs = x.astype(_F32) if _small_float(x) else x
+    xs = widen(x) if _small_float(x) else x
     best = (np.fmax if a.kind is ReduceKind.MAX else np.fmin).reduce(xs, ax, keepdims=True)
     return (np.argmax(xs == best, axis=ax).astype(np.int32),)
 
@@ -184,7 +184,7 @@ def _sort(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarray
 
 
 def _stable_sort(x: np.ndarray) -> np.ndarray:
-    keys = x.astype(_F32) if _small_float(x) else x
+    keys = widen(x) if _small_float(x) else x
     return np.take_along_axis(x, np.argsort(keys, axis=-1, kind="stable"), axis=-1)
 
 
@@ -228,7 +228,7 @@ def _dot(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarray]
     if instr.attrs is not None and instr.attrs.input_precision == "tf32" and da == dtypes.float32:
         a, b = floats.round_tf32(a), floats.round_tf32(b)
     with np.errstate(all="ignore"):
-        r = np.matmul(a.astype(_F64), b.astype(_F64))
+        r = np.matmul(widen(a).astype(_F64), widen(b).astype(_F64))
         r = np.add(r, acc, out=r) if r.shape == np.broadcast_shapes(r.shape, acc.shape) else r + acc
     if out.is_int:
         return (convert(r, out),)

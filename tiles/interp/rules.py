@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core import semantics
 from ..core.attrs import Arange, Atomic, Const, Descriptor, Load, Store
-from ..core.dtypes import DType, PointerType
+from ..core.dtypes import FP8E4B15_STORAGE, DType, PointerType
 from ..core.errors import KernelRuntimeError
 from ..core.ir import Instr
 from ..core.ops import Op
@@ -254,6 +254,8 @@ def _device_assert(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[n
 
 
 def _format(v: np.ndarray, hex_: bool) -> str:
+    if v.dtype == FP8E4B15_STORAGE:  # raw bytes: the bits with hex=True, else the values
+        v = v.view(np.uint8) if hex_ else semantics.widen(v)
     if hex_ and v.dtype.kind in "iu":
         return np.array2string(np.asarray(v), formatter={"int": lambda i: hex(int(i))})
     return str(v) if v.ndim else str(v.item())

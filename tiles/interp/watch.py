@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from ..core.dtypes import DType, PointerType
+from ..core.dtypes import FP8E4B15_STORAGE, DType, PointerType
 from ..core.errors import LaunchError
 from ..core.ir import Loc
+from ..core.semantics import widen
 from .memory import Buffer, Memory, Pointers, Site, addresses, view_dtype
 
 
@@ -157,6 +158,7 @@ class WatchedMemory(Memory):
         return found
 
     def _report(self, w: Watch, addr: int, prog: int, old: Any, new: Any, site: Site) -> None:
+        old, new = (_readable(v) for v in (old, new))
         hit = WatchHit(w.text, self._element(w.buffer, addr), site.loc, site.programs.pid(prog),
                        old, new, site.what)
         self.on_hit(hit, site)
@@ -189,3 +191,10 @@ class WatchedMemory(Memory):
 
 def print_hit(hit: WatchHit) -> None:
     print(str(hit), file=sys.stderr, flush=True)
+
+
+def _readable(v: Any) -> Any:
+    """A float8e4b15 element (raw bytes) as its value; anything else as it is."""
+    if isinstance(v, np.generic) and v.dtype == FP8E4B15_STORAGE:
+        return np.float32(widen(np.array([v]))[0])
+    return v

@@ -11,7 +11,7 @@ uses them (``unsupported.py``).
 from ..core.dtypes import (
     DType as dtype,
     PointerType as pointer_type,
-    bfloat16, float8e4b8, float8e4nv, float8e5, float8e5b16, float16, float32, float64,
+    bfloat16, float8e4b8, float8e4b15, float8e4nv, float8e5, float8e5b16, float16, float32, float64,
     int1, int8, int16, int32, int64, uint8, uint16, uint32, uint64,
 )
 from ..core.ir import TileType as block_type

@@ -271,6 +271,8 @@ def dot(input: tensor, other: tensor, acc: tensor | None = None, input_precision
     if a.shape[-1] != b.shape[-2]:
         raise S.error(f"tl.dot: inner dimensions differ: {list(a.shape)} @ {list(b.shape)}")
     n = b.shape[-1]
+    if D.float8e4b15 in (a.dtype, b.dtype):  # as Triton: float8e4b15 operands are upcast to float16 (exact)
+        a, b = S.cast(a, D.float16), S.cast(b, D.float16)
     # any M, N, K >= 1, as Triton's interpreter and AMD backend take (its NVIDIA backend wants
     # K >= 16 for 16-bit operands); shapes the tensor cores cannot take use the generic lowering
     if a.dtype != b.dtype:

@@ -40,9 +40,6 @@ class Unsupported:
 UNSUPPORTED: dict[str, str] = {
     "inline_asm_elementwise": "tiles compiles one IR for OpenCL, CUDA and ROCm, so it cannot embed "
                               "target assembly; write the operation with tl ops",
-    "float8e4b15": "Triton's bias-15 e4m3 format (which Triton itself drops on sm_90 and later) has no "
-                   "NumPy/ml_dtypes type, and tiles keeps every element type as one; use tl.float8e4nv "
-                   "(bias 7)",
     "void": "void is only the result type of inline assembly, which tiles does not support",
     "slice": "slicing tiles (x[a:b]) is not supported; use masks, tl.split or tl.reshape",
     "target_info": "kernels cannot branch on the target; tiles compiles one kernel for every "

@@ -28,6 +28,7 @@ from . import checked_launch, descriptor_args, expanded_args, global_guards, hot
 from .binder import MISSING, can_bind, make_launch, tensor_type
 from .launch_options import JIT_HINTS, split_hints
 from .specialize import ArgSpec, MockArray, launch_key, mock_dtype_argument
+from .tensor_wrapper import TensorWrapper  # noqa: F401  (triton.runtime.jit.TensorWrapper)
 from .validate import MAX_GRID_SIZE, check_num_warps, check_positive_int, check_writable, normalize_grid, quick_grid
 
 Grid = tuple[int, ...] | Callable[[dict[str, Any]], tuple[int, ...]]

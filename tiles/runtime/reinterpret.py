@@ -8,6 +8,7 @@ import numpy as np
 
 from ..core import dtypes as D
 from .specialize import TORCH_ALIASES
+from .tensor_wrapper import TensorWrapper
 
 _TORCH_NAMES = {tiles_name: torch_name for torch_name, tiles_name in TORCH_ALIASES.items()}
 
@@ -34,17 +35,27 @@ def reinterpret(tensor: Any, dtype: Any) -> Any:
     Triton wraps the tensor and changes only the pointer type kernels see; tiles returns the
     array library's own view (NumPy's ``view`` with ml_dtypes, torch's ``view(dtype)``), which
     kernels, the interpreter and NumPy code all read the same way.  Views between element sizes
-    follow the library's rules (the last axis must be contiguous and is rescaled)."""
-    from ..language.unsupported import Unsupported
-    if isinstance(dtype, Unsupported):  # tl.float8e4b15
-        raise TypeError(f"reinterpret: tl.{dtype.name} is not supported by tiles: {dtype.reason}")
+    follow the library's rules (the last axis must be contiguous and is rescaled).
+
+    ``tl.float8e4b15`` has no NumPy, ml_dtypes or torch type: a NumPy array's bytes are viewed as
+    ``dtypes.FP8E4B15_STORAGE`` (1-byte void, which NumPy cannot compute with; ``.view(np.uint8)``
+    gives the bits back), a torch tensor is wrapped in a ``TensorWrapper``, as Triton does."""
+    if isinstance(tensor, TensorWrapper):
+        if _element_type(dtype) is None:
+            raise TypeError(f"reinterpret: {dtype!r} is not an element dtype (use tl.float8e5, tl.uint8, ...)")
+        tensor = tensor.base
     target = _element_type(dtype)
     if target is None:
         raise TypeError(f"reinterpret: {dtype!r} is not an element dtype (use tl.float8e5, tl.uint8, ...)")
     if isinstance(tensor, np.ndarray):
+        if target == D.float8e4b15 and tensor.dtype.itemsize != 1:
+            raise TypeError(f"reinterpret: an array of {tensor.dtype} cannot be seen as float8e4b15 (one byte an "
+                            "element); view it as np.uint8 first")
         return tensor.view(target.np)
     if type(tensor).__module__.startswith("torch"):
         import torch
+        if target == D.float8e4b15:
+            return TensorWrapper(tensor, target)
         torch_dtype = getattr(torch, _TORCH_NAMES.get(target.name, target.name), None)
         if not isinstance(torch_dtype, torch.dtype):
             raise TypeError(f"reinterpret: this torch has no dtype for {target.name}")

@@ -12,6 +12,7 @@ from ..core import dtypes as D
 from ..core.dtypes import DType, PointerType, ScalarType
 from ..language.constexpr import constexpr as constexpr_object
 from ..tools.tensor_descriptor import TensorDescriptor, problem
+from .tensor_wrapper import TensorWrapper
 
 # torch dtype names that differ from tiles' (the rest are the same words)
 TORCH_ALIASES = {"bool": "int1", "float8_e4m3fn": "float8e4nv", "float8_e5m2": "float8e5",
@@ -72,6 +73,8 @@ def array_dtype(value: Any) -> DType | None:
     """The element type of an array-like argument, or None when it is not one."""
     if isinstance(value, np.ndarray):
         return D.from_numpy(value.dtype)
+    if isinstance(value, TensorWrapper):  # reinterpret(tensor, tl.float8e4b15)
+        return value.dtype
     dt = getattr(value, "dtype", None)
     if dt is None:
         return None
