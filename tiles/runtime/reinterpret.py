@@ -11,6 +11,9 @@ from .specialize import TORCH_ALIASES
 from .tensor_wrapper import TensorWrapper
 
 _TORCH_NAMES = {tiles_name: torch_name for torch_name, tiles_name in TORCH_ALIASES.items()}
+# torch's wide unsigned dtypes have no arithmetic ("add_stub" not implemented for 'UInt16'): a view
+# as one could not be computed with, so these are wrapped as Triton does (``.base`` is the tensor)
+_TORCH_WITHOUT_ARITHMETIC = frozenset({"uint16", "uint32", "uint64"})
 
 
 def _element_type(dtype: Any) -> D.DType | None:
@@ -39,7 +42,8 @@ def reinterpret(tensor: Any, dtype: Any) -> Any:
 
     ``tl.float8e4b15`` has no NumPy, ml_dtypes or torch type: a NumPy array's bytes are viewed as
     ``dtypes.FP8E4B15_STORAGE`` (1-byte void, which NumPy cannot compute with; ``.view(np.uint8)``
-    gives the bits back), a torch tensor is wrapped in a ``TensorWrapper``, as Triton does."""
+    gives the bits back), a torch tensor is wrapped in a ``TensorWrapper``, as Triton does; so is one
+    seen as uint16/32/64, types torch has but cannot compute with."""
     if isinstance(tensor, TensorWrapper):
         if _element_type(dtype) is None:
             raise TypeError(f"reinterpret: {dtype!r} is not an element dtype (use tl.float8e5, tl.uint8, ...)")
@@ -54,7 +58,7 @@ def reinterpret(tensor: Any, dtype: Any) -> Any:
         return tensor.view(target.np)
     if type(tensor).__module__.startswith("torch"):
         import torch
-        if target == D.float8e4b15:
+        if target == D.float8e4b15 or target.name in _TORCH_WITHOUT_ARITHMETIC:
             return TensorWrapper(tensor, target)
         torch_dtype = getattr(torch, _TORCH_NAMES.get(target.name, target.name), None)
         if not isinstance(torch_dtype, torch.dtype):

@@ -1,5 +1,5 @@
 """Triton's ``TensorWrapper``: what ``reinterpret`` gives for a torch tensor whose new element type
-torch has no dtype for (``tl.float8e4b15``)."""
+torch has no dtype for (``tl.float8e4b15``) or none it computes with (uint16/32/64)."""
 
 from __future__ import annotations
 
