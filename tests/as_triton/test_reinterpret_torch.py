@@ -38,3 +38,31 @@ def test_unsigned_views_are_wrapped(unsigned, signed):
     np.testing.assert_array_equal(out.base.numpy(), want)
     assert (out.base + x.base).dtype == getattr(torch, signed)  # host arithmetic on .base works
     assert tiles.reinterpret(x, getattr(tl, signed)).dtype == getattr(torch, signed)
+
+
+@tiles.jit
+def _copy_strided(x, out, stride0, stride1, COLS: tl.constexpr):
+    i = tl.arange(0, 4)[:, None]
+    j = tl.arange(0, 4)[None, :]
+    m = j < COLS
+    tl.store(out + i * COLS + j, tl.load(x + i * stride0 + j * stride1, mask=m), mask=m)
+
+
+@tiles.jit
+def _add_scalars(x, y, out):
+    tl.store(out, tl.load(x) + tl.load(y))
+
+
+def test_wrapped_scalars_and_strided_views():
+    """0-d tensors (Triton's tests pass scalars so) and a view whose last axis is strided."""
+    import torch
+    x = tiles.reinterpret(torch.tensor(-3, dtype=torch.int16), tl.uint16)
+    y = tiles.reinterpret(torch.tensor(5, dtype=torch.int16), tl.uint16)
+    out = x.new_empty(())
+    _add_scalars[(1,)](x, y, out)
+    assert out.base.item() == 2  # 65533 + 5 wraps to 2
+    base = torch.arange(-10, 10, dtype=torch.int32).reshape(4, 5)[:, ::2]
+    view = tiles.reinterpret(base, tl.uint32)
+    got = torch.empty((4, 3), dtype=torch.int32)
+    _copy_strided[(1,)](view, got, *view.stride(), COLS=3)
+    assert torch.equal(got, base)

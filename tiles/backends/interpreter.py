@@ -21,8 +21,8 @@ def host_array(value: Any) -> np.ndarray:
     """A NumPy view of an array-like argument that shares its memory where possible."""
     if isinstance(value, np.ndarray):
         return value
-    if getattr(type(value), "tiles_tensor_wrapper", False):  # runtime/tensor_wrapper.py: tl.float8e4b15
-        return host_array(value.base).view(np.uint8).view(value.dtype.np)
+    if getattr(type(value), "tiles_tensor_wrapper", False):  # runtime/tensor_wrapper.py (same element size)
+        return host_array(value.base).view(value.dtype.np)
     mod = type(value).__module__
     if mod.startswith("torch"):
         if value.device.type != "cpu":
