@@ -34,6 +34,7 @@ import numpy as np
 from ..core.dtypes import DType, PointerType
 from ..core.errors import KernelRuntimeError, LaunchError
 from ..core.ir import Kernel, Loc
+from ..core.semantics import broadcast_shape, constant
 from . import atomics
 from .live_arrays import LiveIndex, remembered_arrays
 from .live_arrays import extent as _extent
@@ -83,7 +84,7 @@ class DeferredPtr:
 
     def __init__(self, p: np.ndarray, i: np.ndarray, size: int) -> None:
         self.p, self.i, self.size = p, i, size
-        self.shape = np.broadcast_shapes(p.shape, i.shape)
+        self.shape = broadcast_shape(p.shape, i.shape)
 
 
 Pointers = np.ndarray | DeferredPtr
@@ -134,7 +135,7 @@ def _min_max(x: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
     if mask is None:
         x = _one_copy(x)
         return int(x.min()), int(x.max())
-    shape = np.broadcast_shapes(x.shape, mask.shape)
+    shape = broadcast_shape(x.shape, mask.shape)
     x, mask = _to_shape(x, shape), _to_shape(mask, shape)
     if x.size <= _SELECT_LIMIT:  # small tiles: one copy of the active lanes beats two masked reductions
         active = x[mask]
@@ -212,6 +213,11 @@ class Memory:
         self._remembered_added = False
         self._live: LiveIndex | None = None  # every live host array, once a lookup needs it
         self._scratch: dict[tuple[int, ...], np.ndarray] = {}
+        # offsets' bounds over (offsets, mask), for accesses that share them (``x[offs]``, ``y[offs]``,
+        # ``out[offs]`` under one mask); holds the arrays, so their ids stay theirs.  Sound because the
+        # walker never writes into a value after an instruction has read it (loops and branches
+        # write only into fresh arrays of their own)
+        self._bounds: dict[tuple[int, int], tuple[int, int, np.ndarray, np.ndarray | None]] = {}
 
     # ------------------------------------------------------------ locating lanes
 
@@ -236,7 +242,7 @@ class Memory:
             if mask is None:
                 low = np.bitwise_or.reduce(_one_copy(addr), axis=None)
             else:
-                shape = np.broadcast_shapes(addr.shape, mask.shape)
+                shape = broadcast_shape(addr.shape, mask.shape)
                 low = np.bitwise_or.reduce(np.broadcast_to(addr, shape), axis=None,
                                            where=np.broadcast_to(mask, shape))
             if int(low) & (size - 1):
@@ -394,7 +400,7 @@ class Memory:
         # conservative: every base with every offset (the exact check is the slow path's);
         # all offsets first, as in _one_buffer, then only the active ones
         for m in (None, mask) if mask is not None else (None,):
-            lo_i, hi_i = _min_max(i, m)
+            lo_i, hi_i = self._offset_bounds(i, m)
             if lo_b + lo_i * size >= buf.base and hi_b + hi_i * size + size <= buf.base + buf.nbytes:
                 break
         else:
@@ -402,6 +408,18 @@ class Memory:
         idx = self._scratch_like(d.shape)
         np.add(i, rel, out=idx, dtype=np.int64, casting="unsafe")
         return buf, idx
+
+    def _offset_bounds(self, i: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
+        """``_min_max(i, mask)``, found once per launch for a pair of arrays."""
+        key = (id(i), id(mask))
+        hit = self._bounds.get(key)
+        if hit is not None and hit[2] is i and hit[3] is mask:
+            return hit[0], hit[1]
+        lo, hi = _min_max(i, mask)
+        if len(self._bounds) >= 8:  # (a loop makes new offsets each iteration: keep only the latest)
+            self._bounds.clear()
+        self._bounds[key] = (lo, hi, i, mask)
+        return lo, hi
 
     def load(self, addr: Pointers, mask: np.ndarray | None, other: np.ndarray | None,
              elem: DType | PointerType, site: Site) -> np.ndarray:
@@ -411,10 +429,10 @@ class Memory:
             if mask.all():
                 mask = None
             elif not mask.any():
-                shape = np.broadcast_shapes(addr.shape, mask.shape)
+                shape = broadcast_shape(addr.shape, mask.shape)
                 if other is None:
                     return np.zeros(shape, out_dt)
-                return np.broadcast_to(other, np.broadcast_shapes(shape, other.shape))
+                return np.broadcast_to(other, broadcast_shape(shape, other.shape))
         size = vdt.itemsize
         found = self._fast(addr, mask, size)
         if found is not None:
@@ -422,7 +440,7 @@ class Memory:
             vals = buf.view(vdt).take(idx, mode="clip")
         else:
             a = addresses(addr)
-            shape = a.shape if mask is None else np.broadcast_shapes(a.shape, mask.shape)
+            shape = a.shape if mask is None else broadcast_shape(a.shape, mask.shape)
             flat = np.broadcast_to(a, shape).ravel()
             act = np.arange(flat.size) if mask is None else np.flatnonzero(np.broadcast_to(mask, shape))
             lanes = max(1, int(np.prod(shape[1:])))
@@ -454,7 +472,9 @@ class Memory:
             self._check_writable(buf, site)
             if idx.shape[0] == 1 and (mask is None or mask.shape[0] == 1):
                 value = value[-1:]  # every program writes the same lanes: the last one wins
-            shape = np.broadcast_shapes(idx.shape, value.shape, () if mask is None else mask.shape)
+            shape = broadcast_shape(idx.shape, value.shape)
+            if mask is not None:
+                shape = broadcast_shape(shape, mask.shape)
             idx, v = _to_shape(idx, shape), _to_shape(value, shape)
             if mask is None:
                 buf.view(vdt)[idx.ravel()] = v.ravel()  # 1-D index: in order, the last wins
@@ -545,7 +565,6 @@ def _scalar(value: Any, dtype: Any) -> np.ndarray:
     key = (dtype, t, value if t is int or t is bool else struct.pack("<d", value)) if t in _KEPT else None
     found = None if key is None else _SCALARS.get(key)
     if found is None:
-        from ..core.semantics import constant  # local: semantics is heavier than memory
         found = constant(value, dtype)
         found.flags.writeable = False
         if key is not None and len(_SCALARS) < 4096:

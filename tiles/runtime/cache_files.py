@@ -72,6 +72,7 @@ def write_entry(path: Path, payload: bytes) -> bool:
             fd, tmp = _temporary(path)
         except FileNotFoundError:
             path.parent.mkdir(parents=True, exist_ok=True)
+            _swept.add(path.parent)  # a folder that was missing a moment ago holds no stale temporaries
             fd, tmp = _temporary(path)
     except OSError as e:
         _warn_unwritable(path.parent, e)
