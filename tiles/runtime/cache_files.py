@@ -35,7 +35,7 @@ class CacheWarning(UserWarning):
 
 
 def entry_path(key: str, kind: str = "kernels", suffix: str = ".json") -> Path:
-    return config.cache_dir() / kind / key[:2] / f"{key}{suffix}"
+    return config.cache_dir().joinpath(kind, key[:2], f"{key}{suffix}")  # (one Path built, not three)
 
 
 _warned: set[str] = set()
