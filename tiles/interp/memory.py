@@ -153,8 +153,9 @@ class Buffer:
 
     def __init__(self, slot: int, name: str, array: np.ndarray, label: str | None = None) -> None:
         flags = array.flags
+        address = array.__array_interface__["data"][0]
         if flags.c_contiguous and array.size:  # its bytes are a view of it (cheaper than _Raw's interface)
-            lo = array.__array_interface__["data"][0]
+            lo = address
             hi = lo + array.nbytes
             raw = array.reshape(-1).view(np.uint8)
         else:
@@ -169,7 +170,7 @@ class Buffer:
         self.raw = raw
         self.base = (FIRST_SLOT + slot) << SHIFT
         self.host = (lo, hi)
-        self.origin = self.base + array.__array_interface__["data"][0] - lo
+        self.origin = self.base + address - lo
         self._views: dict[np.dtype, np.ndarray] = {}
 
     def view(self, dt: np.dtype) -> np.ndarray:
@@ -421,14 +422,28 @@ class Memory:
         self._bounds[key] = (lo, hi, i, mask)
         return lo, hi
 
+    def _mask_facts(self, mask: np.ndarray) -> tuple[bool, bool]:
+        """(every lane on, some lane on), found once per launch for a mask (as ``_offset_bounds``)."""
+        key = (id(mask), 0)
+        hit = self._bounds.get(key)
+        if hit is not None and hit[2] is mask:
+            return bool(hit[0]), bool(hit[1])
+        every = bool(mask.all())
+        some = every or bool(mask.any())
+        if len(self._bounds) >= 8:
+            self._bounds.clear()
+        self._bounds[key] = (every, some, mask, None)
+        return every, some
+
     def load(self, addr: Pointers, mask: np.ndarray | None, other: np.ndarray | None,
              elem: DType | PointerType, site: Site) -> np.ndarray:
         vdt = view_dtype(elem)
         out_dt = np.dtype(np.bool_) if isinstance(elem, DType) and elem.is_bool else vdt
         if mask is not None:
-            if mask.all():
+            every, some = self._mask_facts(mask)
+            if every:
                 mask = None
-            elif not mask.any():
+            elif not some:
                 shape = broadcast_shape(addr.shape, mask.shape)
                 if other is None:
                     return np.zeros(shape, out_dt)
@@ -459,9 +474,10 @@ class Memory:
         vdt = view_dtype(elem)
         size = vdt.itemsize
         if mask is not None:
-            if mask.all():
+            every, some = self._mask_facts(mask)
+            if every:
                 mask = None
-            elif not mask.any():
+            elif not some:
                 return
         if value.dtype != vdt:
             value = value.astype(vdt)
