@@ -106,6 +106,7 @@ def _one_copy(x: np.ndarray) -> np.ndarray:
 
 
 _SELECT_LIMIT = 1 << 16
+_RUN_MIN = 512  # offset tiles at least this big are checked for a run of consecutive elements
 
 
 def _distinct(x: np.ndarray) -> list[int]:
@@ -362,11 +363,12 @@ class Memory:
     # ------------------------------------------------------------ accesses
 
     def _fast(self, addr: Pointers, mask: np.ndarray | None, size: int
-              ) -> tuple[Buffer, np.ndarray] | None:
+              ) -> tuple[Buffer, np.ndarray | slice] | None:
         """(buffer, element indices shaped like the pointers) when every active lane is in
         one buffer and aligned; None: take the slow path.  Indices of masked-off lanes
         are garbage (the caller clips or drops them).  The indices live in scratch memory
-        that the next access reuses."""
+        that the next access reuses.  A slice instead: every lane (masked-off ones too) is in
+        the buffer and the pointers, in row-major order, are consecutive elements."""
         if isinstance(addr, DeferredPtr):
             found = self._fast_deferred(addr, mask, size)
             if found is not None:
@@ -378,7 +380,7 @@ class Memory:
         return None if buf is None else (buf, self._index(addr, buf.base, size))
 
     def _fast_deferred(self, d: DeferredPtr, mask: np.ndarray | None, size: int
-                       ) -> tuple[Buffer, np.ndarray] | None:
+                       ) -> tuple[Buffer, np.ndarray | slice] | None:
         """The fast path for ``p + i`` with every base ``p`` in one buffer (``p`` is usually
         uniform per program, or per row of a 2D tile: far smaller than the pointer tile)."""
         p, i = _one_copy(d.p), d.i  # a broadcast base (one per program) is checked once
@@ -406,9 +408,31 @@ class Memory:
                 break
         else:
             return None
+        if m is None and p.size == 1 and i.size >= _RUN_MIN and i.shape == d.shape:
+            start = self._run_start(i, lo_i, hi_i)
+            if start is not None:  # the offsets are start, start + 1, ...: one slice of the buffer
+                first = int(rel) + start
+                return buf, slice(first, first + i.size)
         idx = self._scratch_like(d.shape)
         np.add(i, rel, out=idx, dtype=np.int64, casting="unsafe")
         return buf, idx
+
+    def _run_start(self, i: np.ndarray, lo: int, hi: int) -> int | None:
+        """``lo`` when the values of ``i``, in row-major order, are ``lo, lo + 1, ..., hi`` (a tile
+        of consecutive elements: ``pid * BLOCK + arange``), else None; found once per launch for
+        an array (as ``_offset_bounds``).  (Differences of 1 that wrapped around would span the
+        whole integer range, so ``hi - lo + 1`` would not be the size.)"""
+        if hi - lo + 1 != i.size:
+            return None
+        key = (id(i), 1)
+        hit = self._bounds.get(key)
+        if hit is None or hit[2] is not i:
+            flat = i.reshape(-1)
+            run = int(flat[0]) == lo and bool((flat[1:] - flat[:-1] == 1).all())
+            if len(self._bounds) >= 8:
+                self._bounds.clear()
+            hit = self._bounds[key] = (int(run), 0, i, None)
+        return lo if hit[0] else None
 
     def _offset_bounds(self, i: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
         """``_min_max(i, mask)``, found once per launch for a pair of arrays."""
@@ -452,7 +476,10 @@ class Memory:
         found = self._fast(addr, mask, size)
         if found is not None:
             buf, idx = found
-            vals = buf.view(vdt).take(idx, mode="clip")
+            if isinstance(idx, slice):  # copied: a loaded value never changes with later stores
+                vals = buf.view(vdt)[idx].reshape(addr.shape).copy()
+            else:
+                vals = buf.view(vdt).take(idx, mode="clip")
         else:
             a = addresses(addr)
             shape = a.shape if mask is None else broadcast_shape(a.shape, mask.shape)
@@ -486,6 +513,13 @@ class Memory:
         if found is not None:
             buf, idx = found
             self._check_writable(buf, site)
+            if isinstance(idx, slice):
+                tile = addr.shape
+                if mask is None and (tile[0] > 1 or value.shape[0] == 1) \
+                        and broadcast_shape(tile, value.shape) == tile:
+                    buf.view(vdt)[idx] = _to_shape(value, tile).reshape(-1)  # distinct elements, in order
+                    return
+                idx = np.arange(idx.start, idx.stop, dtype=np.int64).reshape(tile)
             if idx.shape[0] == 1 and (mask is None or mask.shape[0] == 1):
                 value = value[-1:]  # every program writes the same lanes: the last one wins
             shape = broadcast_shape(idx.shape, value.shape)
