@@ -205,7 +205,8 @@ def print_autotuning() -> bool:
 
 
 def interpreter_checks() -> set[str]:
-    return {s.strip() for s in os.environ.get("TILES_INTERPRET_CHECKS", "").split(",") if s.strip()}
+    raw = os.environ.get("TILES_INTERPRET_CHECKS")  # (read on every launch: mostly unset)
+    return {s.strip() for s in raw.split(",") if s.strip()} if raw else set()
 
 
 def rocm_arch() -> str:

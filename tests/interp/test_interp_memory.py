@@ -264,3 +264,32 @@ def test_tail_rows_of_a_2d_tile_stay_checked():
     np.testing.assert_array_equal(out, x)
     with pytest.raises(KernelRuntimeError, match="out of bounds|outside"):
         copy_2d[(2,)](x, out, 17, 33, 33, BM=16, BN=64, MASK_ROWS=False, backend="interpreter")
+
+
+def test_consecutive_elements_read_and_written_as_one_run():
+    """Offsets ``pid * BLOCK + arange`` with every lane in the array are one slice of it: a load
+    is a copy (a later store does not change it), a store writes each element once, the last
+    program wins where every program stores the same elements, and a run past the end is still
+    an out-of-bounds error."""
+    @tiles.jit
+    def bump(x_ptr, old_ptr, BLOCK: tl.constexpr):
+        offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        a = tl.load(x_ptr + offs)
+        tl.store(x_ptr + offs, a + 1.0)
+        tl.store(old_ptr + offs, a)
+
+    @tiles.jit
+    def same_lanes(out_ptr, BLOCK: tl.constexpr):
+        offs = tl.arange(0, BLOCK)
+        tl.store(out_ptr + offs, tl.zeros((BLOCK,), tl.int32) + tl.program_id(0))
+
+    x = np.arange(4096, dtype=np.float32)
+    old = np.zeros_like(x)
+    bump[(4,)](x, old, BLOCK=1024, backend="interpreter")
+    np.testing.assert_array_equal(old, np.arange(4096, dtype=np.float32))
+    np.testing.assert_array_equal(x, np.arange(4096, dtype=np.float32) + 1)
+    out = np.zeros(1024, np.int32)
+    same_lanes[(5,)](out, BLOCK=1024, backend="interpreter")
+    np.testing.assert_array_equal(out, np.full(1024, 4, np.int32))
+    with pytest.raises(KernelRuntimeError, match="out of bounds"):
+        bump[(5,)](x, np.zeros(5120, np.float32), BLOCK=1024, backend="interpreter")

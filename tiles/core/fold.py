@@ -36,14 +36,14 @@ def replace_uses(block: Block, mapping: dict[Value, Value]) -> None:
 def constant_folding(kernel: Kernel) -> Kernel:
     """Replace elementwise ops on constants by the constant they compute."""
     consts: dict[Value, A.Const] = {}
-    mapping: dict[Value, Value] = {}
 
     def visit(block: Block) -> None:
         for i, instr in enumerate(block.instrs):
-            operands = [mapping.get(v, v) for v in instr.operands]
+            operands = instr.operands
             if instr.op is Op.CONST:
                 consts[instr.result] = instr.attrs
-            elif (instr.op in _FOLDABLE and operands and all(v in consts for v in operands)
+            elif (operands and operands[0] in consts and instr.op in _FOLDABLE
+                  and all(v in consts for v in operands)
                   and not instr.regions and not instr.result.type.dtype.is_ptr):
                 folded = _fold(instr, [consts[v] for v in operands])
                 if folded is not None:

@@ -70,6 +70,8 @@ def dead_code_elimination(kernel: Kernel) -> Kernel:
 
 def mark_unused_atomics(kernel: Kernel) -> Kernel:
     """Tell backends which atomics' old values nobody reads (they can skip returning them)."""
+    if not any(instr.op is Op.ATOMIC for instr in kernel.walk()):  # (most kernels: no use to count)
+        return kernel
     counts: dict[Value, int] = {}
     count_uses(kernel.body, counts)
 

@@ -60,6 +60,24 @@ def apply(op: Op, attrs: Any, args: Sequence[Any], result_type: TileType) -> np.
         return np.asarray(ELEMENTWISE_IMPL[op](attrs, [np.asarray(a) for a in args], result_type))
 
 
+def broadcast_shape(a: tuple[int, ...], b: tuple[int, ...]) -> tuple[int, ...]:
+    """``np.broadcast_shapes(a, b)`` (which builds arrays to find it: it costs more than most small
+    ops) for two shapes of one rank, the interpreter's usual case; other ranks and errors are NumPy's."""
+    if a == b:
+        return a
+    if len(a) != len(b):
+        return np.broadcast_shapes(a, b)
+    out = []
+    for x, y in zip(a, b):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            return np.broadcast_shapes(a, b)  # (raises: the shapes do not broadcast)
+    return tuple(out)
+
+
 def trunc_div(a: int, b: int) -> int:
     """IDIV on Python ints (b != 0): the quotient truncated toward zero."""
     q = abs(a) // abs(b)
@@ -422,13 +440,12 @@ def _where(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
 def _addptr(_: Any, args: list[np.ndarray], rt: TileType) -> np.ndarray:
     p, i = args
     size = rt.element.itemsize if isinstance(rt.dtype, PointerType) else 1
-    shape = np.broadcast_shapes(p.shape, i.shape)
-    if shape != i.shape:
-        i = np.broadcast_to(i, shape)
-    r = np.multiply(i, np.int64(size), dtype=np.int64)  # one fresh array, updated in place
+    r = np.multiply(i, np.int64(size), dtype=np.int64)  # the byte offsets, in the offsets' own shape
     if not isinstance(r, np.ndarray) or not r.ndim:
         return np.asarray(r + p)
-    return np.add(r, p, out=r)
+    if broadcast_shape(r.shape, p.shape) == r.shape:
+        return np.add(r, p, out=r)  # (a fresh array: updated in place)
+    return np.add(r, p)  # offsets smaller than the pointers (a loop's uniform step): one pass at full size
 
 
 @_impl(Op.PTR_TO_INT, Op.INT_TO_PTR)

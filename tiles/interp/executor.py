@@ -38,6 +38,7 @@ class Plan:
         self.region_free: dict[Instr, tuple[Value, ...]] = {}
         self.deferred: set[Instr] = set()  # ADDPTRs whose results only feed memory accesses
         self._analyze(kernel.body)
+        self.lazy = _lazy_broadcasts(kernel, self.deferred)
         self.steps: dict[Block, list[Step]] = {}
         self._compile(kernel.body)
         biggest = max([1, *(p.value.type.numel for p in kernel.params),
@@ -56,8 +57,13 @@ class Plan:
         for instr, dead in zip(block.instrs, self.dead[block]):
             for region in instr.regions:
                 self._compile(region)
-            kind = _KINDS.get(instr.op, DEFERRED if instr in self.deferred else RULE)
-            rule = INTERP_RULES.get(instr.op) if kind == RULE else None
+            kind = _KINDS.get(instr.op, DEFERRED if instr in self.deferred else
+                              LAZY_BROADCAST if instr in self.lazy else RULE)
+            rule: Any = INTERP_RULES.get(instr.op) if kind == RULE else None
+            if kind == DEFERRED:  # the pointee's size
+                rule = instr.results[0].type.element.itemsize
+            elif kind == LAZY_BROADCAST:  # the trailing 1s a scalar gets (a tile keeps its shape)
+                rule = (1,) * len(instr.attrs.shape)
             steps.append((kind, instr, rule, instr.operands, instr.results, tuple(dead)))
         self.steps[block] = steps
 
@@ -97,7 +103,23 @@ class Plan:
         return free
 
 
-RULE, FOR, IF, WHILE, DEFERRED = range(5)
+def _lazy_broadcasts(kernel: Kernel, deferred: set[Instr]) -> set[Instr]:
+    """BROADCASTs whose every use is as the base of a deferred ADDPTR: the access broadcasts
+    the base against the offsets itself (``DeferredPtr``), so the walker skips making the view
+    (a scalar base only gets its trailing 1s)."""
+    uses: dict[Value, bool] = {}  # value -> only ever a deferred ADDPTR's base
+    for instr in kernel.walk():
+        for k, v in enumerate(instr.operands):
+            uses[v] = uses.get(v, True) and k == 0 and instr in deferred
+        for region in instr.regions:
+            for v in region.yields:
+                uses[v] = False
+    for v in kernel.body.yields:
+        uses[v] = False
+    return {i for i in kernel.walk() if i.op is Op.BROADCAST and uses.get(i.results[0], False)}
+
+
+RULE, FOR, IF, WHILE, DEFERRED, LAZY_BROADCAST = range(6)
 _KINDS = {Op.FOR: FOR, Op.IF: IF, Op.WHILE: WHILE}
 Step = tuple[int, Instr, Any, tuple[Value, ...], tuple[Value, ...], tuple[Value, ...]]
 
@@ -169,7 +191,10 @@ class _Walker:
                     out = rule(ctx, instr, [env[v] for v in operands])
                 elif kind == DEFERRED:
                     p, off = (env[v] for v in operands)
-                    out = (DeferredPtr(p, off, results[0].type.element.itemsize),)
+                    out = (DeferredPtr(p, off, rule),)
+                elif kind == LAZY_BROADCAST:
+                    x = env[operands[0]]
+                    out = (x.reshape((x.shape[0], *rule)) if x.ndim == 1 else x,)
                 elif kind == FOR:
                     out = self.run_for(ctx, instr)
                 elif kind == IF:

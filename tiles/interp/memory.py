@@ -34,6 +34,7 @@ import numpy as np
 from ..core.dtypes import DType, PointerType
 from ..core.errors import KernelRuntimeError, LaunchError
 from ..core.ir import Kernel, Loc
+from ..core.semantics import broadcast_shape, constant
 from . import atomics
 from .live_arrays import LiveIndex, remembered_arrays
 from .live_arrays import extent as _extent
@@ -83,7 +84,7 @@ class DeferredPtr:
 
     def __init__(self, p: np.ndarray, i: np.ndarray, size: int) -> None:
         self.p, self.i, self.size = p, i, size
-        self.shape = np.broadcast_shapes(p.shape, i.shape)
+        self.shape = broadcast_shape(p.shape, i.shape)
 
 
 Pointers = np.ndarray | DeferredPtr
@@ -105,6 +106,7 @@ def _one_copy(x: np.ndarray) -> np.ndarray:
 
 
 _SELECT_LIMIT = 1 << 16
+_RUN_MIN = 512  # offset tiles at least this big are checked for a run of consecutive elements
 
 
 def _distinct(x: np.ndarray) -> list[int]:
@@ -134,7 +136,7 @@ def _min_max(x: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
     if mask is None:
         x = _one_copy(x)
         return int(x.min()), int(x.max())
-    shape = np.broadcast_shapes(x.shape, mask.shape)
+    shape = broadcast_shape(x.shape, mask.shape)
     x, mask = _to_shape(x, shape), _to_shape(mask, shape)
     if x.size <= _SELECT_LIMIT:  # small tiles: one copy of the active lanes beats two masked reductions
         active = x[mask]
@@ -152,8 +154,9 @@ class Buffer:
 
     def __init__(self, slot: int, name: str, array: np.ndarray, label: str | None = None) -> None:
         flags = array.flags
+        address = array.__array_interface__["data"][0]
         if flags.c_contiguous and array.size:  # its bytes are a view of it (cheaper than _Raw's interface)
-            lo = array.__array_interface__["data"][0]
+            lo = address
             hi = lo + array.nbytes
             raw = array.reshape(-1).view(np.uint8)
         else:
@@ -168,7 +171,7 @@ class Buffer:
         self.raw = raw
         self.base = (FIRST_SLOT + slot) << SHIFT
         self.host = (lo, hi)
-        self.origin = self.base + array.__array_interface__["data"][0] - lo
+        self.origin = self.base + address - lo
         self._views: dict[np.dtype, np.ndarray] = {}
 
     def view(self, dt: np.dtype) -> np.ndarray:
@@ -212,6 +215,11 @@ class Memory:
         self._remembered_added = False
         self._live: LiveIndex | None = None  # every live host array, once a lookup needs it
         self._scratch: dict[tuple[int, ...], np.ndarray] = {}
+        # offsets' bounds over (offsets, mask), for accesses that share them (``x[offs]``, ``y[offs]``,
+        # ``out[offs]`` under one mask); holds the arrays, so their ids stay theirs.  Sound because the
+        # walker never writes into a value after an instruction has read it (loops and branches
+        # write only into fresh arrays of their own)
+        self._bounds: dict[tuple[int, int], tuple[int, int, np.ndarray, np.ndarray | None]] = {}
 
     # ------------------------------------------------------------ locating lanes
 
@@ -236,7 +244,7 @@ class Memory:
             if mask is None:
                 low = np.bitwise_or.reduce(_one_copy(addr), axis=None)
             else:
-                shape = np.broadcast_shapes(addr.shape, mask.shape)
+                shape = broadcast_shape(addr.shape, mask.shape)
                 low = np.bitwise_or.reduce(np.broadcast_to(addr, shape), axis=None,
                                            where=np.broadcast_to(mask, shape))
             if int(low) & (size - 1):
@@ -355,11 +363,12 @@ class Memory:
     # ------------------------------------------------------------ accesses
 
     def _fast(self, addr: Pointers, mask: np.ndarray | None, size: int
-              ) -> tuple[Buffer, np.ndarray] | None:
+              ) -> tuple[Buffer, np.ndarray | slice] | None:
         """(buffer, element indices shaped like the pointers) when every active lane is in
         one buffer and aligned; None: take the slow path.  Indices of masked-off lanes
         are garbage (the caller clips or drops them).  The indices live in scratch memory
-        that the next access reuses."""
+        that the next access reuses.  A slice instead: every lane (masked-off ones too) is in
+        the buffer and the pointers, in row-major order, are consecutive elements."""
         if isinstance(addr, DeferredPtr):
             found = self._fast_deferred(addr, mask, size)
             if found is not None:
@@ -371,7 +380,7 @@ class Memory:
         return None if buf is None else (buf, self._index(addr, buf.base, size))
 
     def _fast_deferred(self, d: DeferredPtr, mask: np.ndarray | None, size: int
-                       ) -> tuple[Buffer, np.ndarray] | None:
+                       ) -> tuple[Buffer, np.ndarray | slice] | None:
         """The fast path for ``p + i`` with every base ``p`` in one buffer (``p`` is usually
         uniform per program, or per row of a 2D tile: far smaller than the pointer tile)."""
         p, i = _one_copy(d.p), d.i  # a broadcast base (one per program) is checked once
@@ -394,35 +403,86 @@ class Memory:
         # conservative: every base with every offset (the exact check is the slow path's);
         # all offsets first, as in _one_buffer, then only the active ones
         for m in (None, mask) if mask is not None else (None,):
-            lo_i, hi_i = _min_max(i, m)
+            lo_i, hi_i = self._offset_bounds(i, m)
             if lo_b + lo_i * size >= buf.base and hi_b + hi_i * size + size <= buf.base + buf.nbytes:
                 break
         else:
             return None
+        if m is None and p.size == 1 and i.size >= _RUN_MIN and i.shape == d.shape:
+            start = self._run_start(i, lo_i, hi_i)
+            if start is not None:  # the offsets are start, start + 1, ...: one slice of the buffer
+                first = int(rel) + start
+                return buf, slice(first, first + i.size)
         idx = self._scratch_like(d.shape)
         np.add(i, rel, out=idx, dtype=np.int64, casting="unsafe")
         return buf, idx
+
+    def _run_start(self, i: np.ndarray, lo: int, hi: int) -> int | None:
+        """``lo`` when the values of ``i``, in row-major order, are ``lo, lo + 1, ..., hi`` (a tile
+        of consecutive elements: ``pid * BLOCK + arange``), else None; found once per launch for
+        an array (as ``_offset_bounds``).  (Differences of 1 that wrapped around would span the
+        whole integer range, so ``hi - lo + 1`` would not be the size.)"""
+        if hi - lo + 1 != i.size:
+            return None
+        key = (id(i), 1)
+        hit = self._bounds.get(key)
+        if hit is None or hit[2] is not i:
+            flat = i.reshape(-1)
+            run = int(flat[0]) == lo and bool((flat[1:] - flat[:-1] == 1).all())
+            if len(self._bounds) >= 8:
+                self._bounds.clear()
+            hit = self._bounds[key] = (int(run), 0, i, None)
+        return lo if hit[0] else None
+
+    def _offset_bounds(self, i: np.ndarray, mask: np.ndarray | None) -> tuple[int, int]:
+        """``_min_max(i, mask)``, found once per launch for a pair of arrays."""
+        key = (id(i), id(mask))
+        hit = self._bounds.get(key)
+        if hit is not None and hit[2] is i and hit[3] is mask:
+            return hit[0], hit[1]
+        lo, hi = _min_max(i, mask)
+        if len(self._bounds) >= 8:  # (a loop makes new offsets each iteration: keep only the latest)
+            self._bounds.clear()
+        self._bounds[key] = (lo, hi, i, mask)
+        return lo, hi
+
+    def _mask_facts(self, mask: np.ndarray) -> tuple[bool, bool]:
+        """(every lane on, some lane on), found once per launch for a mask (as ``_offset_bounds``)."""
+        key = (id(mask), 0)
+        hit = self._bounds.get(key)
+        if hit is not None and hit[2] is mask:
+            return bool(hit[0]), bool(hit[1])
+        every = bool(mask.all())
+        some = every or bool(mask.any())
+        if len(self._bounds) >= 8:
+            self._bounds.clear()
+        self._bounds[key] = (every, some, mask, None)
+        return every, some
 
     def load(self, addr: Pointers, mask: np.ndarray | None, other: np.ndarray | None,
              elem: DType | PointerType, site: Site) -> np.ndarray:
         vdt = view_dtype(elem)
         out_dt = np.dtype(np.bool_) if isinstance(elem, DType) and elem.is_bool else vdt
         if mask is not None:
-            if mask.all():
+            every, some = self._mask_facts(mask)
+            if every:
                 mask = None
-            elif not mask.any():
-                shape = np.broadcast_shapes(addr.shape, mask.shape)
+            elif not some:
+                shape = broadcast_shape(addr.shape, mask.shape)
                 if other is None:
                     return np.zeros(shape, out_dt)
-                return np.broadcast_to(other, np.broadcast_shapes(shape, other.shape))
+                return np.broadcast_to(other, broadcast_shape(shape, other.shape))
         size = vdt.itemsize
         found = self._fast(addr, mask, size)
         if found is not None:
             buf, idx = found
-            vals = buf.view(vdt).take(idx, mode="clip")
+            if isinstance(idx, slice):  # copied: a loaded value never changes with later stores
+                vals = buf.view(vdt)[idx].reshape(addr.shape).copy()
+            else:
+                vals = buf.view(vdt).take(idx, mode="clip")
         else:
             a = addresses(addr)
-            shape = a.shape if mask is None else np.broadcast_shapes(a.shape, mask.shape)
+            shape = a.shape if mask is None else broadcast_shape(a.shape, mask.shape)
             flat = np.broadcast_to(a, shape).ravel()
             act = np.arange(flat.size) if mask is None else np.flatnonzero(np.broadcast_to(mask, shape))
             lanes = max(1, int(np.prod(shape[1:])))
@@ -441,9 +501,10 @@ class Memory:
         vdt = view_dtype(elem)
         size = vdt.itemsize
         if mask is not None:
-            if mask.all():
+            every, some = self._mask_facts(mask)
+            if every:
                 mask = None
-            elif not mask.any():
+            elif not some:
                 return
         if value.dtype != vdt:
             value = value.astype(vdt)
@@ -452,9 +513,18 @@ class Memory:
         if found is not None:
             buf, idx = found
             self._check_writable(buf, site)
+            if isinstance(idx, slice):
+                tile = addr.shape
+                if mask is None and (tile[0] > 1 or value.shape[0] == 1) \
+                        and broadcast_shape(tile, value.shape) == tile:
+                    buf.view(vdt)[idx] = _to_shape(value, tile).reshape(-1)  # distinct elements, in order
+                    return
+                idx = np.arange(idx.start, idx.stop, dtype=np.int64).reshape(tile)
             if idx.shape[0] == 1 and (mask is None or mask.shape[0] == 1):
                 value = value[-1:]  # every program writes the same lanes: the last one wins
-            shape = np.broadcast_shapes(idx.shape, value.shape, () if mask is None else mask.shape)
+            shape = broadcast_shape(idx.shape, value.shape)
+            if mask is not None:
+                shape = broadcast_shape(shape, mask.shape)
             idx, v = _to_shape(idx, shape), _to_shape(value, shape)
             if mask is None:
                 buf.view(vdt)[idx.ravel()] = v.ravel()  # 1-D index: in order, the last wins
@@ -545,7 +615,6 @@ def _scalar(value: Any, dtype: Any) -> np.ndarray:
     key = (dtype, t, value if t is int or t is bool else struct.pack("<d", value)) if t in _KEPT else None
     found = None if key is None else _SCALARS.get(key)
     if found is None:
-        from ..core.semantics import constant  # local: semantics is heavier than memory
         found = constant(value, dtype)
         found.flags.writeable = False
         if key is not None and len(_SCALARS) < 4096:

@@ -27,7 +27,7 @@ from ..core.errors import KernelRuntimeError
 from ..core.ir import Instr
 from ..core.kinds import ReduceKind
 from ..core.ops import Op
-from ..core.semantics import convert, dtype_of, round_back, widen
+from ..core.semantics import broadcast_shape, convert, dtype_of, round_back, widen
 from .context import Ctx
 from .programs import Programs
 
@@ -229,7 +229,7 @@ def _dot(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.ndarray]
         a, b = floats.round_tf32(a), floats.round_tf32(b)
     with np.errstate(all="ignore"):
         r = np.matmul(widen(a).astype(_F64), widen(b).astype(_F64))
-        r = np.add(r, acc, out=r) if r.shape == np.broadcast_shapes(r.shape, acc.shape) else r + acc
+        r = np.add(r, acc, out=r) if r.shape == broadcast_shape(r.shape, acc.shape) else r + acc
     if out.is_int:
         return (convert(r, out),)
     return (floats.narrow(r, out),)

@@ -35,7 +35,7 @@ class CacheWarning(UserWarning):
 
 
 def entry_path(key: str, kind: str = "kernels", suffix: str = ".json") -> Path:
-    return config.cache_dir() / kind / key[:2] / f"{key}{suffix}"
+    return config.cache_dir().joinpath(kind, key[:2], f"{key}{suffix}")  # (one Path built, not three)
 
 
 _warned: set[str] = set()
@@ -72,6 +72,7 @@ def write_entry(path: Path, payload: bytes) -> bool:
             fd, tmp = _temporary(path)
         except FileNotFoundError:
             path.parent.mkdir(parents=True, exist_ok=True)
+            _swept.add(path.parent)  # a folder that was missing a moment ago holds no stale temporaries
             fd, tmp = _temporary(path)
     except OSError as e:
         _warn_unwritable(path.parent, e)
