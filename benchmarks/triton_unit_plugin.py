@@ -13,6 +13,11 @@ variables the driver sets:
   side (``TILES_AS_TRITON=1``) Triton's test helpers are loaded from it as
   ``triton._internal_testing``, with the few Triton-internal names they import supplied here;
   the helpers are Triton's, run unchanged, and are no part of tiles.
+
+On tiles' sides each record also holds ``launches``: how many launches of the case went to tiles'
+OpenCL runtime (``opencl``) and to tiles' interpreter (``interpreter``), counted by wrapping
+``tiles.backends.opencl.runtime.launch`` and ``tiles.interp.interpret`` (what the backends' launches
+call); a ``{"backend": name}`` line names the backend ``tiles`` picked for launches at start.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ _out: Any = None
 _selected: set[str] | None = None
 _internals: dict[str, str] = {}
 _phases: dict[str, dict[str, Any]] = {}
+_launches: dict[str, int] = {}
 
 
 def _write(record: dict[str, Any]) -> None:
@@ -129,6 +135,33 @@ def pytest_configure(config: Any) -> None:
             _selected = {line.rstrip("\n") for line in f if line.strip()}
     if os.environ.get("TILES_AS_TRITON"):
         _install_internal_testing()
+        _install_launch_probe()
+
+
+def _install_launch_probe() -> None:
+    """Count launches per backend (see the module's docstring)."""
+    import tiles.interp
+    from tiles.backends import registry
+
+    def counting(module: Any, attr: str, name: str) -> None:
+        inner = getattr(module, attr)
+
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            _launches[name] = _launches.get(name, 0) + 1
+            return inner(*args, **kwargs)
+        setattr(module, attr, wrapper)
+
+    counting(tiles.interp, "interpret", "interpreter")
+    try:
+        import tiles.backends.opencl.runtime as ocl
+    except Exception:  # no pyopencl: nothing launches there
+        pass
+    else:
+        counting(ocl, "launch", "opencl")
+    try:
+        _write({"backend": registry.default().name})
+    except Exception as e:
+        _write({"backend": f"none: {e}"[:200]})
 
 
 def _internals_reason(item: Any) -> str:
@@ -164,6 +197,7 @@ def _alarm(signum: int, frame: Any) -> None:
 def pytest_runtest_protocol(item: Any, nextitem: Any) -> Any:
     _write({"start": item.nodeid})
     _phases[item.nodeid] = {"t0": time.time()}
+    _launches.clear()
     limit = float(os.environ.get("UH_TIMEOUT", "0") or 0)
     if limit:
         signal.signal(signal.SIGALRM, _alarm)
@@ -178,7 +212,15 @@ def pytest_runtest_protocol(item: Any, nextitem: Any) -> Any:
               "reason": info.get("reason", ""), "seconds": round(time.time() - info.get("t0", time.time()), 2)}
     if _internals.get(item.nodeid):
         record["internals"] = _internals[item.nodeid]
+    if _launches:
+        record["launches"] = dict(_launches)
     _write(record)
+    if record["outcome"] == "timeout" and os.environ.get("TILES_BACKEND"):
+        # the alarm stopped the host, not the device: a kernel may still run on the backend's queue,
+        # and the next case's launch would wait behind it.  End the process; the driver starts a
+        # fresh one for the cases left.
+        _out.close()
+        os._exit(3)
 
 
 def _first_line(report: Any) -> str:

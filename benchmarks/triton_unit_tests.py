@@ -12,7 +12,15 @@ keyed by test id, so a later run resumes where this one stopped.
 
 Sides: ``triton`` is ``TRITON_INTERPRET=1`` with the real Triton installed in ``--python``'s
 environment; ``tiles`` is ``TILES_AS_TRITON=1`` with this worktree first on ``PYTHONPATH``
-(``TRITON_INTERPRET=1`` there selects tiles' interpreter).  Both run with ``--device cpu``.
+(``TRITON_INTERPRET=1`` there selects tiles' interpreter); ``tiles-opencl`` is the same with
+``TILES_BACKEND=opencl`` and ``TILES_INTERPRET=0`` (so the mode does not map ``TRITON_INTERPRET=1``
+to tiles' interpreter; the tests still see ``TRITON_INTERPRET=1`` and take their CPU paths): tiles'
+OpenCL backend, on pocl here.  The plugin counts each case's launches per backend (``launches``),
+so a case that ran on the interpreter instead shows.  All run with ``--device cpu``.
+
+    python benchmarks/triton_unit_tests.py ... --sides tiles-opencl --subshard 1/4   # a sample of the shard
+    python benchmarks/triton_unit_tests.py --report --side tiles-opencl   # Triton next to tiles' OpenCL
+    python benchmarks/triton_unit_tests.py --report --files test_core.py --shard 1-2/16   # those cases only
 """
 
 from __future__ import annotations
@@ -34,7 +42,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 DEFAULT_RESULTS = HERE / "data" / "triton_unit_results.json"
 DEFAULT_PYTHON = "/work/tvenv/bin/python"
-SIDES = ("triton", "tiles")
+SIDES = ("triton", "tiles", "tiles-opencl")
+# tiles' sides: the environment each adds to the compatibility mode
+TILES_SIDES = {"tiles": {}, "tiles-opencl": {"TILES_BACKEND": "opencl", "TILES_INTERPRET": "0"}}
 PASS = ("passed", "xfail")
 UNIT = "python/test/unit/language"
 
@@ -53,7 +63,8 @@ def extract(git_dir: str, ref: str, into: Path) -> Path:
 
 
 def in_shard(nodeid: str, shard: tuple[int, int], seed: str) -> bool:
-    """Deterministic sample: case ``nodeid`` belongs to shard ``i`` of ``n`` by a hash of its id."""
+    """Deterministic sample: case ``nodeid`` belongs to shard ``i`` of ``n`` by a hash of its id.
+    (``--subshard`` hashes again with the seed ``<seed>:sub``, independent of the first.)"""
     i, n = shard
     digest = hashlib.sha256(f"{seed}:{nodeid}".encode()).digest()
     return int.from_bytes(digest[:8], "little") % n == i - 1
@@ -72,14 +83,15 @@ def parse_shards(text: str) -> list[tuple[int, int]]:
 
 def side_env(side: str, python: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TILES_", "TRITON_", "UH_"))}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)] if side == "tiles" else [str(HERE)])
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(HERE)] if side in TILES_SIDES else [str(HERE)])
     env["TRITON_INTERPRET"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env["OMP_NUM_THREADS"] = "1"
     env["MKL_NUM_THREADS"] = "1"
-    if side == "tiles":
+    if side in TILES_SIDES:
         env["TILES_AS_TRITON"] = "1"
         env["UH_INTERNAL_TESTING"] = internal_testing_path(python)
+        env.update(TILES_SIDES[side])
     return env
 
 
@@ -102,7 +114,7 @@ def plugin_is_registered(python: str) -> bool:
 def pytest_cmd(python: str, side: str, test_file: Path) -> list[str]:
     cmd = ["nice", "-n", "15", python, "-m", "pytest", "-p", "triton_unit_plugin", "-p", "no:cacheprovider",
            "-q", "-rN", "--no-header", "-o", "addopts=", "--device", "cpu", str(test_file)]
-    if side == "tiles" and not plugin_is_registered(python):
+    if side in TILES_SIDES and not plugin_is_registered(python):
         cmd[6:6] = ["-p", "tiles_as_triton_pytest"]
     return cmd
 
@@ -159,6 +171,9 @@ def run_side(python: str, side: str, tests: Path, test_file: str, todo: list[str
         log.close()
         stderr = (work / f"log-{side}.txt").read_text(errors="replace")
         records = read_lines(out)
+        for r in records[:1]:
+            if "backend" in r:
+                print(f"  {side}: tiles launches on {r['backend']}", flush=True)
         started = [r["start"] for r in records if "start" in r]
         finished = {r["nodeid"]: r for r in records if "nodeid" in r}
         done.update(finished)
@@ -303,6 +318,96 @@ def report(data: dict[str, Any], top: int, not_run_ok: bool = True) -> str:
     return "\n".join(lines)
 
 
+# Cases Triton's interpreter passes and tiles' OpenCL backend fails, where the failure is a limit
+# the backend states (a clear error before anything runs), by what the failure says.
+OPENCL_LIMITS: tuple[tuple[str, str], ...] = (
+    (r"(atomics|atomic_cas) on \w+ are not supported on opencl",
+     "OpenCL C has atomics on 32- and 64-bit types only: tiles' OpenCL backend refuses 16- and 8-bit integer "
+     "atomics and 16-bit atomic_cas before anything runs (read-modify-write atomics on 16- and 8-bit floats it "
+     "runs); the interpreter and CUDA run them"),
+    (r"dtype float8e(4b8|5b16) is not supported on opencl",
+     "the AMD fnuz float8 types (float8e4b8, float8e5b16) are not among the element types tiles' shared lowering "
+     "handles (LOWERED_DTYPES): refused by name before anything runs; the interpreter runs them"),
+    (r"no OpenCL (C )?builtin",
+     "a libdevice function OpenCL C has no builtin for (Bessel functions...), refused by name before anything "
+     "runs; the interpreter and CUDA run it"),
+)
+
+
+def _opencl_limit(reason: str) -> str:
+    for pattern, why in OPENCL_LIMITS:
+        if re.search(pattern, reason):
+            return why
+    return ""
+
+
+def report_backend(data: dict[str, Any], side: str, top: int) -> str:
+    """Triton's interpreter next to tiles' ``side`` (``tiles-opencl``) on the cases both ran, with
+    tiles' interpreter's outcome beside it (a case the interpreter passes and the backend fails is
+    the backend's), and the probe: cases whose launches went to tiles' interpreter, not the backend."""
+    rows: dict[str, collections.Counter[str]] = collections.defaultdict(collections.Counter)
+    gap: collections.Counter[str] = collections.Counter()
+    limits: collections.Counter[str] = collections.Counter()
+    examples: dict[str, str] = {}
+    beyond: collections.Counter[str] = collections.Counter()
+    beyond_fail: collections.Counter[str] = collections.Counter()
+    backend = side.removeprefix("tiles-")
+    for nodeid, case in data["cases"].items():
+        t, s, i = case.get("triton"), case.get(side), case.get("tiles")
+        if s and (not t or t.get("outcome") == "not run"):  # Triton not asked: next to tiles' interpreter only
+            beyond[s["outcome"] if s["outcome"] in ("passed", "skipped") else "not passed"] += 1
+            if i and i["outcome"] in PASS and s["outcome"] not in PASS:
+                beyond_fail[f"{s['outcome']}: {_shape(s.get('reason', ''))}"] += 1
+            continue
+        if not t or not s:
+            continue
+        row = rows[_file_of(nodeid)]
+        tp, sp, ip = t["outcome"] in PASS, s["outcome"] in PASS, bool(i) and i["outcome"] in PASS
+        launches = s.get("launches", {})
+        row["cases"] += 1
+        row["triton"] += tp
+        row["side"] += sp
+        row["both"] += tp and sp
+        row["side_only"] += sp and not tp
+        row["both_skip"] += t["outcome"] == "skipped" and s["outcome"] == "skipped"
+        row["interp_not_side"] += ip and not sp
+        row["launched"] += launches.get(backend, 0) > 0
+        row["on_interp"] += launches.get("interpreter", 0) > 0
+        if tp and not sp:
+            row["gap"] += 1
+            why = _internals_error(s.get("reason", "")) or _listed(nodeid, s.get("reason", "")) \
+                or _opencl_limit(s.get("reason", ""))
+            if why:
+                row["limit"] += 1
+                limits[why] += 1
+            else:
+                key = f"{s['outcome']}: {_shape(s.get('reason', ''))}"
+                gap[key] += 1
+                examples.setdefault(key, nodeid)
+    cols = ["cases", "triton", "side", "both", "gap", "limit", "side_only", "both_skip", "interp_not_side",
+            "launched", "on_interp"]
+    lines = [f"| file | cases run (both sides) | Triton pass | {side} pass | both pass | Triton-only (gap) "
+             f"| of which stated limits | {side}-only | skipped on both | tiles' interpreter passes, {side} not "
+             f"| cases that launched on {backend} | cases that launched on tiles' interpreter |",
+             "|" + " --- |" * (len(cols) + 1)]
+    total: collections.Counter[str] = collections.Counter()
+    for name in sorted(rows):
+        total.update(rows[name])
+        lines.append(f"| {name} | " + " | ".join(str(rows[name][c]) for c in cols) + " |")
+    lines.append("| **all** | " + " | ".join(str(total[c]) for c in cols) + " |")
+    lines.append("")
+    lines.append(f"Gap reasons ({side}'s outcome and first error line, grouped), top {top}:")
+    lines += [f"- {n} × `{k}` (e.g. `{examples[k]}`)" for k, n in gap.most_common(top)]
+    if limits:
+        lines.append("Stated limits and listed differences in the gap:")
+        lines += [f"- {n} × {k}" for k, n in limits.most_common()]
+    if beyond:
+        lines.append(f"Beyond the table, cases Triton's side did not run (tiles' interpreter passed them): "
+                     f"{sum(beyond.values())} on {side}, " + ", ".join(f"{k} {v}" for k, v in sorted(beyond.items())))
+        lines += [f"- tiles' interpreter passes, {side} not: {n} × `{k}`" for k, n in beyond_fail.most_common(top)]
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--git-dir", help="a git directory holding Triton (e.g. a fetched mirror)")
@@ -313,6 +418,9 @@ def main() -> None:
     ap.add_argument("--shard", default="1/1",
                     help="i/n: the deterministic 1-in-n sample to run (i-j/n or i,k/n: several shards)")
     ap.add_argument("--seed", default="uh1", help="seed of the shard hash")
+    ap.add_argument("--subshard", default="1/1",
+                    help="i/n: of the cases in --shard, only those in this second 1-in-n hash sample "
+                         "(seed '<seed>:sub'), e.g. a few hundred cases for a slow backend")
     ap.add_argument("--sides", nargs="*", default=list(SIDES), choices=SIDES)
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds one case may run")
     ap.add_argument("--budget", type=float, default=3600.0, help="seconds of wall time for this run")
@@ -325,16 +433,27 @@ def main() -> None:
                     help="run tiles' side again where it failed or errored (after fixes), keeping its passes "
                          "and its timeouts")
     ap.add_argument("--report", action="store_true", help="only print the table of the results file")
+    ap.add_argument("--side", default="tiles", choices=SIDES[1:],
+                    help="the tiles side the table sets next to Triton's (default: tiles' interpreter)")
     ap.add_argument("--top", type=int, default=30)
     args = ap.parse_args()
     data = load(args.results)
+    show = (lambda: report(data, args.top)) if args.side == "tiles" else (
+        lambda: report_backend(data, args.side, args.top))
     if args.report:
-        print(report(data, args.top))
+        if args.files or args.shard != "1/1" or args.subshard != "1/1":  # the table of those cases only
+            shards, subs = parse_shards(args.shard), parse_shards(args.subshard)
+            data["cases"] = {n: c for n, c in data["cases"].items()
+                             if (not args.files or _file_of(n) in args.files)
+                             and any(in_shard(n, sh, args.seed) for sh in shards)
+                             and any(in_shard(n, sub, args.seed + ":sub") for sub in subs)}
+        print(show())
         return
     if not args.git_dir:
         ap.error("--git-dir is needed to run")
     deadline = time.time() + args.budget
     shards = parse_shards(args.shard)
+    subshards = parse_shards(args.subshard)
     sides = sorted(args.sides, key=lambda x: x != "tiles") if args.triton_where_tiles_fails else args.sides
     commit = subprocess.run(["git", "--git-dir", args.git_dir, "rev-parse", args.ref + "^{commit}"],
                             capture_output=True, text=True, check=True).stdout.strip()
@@ -349,7 +468,8 @@ def main() -> None:
             if time.time() > deadline:
                 break
             ids = collect(args.python, tests, test_file, work)
-            chosen = [n for n in ids if any(in_shard(n, shard, args.seed) for shard in shards)]
+            chosen = [n for n in ids if any(in_shard(n, shard, args.seed) for shard in shards)
+                      and any(in_shard(n, sub, args.seed + ":sub") for sub in subshards)]
             data.setdefault("collected", {})[test_file] = len(ids)
             for nodeid in chosen:
                 case = data["cases"].setdefault(nodeid, {})
@@ -359,7 +479,9 @@ def main() -> None:
                     case.pop("tiles")
                 if ids[nodeid]:
                     case["internals"] = ids[nodeid]
-            print(f"{test_file}: {len(ids)} cases, {len(chosen)} in shard {args.shard} (seed {args.seed})", flush=True)
+            sub = f", subshard {args.subshard}" if args.subshard != "1/1" else ""
+            print(f"{test_file}: {len(ids)} cases, {len(chosen)} in shard {args.shard}{sub} (seed {args.seed})",
+                  flush=True)
             for side in sides:
                 todo = [n for n in chosen if side not in data["cases"][n]]
                 if side == "triton" and args.triton_where_tiles_fails:
@@ -370,10 +492,11 @@ def main() -> None:
                 got = run_side(args.python, side, tests, test_file, todo, work, args.timeout, deadline)
                 for nodeid, rec in got.items():
                     if nodeid in data["cases"]:
-                        data["cases"][nodeid][side] = {k: rec[k] for k in ("outcome", "reason", "seconds") if k in rec}
+                        data["cases"][nodeid][side] = {k: rec[k] for k in ("outcome", "reason", "seconds", "launches")
+                                                   if k in rec}
                 save(args.results, data)
                 print(f"  {side}: {len(got)}/{len(todo)} run in {time.time() - t0:.0f} s", flush=True)
-    print(report(data, args.top))
+    print(show())
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from ..base import Options
 from .axisinfo import analyze, slot_representatives
 from .emitter import Emitter, Handle
 from .exchanges import Exchanges
+from .hazards import GlobalHazards
 from .layout import Layout, choose_layout
 
 Index = int | Handle  # a Python int is a compile-time index, folded before it reaches the emitter
@@ -79,6 +80,8 @@ class Lowering:
         has_atomics = any(i.op in (Op.ATOMIC, Op.ATOMIC_CAS) for i in kernel.walk())
         self.origins = PointerOrigins(kernel) if has_atomics else None
         self.atomic_params = atomically_written(kernel, self.origins) if self.origins is not None else frozenset()
+        # program barriers between threads' global loads and stores of one parameter (hazards.py)
+        self.hazards = GlobalHazards(kernel, self.origins) if emitter.orders_global_hazards else None
 
     # ------------------------------------------------------------ driver
     def run(self) -> str:

@@ -48,6 +48,8 @@ _NO_INFO = AxisInfo()
 @rule(Op.LOAD)
 def _load(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     a: A.Load = instr.attrs
+    if lw.hazards is not None:
+        lw.hazards.access(lw, instr)
     ptrs = lw.env[instr.operands[0]]
     elem = instr.result.type.element
     masks = lw.env[instr.operands[1]] if a.masked else None
@@ -87,6 +89,8 @@ def _read_once(lw: Lowering, instr: Instr) -> bool:
 @rule(Op.STORE)
 def _store(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     a: A.Store = instr.attrs
+    if lw.hazards is not None:
+        lw.hazards.access(lw, instr)
     ptr = instr.operands[0]
     lay = lw.layout(ptr)
     ptrs, values = lw.env[ptr], lw.env[instr.operands[1]]

@@ -46,6 +46,7 @@ OPENCL = CDialect(
 class OpenCLEmitter(CStyleEmitter):
     # NVIDIA's 64-bit saturating conversions give INT64_MIN for NaN: legalize.py tests for it
     legality = Legality(float_to_int_nan_is_zero=False)
+    orders_global_hazards = True  # pocl runs a work-group's items one after another between barriers
 
     def __init__(self, target: Target, fp64: bool, tree_levels_per_barrier: int = 1,
                  recompute_budget: int = CStyleEmitter.recompute_budget, defer_exchange_barriers: bool = False,
