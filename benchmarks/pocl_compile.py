@@ -72,8 +72,9 @@ def timed_stages(self, options):
             seconds = time.perf_counter() - start
             add("stage_" + name, seconds)
             if name == "opencl":
-                times["c_bytes"] += len(out)
-                record(compiled)["lines"] = out.count("\n") + 1
+                text = out if isinstance(out, str) else out.asm  # a stage may return a Staged
+                times["c_bytes"] += len(text)
+                record(compiled)["lines"] = text.count("\n") + 1
                 record(compiled)["c"] += seconds
             elif name == "build":
                 record(compiled)["build"] += seconds
