@@ -249,6 +249,17 @@ def _listed(nodeid: str, reason: str) -> str:
     return ""
 
 
+def _tally(row: Any, side: str, t: dict[str, Any], s: dict[str, Any]) -> None:
+    """Count one case run on Triton's side (``t``) and on ``side`` (``s``) in a table row."""
+    tp, sp = t["outcome"] in PASS, s["outcome"] in PASS
+    row["cases"] += 1
+    row["triton"] += tp
+    row[side] += sp
+    row["both"] += tp and sp
+    row[side + "_only"] += sp and not tp
+    row["both_skip"] += t["outcome"] == "skipped" and s["outcome"] == "skipped"
+
+
 def report(data: dict[str, Any], top: int, not_run_ok: bool = True) -> str:
     """The per-file table and the grouped reasons Triton passes where tiles does not.  A case tiles
     passes whose Triton side was not run (``--triton-where-tiles-fails``) counts as a tiles pass
@@ -271,12 +282,7 @@ def report(data: dict[str, Any], top: int, not_run_ok: bool = True) -> str:
             row["tiles"] += 1
             row["not_run"] += 1
             continue
-        row["cases"] += 1
-        row["triton"] += tp
-        row["tiles"] += sp
-        row["both"] += tp and sp
-        row["tiles_only"] += sp and not tp
-        row["both_skip"] += t["outcome"] == "skipped" and s["outcome"] == "skipped"
+        _tally(row, "tiles", t, s)
         if tp and not sp:
             why = _internals_error(s.get("reason", ""))
             listed_why = _listed(nodeid, s.get("reason", ""))
@@ -364,12 +370,7 @@ def report_backend(data: dict[str, Any], side: str, top: int) -> str:
         row = rows[_file_of(nodeid)]
         tp, sp, ip = t["outcome"] in PASS, s["outcome"] in PASS, bool(i) and i["outcome"] in PASS
         launches = s.get("launches", {})
-        row["cases"] += 1
-        row["triton"] += tp
-        row["side"] += sp
-        row["both"] += tp and sp
-        row["side_only"] += sp and not tp
-        row["both_skip"] += t["outcome"] == "skipped" and s["outcome"] == "skipped"
+        _tally(row, "side", t, s)
         row["interp_not_side"] += ip and not sp
         row["launched"] += launches.get(backend, 0) > 0
         row["on_interp"] += launches.get("interpreter", 0) > 0

@@ -380,17 +380,21 @@ def _sink_into_branches(plan: Plan, instrs: list[Instr]) -> None:
     branch of an IF with fragment results (Triton's flattened persistent matmul storing its fp32
     accumulator under ``if ki == k_tiles - 1``): converted at the top of that branch instead of
     where they are defined, every iteration."""
+    ifs = [f for f in instrs if f.op is Op.IF and any(r in plan.values for r in f.results)]
+    if not ifs:
+        return
     yielded = {y for i in instrs for r in i.regions for k, y in enumerate(r.yields) if not _frag_yield(plan, i, r, k)}
-    for f in instrs:
-        if f.op is not Op.IF or not any(r in plan.values for r in f.results):
-            continue
+    for f in ifs:
         for b, region in enumerate(f.regions):
             inner = list(walk_block(region))
+            inside = set(inner)
             defined = {r for i in inner for r in i.results}
-            for v in {o for i in inner for o in i.operands if o in plan.blocked and o not in defined}:
+            # in program order (dict keys), so that the copies, and the PTX, come out the same every run
+            read = dict.fromkeys(o for i in inner for o in i.operands if o in plan.blocked and o not in defined)
+            for v in read:
                 if v in yielded or v in plan.sunk:
                     continue
-                outside = [(i, k) for i in instrs if i not in inner for k, o in enumerate(i.operands) if o is v]
+                outside = [(i, k) for i in instrs if i not in inside for k, o in enumerate(i.operands) if o is v]
                 if all(frag_use(plan, i, k) for i, k in outside):
                     plan.blocked.discard(v)
                     plan.sunk[v] = (f, b)
