@@ -230,12 +230,6 @@ def _internals_error(reason: str) -> str:
 # test id): tiles does something else by design, or refuses a feature with a clear error.  Each
 # has its reason; the report counts them apart from the gap.
 LISTED: tuple[tuple[str, str], ...] = (
-    (r"test_atomic_unsupported_type\[u?int16\]",
-     "tiles supports 16-bit integer atomics on purpose (docs/porting-from-triton.md, tl.atomic_add); "
-     "Triton refuses them"),
-    (r"test_tma_(load|store)_block_shape_err",
-     "tiles takes descriptor blocks whose last dimension holds under 16 bytes (masked accesses; TMA only "
-     "where a block allows it); Triton refuses them (its interpreter with an InterpreterError)"),
     (r"not implemented for 'UInt(16|32|64)'",
      "the test's own torch reference arithmetic fails: tiles.reinterpret(t, tl.uint16) returns torch's own "
      "uint16/uint32 view (no TensorWrapper, so unwrap_tensor keeps it), and torch has no add for those dtypes"),

@@ -26,7 +26,7 @@ class CompilationError(TilesError):
             text = f"{loc}: {message}"
             if loc.source:
                 text += f"\n    {loc.source}"
-        super().__init__(text)
+        TilesError.__init__(self, text)
 
 
 class CompileTimeAssertionFailure(CompilationError):  # noqa: N818  (Triton's name)
@@ -50,7 +50,13 @@ class KernelRuntimeError(TilesError):
         text = message if not loc.line else f"{loc}: {message}"
         if loc.source:
             text += f"\n    {loc.source}"
-        super().__init__(text)
+        TilesError.__init__(self, text)
+
+
+class TritonRuleError(CompilationError, KernelRuntimeError):
+    """A rule Triton enforces and tiles relaxes, enforced because the program runs in the Triton
+    compatibility mode.  Both error kinds, as Triton raises a ``CompilationError`` when it compiles
+    and an ``InterpreterError`` when it interprets; ``__cause__`` is the bare ``ValueError``."""
 
 
 class LaunchError(TilesError):

@@ -113,39 +113,49 @@ def _atomic(kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any) 
     return S.emit(Op.ATOMIC, operands, attrs)
 
 
+def _read_modify_write(kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any) -> tensor:
+    """``tl.atomic_<kind>`` as the user calls it: Triton's element-type rules first, in its mode."""
+    elem = getattr(getattr(pointer, "dtype", None), "element", None)
+    if elem in (D.int16, D.uint16) or (elem in (D.float16, D.bfloat16) and kind != "add"):
+        refusal = S.triton_rule(f"atomic_{kind} does not support {elem}")
+        if refusal is not None:
+            raise refusal
+    return _atomic(kind, pointer, val, mask, sem, scope)
+
+
 def atomic_add(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
     """Atomically add ``val`` to each ``*pointer`` and return the values it held before."""
-    return _atomic("add", pointer, val, mask, sem, scope)
+    return _read_modify_write("add", pointer, val, mask, sem, scope)
 
 
 def atomic_max(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
     """Atomically replace each ``*pointer`` by the larger of it and ``val``; return the values before."""
-    return _atomic("max", pointer, val, mask, sem, scope)
+    return _read_modify_write("max", pointer, val, mask, sem, scope)
 
 
 def atomic_min(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
     """Atomically replace each ``*pointer`` by the smaller of it and ``val``; return the values before."""
-    return _atomic("min", pointer, val, mask, sem, scope)
+    return _read_modify_write("min", pointer, val, mask, sem, scope)
 
 
 def atomic_and(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
     """Atomically bitwise-and ``val`` into each ``*pointer``; return the values before."""
-    return _atomic("and", pointer, val, mask, sem, scope)
+    return _read_modify_write("and", pointer, val, mask, sem, scope)
 
 
 def atomic_or(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
     """Atomically bitwise-or ``val`` into each ``*pointer``; return the values before."""
-    return _atomic("or", pointer, val, mask, sem, scope)
+    return _read_modify_write("or", pointer, val, mask, sem, scope)
 
 
 def atomic_xor(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
     """Atomically bitwise-xor ``val`` into each ``*pointer``; return the values before."""
-    return _atomic("xor", pointer, val, mask, sem, scope)
+    return _read_modify_write("xor", pointer, val, mask, sem, scope)
 
 
 def atomic_xchg(pointer: Any, val: Any, mask: Any = None, sem: Any = None, scope: Any = None) -> tensor:
     """Atomically write ``val`` to each ``*pointer``; return the values it replaced."""
-    return _atomic("xchg", pointer, val, mask, sem, scope)
+    return _read_modify_write("xchg", pointer, val, mask, sem, scope)
 
 
 def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = None) -> tensor:
@@ -460,6 +470,11 @@ def make_tensor_descriptor(base: Any, shape: Any, strides: Any, block_shape: Any
     if padding not in ("zero", "nan"):
         raise S.error(f"tl.make_tensor_descriptor: padding_option must be 'zero' or 'nan', got {padding!r}")
     elem = b.dtype.element  # type: ignore[union-attr]
+    if bs and bs[-1] * elem.bits < 128:
+        refusal = S.triton_rule(f"Descriptor block shape must have at least 16 bytes in the last dimension, "
+                                f"but got {bs[-1]} * {elem.bits // 8} = {bs[-1] * elem.bits // 8} bytes")
+        if refusal is not None:
+            raise refusal
     if padding == "nan" and not elem.is_floating:
         raise S.error(f"tl.make_tensor_descriptor: padding_option='nan' needs a floating element type, not {elem}")
     return tensor_descriptor(b, [S.cast(s, D.int64) if isinstance(s, tensor) else S.unwrap(s) for s in shape],

@@ -17,7 +17,7 @@ from ..core import attrs as A
 from ..core import dtypes as D
 from ..core.builder import current, user_loc
 from ..core.dtypes import DType, PointerType, ScalarType
-from ..core.errors import CompilationError
+from ..core.errors import CompilationError, TritonRuleError
 from ..core.ir import Value
 from ..core.ops import Op
 from .constexpr import constexpr
@@ -30,6 +30,13 @@ Operand = Any  # tensor | bool | int | float
 def error(message: str, kind: type[Exception] = ValueError) -> CompilationError:
     """The language refusing an operation: names the kernel's line; ``__cause__`` is ``kind(message)``."""
     return CompilationError(message, user_loc(), cause=kind(message))
+
+
+def triton_rule(message: str) -> TritonRuleError | None:
+    """Triton's refusal of something tiles accepts, when Triton's rules apply (the program runs in
+    the Triton compatibility mode, where it must behave as under Triton); else ``None``."""
+    from ..as_triton.modules import installed  # (the mode imports the language)
+    return TritonRuleError(message, user_loc(), cause=ValueError(message)) if installed() else None
 
 
 def is_number(x: Any) -> bool:
