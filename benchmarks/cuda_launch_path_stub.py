@@ -19,6 +19,9 @@ torch's current-stream query (absent from CPU builds) is stood in for by a C bui
 argument that returns 0.  torch must be importable; on the session's VM:
 ``PYTHONPATH=/tmp/tritonvenv/lib/python3.11/site-packages python benchmarks/cuda_launch_path_stub.py --torch``.
 
+The mamba state-update row is ``corpus_speed.py``'s b64 h1 5120x16 launch (a stack of four
+``@heuristics``, 26 arguments), whose host cost once exceeded the benchmark's L2 flush on the GPU.
+
     python benchmarks/cuda_launch_path_stub.py [--torch] [--profile] [-n N]
 """
 
@@ -30,6 +33,7 @@ import sys
 import tempfile
 import time
 import types
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -96,6 +100,23 @@ def per_launch_us(fn, n: int = 20000, repeats: int = 7) -> float:
     return min(samples)  # CPU time; the least disturbed repeat (the box is shared)
 
 
+def mamba_state_update(f32: object, fake: type | None, torch: types.ModuleType) -> Callable[[], None]:
+    """The corpus benchmark's b64 h1 5120x16 launch of mamba's ``_ssm_step``: a stack of four
+    ``@heuristics``, 26 arguments, a grid function (``corpus_speed.py``'s call)."""
+    sys.path[:0] = [str(ROOT), str(ROOT.parent / "tests" / "compat")]
+    from corpus_speed import load
+    kernel = load("mamba/selective_state_update", "tiles", Path(tempfile.mkdtemp()))._ssm_step
+    tensors = [fake(0x100000 * (i + 1), f32) if fake else torch.empty(16) for i in range(10)]
+    batch, heads, dim, dstate = 64, 1, 5120, 16
+    strides = [heads * dim * dstate, dim * dstate, dstate, heads * dim, dim, heads * dim, dim, dim * dstate, dstate,
+               dstate, dstate, heads * dim, dim]
+
+    def grid(meta):
+        return (-(-dim // meta["BLOCK_M"]), batch, heads)
+
+    return lambda: kernel[grid](*tensors, dim, dstate, heads, *strides, SOFTPLUS=True, BLOCK_M=32, num_warps=4)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--profile", action="store_true", help="cProfile the 8-argument launch")
@@ -155,6 +176,8 @@ def main() -> None:
         add_kernel[grid](x, y, out, 1024, BLOCK=1024, backend="cuda")
 
     print(f"add_kernel, grid function:          {per_launch_us(grid_function, opts.n):6.2f} us per launch")
+    state_update = mamba_state_update(f32, FakeTensor if not opts.torch else None, torch)
+    print(f"mamba state update, 4 @heuristics:  {per_launch_us(state_update, 2000):6.2f} us per launch")
     from tiles.backends.cuda.launch import hot_launch, trampoline
     hot_launch.enabled = False  # launch plans built from here on have no native hot launch
     add_kernel._launches.clear()

@@ -1,16 +1,17 @@
-"""The scan kernels of ``corpus_speed.py`` as tiles and Triton compile them for sm_90a, side by side,
-without a GPU: per case, ``ptxas -v`` registers and spills, then barriers, shuffles and global /
-shared accesses by width in the PTX.  The specializations are the benchmark's (FlagGems'
-``scan_part_sum_kernel`` at BLOCK_SIZE 1024 with ``N`` not specialized; Mamba's ``_chunk_cumsum``
-at BLOCK_H 16, BLOCK_CHUNK 256; 4 warps, unit strides specialized to 1, the others divisible by 16
-where the benchmark's are).
+"""The scan kernels (and Mamba's state update) of ``corpus_speed.py`` as tiles and Triton compile them
+for sm_90a, side by side, without a GPU: per case, ``ptxas -v`` registers and spills, then barriers,
+shuffles and global / shared accesses by width in the PTX.  The specializations are the benchmark's
+(FlagGems' ``scan_part_sum_kernel`` at BLOCK_SIZE 1024 with ``N`` not specialized; Mamba's
+``_chunk_cumsum`` at BLOCK_H 16, BLOCK_CHUNK 256; ``_ssm_step`` at its BLOCK_M by dstate, the
+``@heuristics`` constexprs as the benchmark's arguments decide them; 4 warps, unit strides and
+``heads_per_group`` 1 specialized to 1, the others divisible by 16 where the benchmark's are).
 
     python benchmarks/scan_codegen.py [--cases mamba] [--triton-python /path/to/python-with-triton] \\
         [--out /tmp/scan_ptx]
 
 Triton compiles ahead of time for ``GPUTarget("cuda", 90, 32)``; when it is not importable here,
 ``--triton-python`` names an interpreter that has it.  Generated code only: speed is measured by
-``python benchmarks/corpus_speed.py --cases cumsum`` on a GPU.
+``python benchmarks/corpus_speed.py --cases cumsum`` (``--cases state_update``) on a GPU.
 """
 
 from __future__ import annotations
@@ -53,7 +54,34 @@ def cases() -> dict[str, Spec]:
             else:
                 sig[k_] = ("i32", v % 16 == 0)
         out[f"mamba_chunk_cumsum {b}x{s}x{h} chunk{c}"] = ("mamba/chunk_cumsum", "_chunk_cumsum", sig, consts, 4)
+    for batch, heads, dim, dstate in [(64, 80, 64, 128), (64, 1, 5120, 16)]:
+        out[f"mamba_state_update b{batch}_h{heads}_{dim}x{dstate}"] = state_update(batch, heads, dim, dstate)
     return out
+
+
+def state_update(batch: int, heads: int, dim: int, dstate: int) -> Spec:
+    """Mamba's ``_ssm_step`` as ``corpus_speed.py`` launches it (one group, bias, skip and gate given)."""
+    sig = {p: ("*fp32", True) for p in ("state_ptr", "x_ptr", "dt_ptr", "bias_ptr", "A_ptr", "B_ptr", "C_ptr",
+                                        "skip_ptr", "gate_ptr", "out_ptr")}
+    block_m = 32 if dstate <= 16 else 16 if dstate <= 32 else 8 if dstate <= 64 else 4
+    consts: dict[str, Any] = dict(SOFTPLUS=True, BLOCK_M=block_m, HAS_BIAS=True, HAS_SKIP=True, HAS_GATE=True,
+                                  BLOCK_N=1 << (dstate - 1).bit_length())
+    ints = dict(dim=dim, dstate=dstate, heads_per_group=heads, s_state_b=heads * dim * dstate, s_state_h=dim * dstate,
+                s_state_d=dstate, s_x_b=heads * dim, s_x_h=dim, s_dt_b=heads * dim, s_dt_h=dim,
+                s_A_h=dim * dstate, s_A_d=dstate, s_B_b=dstate, s_B_g=dstate, s_out_b=heads * dim, s_out_h=dim)
+    for k_, v in ints.items():
+        if v == 1:
+            consts[k_] = 1
+        else:
+            sig[k_] = ("i32", v % 16 == 0)
+    return ("mamba/selective_state_update", "_ssm_step", sig, consts, 4)
+
+
+def jitted(fn: Any, has: str) -> Any:
+    """``fn`` with ``@heuristics``/``@autotune`` wrappers looked through, down to what has ``has``."""
+    while not hasattr(fn, has):
+        fn = fn.fn
+    return fn
 
 
 def tiles_ptx(spec: Spec) -> str:
@@ -62,7 +90,7 @@ def tiles_ptx(spec: Spec) -> str:
     from tiles.backends.cuda import nvptx_target, toolchain
     from tiles.backends.cuda.choices import lower_kernel
     module, kernel, sig, consts, warps = spec
-    fn = getattr(load(module, "tiles", Path(tempfile.mkdtemp())), kernel)
+    fn = jitted(getattr(load(module, "tiles", Path(tempfile.mkdtemp())), kernel), "compile")
     typed = {n: t + (":16" if div else "") for n, (t, div) in sig.items()}
     ir = fn.compile(typed, consts, backend="cuda", num_warps=warps).ir
     options = Options(warps, codegen=CodegenChoices.from_env())
@@ -73,8 +101,9 @@ def triton_ptx(spec: Spec) -> str:
     import triton
     from triton.backends.compiler import GPUTarget
     module, kernel, sig, consts, warps = spec
-    fn = getattr(load(module, "triton", Path(tempfile.mkdtemp())), kernel)
-    signature = {n: t for n, (t, _) in sig.items()} | {n: "constexpr" for n in consts}
+    fn = jitted(getattr(load(module, "triton", Path(tempfile.mkdtemp())), kernel), "__name__")
+    given = {n: t for n, (t, _) in sig.items()} | {n: "constexpr" for n in consts}
+    signature = {n: given[n] for n in fn.arg_names}
     attrs = {(fn.arg_names.index(n),): [["tt.divisibility", 16]] for n, (_, div) in sig.items() if div}
     src = triton.compiler.ASTSource(fn, signature=signature, constexprs=consts, attrs=attrs)
     return triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps}).asm["ptx"]
