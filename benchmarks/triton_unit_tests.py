@@ -229,11 +229,7 @@ def _internals_error(reason: str) -> str:
 # Cases Triton's interpreter passes and tiles fails on purpose, by what tiles' failure says (or the
 # test id): tiles does something else by design, or refuses a feature with a clear error.  Each
 # has its reason; the report counts them apart from the gap.
-LISTED: tuple[tuple[str, str], ...] = (
-    (r"not implemented for 'UInt(16|32|64)'",
-     "the test's own torch reference arithmetic fails: tiles.reinterpret(t, tl.uint16) returns torch's own "
-     "uint16/uint32 view (no TensorWrapper, so unwrap_tensor keeps it), and torch has no add for those dtypes"),
-)
+LISTED: tuple[tuple[str, str], ...] = ()
 
 
 def _listed(nodeid: str, reason: str) -> str:
