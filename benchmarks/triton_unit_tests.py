@@ -324,6 +324,9 @@ OPENCL_LIMITS: tuple[tuple[str, str], ...] = (
     (r"dtype float8e(4b8|5b16) is not supported on opencl",
      "the AMD fnuz float8 types (float8e4b8, float8e5b16) are not among the element types tiles' shared lowering "
      "handles (LOWERED_DTYPES): refused by name before anything runs; the interpreter runs them"),
+    (r"dtype float8e4b15 is not supported on opencl",
+     "Triton's bias-15 e4m3 (float8e4b15, which Triton itself drops on sm_90 and later) is an interpreter-only "
+     "element type in tiles: every compiling backend refuses it by name before anything runs"),
     (r"no OpenCL (C )?builtin",
      "a libdevice function OpenCL C has no builtin for (Bessel functions...), refused by name before anything "
      "runs; the interpreter and CUDA run it"),
