@@ -2,9 +2,14 @@
 (lowering/hazards.py): pocl runs a work-group's items one after another between barriers, so
 without a program barrier one item's store overwrote what a later item still had to read (Triton's
 test_dot ``add-rows``/``add-cols`` epilogues: 3840 of 4096 elements wrong).  Random inputs, odd
-sizes, NumPy references; an in-place elementwise update takes no barrier."""
+sizes, NumPy references; an in-place elementwise update takes no barrier.  In a loop, what one
+iteration stores and the next loads (by other threads) is ordered by a barrier at the end of the
+body; a loop that reads one buffer and writes another, or updates the same elements in place,
+takes none."""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -58,6 +63,123 @@ def store_then_transpose(A, B, N, BLOCK: tl.constexpr):
 def scale_in_place(Z, N, BLOCK: tl.constexpr):
     i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     tl.store(Z + i, tl.load(Z + i, mask=i < N) * 2.0 + 1.0, mask=i < N)
+
+
+@tiles.jit
+def add_reversed_rows(Z, R, N, BLOCK: tl.constexpr):
+    """z[i + 1] += z[i][::-1], row by row: each iteration reads the row the previous one wrote."""
+    o = tl.arange(0, BLOCK)
+    for i in range(R - 1):
+        row = tl.load(Z + i * N + o, mask=o < N)
+        below = Z + (i + 1) * N + (N - 1 - o)
+        tl.store(below, tl.load(below, mask=o < N) + row, mask=o < N)
+
+
+@tiles.jit
+def slide(Z, N, STEPS, BLOCK: tl.constexpr, WHILE: tl.constexpr):
+    """z[i + t] = 2 * z[i + t] + t for i = 0, 1, ...: thread t's element, next iteration thread t - 1's."""
+    o = tl.arange(0, BLOCK)
+    if WHILE:
+        i = 0
+        while i < STEPS:
+            p = Z + o + i
+            tl.store(p, tl.load(p, mask=o + i < N) * 2 + o, mask=o + i < N)
+            i += 1
+    else:
+        for i in range(STEPS):
+            p = Z + o + i
+            tl.store(p, tl.load(p, mask=o + i < N) * 2 + o, mask=o + i < N)
+
+
+@tiles.jit
+def rows_apart(A, B, Z, R, N, BLOCK: tl.constexpr):
+    """Read rows of A reversed into B; update Z's first row in place: no iteration reads another's writes."""
+    o = tl.arange(0, BLOCK)
+    for i in range(R):
+        tl.store(B + i * N + o, tl.load(A + i * N + (N - 1 - o), mask=o < N), mask=o < N)
+        tl.store(Z + o, tl.load(Z + o, mask=o < N) * 2 + 1, mask=o < N)
+
+
+@tiles.jit
+def neighbour_by_branch(Z, N, HALVE, BLOCK: tl.constexpr):
+    """z[i] = z[(i + 1) % N] (doubled or halved by a run-time flag): one store in each branch."""
+    i = tl.arange(0, BLOCK)
+    b = tl.load(Z + (i + 1) % N, mask=i < N)
+    if HALVE != 0:
+        tl.store(Z + i, b * 0.5, mask=i < N)
+    else:
+        tl.store(Z + i, b * 2.0, mask=i < N)
+
+
+PROGRAM_BARRIER = "barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);"
+
+
+def opencl_source(kernel, *args, **consts) -> str:
+    compiled = kernel.warmup(*args, **consts, grid=(1,), backend="opencl")
+    source = compiled.asm["opencl"]
+    return source[source.index("__kernel"):]
+
+
+def ends_loop_body(source: str) -> bool:
+    """Whether the first loop's body accesses memory (``*v``) only before a program barrier."""
+    lines = [line.rstrip() for line in source.splitlines()]
+    top = next(k for k, line in enumerate(lines) if line.lstrip().startswith(("for (", "while (")))
+    indent = len(lines[top]) - len(lines[top].lstrip())
+    end = next(k for k in range(top + 1, len(lines)) if lines[k] == " " * indent + "}")
+    body = [line.strip() for line in lines[top + 1:end]]
+    last = max((k for k, line in enumerate(body) if line == PROGRAM_BARRIER), default=-1)
+    return last >= 0 and not any(re.search(r"\*v\d", line) for line in body[last:])
+
+
+@pytest.mark.parametrize("rows, n, warps", [(7, 37, 1), (5, 64, 2), (9, 101, 4)])
+def test_loop_reads_the_row_the_last_iteration_wrote(rng, rows, n, warps):
+    z0 = (0.5 + rng.random((rows, n))).astype(np.float32)
+    z = z0.copy()
+    block = 1 << (n - 1).bit_length()
+    add_reversed_rows[(1,)](z, rows, n, BLOCK=block, num_warps=warps, backend="opencl")
+    want = z0.astype(np.float64)
+    for i in range(rows - 1):
+        want[i + 1] += want[i][::-1]
+    np.testing.assert_allclose(z, want, rtol=1e-5)
+    assert ends_loop_body(opencl_source(add_reversed_rows, z, rows, n, BLOCK=block, num_warps=warps))
+
+
+@pytest.mark.parametrize("use_while", [False, True], ids=["for", "while"])
+@pytest.mark.parametrize("n, steps, block, warps", [(101, 9, 128, 1), (101, 9, 128, 4), (13, 20, 16, 1)])
+def test_loop_updates_elements_other_threads_update_next(rng, use_while, n, steps, block, warps):
+    z0 = rng.integers(1, 100, n).astype(np.int32)
+    z = z0.copy()
+    slide[(1,)](z, n, steps, BLOCK=block, WHILE=use_while, num_warps=warps, backend="opencl")
+    want, o = z0.astype(np.int64), np.arange(block)
+    for i in range(steps):
+        k = o[o + i < n]
+        want[k + i] = want[k + i] * 2 + k
+    np.testing.assert_array_equal(z, want)
+    assert ends_loop_body(opencl_source(slide, z, n, steps, BLOCK=block, WHILE=use_while, num_warps=warps))
+
+
+def test_loop_without_crossing_accesses_takes_no_barrier(rng):
+    rows, n = 5, 37
+    a = (1 + rng.random((rows, n))).astype(np.float32)
+    b = np.zeros_like(a)
+    z0 = (1 + rng.random(n)).astype(np.float32)
+    z = z0.copy()
+    rows_apart[(1,)](a, b, z, rows, n, BLOCK=64, num_warps=1, backend="opencl")  # no element held twice
+    np.testing.assert_array_equal(b, a[:, ::-1])
+    want = z0.copy()
+    for _ in range(rows):
+        want = want * np.float32(2) + np.float32(1)
+    np.testing.assert_array_equal(z, want)
+    assert PROGRAM_BARRIER not in opencl_source(rows_apart, a, b, z, rows, n, BLOCK=64, num_warps=1)
+
+
+@pytest.mark.parametrize("halve", [0, 3])  # not 1: a launch specializes it (the branch folds)
+def test_each_branch_orders_its_store(rng, halve):
+    z0 = (1 + rng.random(45)).astype(np.float32)
+    z = z0.copy()
+    neighbour_by_branch[(1,)](z, 45, halve, BLOCK=64, backend="opencl")
+    np.testing.assert_array_equal(z, np.roll(z0, -1) * np.float32(0.5 if halve else 2.0))
+    assert opencl_source(neighbour_by_branch, z, 45, halve, BLOCK=64).count(PROGRAM_BARRIER) == 2
 
 
 @pytest.mark.parametrize("rows", [True, False], ids=["add-rows", "add-cols"])

@@ -53,9 +53,10 @@ class Emitter(abc.ABC):
     # ------------------------------------------------------------ values
     legality: Legality = Legality()  # the cases legalize.py may leave to this target
     # a program barrier between a global load and a later store through the same pointer parameter
-    # that another thread of the program may read or write (lowering/memory.py, ``GlobalHazards``):
-    # a device that runs a work-group's threads one after another between barriers (pocl) would
-    # otherwise let one thread's store overwrite what another thread reads after it
+    # that another thread of the program may read or write, also across a loop's back edge
+    # (lowering/hazards.py, ``GlobalHazards``): a device that runs a work-group's threads one after
+    # another between barriers (pocl) would otherwise let one thread's store overwrite what another
+    # thread reads after it
     orders_global_hazards: bool = False
 
     @abc.abstractmethod

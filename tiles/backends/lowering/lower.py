@@ -398,7 +398,10 @@ def _for(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     report_unpipelined(lw, instr)
     factor = loop_options(instr).loop_unroll_factor
     hint = {} if factor is None else {"unroll": factor}
-    outs = lw.e.for_range(lb, ub, step, iv_dtype, _flat(lw, instr.operands[3:]), lw.in_scope(run), **hint)
+    body_fn = lw.in_scope(run)
+    if lw.hazards is not None:
+        body_fn = lw.hazards.loop_body(lw, instr, body_fn)
+    outs = lw.e.for_range(lb, ub, step, iv_dtype, _flat(lw, instr.operands[3:]), body_fn, **hint)
     return _split(lw, instr.results, outs)
 
 
@@ -414,7 +417,10 @@ def _while(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         _bind(lw, body.args, carried)
         return _yields(lw, body)
 
-    outs = lw.e.while_loop(_flat(lw, instr.operands), lw.in_scope(cond), lw.in_scope(run))
+    test, body_fn = lw.in_scope(cond), lw.in_scope(run)
+    if lw.hazards is not None:
+        test, body_fn = lw.hazards.while_loop(lw, instr, test, body_fn)
+    outs = lw.e.while_loop(_flat(lw, instr.operands), test, body_fn)
     return _split(lw, instr.results, outs)
 
 
@@ -422,15 +428,18 @@ def _while(lw: Lowering, instr: Instr) -> list[list[Handle]]:
 def _if(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     then, otherwise = instr.regions
     types = [v.type.dtype for v in instr.results for _ in range(lw.layout(v).per_thread)]
-    outs = lw.e.if_else(lw.env[instr.operands[0]][0], types,
-                        lw.in_scope(lambda: _yields(lw, then)),
-                        lw.in_scope(lambda: _yields(lw, otherwise)))
+    first, second = lw.in_scope(lambda: _yields(lw, then)), lw.in_scope(lambda: _yields(lw, otherwise))
+    if lw.hazards is not None:
+        first, second = lw.hazards.branches(first, second)
+    outs = lw.e.if_else(lw.env[instr.operands[0]][0], types, first, second)
     return _split(lw, instr.results, outs)
 
 
 @rule(Op.BARRIER)
 def _barrier(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     lw.e.program_barrier()
+    if lw.hazards is not None:
+        lw.hazards.barrier()
     return []
 
 
