@@ -93,3 +93,21 @@ def test_small_descriptor_block_runs_in_tiles():
     want = np.full_like(src, 7)
     want[3, 5:7] = src[3, 5:7]
     np.testing.assert_array_equal(dst, want)
+
+
+def test_rules_follow_the_mode_for_kernels_launched_before():
+    """A kernel launched under tiles' rules is traced again when the mode comes, and after it goes."""
+    from tiles.as_triton import install_as_triton, uninstall_as_triton
+    vals, out = _atomic_case("int16", "add")
+    want = _atomic_expected(vals, out, "add")
+    _atomic_rows[(1,)](out, vals, 29, OP="add", BLOCK=32)
+    np.testing.assert_array_equal(out, want)
+    install_as_triton()
+    try:
+        import triton
+        with pytest.raises(triton.TritonError, match="atomic_add does not support"):
+            _atomic_rows[(1,)](out, vals, 29, OP="add", BLOCK=32)
+    finally:
+        uninstall_as_triton()
+    _atomic_rows[(1,)](out, vals, 29, OP="add", BLOCK=32)
+    np.testing.assert_array_equal(out, _atomic_expected(vals, want, "add"))

@@ -142,6 +142,8 @@ def _ours(name: str, module: object) -> bool:
 def install() -> None:
     """Serve ``triton`` from tiles in this process (idempotent).  A real Triton imported before
     stays with the modules that imported it; later imports get tiles."""
+    if not installed():
+        _rules_change()
     if _FINDER not in sys.meta_path:
         sys.meta_path.insert(0, _FINDER)
     for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
@@ -158,6 +160,8 @@ def install() -> None:
 
 def uninstall() -> None:
     """Forget the alias: ``sys.modules`` loses every ``triton`` entry that is tiles'."""
+    if installed():
+        _rules_change()
     while _FINDER in sys.meta_path:
         sys.meta_path.remove(_FINDER)
     for name in [n for n in sys.modules if n == "triton" or n.startswith("triton.")]:
@@ -165,6 +169,12 @@ def uninstall() -> None:
             del sys.modules[name]
     sys.modules.update(_shadowed)
     _shadowed.clear()
+
+
+def _rules_change() -> None:
+    """Kernels traced under tiles' rules must trace again under Triton's, and back."""
+    from ..runtime.jit import forget_compiled_kernels
+    forget_compiled_kernels()
 
 
 def installed() -> bool:

@@ -7,6 +7,7 @@ import functools
 import inspect
 import sys
 import threading
+import weakref
 from collections.abc import Callable, Sequence
 from types import FunctionType, MethodType
 from typing import Any
@@ -125,6 +126,17 @@ CompileHints = tuple[bool | None, int | None]  # Triton's launch hints that chan
 NO_COMPILE_HINTS: CompileHints = (None, None)
 
 
+_LIVE: weakref.WeakSet[JITFunction] = weakref.WeakSet()
+
+
+def forget_compiled_kernels() -> None:
+    """Drop every live kernel's traces and launch plans, so the next launches trace again (the
+    language's rules changed: the Triton compatibility mode was installed or removed)."""
+    for jit_fn in list(_LIVE):
+        jit_fn._launches.clear()
+        jit_fn.cache.clear()
+
+
 class JITFunction(KernelInterface):
     """A kernel (or a device helper called from kernels)."""
 
@@ -151,6 +163,7 @@ class JITFunction(KernelInterface):
         # through ``src`` (runtime/kernel_source.py)
         self._source_override: kernel_source.KernelSource | None = kernel_source.unfound(fn)
         self.cache = CompileCache()
+        _LIVE.add(self)
         self.defaults = {n: p.default for n, p in self.signature.parameters.items()
                          if p.default is not inspect.Parameter.empty}
         self._param_kinds = tuple(ParamKind.CONSTEXPR if n in self.constexprs else ParamKind.NOT_SPECIALIZED
