@@ -70,8 +70,7 @@ def prepare(kernel: Kernel, emitter: Emitter, fp_fusion: bool = False,
     kernel = carry_index_scalars(kernel)
     if fp_fusion:
         kernel = contract_multiply_adds(kernel)
-    if isinstance(emitter, TensorCoreEmitter) and emitter.mma_shape(D.float16, D.float32, "ieee") is not None:
-        # tensor cores stage B as rows
-        kernel = transpose_column_loads(kernel)
+    if isinstance(emitter, TensorCoreEmitter):  # GPUs read along addresses; tensor cores stage B as rows
+        kernel = transpose_column_loads(kernel, emitter.mma_shape(D.float16, D.float32, "ieee") is not None)
     from .legalize import legalize
     return legalize(split_tile_constants(kernel), emitter.legality)

@@ -25,25 +25,37 @@ from .recompute import recomputable, recompute
 
 
 def stage(lw: Lowering, handles: Sequence[Handle], lay: Layout, dtype: ScalarType,
-          byte_offset: int = 0, first: int = 0) -> None:
-    """Owners write their elements to local[first + row-major index]."""
+          byte_offset: int = 0, first: int = 0, at: Callable[[Index], Index] = lambda i: i) -> None:
+    """Owners write their elements to local[at(first + row-major index)]."""
     for j, h in enumerate(handles):
-        index = lw.idx(lw.iop(Op.ADD, lw.flat_index(lay, j), first))
+        index = lw.idx(at(lw.iop(Op.ADD, lw.flat_index(lay, j), first)))
         lw.e.local_store(byte_offset, index, h, dtype, lw.owner(lay, j))
 
 
+def row_gap(lw: Lowering, dtype: ScalarType, row: int) -> int:
+    """Elements of padding after each staged row of ``row`` elements: one 4-byte word where the
+    row is an even number of words (a transpose's column reads then spread over the banks)."""
+    itemsize = lw.e.local_itemsize(dtype)
+    return max(1, 4 // itemsize) if row and row * itemsize // 4 % 2 == 0 else 0
+
+
 def gather_local(lw: Lowering, sources: Sequence[Value], dst: Layout,
-                 source_index: Callable[[int, Index], Index]) -> list[Handle]:
+                 source_index: Callable[[int, Index], Index], row: int = 0) -> list[Handle]:
     """Result slot j reads staged element source_index(j, its row-major index);
-    the sources are staged one after the other."""
+    the sources are staged one after the other.  With ``row``, each staged row of ``row``
+    elements is followed by ``row_gap`` elements, and ``source_index`` counts them."""
     dtype = sources[0].type.dtype
     total = sum(v.type.numel for v in sources)
-    size = lw.local_size(dtype, total)
+    gap = row_gap(lw, dtype, row)
+
+    def at(i: Index) -> Index:
+        return lw.iop(Op.ADD, i, lw.iop(Op.MUL, lw.iop(Op.IDIV, i, row), gap)) if gap else i
+    size = lw.local_size(dtype, total + (total // row * gap if gap else 0))
     base = lw.exchanges.start(size)
     lw.reserve_local(base + size)
     first = 0
     for v in sources:
-        stage(lw, lw.env[v], lw.layout(v), dtype, base, first)
+        stage(lw, lw.env[v], lw.layout(v), dtype, base, first, at)
         first += v.type.numel
     lw.e.barrier()
     out = [lw.e.local_load(base, lw.idx(source_index(j, lw.flat_index(dst, j))), dtype)
@@ -86,14 +98,17 @@ def _reshape(lw: Lowering, instr: Instr) -> list[list[Handle]]:
 def _permute(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     src, dst = instr.operands[0], lw.layout(instr.result)
     order = instr.attrs.order
+    shape = list(src.type.shape)
+    row = shape[-1] if len(shape) == 2 else 0  # a transpose: rows padded, columns read across the banks
+    shape[-1] += row_gap(lw, src.type.dtype, row)
 
     def index(j: int, flat: Index) -> Index:
         cs = lw.coords(dst.shape, flat)
         src_coords: list[Index] = [0] * len(order)
         for i, o in enumerate(order):
             src_coords[o] = cs[i]
-        return lw.flatten(src.type.shape, src_coords)
-    return [gather_local(lw, [src], dst, index)]
+        return lw.flatten(tuple(shape), src_coords)
+    return [gather_local(lw, [src], dst, index, row)]
 
 
 @rule(Op.JOIN)

@@ -1,14 +1,19 @@
-"""A ``tl.dot`` operand B loaded from a tile whose addresses run down its first axis becomes the
-transpose of a load that runs along its last axis (``Kernel -> Kernel``).
+"""A ``tl.dot`` operand B (or, on GPUs, another 2-D load) whose addresses run down its first axis
+becomes the transpose of a load that runs along its last axis (``Kernel -> Kernel``).
 
 Attention's ``K`` block in Triton's tutorial is ``(HEAD_DIM, BLOCK_N)`` with order ``(0, 1)``:
-consecutive addresses go down the columns.  Axis analysis tracks the last axis only, so that
+consecutive addresses go down the columns.  Read in its own layout, that
 load could not be vectorized, staged with ``cp.async`` or pipelined.  The pointer (and mask and
 ``other``) expression is rebuilt transposed by pushing the transpose down to its 1-D and scalar
 leaves (``x[:, None]`` becomes ``x[None, :]``, broadcasts swap their shape, elementwise ops
 apply to transposed operands), then ``B = trans(load(ptr^T))``, which the tensor-core planner
 stages as rows (``plan.b_rows``).  The loaded values are the same; only their order in the
 load changes.
+
+Any other 2-D load on a GPU whose addresses run down axis 0 for a 16-byte vector's worth and
+not along its last axis (Mamba's time-major ``dt`` read as ``[heads, time]``) is rebuilt the
+same way: the load vectorizes or at least coalesces, and the transpose is one exchange through
+local memory (``relayout.py``).
 """
 
 from __future__ import annotations
@@ -71,7 +76,25 @@ class _Sinker:
         return out
 
 
-def transpose_column_loads(kernel: Kernel) -> Kernel:
+_SECTOR = 32  # bytes: a global load that reads fewer contiguous bytes per row is not worth a transpose
+_VECTOR = 16  # bytes: the widest vector access
+
+
+def _worth(load: Instr, ptr: AxisInfo) -> bool:
+    """A tile load worth reading transposed: its addresses run down axis 0 for at least a 16-byte
+    vector's worth of elements, not along its last axis (neither contiguous nor constant: a
+    broadcast load), the tile has at least two columns, and each column is at least a sector."""
+    rows, cols = load.result.type.shape
+    itemsize = load.result.type.dtype.itemsize
+    down, along = ptr.along(2)
+    if along.contig > 1 or along.const > 1 or cols < 2 or rows * itemsize < _SECTOR:
+        return False
+    return down.contig * itemsize >= _VECTOR
+
+
+def transpose_column_loads(kernel: Kernel, dot_operands: bool = True, every_load: bool = True) -> Kernel:
+    """Loads whose addresses run down their first axis become ``trans(load(ptr^T))``: with
+    ``dot_operands`` a dot's operand B, with ``every_load`` one no dot reads that is worth it."""
     info = analyze(kernel)
     defs = {r: i for i in kernel.walk() for r in i.results}
     counts: dict[Value, int] = {}
@@ -93,14 +116,23 @@ def transpose_column_loads(kernel: Kernel) -> Kernel:
                 Instr(Op.LOAD, tuple(operands), (loaded,), load.attrs, loc=load.loc),  # type: ignore[arg-type]
                 Instr(Op.PERMUTE, (loaded,), (b,), A.Permute((1, 0)), loc=load.loc)]
 
+    def picked(load: Instr, b_loads: set[Value], operands: set[Value]) -> bool:
+        if load.result in b_loads:
+            return dot_operands and counts.get(load.result) == 1
+        if not every_load or load.result in operands or len(load.result.type.shape) != 2 or load.attrs.volatile:
+            return False
+        return _worth(load, info.get(load.operands[0], AxisInfo()))
+
     def visit(block: Block) -> None:
         nonlocal changed
-        b_loads = {i.operands[1] for i in block.instrs if i.op is Op.DOT}
+        dots = [i for i in block.instrs if i.op is Op.DOT]
+        b_loads = {i.operands[1] for i in dots}
+        operands = {o for i in dots for o in i.operands}
         out: list[Instr] = []
         for instr in block.instrs:
             for region in instr.regions:
                 visit(region)
-            if instr.op is Op.LOAD and instr.result in b_loads and counts.get(instr.result) == 1:
+            if instr.op is Op.LOAD and picked(instr, b_loads, operands):
                 replaced = rewrite(instr)
                 if replaced is not None:
                     out.extend(replaced)
