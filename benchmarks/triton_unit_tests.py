@@ -318,9 +318,8 @@ def report(data: dict[str, Any], top: int, not_run_ok: bool = True) -> str:
 # the backend states (a clear error before anything runs), by what the failure says.
 OPENCL_LIMITS: tuple[tuple[str, str], ...] = (
     (r"(atomics|atomic_cas) on \w+ are not supported on opencl",
-     "OpenCL C has atomics on 32- and 64-bit types only: tiles' OpenCL backend refuses 16- and 8-bit integer "
-     "atomics and 16-bit atomic_cas before anything runs (read-modify-write atomics on 16- and 8-bit floats it "
-     "runs); the interpreter and CUDA run them"),
+     "atomics on a type tiles' OpenCL backend cannot run (OpenCL C has them on 32- and 64-bit types; 16-bit "
+     "ones run as a compare-and-swap loop on the 32-bit word), refused before anything runs"),
     (r"dtype float8e(4b8|5b16) is not supported on opencl",
      "the AMD fnuz float8 types (float8e4b8, float8e5b16) are not among the element types tiles' shared lowering "
      "handles (LOWERED_DTYPES): refused by name before anything runs; the interpreter runs them"),

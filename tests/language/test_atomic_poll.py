@@ -45,7 +45,6 @@ def poll_kernel(flag_ptr, out_ptr, expected, SEM: tl.constexpr, TIMEOUT: tl.cons
     tl.store(out_ptr + tl.program_id(0), seen)
 
 
-@pytest.mark.unsupported_on("opencl", "atomics on int16")
 @pytest.mark.parametrize("sem", ["acquire", "relaxed"])
 def test_a_value_already_there_ends_the_poll(rng, sem):
     out = np.zeros(6, np.bool_)

@@ -70,3 +70,26 @@ def test_device_without_a_known_fence_refuses_ordered_atomics(monkeypatch):
     finally:
         tiles.set_backend(None)
     assert flag[0] == 1 and out[0] == 7
+
+
+@pytest.mark.parametrize("sem", ["acq_rel", "acquire", "release", "relaxed"])
+def test_16_bit_lock_fences_follow_sem(sem):
+    """A 16-bit lock (atomic_cas and xchg as loops on the 32-bit word): the fence comes before the
+    loop for release, after it for acquire; the lock works and its word's other half is kept."""
+    lock, out = np.array([0, -12345], np.int16), np.full(1, 5, np.int32)
+    tiles.set_backend("opencl")
+    try:
+        source = locked_increment.warmup(lock, out, SEM=sem, grid=(97,)).asm["opencl"]
+        locked_increment[(97,)](lock, out, SEM=sem)
+    finally:
+        tiles.set_backend(None)
+    lines = [line.strip() for line in source[source.index("__kernel"):].splitlines()]
+    starts = [i for i, line in enumerate(lines) if line.startswith("volatile __global uint* q =")]
+    ends = [i for i, line in enumerate(lines) if line == "} while (cur != seen);"]
+    assert len(starts) == len(ends) == 3  # the cas before the spin loop, the one in it, the xchg
+    for start, end in zip(starts, ends, strict=True):
+        assert (lines[start - 1] == _fence()) == (sem in ("release", "acq_rel"))
+        assert (lines[end + 1] == _fence()) == (sem in ("acquire", "acq_rel"))
+    assert lock[1] == -12345
+    if sem == "acq_rel":
+        assert out[0] == 5 + 97 and lock[0] == 0

@@ -18,8 +18,8 @@ from .dialect import NARROW_FLOATS, CDialect
 
 
 class CMemory:
-    """Needs ``d``, ``_tmp``, ``_decl``, ``_line``, ``reg``, ``ptr_type`` and
-    ``_float_binary`` from the emitter it is mixed into."""
+    """Needs ``d``, ``_tmp``, ``_decl``, ``_line``, ``reg``, ``ptr_type``, ``_float_binary`` and
+    ``_int_binary`` from the emitter it is mixed into."""
 
     d: CDialect
 
@@ -39,6 +39,9 @@ class CMemory:
         raise NotImplementedError
 
     def _float_binary(self, op: Op, a: Handle, b: Handle, dt: DType) -> str:
+        raise NotImplementedError
+
+    def _int_binary(self, op: Op, a: Handle, b: Handle, dt: DType) -> str:
         raise NotImplementedError
 
     # ------------------------------------------------------------ global memory
@@ -98,6 +101,8 @@ class CMemory:
         t = self.d.register[dtype]
         if dtype in NARROW_FLOATS and 32 in self.d.atomic_cmpxchg:
             return self._narrow_float_atomic(kind, p, value, dtype, mask, sem)
+        if self._in_word(dtype) and dtype.is_int:
+            return self._narrow_int_atomic(kind, p, value, dtype, mask, sem)
         if dtype.bits not in self.d.atomic_cmpxchg:
             raise UnsupportedError(f"atomics on {dtype} are not supported by the {self.d.name} backend; "
                                    f"use a {' or '.join(f'{b}-bit' for b in self.d.atomic_cmpxchg)} type", loc)
@@ -138,28 +143,69 @@ class CMemory:
                                    "sem='relaxed' if the kernel needs no ordering")
         return self.d.global_fence
 
-    def _narrow_float_atomic(self, kind: AtomicKind, p: Handle, value: Handle, dtype: DType,
-                             mask: Handle | None, sem: str) -> Handle:
-        """A 16- or 8-bit float atomic as a compare-and-swap loop on the 32-bit word that holds it
-        (little-endian: the element's byte offset in the word is its shift)."""
-        n, u, a = NARROW_FLOATS[dtype], self.d.unsigned[32], self.d.address
-        cas, bits = self.d.atomic_cmpxchg[32], dtype.bits
-        old = self._tmp("float", "0.0f")
+    def _in_word(self, dtype: DType) -> bool:
+        """Whether ``dtype``'s atomics are a compare-and-swap loop on the 32-bit word holding it."""
+        return (dtype.bits == 16 and not dtype.is_bool and 16 not in self.d.atomic_cmpxchg
+                and 32 in self.d.atomic_cmpxchg)
+
+    def _word_loop(self, p: Handle, bits: int, mask: Handle | None, sem: str) -> None:
+        """Open a CAS loop on the word holding ``p``'s element: ``seen`` the word, ``field`` its bits."""
+        u, a = self.d.unsigned[32], self.d.address
         self._line(f"if ({mask or 'true'}) {{")
         self._fence_before(sem)
         self._line(f"  {self._atomic_ptr(u)} q = ({self._atomic_ptr(u)})(({a})({p}) & ~({a})3);")
-        self._line(f"  uint shift = (uint)((({a})({p}) & 3) * 8), field = ((1u << {bits}) - 1u) << shift;")
+        self._line(f"  uint shift = (uint)((({a})({p}) & 3) * 8), span = ((1u << {bits}) - 1u) << shift;")
         self._line(f"  {u} cur = *q, seen;")
         self._line("  do {")
         self._line("    seen = cur;")
-        self._line(f"    float was = tiles_{n}_from_bits(({self.d.unsigned[bits]})((seen & field) >> shift));")
-        new = value if kind.op is None else self._float_binary(kind.op, "was", value, dtype)
-        self._line(f"    {u} put = ({u})tiles_{n}_bits(tiles_round_{n}({new}));")
-        self._line(f"    cur = {cas}(q, seen, (seen & ~field) | (put << shift));")
-        self._line(f"    {old} = was;")
+        self._line(f"    {self.d.unsigned[bits]} field = ({self.d.unsigned[bits]})((seen & span) >> shift);")
+
+    def _word_loop_end(self, put: str, sem: str) -> None:
+        """Swap ``put`` (the new bits) into the field, the rest of the word kept; close the loop."""
+        u = self.d.unsigned[32]
+        self._line(f"    cur = {self.d.atomic_cmpxchg[32]}(q, seen, (seen & ~span) | ((({u})({put})) << shift));")
         self._line("  } while (cur != seen);")
         self._fence_after(sem)
         self._line("}")
+
+    def _narrow_float_atomic(self, kind: AtomicKind, p: Handle, value: Handle, dtype: DType,
+                             mask: Handle | None, sem: str) -> Handle:
+        """A 16- or 8-bit float atomic on the 32-bit word that holds it."""
+        n = NARROW_FLOATS[dtype]
+        old = self._tmp("float", "0.0f")
+        self._word_loop(p, dtype.bits, mask, sem)
+        self._line(f"    float was = tiles_{n}_from_bits(field);")
+        self._line(f"    {old} = was;")
+        new = value if kind.op is None else self._float_binary(kind.op, "was", value, dtype)
+        self._word_loop_end(f"tiles_{n}_bits(tiles_round_{n}({new}))", sem)
+        return old
+
+    def _narrow_int_atomic(self, kind: AtomicKind, p: Handle, value: Handle, dtype: DType,
+                           mask: Handle | None, sem: str) -> Handle:
+        """A 16-bit integer atomic on its 32-bit word, computed in the element's own type."""
+        t, ut = self.d.register[dtype], self.d.unsigned[dtype.bits]
+        old = self._tmp(t, f"({t})0")
+        self._word_loop(p, dtype.bits, mask, sem)
+        self._line(f"    {t} was = ({t})field;")
+        self._line(f"    {old} = was;")
+        new = value if kind.op is None else self._int_binary(kind.op, "was", value, dtype)
+        self._word_loop_end(f"({ut})({new})", sem)
+        return old
+
+    def _narrow_cas(self, p: Handle, cmp: Handle, value: Handle, dtype: DType,
+                    mask: Handle | None, sem: str) -> Handle:
+        """A 16-bit ``atomic_cas`` on its 32-bit word, comparing bits (floats too) with ``cmp``'s."""
+        t, ut = self.d.register[dtype], self.d.unsigned[dtype.bits]
+        if dtype in NARROW_FLOATS:
+            n = NARROW_FLOATS[dtype]
+            c, v, back = f"tiles_{n}_bits({cmp})", f"tiles_{n}_bits({value})", f"tiles_{n}_from_bits(field)"
+        else:
+            c, v, back = f"({ut})({cmp})", f"({ut})({value})", f"({t})field"
+        old = self._tmp(t, f"({t})0")
+        self._word_loop(p, dtype.bits, mask, sem)
+        self._line(f"    {old} = {back};")
+        self._line(f"    if (field != {c}) break;")
+        self._word_loop_end(v, sem)
         return old
 
     def _atomic_ptr(self, t: str) -> str:
@@ -168,6 +214,8 @@ class CMemory:
     def atomic_cas(self, p: Handle, cmp: Handle, value: Handle, dtype: DType,
                    mask: Handle | None, loc: Loc, sem: str = "acq_rel", scope: str = "gpu") -> Handle:
         t = self.d.register[dtype]
+        if self._in_word(dtype):
+            return self._narrow_cas(p, cmp, value, dtype, mask, sem)
         if dtype.bits not in self.d.atomic_cmpxchg:
             raise UnsupportedError(f"atomic_cas on {dtype} is not supported by the {self.d.name} backend", loc)
         old = self._tmp(t, f"({t})0")

@@ -80,10 +80,11 @@ class OpenCLBackend(Backend):
             if instr.op not in (Op.ATOMIC, Op.ATOMIC_CAS):
                 continue
             element = instr.results[0].type.element
-            if element.bits < 32 and not (element in NARROW_FLOATS and instr.op is Op.ATOMIC):
+            in_word = element.bits == 16 or (element in NARROW_FLOATS and instr.op is Op.ATOMIC)
+            if element.bits < 32 and not in_word:
                 reasons.append(f"{instr.loc}: {'atomic_cas' if instr.op is Op.ATOMIC_CAS else 'atomics'} on "
-                               f"{element} are not supported on opencl (32- and 64-bit types, and "
-                               "read-modify-write atomics on 16- and 8-bit floats, only)")
+                               f"{element} are not supported on opencl (64-, 32- and 16-bit types, and "
+                               "read-modify-write atomics on 8-bit floats, only)")
         return reasons
 
     def toolchain_version(self) -> str:
