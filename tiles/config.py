@@ -211,3 +211,9 @@ def interpreter_checks() -> set[str]:
 
 def rocm_arch() -> str:
     return os.environ.get("TILES_ROCM_ARCH", "").strip() or "gfx942"
+
+
+def triton_rules() -> bool:
+    """Whether Triton's refusals apply: ``import triton`` gives tiles (the compatibility mode,
+    tiles/as_triton), so kernels must behave as under Triton."""
+    return getattr(sys.modules.get("triton"), "tiles", None) is not None

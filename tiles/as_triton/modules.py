@@ -17,6 +17,8 @@ import types
 from collections.abc import Iterator
 from typing import Any
 
+from .. import config
+
 # The Triton release whose language tiles implements: docs/porting-from-triton.md checks every
 # public name, the launch options and the driver against Triton 3.9.  Libraries branch on it
 # (``Version(triton.__version__) >= "3.0.0"``, ``>= "3.6.0"`` for newer spellings).
@@ -179,4 +181,4 @@ def _rules_change() -> None:
 
 def installed() -> bool:
     """Whether ``import triton`` gives tiles in this process."""
-    return getattr(sys.modules.get("triton"), "tiles", None) is not None
+    return config.triton_rules()

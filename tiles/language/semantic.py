@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from .. import config
 from ..core import attrs as A
 from ..core import dtypes as D
 from ..core.builder import current, user_loc
@@ -35,8 +36,7 @@ def error(message: str, kind: type[Exception] = ValueError) -> CompilationError:
 def triton_rule(message: str) -> TritonRuleError | None:
     """Triton's refusal of something tiles accepts, when Triton's rules apply (the program runs in
     the Triton compatibility mode, where it must behave as under Triton); else ``None``."""
-    from ..as_triton.modules import installed  # (the mode imports the language)
-    return TritonRuleError(message, user_loc(), cause=ValueError(message)) if installed() else None
+    return TritonRuleError(message, user_loc(), cause=ValueError(message)) if config.triton_rules() else None
 
 
 def is_number(x: Any) -> bool:

@@ -66,10 +66,9 @@ def _count(event: str) -> None:
 
 def compile_key(jit_fn: Traceable, specs: Sequence[ArgSpec], backend: Backend,
                 options: Options) -> str:
-    from ..as_triton.modules import installed
     from ..version import __version__
     parts = {
-        "rules": "triton" if installed() else "tiles",  # the mode refuses what Triton refuses
+        "rules": "triton" if config.triton_rules() else "tiles",  # the mode refuses what Triton refuses
         "tiles": [__version__, compiler_fingerprint()],
         "source": source_fingerprint(jit_fn),
         "specialization": [repr(s.key()) for s in specs],
