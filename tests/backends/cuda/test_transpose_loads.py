@@ -1,7 +1,12 @@
 """2-D loads whose addresses run down the tile's first axis are read along it and transposed through
 local memory (``lowering/transpose_loads.py``): time-major ``[heads, time]`` tiles feeding a cumsum
 along time, masked, with and without ``other``, checked on the numpy SIMT simulator against numpy at
-odd sizes; loads with too little contiguity down axis 0 stay as they are; the PTX reads 16 bytes."""
+odd sizes; loads with too little contiguity down axis 0 stay as they are; the PTX reads 16 bytes.
+Corpus kernels the pass now transforms (conformance ``memory/strided[...,T]``, compat liger
+``mta_causal_mask`` and flaggems ``pointwise_dtype``) leave on the simulator exactly what the
+interpreter leaves."""
+
+import inspect
 
 import numpy as np
 import pytest
@@ -100,3 +105,64 @@ def test_time_major_load_reads_16_bytes():
     ptx = toolchain.to_ptx(lower_kernel(ir, nvptx_target("sm_90a"), Options(4), registry.get("cuda").target()),
                            "sm_90a")
     assert ptx.count("ld.global.v4.b32") == 8 and "ld.global.b32" not in ptx
+
+
+def _corpus_kernel(project_name: str, kernel: str):
+    import sys
+    from pathlib import Path
+    compat = str(Path(__file__).resolve().parents[2] / "compat")
+    if compat not in sys.path:
+        sys.path.insert(0, compat)
+    from compat_harness import load
+    return getattr(load(project_name), kernel)
+
+
+def _strided_conformance_case(case_id: str):
+    from tiles.conformance.corpus import memory
+    from tiles.conformance.profiles import CI
+    (case,) = [c for c in memory.cases(CI) if c.id == case_id]
+    return case.kernel, case.grid, case.args(), case.constexprs
+
+
+def _mta_causal_mask(rng):
+    raw = rng.standard_normal((3, 21, 21)).astype(np.float32)  # scores stored transposed, as liger's check
+    raw[0, 5, 2] = np.nan
+    scores = np.ascontiguousarray(raw.transpose(0, 2, 1))
+    out = np.zeros_like(scores)
+    return (_corpus_kernel("liger/mta_causal_mask", "_mask_fwd_kernel"), (2, 2, 3),
+            [scores, out, 21 * 21, 1, 21, 21], {"mask_val": -1e9, "BLOCK": 16})
+
+
+def _pointwise_dtype_strided(rng):
+    base = rng.standard_normal((40, 30)).astype(np.float32)  # x is base.T: columns contiguous
+    y = rng.standard_normal((30, 40)).astype(np.float32)
+    out = np.zeros((30, 40), np.float32)
+    return (_corpus_kernel("flaggems/pointwise_dtype", "add_strided_kernel"), (2, 3),
+            [base, y, out, 30, 40, 1, 30, 40, 1, 0.5], {"BLOCK_R": 16, "BLOCK_C": 16})
+
+
+CORPUS_CASES = {
+    "conformance memory/strided[int32,17x16,T]":
+        lambda rng: _strided_conformance_case("memory/strided[int32,17x16,T]"),
+    "conformance memory/strided[float64,5x3,T]":
+        lambda rng: _strided_conformance_case("memory/strided[float64,5x3,T]"),
+    "compat liger/mta_causal_mask": _mta_causal_mask,
+    "compat flaggems/pointwise_dtype": _pointwise_dtype_strided,
+}
+
+
+@pytest.mark.parametrize("name", sorted(CORPUS_CASES))
+def test_transposed_corpus_loads_simulated_as_interpreted(rng, name):
+    # corpus kernels whose column-contiguous load is now read transposed: every array the simulated
+    # lowering leaves equals the interpreter's, bit for bit (copies and selects, no arithmetic to round)
+    kernel, grid, args, consts = CORPUS_CASES[name](rng)
+    ir = _ir(kernel, args, 4, **consts)
+    assert _transposed(ir)
+    simulated = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    interpreted = [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+    names = list(inspect.signature(kernel.fn).parameters)  # the IR's parameters (ints equal to 1 are constants)
+    run(ir, [simulated[names.index(p.name)] for p in ir.params], grid, 128)
+    kernel[grid](*interpreted, **consts, num_warps=4, backend="interpreter")
+    for got, want in zip(simulated, interpreted):
+        if isinstance(got, np.ndarray):
+            np.testing.assert_array_equal(got, want)
