@@ -105,7 +105,10 @@ def test_jit_methods_and_a_constexpr_dtype_field(rng, out):
                                          BLOCK=128)
     with np.errstate(over="ignore"):
         want = (x * np.float32(1.5) + np.float32(-2.0)).astype(out)
-    np.testing.assert_array_equal(y, want)
+        # CUDA contracts a * b + c into one FMA as Triton does (enable_fp_fusion): one rounding
+        fused = (x.astype(np.float64) * 1.5 - 2.0).astype(np.float32).astype(out)
+    same = (y == want) | (y == fused) | (np.isnan(y) & np.isnan(want))
+    assert same.all(), (np.flatnonzero(~same)[:5], y[~same][:5], want[~same][:5])
 
 
 # ------------------------------------------------------------- the class, on the host
