@@ -99,10 +99,8 @@ class CMemory:
                    mask: Handle | None, loc: Loc, sem: str = "acq_rel", scope: str = "gpu") -> Handle:
         kind = AtomicKind(kind)
         t = self.d.register[dtype]
-        if dtype in NARROW_FLOATS and 32 in self.d.atomic_cmpxchg:
-            return self._narrow_float_atomic(kind, p, value, dtype, mask, sem)
-        if self._in_word(dtype) and dtype.is_int:
-            return self._narrow_int_atomic(kind, p, value, dtype, mask, sem)
+        if (dtype in NARROW_FLOATS and 32 in self.d.atomic_cmpxchg) or (self._in_word(dtype) and dtype.is_int):
+            return self._narrow_atomic(kind, p, value, dtype, mask, sem)
         if dtype.bits not in self.d.atomic_cmpxchg:
             raise UnsupportedError(f"atomics on {dtype} are not supported by the {self.d.name} backend; "
                                    f"use a {' or '.join(f'{b}-bit' for b in self.d.atomic_cmpxchg)} type", loc)
@@ -168,28 +166,24 @@ class CMemory:
         self._fence_after(sem)
         self._line("}")
 
-    def _narrow_float_atomic(self, kind: AtomicKind, p: Handle, value: Handle, dtype: DType,
-                             mask: Handle | None, sem: str) -> Handle:
-        """A 16- or 8-bit float atomic on the 32-bit word that holds it."""
-        n = NARROW_FLOATS[dtype]
-        old = self._tmp("float", "0.0f")
+    def _narrow_atomic(self, kind: AtomicKind, p: Handle, value: Handle, dtype: DType,
+                       mask: Handle | None, sem: str) -> Handle:
+        """A 16- or 8-bit atomic on the 32-bit word that holds it: floats computed as float and
+        rounded back, integers in the element's own type."""
+        if dtype in NARROW_FLOATS:
+            n = NARROW_FLOATS[dtype]
+            t, zero, decode, binary = "float", "0.0f", f"tiles_{n}_from_bits(field)", self._float_binary
+            encode = f"tiles_{n}_bits(tiles_round_{n}({{}}))"
+        else:
+            t = self.d.register[dtype]
+            zero, decode, binary = f"({t})0", f"({t})field", self._int_binary
+            encode = f"({self.d.unsigned[dtype.bits]})({{}})"
+        old = self._tmp(t, zero)
         self._word_loop(p, dtype.bits, mask, sem)
-        self._line(f"    float was = tiles_{n}_from_bits(field);")
+        self._line(f"    {t} was = {decode};")
         self._line(f"    {old} = was;")
-        new = value if kind.op is None else self._float_binary(kind.op, "was", value, dtype)
-        self._word_loop_end(f"tiles_{n}_bits(tiles_round_{n}({new}))", sem)
-        return old
-
-    def _narrow_int_atomic(self, kind: AtomicKind, p: Handle, value: Handle, dtype: DType,
-                           mask: Handle | None, sem: str) -> Handle:
-        """A 16-bit integer atomic on its 32-bit word, computed in the element's own type."""
-        t, ut = self.d.register[dtype], self.d.unsigned[dtype.bits]
-        old = self._tmp(t, f"({t})0")
-        self._word_loop(p, dtype.bits, mask, sem)
-        self._line(f"    {t} was = ({t})field;")
-        self._line(f"    {old} = was;")
-        new = value if kind.op is None else self._int_binary(kind.op, "was", value, dtype)
-        self._word_loop_end(f"({ut})({new})", sem)
+        new = value if kind.op is None else binary(kind.op, "was", value, dtype)
+        self._word_loop_end(encode.format(new), sem)
         return old
 
     def _narrow_cas(self, p: Handle, cmp: Handle, value: Handle, dtype: DType,
