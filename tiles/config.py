@@ -37,8 +37,8 @@
 |   | per SM, each running several of the kernel's (cuda/hopper/persistent.py; the default), or not |
 | ``TILES_OCCUPANCY=1/0`` | cuda: reload a register-bound kernel capped for one more program per SM when that |
 |   | spills little, and a heavily spilling one uncapped (backends/cuda/occupancy.py; the default), or never |
-| ``TILES_PREDICATED=1/0`` | cuda: masked global loads and stores as predicated ``@p ld.global``/``st.global`` |
-|   | (cuda/predicated_ops.py), or, by default, a branch around a plain access (an experiment to time) |
+| ``TILES_PREDICATED=1/loads/0`` | cuda: masked global loads and stores (``loads``: loads only) as predicated |
+|   | ``@p ld.global``/``st.global`` (cuda/predicated_ops.py), or a branch around a plain access |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
@@ -142,10 +142,18 @@ def persistent() -> bool:
     return os.environ.get("TILES_PERSISTENT", "").strip().lower() not in ("0", "false", "no", "off")
 
 
-def predicated_access() -> bool:
-    """Whether masked global loads and stores are predicated instructions rather than branches around
-    plain ones (TILES_PREDICATED, default off; cuda/predicated_ops.py)."""
-    return os.environ.get("TILES_PREDICATED", "").strip().lower() in ("1", "true", "yes", "on")
+PREDICATED_BY_DEFAULT = ""  # which masked global accesses are predicated when TILES_PREDICATED is unset
+
+
+def predicated_access() -> str:
+    """Which masked global accesses are predicated instructions rather than branches around plain
+    ones: "all", "loads" or "" (none) (TILES_PREDICATED=1/loads/0; cuda/predicated_ops.py)."""
+    value = os.environ.get("TILES_PREDICATED", "").strip().lower()
+    if not value:
+        return PREDICATED_BY_DEFAULT
+    if value == "loads":
+        return "loads"
+    return "all" if value in ("1", "true", "yes", "on", "all") else ""
 
 
 def occupancy() -> bool:

@@ -58,7 +58,7 @@ class CodegenChoices:
     stmatrix: bool = True    # TILES_STMATRIX: MMA tiles staged swizzled (lowering/mma/staging.py, epilogue.py)
     approx_div: bool = True  # TILES_APPROX_DIV: float32 ``/`` as the emitter's approximate_divide
     occupancy: bool = True   # TILES_OCCUPANCY: cuda reloads register-bound kernels capped (cuda/occupancy.py)
-    predicated: bool = False  # TILES_PREDICATED: masked global accesses predicated (cuda/predicated_ops.py); off
+    predicated: str = ""  # TILES_PREDICATED: which masked global accesses are predicated: "all", "loads", ""
 
     @classmethod
     def from_env(cls) -> CodegenChoices:
@@ -94,7 +94,8 @@ class Options:
 
     def without(self, *choices: str) -> Options:
         """These options with the named ``codegen`` choices off (a lowering retried without them)."""
-        return dataclasses.replace(self, codegen=dataclasses.replace(self.codegen, **dict.fromkeys(choices, False)))
+        off = {name: "" if name == "predicated" else False for name in choices}
+        return dataclasses.replace(self, codegen=dataclasses.replace(self.codegen, **off))  # type: ignore[arg-type]
 
     def threads(self, target: Target) -> int:
         """Threads per program: ``num_warps`` warps of the target's width (the only place this is computed)."""

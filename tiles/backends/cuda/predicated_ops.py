@@ -1,6 +1,7 @@
 """Masked global loads and stores as one predicated PTX instruction (``@p ld.global``/``st.global``)
-instead of a branch around a plain one -- only with ``Options.codegen.predicated`` (``TILES_PREDICATED=1``;
-off by default: all accesses predicated slowed some kernels in an earlier run, benchmarks/RESULTS.md).
+instead of a branch around a plain one, as ``Options.codegen.predicated`` says: "all" (``TILES_PREDICATED=1``),
+"loads" (loads only) or "" (none; every access predicated slowed some kernels in an earlier run,
+benchmarks/RESULTS.md).
 
 A tile's masked accesses otherwise become one basic block each; with dozens of them (a 32768-wide
 row in 128 threads is 64 vector loads a thread) ptxas schedules and allocates registers block by
@@ -24,7 +25,7 @@ _WORD = {16: ("b16", "h", "i16"), 32: ("b32", "r", "i32"), 64: ("b64", "l", "i64
 
 
 class PTXPredicatedMemoryOps(LLVMBuilder):
-    predicated_access = False  # set per lowering from Options.codegen.predicated (choices.py)
+    predicated_access = ""  # "all", "loads" or "": set per lowering from Options.codegen.predicated (choices.py)
 
     def _words(self, dtype: ScalarType, width: int) -> tuple[int, int] | None:
         """(bits per word, words) of ``width`` elements of ``dtype`` as one predicated access."""
@@ -63,8 +64,9 @@ class PTXPredicatedMemoryOps(LLVMBuilder):
             packed = self._val(packed.ty, f"insertelement {packed}, {part}, i32 {i}")
         return self._val(vt, f"bitcast {packed} to {vt}")
 
-    def _predicable(self, mask: Any) -> bool:
-        return self.predicated_access and mask is not None and mask.name not in ("true", "false")
+    def _predicable(self, mask: Any, store: bool = False) -> bool:
+        wanted = self.predicated_access == "all" or (self.predicated_access == "loads" and not store)
+        return wanted and mask is not None and mask.name not in ("true", "false")
 
     def load(self, p: Any, dtype: DType, mask: Any, other: Any) -> Reg:
         shape = self._words(dtype, 1)
@@ -99,14 +101,14 @@ class PTXPredicatedMemoryOps(LLVMBuilder):
 
     def store(self, p: Any, value: Any, dtype: DType, mask: Any) -> None:
         shape = self._words(dtype, 1)
-        if not self._predicable(mask) or shape is None:
+        if not self._predicable(mask, store=True) or shape is None:
             super().store(p, value, dtype, mask)  # type: ignore[misc]
             return
         self._predicated_store(p, mask, value, *shape)
 
     def store_vector(self, p: Any, values: Sequence[Any], dtype: DType, mask: Any) -> None:
         shape = self._words(dtype, len(values))
-        if not self._predicable(mask) or shape is None:
+        if not self._predicable(mask, store=True) or shape is None:
             super().store_vector(p, values, dtype, mask)  # type: ignore[misc]
             return
         vt = f"<{len(values)} x {self.mem_ty(dtype)}>"

@@ -21,13 +21,14 @@ from the launch specialization (``divisibility == 16``), ``tl.arange``, constant
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
 import numpy as np
 
 from ...core import attrs as A  # noqa: N812
-from ...core.dtypes import PointerType
+from ...core.dtypes import DType, PointerType
 from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import COMPARISON, ELEMENTWISE, Op
 from .layout import Layout
@@ -324,4 +325,19 @@ def vector_width(lay_vec: int, ptr: AxisInfo, itemsize: int, *uniform: AxisInfo 
     for u in uniform:
         if u is not None:
             w = math.gcd(w, u.const)
+    return w
+
+
+def access_width(info: dict[Value, AxisInfo], vector_ok: Callable[[DType, int], bool], instr: Instr, lay: Layout,
+                 mask_index: int | None, other_index: int | None) -> int:
+    """Elements per access of ``instr`` (a LOAD or STORE) from chunks of ``lay``: > 1 when they
+    vectorize (the pointer's facts, the mask's and ``other``'s, and what the target's vectors hold)."""
+    if not lay.shape or lay.vec == 1:
+        return 1
+    ptr = instr.operands[0]
+    elem = ptr.type.dtype.element  # type: ignore[union-attr]
+    infos = [info.get(instr.operands[i]) if i is not None else None for i in (mask_index, other_index)]
+    w = vector_width(lay.vec, info.get(ptr) or AxisInfo(), elem.itemsize, *infos)
+    while w > 1 and not vector_ok(elem, w):
+        w //= 2
     return w

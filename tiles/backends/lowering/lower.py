@@ -22,7 +22,7 @@ from ...core.ir import Block, Instr, Kernel, Value
 from ...core.ops import BINARY_ARITH, COMPARISON, MATH, Op
 from ...core.origins import PointerOrigins, atomically_written
 from ..base import Options
-from .axisinfo import analyze, slot_representatives
+from .axisinfo import access_width, analyze, slot_representatives
 from .emitter import Emitter, Handle
 from .exchanges import Exchanges
 from .hazards import GlobalHazards
@@ -75,6 +75,8 @@ class Lowering:
         self._scopes: list[dict[Any, Handle]] = [{}]
         self.info = analyze(kernel)
         self.max_vec = _widest_chunk(kernel)
+        if not _any_vector_access(kernel, self.info, threads, self.max_vec, emitter):
+            self.max_vec = 1  # chunks of one element: scalar accesses of a warp stay on consecutive addresses
         self._definitions: dict[Value, Instr] | None = None
         # the pointer parameters the kernel's own atomics change (memory other programs write)
         has_atomics = any(i.op in (Op.ATOMIC, Op.ATOMIC_CAS) for i in kernel.walk())
@@ -461,6 +463,24 @@ def _print(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         else:
             lw.e.when(cond, lambda values=values: lw.e.device_print(text, values))  # type: ignore[misc]
     return []
+
+
+def _any_vector_access(kernel: Kernel, info: Any, threads: int, max_vec: int, emitter: Emitter) -> bool:
+    """Whether some global access of the kernel vectorizes with chunks of ``max_vec`` (or the kernel
+    has other reasons to keep wide chunks: tensor cores, descriptors).  Where none does, chunks of
+    several elements only spread each scalar access of a warp over ``vec`` times the bytes."""
+    for instr in kernel.walk():
+        if instr.op in (Op.DOT, Op.DESC_LOAD, Op.DESC_STORE):
+            return True
+        if instr.op not in (Op.LOAD, Op.STORE):
+            continue
+        a = instr.attrs
+        lay = choose_layout(instr.operands[0].type.shape, threads, max_vec)
+        mask_index = (1 if instr.op is Op.LOAD else 2) if a.masked else None
+        other_index = 2 if instr.op is Op.LOAD and a.has_other else None
+        if access_width(info, emitter.vector_ok, instr, lay, mask_index, other_index) > 1:
+            return True
+    return False
 
 
 def _widest_chunk(kernel: Kernel) -> int:

@@ -14,7 +14,7 @@ from ...core import attrs as A  # noqa: N812
 from ...core.dtypes import PointerType
 from ...core.ir import Instr
 from ...core.ops import Op
-from .axisinfo import AxisInfo, vector_width
+from .axisinfo import access_width as chunk_access_width
 from .broadcast_loads import read_for_broadcasts
 from .emitter import Handle
 from .layout import Layout
@@ -23,16 +23,7 @@ from .lower import Lowering, rule
 
 def access_width(lw: Lowering, instr: Instr, lay: Layout, mask_index: int | None, other_index: int | None) -> int:
     """Elements per access of ``instr`` (a LOAD or STORE) from chunks of ``lay``: > 1 when they vectorize."""
-    ptr = instr.operands[0]
-    elem = ptr.type.dtype.element  # type: ignore[union-attr]
-    infos = [lw.info.get(instr.operands[i]) if i is not None else None
-             for i in (mask_index, other_index)]
-    w = 1
-    if lay.shape and lay.vec > 1:
-        w = vector_width(lay.vec, lw.info.get(ptr) or _NO_INFO, elem.itemsize, *infos)
-        while w > 1 and not lw.e.vector_ok(elem, w):  # type: ignore[attr-defined]
-            w //= 2
-    return w
+    return chunk_access_width(lw.info, lw.e.vector_ok, instr, lay, mask_index, other_index)
 
 
 def access_groups(lw: Lowering, instr: Instr, mask_index: int | None, other_index: int | None):
@@ -40,9 +31,6 @@ def access_groups(lw: Lowering, instr: Instr, mask_index: int | None, other_inde
     lay = lw.layout(instr.operands[0])
     w = access_width(lw, instr, lay, mask_index, other_index)
     return [(j, w) for j in range(0, lay.per_thread, w)]
-
-
-_NO_INFO = AxisInfo()
 
 
 @rule(Op.LOAD)
