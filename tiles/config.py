@@ -38,7 +38,8 @@
 | ``TILES_OCCUPANCY=1/0`` | cuda: reload a register-bound kernel capped for one more program per SM when that |
 |   | spills little, and a heavily spilling one uncapped (backends/cuda/occupancy.py; the default), or never |
 | ``TILES_PREDICATED=1/loads/0`` | cuda: masked global loads and stores (``loads``: loads only) as predicated |
-|   | ``@p ld.global``/``st.global`` (cuda/predicated_ops.py), or a branch around a plain access |
+|   | ``@p ld.global``/``st.global``, or a branch around a plain access; by default (``outside_loops``) |
+|   | loads outside the kernel's loops are predicated (cuda/predicated_ops.py) |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
@@ -142,17 +143,18 @@ def persistent() -> bool:
     return os.environ.get("TILES_PERSISTENT", "").strip().lower() not in ("0", "false", "no", "off")
 
 
-PREDICATED_BY_DEFAULT = ""  # which masked global accesses are predicated when TILES_PREDICATED is unset
+PREDICATED_BY_DEFAULT = "outside_loops"  # which masked global accesses are predicated when TILES_PREDICATED is unset
 
 
 def predicated_access() -> str:
     """Which masked global accesses are predicated instructions rather than branches around plain
-    ones: "all", "loads" or "" (none) (TILES_PREDICATED=1/loads/0; cuda/predicated_ops.py)."""
+    ones: "all", "loads", "outside_loops" (loads outside loops) or "" (none)
+    (TILES_PREDICATED=1/loads/outside_loops/0; cuda/predicated_ops.py)."""
     value = os.environ.get("TILES_PREDICATED", "").strip().lower()
     if not value:
         return PREDICATED_BY_DEFAULT
-    if value == "loads":
-        return "loads"
+    if value in ("loads", "outside_loops"):
+        return value
     return "all" if value in ("1", "true", "yes", "on", "all") else ""
 
 

@@ -58,7 +58,7 @@ class CodegenChoices:
     stmatrix: bool = True    # TILES_STMATRIX: MMA tiles staged swizzled (lowering/mma/staging.py, epilogue.py)
     approx_div: bool = True  # TILES_APPROX_DIV: float32 ``/`` as the emitter's approximate_divide
     occupancy: bool = True   # TILES_OCCUPANCY: cuda reloads register-bound kernels capped (cuda/occupancy.py)
-    predicated: str = ""  # TILES_PREDICATED: which masked global accesses are predicated: "all", "loads", ""
+    predicated: str = "outside_loops"  # TILES_PREDICATED: masked global accesses predicated (cuda/predicated_ops.py)
 
     @classmethod
     def from_env(cls) -> CodegenChoices:

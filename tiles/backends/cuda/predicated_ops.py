@@ -1,7 +1,10 @@
 """Masked global loads and stores as one predicated PTX instruction (``@p ld.global``/``st.global``)
 instead of a branch around a plain one, as ``Options.codegen.predicated`` says: "all" (``TILES_PREDICATED=1``),
-"loads" (loads only) or "" (none; every access predicated slowed some kernels in an earlier run,
-benchmarks/RESULTS.md).
+"loads" (loads only), "outside_loops" (loads outside the kernel's loops: the default) or "" (none).
+Measured on the corpus (benchmarks/RESULTS.md): every access predicated slowed some kernels; loads
+alone left straight-line kernels within noise and sped up Mamba's state update (ptxas sinks a
+branched load of its state past the arithmetic before it, a second trip to memory), but slowed the
+loops of Liger's JSD and group norm -- hence loads outside loops only.
 
 A tile's masked accesses otherwise become one basic block each; with dozens of them (a 32768-wide
 row in 128 threads is 64 vector loads a thread) ptxas schedules and allocates registers block by
@@ -25,7 +28,22 @@ _WORD = {16: ("b16", "h", "i16"), 32: ("b32", "r", "i32"), 64: ("b64", "l", "i64
 
 
 class PTXPredicatedMemoryOps(LLVMBuilder):
-    predicated_access = ""  # "all", "loads" or "": set per lowering from Options.codegen.predicated (choices.py)
+    predicated_access = ""  # set per lowering from Options.codegen.predicated (choices.py): module doc
+    _loop_depth = 0  # loops around the code being emitted
+
+    def for_range(self, *args: Any, **kwargs: Any) -> Any:
+        self._loop_depth += 1
+        try:
+            return super().for_range(*args, **kwargs)  # type: ignore[misc]
+        finally:
+            self._loop_depth -= 1
+
+    def while_loop(self, *args: Any, **kwargs: Any) -> Any:
+        self._loop_depth += 1
+        try:
+            return super().while_loop(*args, **kwargs)  # type: ignore[misc]
+        finally:
+            self._loop_depth -= 1
 
     def _words(self, dtype: ScalarType, width: int) -> tuple[int, int] | None:
         """(bits per word, words) of ``width`` elements of ``dtype`` as one predicated access."""
@@ -65,7 +83,9 @@ class PTXPredicatedMemoryOps(LLVMBuilder):
         return self._val(vt, f"bitcast {packed} to {vt}")
 
     def _predicable(self, mask: Any, store: bool = False) -> bool:
-        wanted = self.predicated_access == "all" or (self.predicated_access == "loads" and not store)
+        mode = self.predicated_access
+        load_mode = mode == "loads" or (mode == "outside_loops" and not self._loop_depth)
+        wanted = mode == "all" or (not store and load_mode)
         return wanted and mask is not None and mask.name not in ("true", "false")
 
     def load(self, p: Any, dtype: DType, mask: Any, other: Any) -> Reg:
