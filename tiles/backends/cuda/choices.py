@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ...core.ir import Kernel
+from ...core.ops import Op
 from ..base import Options, Target
 from ..llvm.emit import default_caps
 from ..llvm.target import LLVMTarget
@@ -56,12 +57,15 @@ def lower_module(kernel: Kernel, target: LLVMTarget, options: Options, caps: Tar
     Hopper parts added through ``hopper.extension.HOPPER``), with its threads and shared memory
     per program: step 1 of the search alone."""
     caps = caps or default_caps(target)
-    return applicable(lambda o: lower_with_tensor_cores(kernel, _emitter(caps, target, o), o, HOPPER), options)
+    return applicable(lambda o: lower_with_tensor_cores(kernel, _emitter(caps, target, o, kernel), o, HOPPER), options)
 
 
-def _emitter(caps: Target, target: LLVMTarget, options: Options) -> CUDAEmitter:
+def _emitter(caps: Target, target: LLVMTarget, options: Options, kernel: Kernel) -> CUDAEmitter:
     emitter = CUDAEmitter(caps, target)
-    emitter.predicated_access = options.codegen.predicated
+    mode = options.codegen.predicated
+    if mode == "outside_loops" and any(i.op is Op.DOT for i in kernel.walk()):
+        mode = ""  # the default was measured on memory-bound kernels; tensor-core ones keep their branches
+    emitter.predicated_access = mode
     return emitter
 
 
