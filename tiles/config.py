@@ -39,7 +39,7 @@
 |   | spills little, and a heavily spilling one uncapped (backends/cuda/occupancy.py; the default), or never |
 | ``TILES_PREDICATED=1/loads/0`` | cuda: masked global loads and stores (``loads``: loads only) as predicated |
 |   | ``@p ld.global``/``st.global``, or a branch around a plain access; by default (``outside_loops``) |
-|   | loads outside the kernel's loops are predicated (cuda/predicated_ops.py) |
+|   | loads outside the kernel's loops, in kernels without a ``dot`` (cuda/predicated_ops.py, choices.py) |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
