@@ -37,9 +37,10 @@
 |   | per SM, each running several of the kernel's (cuda/hopper/persistent.py; the default), or not |
 | ``TILES_OCCUPANCY=1/0`` | cuda: reload a register-bound kernel capped for one more program per SM when that |
 |   | spills little, and a heavily spilling one uncapped (backends/cuda/occupancy.py; the default), or never |
-| ``TILES_PREDICATED=1/loads/0`` | cuda: masked global loads and stores (``loads``: loads only) as predicated |
-|   | ``@p ld.global``/``st.global``, or a branch around a plain access; by default (``outside_loops``) |
-|   | loads outside the kernel's loops, in kernels without a ``dot`` (cuda/predicated_ops.py, choices.py) |
+| ``TILES_PREDICATED=1/loads/outside_loops/0`` | cuda: masked global loads and stores (``loads``: loads |
+|   | only) as predicated ``@p ld.global``/``st.global``, or a branch around a plain access; by default |
+|   | (``outside_loops``) loads outside the kernel's loops, in kernels without a ``dot`` |
+|   | (cuda/predicated_ops.py, choices.py) |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |

@@ -94,7 +94,7 @@ class Options:
 
     def without(self, *choices: str) -> Options:
         """These options with the named ``codegen`` choices off (a lowering retried without them)."""
-        off = {name: "" if name == "predicated" else False for name in choices}
+        off = {name: "" if isinstance(getattr(self.codegen, name), str) else False for name in choices}
         return dataclasses.replace(self, codegen=dataclasses.replace(self.codegen, **off))  # type: ignore[arg-type]
 
     def threads(self, target: Target) -> int:

@@ -18,7 +18,8 @@ pointers, 8-bit scalars) keep the branch.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import contextlib
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ...core.dtypes import DType, ScalarType
@@ -31,19 +32,21 @@ class PTXPredicatedMemoryOps(LLVMBuilder):
     predicated_access = ""  # set per lowering from Options.codegen.predicated (choices.py): module doc
     _loop_depth = 0  # loops around the code being emitted
 
-    def for_range(self, *args: Any, **kwargs: Any) -> Any:
+    @contextlib.contextmanager
+    def _in_loop(self) -> Iterator[None]:
         self._loop_depth += 1
         try:
-            return super().for_range(*args, **kwargs)  # type: ignore[misc]
+            yield
         finally:
             self._loop_depth -= 1
 
+    def for_range(self, *args: Any, **kwargs: Any) -> Any:
+        with self._in_loop():
+            return super().for_range(*args, **kwargs)  # type: ignore[misc]
+
     def while_loop(self, *args: Any, **kwargs: Any) -> Any:
-        self._loop_depth += 1
-        try:
+        with self._in_loop():
             return super().while_loop(*args, **kwargs)  # type: ignore[misc]
-        finally:
-            self._loop_depth -= 1
 
     def _words(self, dtype: ScalarType, width: int) -> tuple[int, int] | None:
         """(bits per word, words) of ``width`` elements of ``dtype`` as one predicated access."""
