@@ -58,8 +58,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):  # noqa
     report = outcome.get_result()
     seed = item.stash.get(_SEED_KEY, None)
     if seed is not None and report.failed:
+        marker = " -m slow" if item.get_closest_marker("slow") else ""
         report.sections.append(("random seed", f"rng seed {seed}; replay with TILES_TEST_SEED={RUN_SEED} "
-                                               f"pytest '{item.nodeid}'"))
+                                               f"python -m pytest{marker} '{item.nodeid}'"))
 
 
 TESTS = Path(__file__).resolve().parent

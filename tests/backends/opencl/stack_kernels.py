@@ -64,7 +64,7 @@ def run(seed: int, bm: int = 128, bn: int = 256, bk: int = 64, batches: int = 2)
         return f"refused {e}"
     want = (a.astype(np.float32) @ b.astype(np.float32).transpose(0, 2, 1)).astype(np.float16)
     err = np.abs(c.astype(np.float32) - want.astype(np.float32))  # NaN where c was never written
-    ulps = err / np.abs(np.spacing(want)).astype(np.float32)  # summation order: at most 1 ulp apart
+    ulps = err / np.spacing(np.abs(want)).astype(np.float32)  # summation order: at most 1 ulp apart
     return f"{'ok' if np.all(ulps <= 1) else 'wrong'} {float(ulps.max())} ulp"
 
 

@@ -120,7 +120,7 @@ def _bound(fns: list[MathFunction], d: DType):
                 ulps, atol = fn.ulp, fn.atol
                 if d == D.float64:
                     ulps, atol = ulps + fn.ref_error64[0], atol + fn.ref_error64[1]
-                b = ulps * np.abs(np.spacing(np.where(np.isfinite(ref), ref, 0).astype(d.np)))
+                b = ulps * np.spacing(np.abs(np.where(np.isfinite(ref), ref, 0).astype(d.np)))
             rows.append(b.astype(np.float64) + atol * float(np.finfo(d.np).eps))
         return {2: np.stack(rows)}
     return bounds
