@@ -41,6 +41,9 @@
 |   | only) as predicated ``@p ld.global``/``st.global``, or a branch around a plain access; by default |
 |   | (``outside_loops``) loads outside the kernel's loops, in kernels without a ``dot`` |
 |   | (cuda/predicated_ops.py, choices.py) |
+| ``TILES_REASSOCIATE=1/0`` | cuda, rocm (tensor-core lowering): ``base + rows * stride + cols`` summed as |
+|   | ``(base + cols) + rows * stride``, one 64-bit add per element (an experiment, default off; |
+|   | lowering/reassociate_pointers.py) |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
 | ``TILES_ROCM_ARCH=<gfx...>`` | rocm: architecture when no device is present (default ``gfx942``) |
@@ -48,9 +51,10 @@
 |   | (default ``/tmp/tiles-conformance``) |
 
 The code choices (``TILES_TMA``, ``TILES_STMATRIX``, ``TILES_APPROX_DIV``, ``TILES_INFLIGHT``,
-``TILES_PRODUCER``, ``TILES_PERSISTENT``, ``TILES_OCCUPANCY``, ``TILES_PREDICATED``) are read once per
-compile by the jit into ``Options.codegen`` (``backends/base.py``: ``CodegenChoices.from_env``), which both compile
-caches key on; the lowering reads that, never these functions.
+``TILES_PRODUCER``, ``TILES_PERSISTENT``, ``TILES_OCCUPANCY``, ``TILES_PREDICATED``,
+``TILES_REASSOCIATE``) are read once per compile by the jit into ``Options.codegen``
+(``backends/base.py``: ``CodegenChoices.from_env``), which both compile caches key on; the
+lowering reads that, never these functions.
 """
 
 from __future__ import annotations
@@ -100,7 +104,7 @@ def dump_stages(produced: Iterable[str] = ()) -> set[str]:
 TMA_BY_DEFAULT = True  # the TMA tests and benchmarks/tma_gemm.py passed on the H200 (benchmarks/RESULTS.md)
 
 CODE_CHOICES = ("TILES_TMA", "TILES_PRODUCER", "TILES_PERSISTENT", "TILES_INFLIGHT", "TILES_STMATRIX",
-                "TILES_APPROX_DIV", "TILES_OCCUPANCY", "TILES_PREDICATED")
+                "TILES_APPROX_DIV", "TILES_OCCUPANCY", "TILES_PREDICATED", "TILES_REASSOCIATE")
 # CUDA's target_key reads them on launches: from the dict behind os.environ, undecoded, where it has one
 _RAW_ENVIRON: dict[Any, Any] | None = getattr(os.environ, "_data", None)
 _encode = getattr(os.environ, "encodekey", None)
@@ -157,6 +161,12 @@ def predicated_access() -> str:
     if value in ("loads", "outside_loops"):
         return value
     return "all" if value in ("1", "true", "yes", "on", "all") else ""
+
+
+def reassociate_pointers() -> bool:
+    """Whether tensor-core lowerings sum ``base + rows * stride + cols`` column offsets first
+    (TILES_REASSOCIATE=1, an experiment, default off; lowering/reassociate_pointers.py)."""
+    return os.environ.get("TILES_REASSOCIATE", "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def occupancy() -> bool:

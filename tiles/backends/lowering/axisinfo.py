@@ -328,15 +328,23 @@ def vector_width(lay_vec: int, ptr: AxisInfo, itemsize: int, *uniform: AxisInfo 
     return w
 
 
-def access_width(info: dict[Value, AxisInfo], vector_ok: Callable[[DType, int], bool], instr: Instr, lay: Layout,
-                 mask_index: int | None, other_index: int | None) -> int:
+def mask_and_other(instr: Instr) -> tuple[Value | None, Value | None]:
+    """The mask and ``other`` operands of a LOAD or STORE (None where it has none)."""
+    a = instr.attrs
+    if instr.op is Op.LOAD:
+        return (instr.operands[1] if a.masked else None), (instr.operands[2] if a.has_other else None)
+    return (instr.operands[2] if a.masked else None), None
+
+
+def access_width(info: dict[Value, AxisInfo], vector_ok: Callable[[DType, int], bool], instr: Instr,
+                 lay: Layout) -> int:
     """Elements per access of ``instr`` (a LOAD or STORE) from chunks of ``lay``: > 1 when they
     vectorize (the pointer's facts, the mask's and ``other``'s, and what the target's vectors hold)."""
     if not lay.shape or lay.vec == 1:
         return 1
     ptr = instr.operands[0]
     elem = ptr.type.dtype.element  # type: ignore[union-attr]
-    infos = [info.get(instr.operands[i]) if i is not None else None for i in (mask_index, other_index)]
+    infos = [info.get(v) if v is not None else None for v in mask_and_other(instr)]
     w = vector_width(lay.vec, info.get(ptr) or AxisInfo(), elem.itemsize, *infos)
     while w > 1 and not vector_ok(elem, w):
         w //= 2

@@ -57,7 +57,8 @@ def lower(kernel: Kernel, emitter: Emitter, options: Options, walker: Walker = L
     reads the maps the launch must pass off the finished walk."""
     threads = options.threads(emitter.target)
     prepared = prepare(kernel, emitter, options.fp_fusion,
-                       None if claim is None else lambda k, e: claim(k, e, threads, options))
+                       None if claim is None else lambda k, e: claim(k, e, threads, options),
+                       options.codegen.reassociate)
     lowering = walker(prepared, emitter, threads, options)
     code = lowering.run()
     maps = () if tensor_maps is None else tuple(tensor_maps(lowering))

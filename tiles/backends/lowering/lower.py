@@ -474,11 +474,8 @@ def _any_vector_access(kernel: Kernel, info: Any, threads: int, max_vec: int, em
             return True
         if instr.op not in (Op.LOAD, Op.STORE):
             continue
-        a = instr.attrs
         lay = choose_layout(instr.operands[0].type.shape, threads, max_vec)
-        mask_index = (1 if instr.op is Op.LOAD else 2) if a.masked else None
-        other_index = 2 if instr.op is Op.LOAD and a.has_other else None
-        if access_width(info, emitter.vector_ok, instr, lay, mask_index, other_index) > 1:
+        if access_width(info, emitter.vector_ok, instr, lay) > 1:
             return True
     return False
 

@@ -21,15 +21,15 @@ from .layout import Layout
 from .lower import Lowering, rule
 
 
-def access_width(lw: Lowering, instr: Instr, lay: Layout, mask_index: int | None, other_index: int | None) -> int:
+def access_width(lw: Lowering, instr: Instr, lay: Layout) -> int:
     """Elements per access of ``instr`` (a LOAD or STORE) from chunks of ``lay``: > 1 when they vectorize."""
-    return chunk_access_width(lw.info, lw.e.vector_ok, instr, lay, mask_index, other_index)
+    return chunk_access_width(lw.info, lw.e.vector_ok, instr, lay)
 
 
-def access_groups(lw: Lowering, instr: Instr, mask_index: int | None, other_index: int | None):
+def access_groups(lw: Lowering, instr: Instr):
     """(first slot, width) of every access: width > 1 for vectorizable chunks."""
     lay = lw.layout(instr.operands[0])
-    w = access_width(lw, instr, lay, mask_index, other_index)
+    w = access_width(lw, instr, lay)
     return [(j, w) for j in range(0, lay.per_thread, w)]
 
 
@@ -52,7 +52,7 @@ def _load(lw: Lowering, instr: Instr) -> list[list[Handle]]:
         return [[lw.e.load_volatile(p, elem, masks[j] if masks else None, others[j] if others else None)
                  for j, p in enumerate(ptrs)]]
     out: list[Handle] = []
-    for j, w in access_groups(lw, instr, 1 if a.masked else None, 2 if a.has_other else None):
+    for j, w in access_groups(lw, instr):
         m = masks[j] if masks else None
         if w == 1:
             out.append(lw.e.load(ptrs[j], elem, m, others[j] if others else None))
@@ -84,7 +84,7 @@ def _store(lw: Lowering, instr: Instr) -> list[list[Handle]]:
     ptrs, values = lw.env[ptr], lw.env[instr.operands[1]]
     masks = lw.env[instr.operands[2]] if a.masked else None
     elem = instr.operands[1].type.element
-    for j, w in access_groups(lw, instr, 2 if a.masked else None, None):
+    for j, w in access_groups(lw, instr):
         m = lw.and_mask(lw.owner(lay, j), masks[j] if masks else None)
         if w == 1:
             lw.e.store(ptrs[j], values[j], elem, m)

@@ -20,6 +20,7 @@ from .contract import contract_multiply_adds
 from .emitter import Emitter
 from .induction import close_induction_pointers
 from .mma.emitter import TensorCoreEmitter
+from .reassociate_pointers import reassociate_pointer_sums
 from .transpose_loads import transpose_column_loads
 
 
@@ -56,11 +57,13 @@ def split_tile_constants(kernel: Kernel) -> Kernel:
 
 
 def prepare(kernel: Kernel, emitter: Emitter, fp_fusion: bool = False,
-            claim: Callable[[Kernel, Emitter], Callable[[Instr], bool]] | None = None) -> Kernel:
+            claim: Callable[[Kernel, Emitter], Callable[[Instr], bool]] | None = None,
+            reassociate: bool = False) -> Kernel:
     """A copy of ``kernel`` ready for the walk on ``emitter``: first, descriptor accesses become
     masked loads and stores (core/descriptors.py) except those ``claim(copy, emitter)`` keeps
     (CUDA: TMA, cuda/hopper/tma.py, which may add a hidden parameter to the copy); with ``fp_fusion``
-    products fused into the sums they feed (contract.py); last, legalize.py spells out the cases
+    products fused into the sums they feed (contract.py); with ``reassociate`` (tensor-core emitters)
+    pointer sums reassociated (reassociate_pointers.py); last, legalize.py spells out the cases
     the emitter does not (division by 0 or -1, out-of-range shifts, int1 arithmetic)."""
     kernel = copy.deepcopy(kernel)
     keep = claim(kernel, emitter) if claim is not None else (lambda instr: False)
@@ -72,5 +75,7 @@ def prepare(kernel: Kernel, emitter: Emitter, fp_fusion: bool = False,
         kernel = contract_multiply_adds(kernel)
     if isinstance(emitter, TensorCoreEmitter):  # GPUs read along addresses; tensor cores stage B as rows
         kernel = transpose_column_loads(kernel, emitter.mma_shape(D.float16, D.float32, "ieee") is not None)
+        if reassociate:  # an experiment (CodegenChoices.reassociate); LLVM's pointer arithmetic wraps
+            kernel = reassociate_pointer_sums(kernel)
     from .legalize import legalize
     return legalize(split_tile_constants(kernel), emitter.legality)

@@ -49,7 +49,7 @@ def store_layout(lw: TensorCoreLowering, instr: Instr) -> Layout | None:
     blocked = lw.layout(ptr)
     if blocked.vec <= 1:
         return None
-    w = access_width(lw, instr, blocked, 2 if instr.attrs.masked else None, None)
+    w = access_width(lw, instr, blocked)
     if w >= blocked.vec:
         return None
     if not all(can_remat(o, st.defs, [_REMAT_BUDGET]) for i, o in enumerate(instr.operands) if i != 1):

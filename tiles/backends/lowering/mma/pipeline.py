@@ -142,7 +142,7 @@ def find_pipe(lw: TensorCoreLowering, instr: Instr, dots: dict[Instr, Any], defs
             v = plan.b_rows.get(dot, dot.operands[1]) if idx == 1 else dot.operands[0]
             load = _feed(lw, v, producers, defs, idx == 0 or dot in plan.b_rows)
             if load is not None:
-                groups = access_groups(lw, load, 1 if load.attrs.masked else None, 2 if load.attrs.has_other else None)
+                groups = access_groups(lw, load)
                 w = groups[0][1]
                 if w * v.type.element.itemsize not in (4, 8, 16):
                     return None
