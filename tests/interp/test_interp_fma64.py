@@ -52,3 +52,20 @@ def test_random_magnitudes(rng):
     got = floats.fma(a, b, c, D.float64)
     want = np.array([exact_fma(*t) for t in zip(a, b, c)])
     assert _same(got, want).all()
+
+
+def test_near_underflow(rng):
+    # products and sums whose low parts fall under the smallest subnormal: an fma of
+    # 0.895 * 5e-324 - 5e-324 is -0.47 * 5e-324, so -0.0 (Triton's interpreter and CUDA agree)
+    n = 4000
+    a = rng.uniform(0.5, 2.0, n) * rng.choice([-1.0, 1.0], n)
+    b = np.ldexp(rng.uniform(1.0, 2.0, n), rng.integers(-1076, -960, n)) * rng.choice([-1.0, 1.0], n)
+    c = -(a * b) * (1.0 + rng.standard_normal(n) * 2.0 ** -rng.integers(1, 55, n).astype(float))
+    c[::7] = np.ldexp(rng.uniform(-4.0, 4.0, n // 7 + 1), -1074)[: len(c[::7])]  # a few subnormal multiples
+    a[::11], b[::11] = b[::11], a[::11]  # the tiny factor first too
+    got = floats.fma(a, b, c, D.float64)
+    want = np.array([exact_fma(*t) for t in zip(a, b, c)])
+    bad = ~_same(got, want)
+    assert not bad.any(), list(zip(a[bad], b[bad], c[bad], got[bad], want[bad]))[:5]
+    assert floats.fma(np.array(0.8954548101470481), np.array(5e-324), np.array(-5e-324), D.float64) == 0.0
+    assert np.signbit(floats.fma(np.array(0.8954548101470481), np.array(5e-324), np.array(-5e-324), D.float64))

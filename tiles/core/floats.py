@@ -16,6 +16,7 @@ no fused multiply-add.  The tools here make every conversion and FMA round once:
 
 from __future__ import annotations
 
+from fractions import Fraction
 from typing import Any
 
 import numpy as np
@@ -205,11 +206,31 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dst: DType) -> np.ndarray:
             underflow = (c64 == 0) & (a64 != 0) & (b64 != 0)
             signed = np.where(np.signbit(a64) ^ np.signbit(b64), -0.0, 0.0)
             result = np.where(zero, np.where(underflow, signed, product + c64), result)
-        return result
+        return _fma64_near_underflow(a64, b64, c64, product, result)
 
 
 _DOWN = 2.0 ** -600
 _UP = 2.0 ** 600
+_TINY = 2.0 ** -900  # under it the error-free transforms' low parts may underflow
+_SMALLEST_NORMAL = 2.0 ** -1022
+
+
+def _fma64_near_underflow(a: np.ndarray, b: np.ndarray, c: np.ndarray, product: np.ndarray,
+                          result: np.ndarray) -> np.ndarray:
+    """``result`` with the elements the float64 transforms cannot round once (a subnormal factor,
+    a tiny product or result: their low parts underflow) summed exactly as rationals and rounded
+    once by ``float(Fraction)`` (nearest-even, subnormals and the sign of a tiny result kept)."""
+    a, b, c, product, result = np.broadcast_arrays(a, b, c, product, result)
+    nonzero = np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & (a != 0) & (b != 0)
+    near = nonzero & ((np.abs(product) < _TINY) | (np.abs(result) < _TINY)
+                      | (np.abs(a) < _SMALLEST_NORMAL) | (np.abs(b) < _SMALLEST_NORMAL))
+    if not near.any():
+        return result
+    out = np.array(result, _F64)
+    for i in map(tuple, np.argwhere(near)):
+        exact = Fraction(float(a[i])) * Fraction(float(b[i])) + Fraction(float(c[i]))
+        out[i] = float(exact)  # an exact zero sum of nonzero terms is +0 when rounding to nearest
+    return out
 
 
 def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
