@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
 import tiles
@@ -142,18 +143,24 @@ def _scan_case(kind: str, d: DType, m: int, n: int, axis: int, reverse: bool) ->
             if float_acc:
                 x = _no_overflow(x)
         return [x, np.zeros((m, n), rd.np)]
-    rule = tol(4 * n * eps_of(d.np) if kind == "cumprod" else 0.0) if float_acc else \
+    rule = tol(4 * eps_of(d.np) if kind == "cumprod" else 0.0) if float_acc else \
         (SORTED if kind == "sort" else EXACT)
 
     def bounds(args: list) -> dict:
         x = np.abs(args[0].astype(np.float64))
         steps = np.flip(x, axis) if reverse else x
-        acc = np.cumsum(steps, axis=axis)
-        acc = np.flip(acc, axis) if reverse else acc
-        return {1: acc * (x.shape[axis] * eps_of(d.np))}
+        if kind == "cumprod":
+            # each step of a product rounded as it goes (Triton's) adds eps/2 of the partial product, or
+            # half the smallest subnormal where that is more: bounded along the path, twice over
+            tiny = float(ml_dtypes.finfo(d.np).smallest_subnormal)
+            partial = np.cumprod(steps, axis=axis)
+            err = 2 * partial * np.cumsum(eps_of(d.np) + tiny / np.maximum(partial, tiny), axis=axis)
+        else:
+            err = np.cumsum(steps, axis=axis) * (x.shape[axis] * eps_of(d.np))
+        return {1: np.flip(err, axis) if reverse else err}
     return case("reduction", f"{kind}[{d},{m}x{n},axis={axis},reverse={reverse}]", scan_kernel, make,
                 (1,), {1: rule}, constexprs={"KIND": kind, "AXIS": axis, "REVERSE": reverse, "M": m, "N": n},
-                bounds=bounds if float_acc and kind != "cumprod" else None)
+                bounds=bounds if float_acc else None)
 
 
 def cases(profile: Profile) -> list[Case]:
