@@ -211,19 +211,19 @@ def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dst: DType) -> np.ndarray:
 
 _DOWN = 2.0 ** -600
 _UP = 2.0 ** 600
-_TINY = 2.0 ** -900  # under it the error-free transforms' low parts may underflow
+_TINY = 2.0 ** -900  # a product under it may lose its low part (its factors' lowest bits under 2**-1074)
 _SMALLEST_NORMAL = 2.0 ** -1022
 
 
 def _fma64_near_underflow(a: np.ndarray, b: np.ndarray, c: np.ndarray, product: np.ndarray,
                           result: np.ndarray) -> np.ndarray:
-    """``result`` with the elements the float64 transforms cannot round once (a subnormal factor,
-    a tiny product or result: their low parts underflow) summed exactly as rationals and rounded
-    once by ``float(Fraction)`` (nearest-even, subnormals and the sign of a tiny result kept)."""
+    """``result`` with the elements the float64 transforms cannot round once (a subnormal factor or
+    a tiny product: the product's low part underflows) summed exactly as rationals and rounded once
+    by ``float(Fraction)`` (nearest-even, subnormals and the sign of a tiny result kept).  Above that
+    the transforms are exact and a tiny or zero result is rounded once by their last addition."""
     a, b, c, product, result = np.broadcast_arrays(a, b, c, product, result)
     nonzero = np.isfinite(a) & np.isfinite(b) & np.isfinite(c) & (a != 0) & (b != 0)
-    near = nonzero & ((np.abs(product) < _TINY) | (np.abs(result) < _TINY)
-                      | (np.abs(a) < _SMALLEST_NORMAL) | (np.abs(b) < _SMALLEST_NORMAL))
+    near = nonzero & ((np.abs(product) < _TINY) | (np.abs(a) < _SMALLEST_NORMAL) | (np.abs(b) < _SMALLEST_NORMAL))
     if not near.any():
         return result
     out = np.array(result, _F64)
