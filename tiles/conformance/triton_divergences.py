@@ -95,6 +95,24 @@ def has_narrow_float(e: Evidence) -> bool:
     return False
 
 
+def has_signaling_nan(e: Evidence) -> bool:
+    """Some float input holds a signaling NaN (all-ones exponent, quiet bit clear, payload not zero)."""
+    for a in e.inputs:
+        if isinstance(a, np.ndarray) and a.dtype in (np.float16, np.float32, np.float64):
+            mant = {2: 10, 4: 23, 8: 52}[a.dtype.itemsize]
+            bits = a.view({2: np.uint16, 4: np.uint32, 8: np.uint64}[a.dtype.itemsize]).astype(np.uint64)
+            exponent_ones = (bits >> np.uint64(mant)) & np.uint64((1 << (8 * a.dtype.itemsize - 1 - mant)) - 1)
+            payload = bits & np.uint64((1 << mant) - 1)
+            quiet = payload >> np.uint64(mant - 1)
+            top = np.uint64((1 << (8 * a.dtype.itemsize - 1 - mant)) - 1)
+            if bool(((exponent_ones == top) & (quiet == 0) & (payload != 0)).any()):
+                return True
+    return False
+
+
+_NAN_IGNORING = ("minimum", "maximum", "reduce.min", "reduce.max", "scan.min", "scan.max")
+
+
 def _f(*values: float, dtype: Any = np.float32) -> np.ndarray:
     return np.array(values, dtype=dtype)
 
@@ -293,6 +311,17 @@ KNOWN: tuple[Divergence, ...] = (
               lambda: [_i(0, 1, 1, 3, dtype=np.uint8), _i(0, 0, 0, 0)], {"N": 4},
               raises="histogram only supports 32-bit integer input"),
         lambda e: "histogram only supports 32-bit integer input" in e.triton_error),
+    Divergence(
+        "interpreter-signaling-nan-min-max", "interpreter",
+        "Triton's interpreter computes tl.minimum/tl.maximum (NaN ignored: llvm.minnum/maxnum) with NumPy's "
+        "fmin/fmax, which return NaN when an operand is a signaling NaN (glibc's fminf follows IEEE 754-2008 "
+        "minNum there); compiled Triton emits PTX min.f32/max.f32 (checked with triton.compile for sm_90), "
+        "which return the other operand for any NaN, as tiles does.",
+        Repro(_unary("    tl.store(o_ptr + offs, tl.minimum(x, 2.0))\n"),
+              lambda: [np.array([0x7FA00000, 0x3F800000, 0xFF8CD21C, 0x40A00000], np.uint32).view(np.float32),
+                       _f(0, 0, 0, 0)], {"N": 4}, case_id="generated_float/program"),
+        lambda e: not e.triton_error and any(e.has_op(op, "float") for op in _NAN_IGNORING)
+        and has_signaling_nan(e)),
     Divergence(
         "interpreter-scalar-mask-on-a-tile", "interpreter",
         "Triton's interpreter raises 'mask has unsupported dtype' for a tile load/store whose mask is a "
