@@ -177,6 +177,23 @@ def test_cse_keeps_instructions_that_differ_in_attributes_or_operands():
     np.testing.assert_array_equal(got, -2)
 
 
+def test_cse_keeps_signed_zeros_apart():
+    # 0.0 == -0.0 and they hash alike: merged, `tl.where(c, x, 0)` after `other=-0.0` summed to -0.0
+    ir = IR()
+    out = ir.pointer("out", D.float32)
+    negative, positive = ir.const(-0.0, D.float32, (4,)), ir.const(0.0, D.float32, (4,))
+    ir.store(out, ir.emit(Op.ADD, negative, positive))  # -0.0 + 0.0 is +0.0, -0.0 + -0.0 is -0.0
+    kernel = common_subexpressions(ir.kernel())
+    assert ops_of(kernel).count(Op.CONST) == 2
+    got = np.full(4, -1.0, np.float32)
+    run(kernel, got)
+    assert not np.signbit(got).any()
+    ir = IR()
+    out = ir.pointer("out", D.float32)
+    ir.store(out, ir.emit(Op.ADD, ir.const(-0.0, D.float32, (4,)), ir.const(-0.0, D.float32, (4,))))
+    assert ops_of(common_subexpressions(ir.kernel())).count(Op.CONST) == 1  # equal bits still merge
+
+
 def _reinterpreted_shift(a=None, b=None):
     """The tracer's ``int8 >> uint8`` (Triton: arithmetic in uint8): BITCAST to int8, SHR, BITCAST back."""
     ir = IR("ashr_u8")

@@ -8,6 +8,7 @@ kernel computes exactly what the unfolded one would.
 from __future__ import annotations
 
 import dataclasses
+import math
 from typing import Any
 
 import numpy as np
@@ -77,7 +78,10 @@ def _fold(instr: Instr, values: list[A.Const]) -> A.Const | None:
 def _key(instr: Instr) -> tuple[Any, ...] | None:
     if instr.op not in PURE or instr.regions or instr.op in SIDE_EFFECTS:
         return None
-    return (instr.op, tuple(map(id, instr.operands)), instr.attrs, tuple(r.type for r in instr.results))
+    attrs: Any = instr.attrs
+    if instr.op is Op.CONST and isinstance(attrs.value, float):
+        attrs = (attrs, math.copysign(1.0, attrs.value))  # 0.0 == -0.0 (and hash alike): keep them apart
+    return (instr.op, tuple(map(id, instr.operands)), attrs, tuple(r.type for r in instr.results))
 
 
 def common_subexpressions(kernel: Kernel) -> Kernel:
