@@ -275,11 +275,14 @@ def _index_rule(instr: Instr, ops: list[AxisInfo]) -> AxisInfo:
             return AxisInfo(run, run, math.gcd(a.const, b.const))
         return AxisInfo(1, div, math.gcd(a.const, b.const))
     if op in COMPARISON:
+        # A run of consecutive values starting at a multiple of L lies wholly on one side of a
+        # bound that is a multiple of L: `x < c` and `x >= c` (`c > x`, `c <= x`) are constant on
+        # it; `x <= c`, `x > c`, `==` and `!=` are not (`arange(0, 16) == 0` is True once).
         a, b = ops
         const = math.gcd(a.const, b.const)
-        if b.const >= a.contig > 1:
+        if op in (Op.LT, Op.GE) and b.const >= a.contig > 1:
             const = max(const, math.gcd(a.contig, math.gcd(a.div, b.div)))
-        if a.const >= b.contig > 1:
+        if op in (Op.GT, Op.LE) and a.const >= b.contig > 1:
             const = max(const, math.gcd(b.contig, math.gcd(a.div, b.div)))
         return AxisInfo(1, 1, const)
     if op is Op.WHERE:  # on runs where the condition is constant, one side's runs
