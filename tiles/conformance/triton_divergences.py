@@ -117,6 +117,16 @@ def _nan_reaches_a_sort(e: Evidence) -> bool:
             or bool(re.search(r"expected [\w.]*\(nan\)|got [\w.]*\(nan\)", e.mismatch)))
 
 
+def _signed_zeros_in_a_sort(e: Evidence) -> bool:
+    """A float input holds both -0.0 and +0.0 (and the kernel sorts floats)."""
+    for a in e.inputs:
+        if isinstance(a, np.ndarray) and a.dtype.kind == "f":
+            zeros = a[a == 0]
+            if np.signbit(zeros).any() and (~np.signbit(zeros)).any():
+                return True
+    return False
+
+
 _NAN_IGNORING = ("minimum", "maximum", "reduce.min", "reduce.max", "scan.min", "scan.max")
 
 
@@ -330,6 +340,17 @@ KNOWN: tuple[Divergence, ...] = (
                        _f(0, 0, 0, 0)], {"N": 4}, case_id="generated_float/program"),
         lambda e: not e.triton_error and any(e.has_op(op, "float") for op in _NAN_IGNORING)
         and has_signaling_nan(e)),
+    Divergence(
+        "undefined-sort-with-signed-zeros", "undefined",
+        "tl.sort in Triton is a compare-and-swap network: each position keeps its value or takes its "
+        "partner's by `x > y`, so for a pair -0.0 / +0.0 (equal, not greater) both positions can take the "
+        "same operand: one zero is duplicated and the other lost (seen on Triton 3.9's interpreter, which "
+        "runs the network of triton.language.standard; compiled Triton runs the same one). tiles returns a "
+        "permutation of the input (zeros in input order).",
+        Repro(_unary("    tl.store(o_ptr + offs, tl.sort(x))\n"),
+              lambda: [_f(3, -0.0, 1, 0.0, 2, -1, 0.0, -0.0), _f(*[0] * 8)], {"N": 8},
+              case_id="reduction/sort[float32,...]"),
+        lambda e: not e.triton_error and e.has_op("sort", "float") and _signed_zeros_in_a_sort(e)),
     Divergence(
         "interpreter-scalar-mask-on-a-tile", "interpreter",
         "Triton's interpreter raises 'mask has unsupported dtype' for a tile load/store whose mask is a "
