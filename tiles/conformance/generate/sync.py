@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from tiles.core import dtypes as D
 from tiles.core.dtypes import DType
 
-from ..compare import EXACT, EXACT_ZERO_SIGN_FREE, MULTISET
+from ..compare import EXACT, EXACT_ZERO_SIGN_FREE, MULTISET, Rule, ulp
 from .draws import Draw, choose
 from .program import Node, Program, tl_name
 
@@ -59,6 +59,8 @@ class Sync:
     name: str
     form: str
     dtype: DType
+    ulps: int = 0                 # of the value ``publish`` stores (an exp there is inexact)
+    zero_sign_free: bool = False  # that value came through a float max/min
 
     def params(self) -> list[str]:
         return [f"{self.name}_{b}_ptr" for b in BUFFERS[self.form]]
@@ -118,7 +120,7 @@ def statement(b: Builder) -> Node | None:
                  f"{name} = tl.load({name}_pub_ptr + rows * N + cols, volatile=True)"]
         node = Node(name, v.dtype, "MN", v.ulps, v.zero_sign_free, v.from_mul)
         _bump_programs(b)
-        b.program.syncs.append(Sync(name, form, v.dtype))
+        b.program.syncs.append(Sync(name, form, v.dtype, v.ulps, v.zero_sign_free))
         return b.add(node, lines, (v.name,), pooled=True, effect=True)
     v = b.pick(lambda n: n.exact)
     if v is None:
@@ -175,4 +177,7 @@ def rules(program: Program) -> dict[str, Any]:
     for s in program.syncs:
         for role, param in zip(BUFFERS[s.form], s.params()):
             out[param] = MULTISET if role == "slots" else EXACT_ZERO_SIGN_FREE if role == "best" else EXACT
+            if role == "pub" and (s.ulps or s.zero_sign_free):  # the published value's own rule
+                rule = ulp(s.ulps) if s.ulps else EXACT
+                out[param] = Rule(rule.kind, rule.ulps, signed_zero=False) if s.zero_sign_free else rule
     return out

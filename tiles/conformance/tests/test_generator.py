@@ -58,3 +58,21 @@ def test_ci_runs_no_generated_program_twice():
             keys.append(program_key(gen.program))
         outcomes = search(family, reference, reference, CI, seed=0, starting=note)
         assert len(keys) == len(set(keys)) == CI.generated_examples == len(outcomes)
+
+
+def test_a_published_value_keeps_its_own_rule():
+    # the ``publish`` sync statement stores a value for the other programs: an exp there is as
+    # inexact in that buffer as in the output (OpenCL's exp, 1 ulp off, failed an exact rule)
+    from tiles.conformance.compare import EXACT
+    from tiles.conformance.generate.program import Node, Program
+    from tiles.conformance.generate.search import output_rules
+    from tiles.conformance.generate.sync import Sync
+    from tiles.core import dtypes as D
+
+    program = Program([], m=4, n=8, programs=4, output=Node("v7", D.float32, "MN"))
+    program.syncs.append(Sync("v5", "publish", D.float32, ulps=4))
+    program.syncs.append(Sync("v6", "publish", D.float32))
+    names = program.params()
+    rules = output_rules(program)
+    assert rules[names.index("v5_pub_ptr")].kind == "ulp" and rules[names.index("v5_pub_ptr")].ulps == 4
+    assert rules[names.index("v6_pub_ptr")] == EXACT and rules[names.index("v5_flag_ptr")] == EXACT
