@@ -166,6 +166,16 @@ def narrow(x: np.ndarray, dst: DType, rounding: str = "rtne", inf_to_max: bool =
         return np.where(too_big, bits - udt.type(1), bits).view(dst.np)
 
 
+def quiet_nans(x: np.ndarray) -> np.ndarray:
+    """``x`` with its NaNs quiet: NumPy's fmax/fmin run short arrays through C's fmax, which returns
+    NaN for a signaling NaN, and long ones through a SIMD loop that does not (PTX max/min, compiled
+    Triton, drop any NaN)."""
+    if x.dtype.kind != "f":
+        return x
+    nan = np.isnan(x)
+    return np.where(nan, x.dtype.type(np.nan), x) if nan.any() else x
+
+
 def fma(a: np.ndarray, b: np.ndarray, c: np.ndarray, dst: DType) -> np.ndarray:
     """a * b + c rounded once to ``dst`` (operands already of type ``dst``)."""
     with np.errstate(all="ignore"):

@@ -147,24 +147,10 @@ def round_back(r: np.ndarray, like: np.dtype) -> np.ndarray:
 
 # ---------------------------------------------------------------- arithmetic
 
-def _nan_losing(ufunc: np.ufunc) -> Callable[[np.ndarray, np.ndarray], np.ndarray]:
-    """``ufunc`` (fmax or fmin) with a NaN operand losing whatever its kind: NumPy's short arrays go
-    through C's fmax, which returns NaN for a signaling NaN, its long ones through a SIMD loop that
-    does not; PTX max.f32/min.f32 (compiled Triton) return the other operand for any NaN."""
-    def nan_losing(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        r = ufunc(a, b)
-        nan = np.isnan(r)
-        if nan.any():
-            r = np.where(nan, np.where(np.isnan(a), b, a), r)
-        return r
-    return nan_losing
-
-
-fmax_nan_losing, fmin_nan_losing = _nan_losing(np.fmax), _nan_losing(np.fmin)
-
 _FLOAT_BINARY: dict[Op, Callable[..., np.ndarray]] = {
     Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.DIV: np.true_divide,
-    Op.MOD: np.fmod, Op.MAXIMUM: fmax_nan_losing, Op.MINIMUM: fmin_nan_losing,
+    Op.MOD: np.fmod, Op.MAXIMUM: lambda a, b: np.fmax(floats.quiet_nans(a), floats.quiet_nans(b)),
+    Op.MINIMUM: lambda a, b: np.fmin(floats.quiet_nans(a), floats.quiet_nans(b)),
     Op.MAXIMUM_NAN: np.maximum, Op.MINIMUM_NAN: np.minimum,
 }
 _INT_BINARY: dict[Op, Callable[..., np.ndarray]] = {

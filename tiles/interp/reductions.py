@@ -59,14 +59,6 @@ _UFUNC: dict[ReduceKind, np.ufunc] = {
     ReduceKind.OR: np.bitwise_or}
 
 
-def _quiet_nans(x: np.ndarray) -> np.ndarray:
-    """``x`` with its NaNs quiet: NumPy's fmax/fmin loops keep a signaling NaN on short runs only."""
-    if x.dtype.kind != "f":
-        return x
-    nan = np.isnan(x)
-    return np.where(nan, x.dtype.type(np.nan), x) if nan.any() else x
-
-
 def _builtin(kind: ReduceKind, x: np.ndarray, axis: int, scan: bool) -> np.ndarray:
     d = dtype_of(x)
     if kind in ("sum", "prod") and d.is_floating:
@@ -83,7 +75,7 @@ def _builtin(kind: ReduceKind, x: np.ndarray, axis: int, scan: bool) -> np.ndarr
     if kind == "prod":
         return np.cumprod(x, axis, dtype=x.dtype) if scan else np.prod(x, axis, dtype=x.dtype)
     ufunc = _UFUNC[kind]
-    xs = _quiet_nans(widen(x) if _small_float(x) else x)
+    xs = floats.quiet_nans(widen(x) if _small_float(x) else x)
     r = ufunc.accumulate(xs, axis) if scan else ufunc.reduce(xs, axis)
     return round_back(r, x.dtype) if xs is not x else r  # max/min: exact
 
@@ -176,7 +168,7 @@ def _argreduce(ctx: Ctx, instr: Instr, args: list[np.ndarray]) -> Sequence[np.nd
     a: ArgReduce = instr.attrs
     (x,) = args
     ax = a.axis + 1
-    xs = _quiet_nans(widen(x) if _small_float(x) else x)
+    xs = floats.quiet_nans(widen(x) if _small_float(x) else x)
     best = (np.fmax if a.kind is ReduceKind.MAX else np.fmin).reduce(xs, ax, keepdims=True)
     return (np.argmax(xs == best, axis=ax).astype(np.int32),)
 

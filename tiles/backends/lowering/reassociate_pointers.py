@@ -16,23 +16,8 @@ from __future__ import annotations
 from ...core import attrs as A  # noqa: N812
 from ...core.ir import Block, Instr, Kernel, TileType, Value
 from ...core.ops import Op
+from ...core.passes import count_uses
 from .induction import Emit
-
-
-def _uses(kernel: Kernel) -> dict[Value, int]:
-    count: dict[Value, int] = {}
-
-    def visit(block: Block) -> None:
-        for instr in block.instrs:
-            for v in instr.operands:
-                count[v] = count.get(v, 0) + 1
-            for region in instr.regions:
-                visit(region)
-        for v in block.yields:
-            count[v] = count.get(v, 0) + 1
-
-    visit(kernel.body)
-    return count
 
 
 def _broadcast_source(v: Value, defs: dict[Value, Instr]) -> Value | None:
@@ -69,7 +54,8 @@ def _rewrite(instr: Instr, defs: dict[Value, Instr], uses: dict[Value, int]) -> 
 
 def reassociate_pointer_sums(kernel: Kernel) -> Kernel:
     defs = {r: i for i in kernel.walk() for r in i.results}
-    uses = _uses(kernel)
+    uses: dict[Value, int] = {}
+    count_uses(kernel.body, uses)
 
     def visit(block: Block) -> None:
         out: list[Instr] = []
