@@ -7,8 +7,9 @@ import pytest
 from tiles.backends import registry
 
 # cuda-ptx (tests/cuda_ptx_backend.py): CUDA's compilation to PTX without a GPU, then the interpreter
-BACKENDS = ("interpreter", "opencl", "cuda", "cuda-ptx")
-SLOW_BACKENDS = frozenset({"opencl", "cuda-ptx"})  # compiles take a while: these cases are marked slow
+# cuda-sim: CUDA's lowering run on the SIMT simulator (tiles/backends/cuda/simulator/backend.py)
+BACKENDS = ("interpreter", "opencl", "cuda", "cuda-ptx", "cuda-sim")
+SLOW_BACKENDS = frozenset({"opencl", "cuda-ptx", "cuda-sim"})  # compiles (or simulations) take a while: slow
 
 _status: dict[str, tuple[bool, str]] = {}
 

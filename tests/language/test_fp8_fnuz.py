@@ -14,7 +14,7 @@ import tiles.language as tl
 FNUZ = [(tl.float8e4b8, ml_dtypes.float8_e4m3fnuz), (tl.float8e5b16, ml_dtypes.float8_e5m2fnuz)]
 IDS = ["e4b8", "e5b16"]
 REFUSED = "dtype float8e(4b8|5b16) is not supported on"
-pytestmark = [pytest.mark.unsupported_on(name, REFUSED) for name in ("opencl", "cuda", "cuda-ptx")]
+pytestmark = [pytest.mark.unsupported_on(name, REFUSED) for name in ("opencl", "cuda", "cuda-ptx", "cuda-sim")]
 # around each format's largest finite value (e4b8: 240, e5b16: 57344) and smallest subnormal
 # (e4b8: 2**-10, e5b16: 2**-17), ties included
 EDGES = [0.0, -0.0, 1.0, 1.0625, 1.1875, -1.1875, 232.0, 239.0, 240.0, 247.0, 248.0, 249.0, 256.0,

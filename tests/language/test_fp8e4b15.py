@@ -23,7 +23,7 @@ import tiles.language as tl
 from tiles import UnsupportedError
 
 REFUSED = "dtype float8e4b15 is not supported on"
-pytestmark = [pytest.mark.unsupported_on(name, REFUSED) for name in ("opencl", "cuda", "cuda-ptx")]
+pytestmark = [pytest.mark.unsupported_on(name, REFUSED) for name in ("opencl", "cuda", "cuda-ptx", "cuda-sim")]
 
 
 def _decode_table() -> np.ndarray:

@@ -84,6 +84,8 @@ def _not_auto(name: str) -> str:
         return " (auto's choice when there is no GPU backend)"
     if name == "step":
         return " (the interpreter one program at a time, for pdb: docs/debugging.md)"
+    if name == "cuda-sim":
+        return " (CUDA's lowering on a CPU simulator, for checking the lowering: docs/conformance.md)"
     try:
         return "" if registry.get(name).is_gpu() else " (not a GPU: auto does not pick it)"
     except Exception:

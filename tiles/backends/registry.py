@@ -23,6 +23,7 @@ BUILTIN: dict[str, str] = {
     "opencl": "tiles.backends.opencl:OpenCLBackend",
     "rocm": "tiles.backends.rocm:ROCmBackend",
     "step": "tiles.backends.stepping:StepBackend",  # the interpreter, one program at a time (debugging)
+    "cuda-sim": "tiles.backends.cuda.simulator.backend:SimulatedCUDABackend",  # CUDA's lowering, simulated on the CPU
 }
 PREFERENCE = ("cuda", "rocm", "opencl", "interpreter")
 ENTRY_POINT_GROUP = "tiles.backends"

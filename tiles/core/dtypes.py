@@ -7,6 +7,7 @@ pointer to elements of a ``DType``.  Both are immutable and compare by value.
 from __future__ import annotations
 
 import enum
+import math
 import sys
 from dataclasses import dataclass
 from typing import Any, ClassVar, cast
@@ -416,8 +417,12 @@ def computation_type(a: DType, a_is_literal: bool, b: DType, b_is_literal: bool,
     return integer_promote(a, b)
 
 
+FLOAT32_MIN_NORMAL = 2.0 ** -126
+FLOAT32_MAX = (2 - 2.0 ** -23) * 2.0 ** 127
+
+
 def literal_type(value: bool | int | float) -> DType:
-    """The dtype Triton gives a Python number."""
+    """The dtype Triton gives a Python number (its ``to_tensor``)."""
     if isinstance(value, bool):
         return int1
     if isinstance(value, int):
@@ -431,5 +436,9 @@ def literal_type(value: bool | int | float) -> DType:
             return uint64
         raise OverflowError(f"integer literal {value} does not fit in 64 bits")
     if isinstance(value, float):
-        return float32
+        # float32 where it holds the number as a normal value (or it is 0, +-inf, NaN); float64 beyond
+        size = abs(value)
+        if size in (0.0, math.inf) or value != value or FLOAT32_MIN_NORMAL <= size <= FLOAT32_MAX:
+            return float32
+        return float64
     raise TypeError(f"{value!r} is not a number")

@@ -70,6 +70,8 @@ def _fold(instr: Instr, values: list[A.Const]) -> A.Const | None:
     except Exception:  # anything the scalar rules refuse stays for run time
         return None
     value = np.asarray(out).reshape(()).item()
+    if not isinstance(value, (bool, int, float)):  # raw storage (float8e4b15's bytes): not a number to keep
+        return None
     if isinstance(value, float) and rt.element.is_int:
         return None
     return A.Const(value, rt.element, rt.shape)

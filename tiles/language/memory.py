@@ -59,8 +59,7 @@ def load(pointer: Any, mask: Any = None, other: Any = None, boundary_check: Any 
         operands.append(_mask(mask, shape))
     if other is not None:
         elem = p.dtype.element  # type: ignore[union-attr]
-        operands.append(S.broadcast_to(S.cast(other, elem), shape) if isinstance(other, tensor)
-                        else S.const(S.unwrap(other), elem, shape))
+        operands.append(S.broadcast_to(S.cast(other, elem), shape))
     attrs = A.Load(mask is not None, other is not None, cache_modifier, eviction_policy, bool(volatile))
     return S.emit(Op.LOAD, operands, attrs)
 
@@ -77,7 +76,7 @@ def store(pointer: Any, value: Any, mask: Any = None, boundary_check: Any = (),
     if mask is not None:
         shape = S.broadcast_shapes(shape, S.to_tensor(mask).shape)
     elem = p.dtype.element  # type: ignore[union-attr]
-    v = S.to_tensor(value) if isinstance(value, tensor) else S.const(S.unwrap(value), elem)
+    v = S.to_tensor(value)
     if len(v.shape) > len(shape) or S.broadcast_shapes(shape, v.shape) != shape:
         raise S.error(f"tl.store: value of shape {list(v.shape)} does not fit pointer tile "
                       f"of shape {list(shape)}")
@@ -102,7 +101,7 @@ def _atomic(kind: str, pointer: Any, val: Any, mask: Any, sem: Any, scope: Any) 
         raise S.error(f"tl.atomic_{kind} needs an integer pointer, got {p.dtype}")
     if elem.bits < 16 or elem.is_fp8:
         raise S.error(f"atomics on {elem} are not supported (16-, 32- and 64-bit types only)")
-    v = S.to_tensor(val) if isinstance(val, tensor) else S.const(S.unwrap(val), elem)
+    v = S.to_tensor(val)
     shape = S.broadcast_shapes(p.shape, v.shape)
     if mask is not None:
         shape = S.broadcast_shapes(shape, S.to_tensor(mask).shape)
@@ -163,8 +162,7 @@ def atomic_cas(pointer: Any, cmp: Any, val: Any, sem: Any = None, scope: Any = N
     p = _pointer(pointer, "tl.atomic_cas")
     sem, scope = S.unwrap(sem), S.unwrap(scope)
     elem = p.dtype.element  # type: ignore[union-attr]
-    c = S.to_tensor(cmp) if isinstance(cmp, tensor) else S.const(S.unwrap(cmp), elem)
-    v = S.to_tensor(val) if isinstance(val, tensor) else S.const(S.unwrap(val), elem)
+    c, v = S.to_tensor(cmp), S.to_tensor(val)
     shape = S.broadcast_shapes(S.broadcast_shapes(p.shape, c.shape), v.shape)
     operands = [S.broadcast_to(p, shape), S.broadcast_to(S.cast(c, elem), shape),
                 S.broadcast_to(S.cast(v, elem), shape)]
@@ -210,8 +208,7 @@ def atomic_poll(pointer: Any, expected_value: Any, sem: Any = None, scope: Any =
         raise S.error(f"atomic_poll only supports acquire and relaxed semantics, got {sem!r}")
     if scope not in _SCOPES:
         raise S.error(f"atomic_poll scope must be one of {_SCOPES[1:]}, got {scope!r}")
-    expected = S.cast(S.to_tensor(expected_value) if isinstance(expected_value, tensor)
-                      else S.const(S.unwrap(expected_value), elem), elem)
+    expected = S.cast(expected_value, elem)
 
     def seen() -> tensor:
         return S.compare("eq", _atomic("or", p, 0, None, sem or "acquire", scope), expected)

@@ -12,7 +12,7 @@ import pytest
 import tiles
 import tiles.language as tl
 from tiles.backends.base import Options
-from tiles.backends.cuda.simulator.simt import SimEmitter, addresses, run
+from tiles.backends.cuda.simulator.simt import GlobalMemory, SimEmitter, run
 from tiles.backends.lowering.entry import lower_with_tensor_cores
 
 
@@ -38,9 +38,8 @@ def reshaped_row(x_ptr, y_ptr, N: tl.constexpr):
 
 
 def _local_bytes(ir, args, warps):
-    emitter = SimEmitter([np.int64(a) if isinstance(x, np.ndarray) else x for a, x in zip(addresses(args), args)],
-                         (0, 0, 0), (1, 1, 1), np.zeros(sum(a.nbytes + 256 for a in args if isinstance(a, np.ndarray)),
-                                                        np.uint8))
+    memory = GlobalMemory(args)
+    emitter = SimEmitter(memory.values, (0, 0, 0), (1, 1, 1), memory.mem)
     lower_with_tensor_cores(ir, emitter, Options(num_warps=warps))
     return emitter.local_bytes
 

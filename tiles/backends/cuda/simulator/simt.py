@@ -17,14 +17,18 @@ a wgmma issued on them) or writing them with a local store raises ``RuntimeError
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from ....core import dtypes as D  # noqa: N812
+from ....core import semantics
 from ....core.dtypes import DType, PointerType
-from ....core.ops import Op
+from ....core.ir import TileType
+from ....core.ops import COMPARISON, Op
+from ....interp import atomics
 from ...base import CodegenChoices, Options, Target
 from ...lowering.entry import lower_with_tensor_cores
 from ...lowering.mma import TensorCoreEmitter
@@ -79,12 +83,11 @@ def _np(dtype: Any) -> Any:
     return D._NUMPY[dtype.name]
 
 
-_BIN: dict[Op, Callable[[Any, Any], Any]] = {
-    Op.ADD: np.add, Op.SUB: np.subtract, Op.MUL: np.multiply, Op.LT: np.less, Op.LE: np.less_equal,
-    Op.GT: np.greater, Op.GE: np.greater_equal, Op.EQ: np.equal, Op.NE: np.not_equal,
-    Op.AND: np.bitwise_and, Op.OR: np.bitwise_or, Op.XOR: np.bitwise_xor, Op.MAXIMUM: np.fmax,
-    Op.MINIMUM: np.fmin, Op.MAXIMUM_NAN: np.maximum, Op.MINIMUM_NAN: np.minimum,
-}
+class _Attrs:
+    """The attributes ``semantics.apply`` reads of an op the emitter contract passes as arguments."""
+
+    def __init__(self, **fields: Any) -> None:
+        self.__dict__.update(fields)
 
 
 class SimEmitter(TensorCoreEmitter):
@@ -130,7 +133,9 @@ class SimEmitter(TensorCoreEmitter):
         return None
 
     def constant(self, value: Any, dtype: DType) -> H:
-        return self._h(np.array(value).astype(_np(dtype)))
+        if isinstance(dtype, PointerType):
+            return self._h(np.int64(value))
+        return self._h(semantics.constant(value, dtype)[0])
 
     def thread_id(self) -> H:
         return H(np.arange(self.threads, dtype=np.int32))
@@ -141,39 +146,25 @@ class SimEmitter(TensorCoreEmitter):
     def num_programs(self, axis: int) -> H:
         return self._h(np.int32(self.grid[axis]))
 
-    # arithmetic
+    # arithmetic: the IR's elementwise semantics (core/semantics.py), exactly as the interpreter has them
+    def _apply(self, op: Op, attrs: Any, args: Sequence[H], dtype: Any) -> H:
+        return H(semantics.apply(op, attrs, [a.v for a in args], TileType(dtype)))
+
     def binary(self, op: Op, a: H, b: H, dtype: Any) -> H:
-        x, y = a.v, b.v
-        with np.errstate(all="ignore"):
-            if op is Op.DIV:
-                r = x / y
-            elif op in (Op.IDIV, Op.MOD):  # the IR's division truncates toward zero
-                q = x // y
-                q = q + ((x - q * y != 0) & ((x < 0) != (y < 0))).astype(q.dtype)
-                r = q if op is Op.IDIV else x - q * y
-            elif op is Op.SHL:
-                r = np.left_shift(x, y)
-            elif op is Op.SHR:
-                r = np.right_shift(x, y)
-            else:
-                r = _BIN[op](x, y)
-        if op in (Op.LT, Op.LE, Op.GT, Op.GE, Op.EQ, Op.NE):
-            return H(r)
-        return H(np.asarray(r).astype(x.dtype))
+        out = D.int1 if op in COMPARISON else dtype
+        return self._apply(op, None, [a, b], out)
 
     def unary(self, op: Op, a: H, dtype: DType) -> H:
-        x = a.v
-        with np.errstate(all="ignore"):
-            f = {Op.EXP2: np.exp2, Op.EXP: np.exp, Op.LOG2: np.log2, Op.LOG: np.log, Op.NEG: np.negative,
-                 Op.ABS: np.abs, Op.SQRT: np.sqrt, Op.NOT: np.invert, Op.ISNAN: np.isnan}[op]
-            r = f(x)
-        return H(r if op is Op.ISNAN else r.astype(x.dtype))
+        return self._apply(op, None, [a], D.int1 if op is Op.ISNAN else dtype)
+
+    def math_fn(self, fn: Any, args: Sequence[H], dtypes: Sequence[DType]) -> H:
+        return self._apply(Op.MATH_FN, _Attrs(name=fn.name), args, fn.result_dtype(dtypes[0]))
 
     def fma(self, a: H, b: H, c: H, dtype: DType) -> H:
-        return H((a.v * b.v + c.v).astype(a.v.dtype))
+        return self._apply(Op.FMA, None, [a, b, c], dtype)
 
     def cast(self, a: H, src: DType, dst: DType, rounding: str = "rtne") -> H:
-        return H(a.v.astype(_np(dst)))
+        return H(semantics.convert(a.v, dst, rounding))
 
     def bitcast(self, a: H, src: Any, dst: Any) -> H:
         return H(a.v.view(_np(dst)))
@@ -191,17 +182,35 @@ class SimEmitter(TensorCoreEmitter):
     def int_to_ptr(self, a: H, ptr: PointerType) -> H:
         return H(a.v.astype(np.int64))
 
+    @staticmethod
+    def _elements(buf: np.ndarray, addr: np.ndarray, nd: np.dtype) -> np.ndarray | None:
+        """Element indices of ``addr`` in ``buf`` viewed as ``nd``, checked in bounds; None when an
+        address is not a multiple of the element size (then the bytes are moved one at a time)."""
+        a = addr.astype(np.int64)
+        assert a.size == 0 or (a.min() >= 0 and a.max() <= len(buf) - nd.itemsize), (a.min(), a.max(), len(buf))
+        return None if (a % nd.itemsize).any() else a // nd.itemsize
+
     def _read(self, buf: np.ndarray, addr: np.ndarray, dtype: Any, ok: np.ndarray) -> np.ndarray:
         nd = np.dtype(_np(dtype))
         out = np.zeros(self.threads, nd)
-        for t in np.nonzero(ok)[0]:
-            assert 0 <= addr[t] <= len(buf) - nd.itemsize, (t, addr[t], len(buf))
+        act = np.nonzero(ok)[0]
+        idx = self._elements(buf, addr[act], nd)
+        if idx is not None:
+            out[act] = buf.view(nd)[idx]
+            return out
+        for t in act:
             out[t] = buf[addr[t]:addr[t] + nd.itemsize].view(nd)[0]
         return out
 
     def _write(self, buf: np.ndarray, addr: np.ndarray, val: np.ndarray, dtype: Any, ok: np.ndarray) -> None:
+        """Threads write in thread order: where two write one address, the last thread's value stays."""
         nd = np.dtype(_np(dtype))
-        for t in np.nonzero(ok)[0]:
+        act = np.nonzero(ok)[0]
+        idx = self._elements(buf, addr[act], nd)
+        if idx is not None:
+            buf.view(nd)[idx] = val[act].astype(nd, copy=False)  # numpy assigns in order: the last one stays
+            return
+        for t in act:
             buf[addr[t]:addr[t] + nd.itemsize] = np.array([val[t]], nd).view(np.uint8)
 
     def load(self, p: H, dtype: DType, mask: H | None, other: H | None) -> H:
@@ -232,11 +241,31 @@ class SimEmitter(TensorCoreEmitter):
         for i, v in enumerate(values):
             self.store(H(p.v + i * dtype.itemsize), v, dtype, mask)
 
-    def atomic_rmw(self, *a: Any) -> H:
-        raise NotImplementedError
+    def _atomic(self, kind: str, p: H, value: H, cmp: H | None, dtype: DType, mask: H | None) -> H:
+        """Thread by thread, in thread order (one order the hardware may pick), by the interpreter's rules."""
+        ok = self._mask(mask)
+        nd = np.dtype(_np(dtype))
+        bitwise = kind in ("xchg", "cas")
+        view_as = np.dtype(f"u{nd.itemsize}") if bitwise else nd
+        old = np.zeros(self.threads, nd)
+        act = np.nonzero(ok)[0]
+        if len(act):
+            addr = p.v[act].astype(np.int64)
+            assert ((addr >= 0) & (addr % nd.itemsize == 0)).all() and addr.max() + nd.itemsize <= len(self.mem)
+            vals = value.v[act].astype(nd).view(view_as) if bitwise else value.v[act].astype(nd)
+            cmps = None if cmp is None else cmp.v[act].astype(nd).view(view_as)
+            got = atomics.apply(kind, self.mem.view(view_as), addr // nd.itemsize, vals, cmps, True)
+            assert got is not None
+            old[act] = got.view(nd)
+        return H(old != 0 if dtype.is_bool else old)
 
-    def atomic_cas(self, *a: Any) -> H:
-        raise NotImplementedError
+    def atomic_rmw(self, kind: str, p: H, value: H, dtype: DType, mask: H | None, loc: Any,
+                   sem: str = "acq_rel", scope: str = "gpu") -> H:
+        return self._atomic(kind, p, value, None, dtype, mask)
+
+    def atomic_cas(self, p: H, cmp: H, value: H, dtype: DType, mask: H | None, loc: Any,
+                   sem: str = "acq_rel", scope: str = "gpu") -> H:
+        return self._atomic("cas", p, value, cmp, dtype, mask)
 
     def vector_ok(self, dtype: DType, width: int) -> bool:
         return width in (2, 4, 8)
@@ -275,46 +304,54 @@ class SimEmitter(TensorCoreEmitter):
 
     # tensor cores: mma.sync fp16 -> fp32; with wgmma also tf32, 8-bit ints and fp8
     def mma_shape(self, in_dtype: DType, acc_dtype: DType, input_precision: str) -> Any:
-        if in_dtype.name == "float16" and acc_dtype.name == "float32":
-            return (16, 8, 16)
-        if not self.wgmma_ok():
-            return None
-        if in_dtype.name == "float32" and acc_dtype.name == "float32" and input_precision == "tf32":
-            return (16, 8, 8)
-        if in_dtype.name in ("int8", "uint8") and acc_dtype.name == "int32":
-            return (16, 8, 32)
-        if in_dtype.name in ("float8e4nv", "float8e5") and acc_dtype.name == "float32":
-            return (16, 8, 32)
-        return None
+        from ..mma_ops import PTXMMAOps  # the CUDA emitter's choice, so the lowering takes the same path
+        return PTXMMAOps.mma_shape(self, in_dtype, acc_dtype, input_precision)  # type: ignore[arg-type]
 
-    def _halves(self, reg: H) -> tuple[np.ndarray, np.ndarray]:
-        h = reg.v.astype(np.uint32).view(np.uint32)
-        lo = (h & 0xFFFF).astype(np.uint16).view(np.float16).astype(np.float32)
-        hi = (h >> 16).astype(np.uint16).view(np.float16).astype(np.float32)
-        return lo, hi
+    @property
+    def t(self) -> Target:  # what MMAOps.mma_shape reads
+        return self.target
 
     def mma(self, shape: Any, a: Sequence[Any], b: Sequence[Any], c: Sequence[Any], in_dtype: DType) -> list[Any]:
-        assert tuple(shape) == (16, 8, 16)
-        outs = [np.zeros(self.threads, np.float32) for _ in range(4)]
-        bh = [self._halves(r) for r in b]
+        """mma.sync m16n8k{32 bytes of k}: 16-bit, tf32 or 8-bit integer operands, float32 or int32 C."""
+        m, n, k = shape
+        assert (m, n) == (16, 8) and k * in_dtype.itemsize == 32, shape
+        acc = np.int32 if in_dtype.is_int else np.float32
+        outs = [np.zeros(self.threads, acc) for _ in range(4)]
+        lane = np.arange(WARP)
+        g, q = lane // 4, lane % 4
         for w in range(self.threads // WARP):
-            fa = self._frag_a([r.v for r in a], w * WARP, in_dtype).astype(np.float32)
-            fb = np.zeros((16, 8), np.float32)
-            fc = np.zeros((16, 8), np.float32)
-            for lane in range(WARP):
-                t = w * WARP + lane
-                g, q = lane // 4, lane % 4
-                for i, k0 in enumerate((2 * q, 2 * q + 8)):
-                    fb[k0, g], fb[k0 + 1, g] = bh[i][0][t], bh[i][1][t]
-                fc[g, 2 * q], fc[g, 2 * q + 1] = c[0].v[t], c[1].v[t]
-                fc[g + 8, 2 * q], fc[g + 8, 2 * q + 1] = c[2].v[t], c[3].v[t]
-            fd = fa @ fb + fc
-            for lane in range(WARP):
-                t = w * WARP + lane
-                g, q = lane // 4, lane % 4
-                outs[0][t], outs[1][t] = fd[g, 2 * q], fd[g, 2 * q + 1]
-                outs[2][t], outs[3][t] = fd[g + 8, 2 * q], fd[g + 8, 2 * q + 1]
+            t = w * WARP + lane
+            fa = self._frag_a([r.v for r in a], w * WARP, in_dtype)
+            fb = self._frag_b([r.v for r in b], w * WARP, in_dtype)
+            fc = np.zeros((16, 8), np.int64 if in_dtype.is_int else np.float64)
+            for i in range(4):
+                fc[g + 8 * (i // 2), 2 * q + i % 2] = c[i].v[t]
+            if in_dtype.is_int:
+                fd = fa.astype(np.int64) @ fb.astype(np.int64) + fc
+                fd = fd.astype(np.int32)  # wraps like the hardware
+            else:
+                fa64, fb64 = fa.astype(np.float32), fb.astype(np.float32)
+                if in_dtype.name == "float32":  # tf32: the low 13 mantissa bits are not used
+                    fa64, fb64 = ((x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32) for x in (fa64, fb64))
+                fd = (fa64.astype(np.float64) @ fb64.astype(np.float64) + fc).astype(np.float32)
+            for i in range(4):
+                outs[i][t] = fd[g + 8 * (i // 2), 2 * q + i % 2]
         return [H(o) for o in outs]
+
+    @staticmethod
+    def _frag_b(regs: Sequence[np.ndarray], t0: int, dtype: DType) -> np.ndarray:
+        """The k x 8 B operand held as an mma.sync B fragment by the 2 registers of the warp
+        whose lane 0 is thread t0 (k * itemsize == 32 bytes)."""
+        per, k = 4 // dtype.itemsize, 32 // dtype.itemsize
+        out = np.zeros((k, 8), dtype.np)
+        lane = np.arange(WARP)
+        for j, r in enumerate(regs):
+            word = np.ascontiguousarray(np.asarray(r)[t0:t0 + WARP])
+            vals = word.view(np.uint8).reshape(WARP, 4).view(dtype.np)  # (32, per), low bytes first
+            rows = per * (lane % 4) + (k // 2) * j
+            for e in range(per):
+                out[rows + e, lane // 4] = vals[:, e]
+        return out
 
     @staticmethod
     def _frag_a(regs: Sequence[np.ndarray], t0: int, dtype: DType) -> np.ndarray:
@@ -543,38 +580,75 @@ class SimEmitter(TensorCoreEmitter):
             self.active.pop()
 
     def device_print(self, prefix: str, values: Any) -> None:
-        pass
+        """One line per active thread, as CUDA's ``vprintf`` writes them (in thread order here)."""
+        x, y, z = self.pid
+        for t in np.nonzero(self._mask(None) & self.present)[0]:
+            print(f"pid ({x}, {y}, {z}) {prefix} {' '.join(str(h.v[t]) for h, _ in values)}", flush=True)
+
+
+class GlobalMemory:
+    """The array arguments of a launch laid out in one byte buffer, as a GPU's global memory.
+
+    Each array spans the bytes from its lowest to its highest element (strided views included);
+    arrays whose spans overlap (an array and a view of it, a tensor descriptor's base passed beside
+    the tensor) share one region, so a write through one is seen through the other.  A region
+    keeps its host address modulo 256, so alignment facts hold as on the host."""
+
+    def __init__(self, args: Sequence[Any]) -> None:
+        from numpy.lib.array_utils import byte_bounds
+        arrays = [a for a in args if isinstance(a, np.ndarray)]
+        spans = sorted(byte_bounds(a) for a in arrays)
+        regions: list[list[int]] = []
+        for lo, hi in spans:
+            if regions and lo < regions[-1][1]:
+                regions[-1][1] = max(regions[-1][1], hi)
+            else:
+                regions.append([lo, hi])
+        self.regions: list[tuple[int, int, int]] = []  # (host low, host high, simulated address)
+        at = 0
+        for lo, hi in regions:
+            start = -(-at // 256) * 256 + lo % 256
+            self.regions.append((lo, hi, start))
+            at = start + hi - lo + 16
+        self.mem = np.zeros(-(-at // 256) * 256 + 256, np.uint8)
+        self.values = [np.int64(self.address(a)) if isinstance(a, np.ndarray) else a for a in args]
+        for lo, hi, start in self.regions:
+            self.mem[start:start + hi - lo] = self._host(lo, hi)
+
+    @staticmethod
+    def _host(lo: int, hi: int) -> np.ndarray:
+        return np.ctypeslib.as_array((ctypes.c_uint8 * max(hi - lo, 1)).from_address(lo))[:hi - lo]
+
+    def address(self, a: np.ndarray) -> int:
+        """The simulated address of ``a``'s first element."""
+        ptr = a.__array_interface__["data"][0]
+        for lo, hi, start in self.regions:
+            if lo <= ptr <= hi:
+                return start + ptr - lo
+        raise AssertionError("not an argument of this launch")
+
+    def write_back(self) -> None:
+        for lo, hi, start in self.regions:
+            self._host(lo, hi)[:] = self.mem[start:start + hi - lo]
 
 
 def addresses(args: Sequence[Any]) -> list[int]:
     """The simulated address each array argument of ``run`` gets (0 for the others), so a test
     can store pointers to its arrays in another array."""
-    out, at = [], 0
-    for a in args:
-        out.append(at if isinstance(a, np.ndarray) else 0)
-        if isinstance(a, np.ndarray):
-            at += -(-(a.nbytes + 16) // 256) * 256
-    return out
+    return [int(v) if isinstance(a, np.ndarray) else 0 for a, v in zip(args, GlobalMemory(args).values)]
 
 
 def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, num_stages: int = 1,
-        recompute_budget: int | None = None) -> None:
-    """Run the lowered ``kernel`` (tile IR) on numpy arrays: every array argument is copied
-    into one byte buffer, its address passed as the pointer, and copied back after
-    (``recompute_budget``: the emitter's, where given)."""
-    arrays = [a for a in args if isinstance(a, np.ndarray)]
-    total = sum(a.nbytes + 256 for a in arrays)
-    mem = np.zeros(total, np.uint8)
-    addr, values = {}, []
-    for a, at in zip(args, addresses(args)):
-        if isinstance(a, np.ndarray):
-            addr[id(a)] = at
-            mem[at:at + a.nbytes] = a.reshape(-1).view(np.uint8)
-            values.append(np.int64(at))
-        else:
-            values.append(a)
+        recompute_budget: int | None = None, options: Options | None = None) -> None:
+    """Run the lowered ``kernel`` (tile IR) on numpy arrays: the arrays are copied into one byte
+    buffer (``GlobalMemory``), their addresses passed as the pointers, and copied back after
+    (``recompute_budget``: the emitter's, where given; ``options``: the compile's, which
+    ``threads`` and ``num_stages`` stand for where not given)."""
+    memory = GlobalMemory(args)
+    mem, values = memory.mem, memory.values
     g = (tuple(grid) + (1, 1, 1))[:3]
-    options = Options(num_warps=threads // WARP, num_stages=num_stages, codegen=CodegenChoices.from_env())
+    if options is None:
+        options = Options(num_warps=threads // WARP, num_stages=num_stages, codegen=CodegenChoices.from_env())
     for z in range(g[2]):
         for y in range(g[1]):
             for x in range(g[0]):
@@ -584,5 +658,4 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
                         emitter.recompute_budget = recompute_budget
                     return lower_with_tensor_cores(kernel, emitter, o, HOPPER)
                 applicable(lowered, options)
-    for a in arrays:
-        a.reshape(-1).view(np.uint8)[:] = mem[addr[id(a)]:addr[id(a)] + a.nbytes]
+    memory.write_back()

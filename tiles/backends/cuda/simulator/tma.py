@@ -39,7 +39,7 @@ from ..hopper import persistent
 from ..hopper.extension import HOPPER
 from ..hopper.tma_claim import TMAEmitter
 from ..hopper.tma_spec import MapSpec
-from .simt import WARP, H, SimEmitter, addresses
+from .simt import WARP, GlobalMemory, H, SimEmitter
 
 
 @dataclass
@@ -282,15 +282,8 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
     (one per program) come back for their counts.  With ``programs``, the kernel must take
     persistent programs (``persistent.py``, with an H100's shared memory) and that many are
     launched, given ``grid`` as the launch does; without it, it is lowered without them."""
-    arrays = [a for a in args if isinstance(a, np.ndarray)]
-    mem = np.zeros(sum(a.nbytes + 256 for a in arrays), np.uint8)
-    values: list[Any] = []
-    for a, at in zip(args, addresses(args)):
-        if isinstance(a, np.ndarray):
-            mem[at:at + a.nbytes] = a.reshape(-1).view(np.uint8)
-            values.append(np.int64(at))
-        else:
-            values.append(a)
+    memory = GlobalMemory(args)
+    mem, values = memory.mem, list(memory.values)
     values.append(np.int64(0))  # tiles_tma_maps: the simulator keeps the maps itself
     g = (tuple(grid) + (1, 1, 1))[:3]
     launched = g if programs is None else (programs, 1, 1)
@@ -315,7 +308,5 @@ def run(kernel: Any, args: Sequence[Any], grid: tuple[int, ...], threads: int, n
                 assert not any(b.tx for b in sim.barriers.values()), "copies left in flight"
                 assert not sim.queue, f"the producer's fills never landed: {sim.queue[:2]}"
                 sims.append(sim)
-    for a, at in zip(args, addresses(args)):
-        if isinstance(a, np.ndarray):
-            a.reshape(-1).view(np.uint8)[:] = mem[at:at + a.nbytes]
+    memory.write_back()
     return sims
