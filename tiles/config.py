@@ -41,8 +41,8 @@
 |   | only) as predicated ``@p ld.global``/``st.global``, or a branch around a plain access; by default |
 |   | (``outside_loops``) loads outside the kernel's loops, in kernels without a ``dot`` |
 |   | (cuda/predicated_ops.py, choices.py) |
-| ``TILES_REASSOCIATE=1/0`` | cuda, rocm (tensor-core lowering): ``base + rows * stride + cols`` summed as |
-|   | ``(base + cols) + rows * stride``, one 64-bit add per element (an experiment, default off; |
+| ``TILES_REASSOCIATE=1/0`` | cuda, rocm (tensor-core lowering): ``base + rows * stride + cols`` inside |
+|   | loops summed as ``(base + cols) + rows * stride``, one 64-bit add per element (default on; |
 |   | lowering/reassociate_pointers.py) |
 | ``TILES_CUDA_ARCH=<sm_..>`` | cuda: architecture when no device is present (default ``sm_90``) |
 | ``TILES_LIBDEVICE=<path>`` | cuda: NVIDIA's libdevice bitcode for accurate math (else CUDA_HOME, usual places) |
@@ -164,9 +164,9 @@ def predicated_access() -> str:
 
 
 def reassociate_pointers() -> bool:
-    """Whether tensor-core lowerings sum ``base + rows * stride + cols`` column offsets first
-    (TILES_REASSOCIATE=1, an experiment, default off; lowering/reassociate_pointers.py)."""
-    return os.environ.get("TILES_REASSOCIATE", "").strip().lower() in ("1", "true", "yes", "on")
+    """Whether tensor-core lowerings sum ``base + rows * stride + cols`` inside loops column offsets
+    first (TILES_REASSOCIATE, default on; 0 turns it off; lowering/reassociate_pointers.py)."""
+    return os.environ.get("TILES_REASSOCIATE", "").strip().lower() not in ("0", "false", "no", "off")
 
 
 def occupancy() -> bool:

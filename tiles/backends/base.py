@@ -45,7 +45,7 @@ class Target:
 @dataclass(frozen=True)
 class CodegenChoices:
     """Code shapes the lowering may take where they apply, each on by default but
-    ``predicated`` (partly) and ``reassociate`` (experiments).  The jit reads them
+    ``predicated`` (partly).  The jit reads them
     from the environment once per compile (``from_env``; the ``TILES_*`` variables of config.py)
     into ``Options.codegen``, so both compile caches key on them; the lowering reads only these
     fields.  A backend that finds one does not serve a kernel lowers it again with it off."""
@@ -59,7 +59,7 @@ class CodegenChoices:
     approx_div: bool = True  # TILES_APPROX_DIV: float32 ``/`` as the emitter's approximate_divide
     occupancy: bool = True   # TILES_OCCUPANCY: cuda reloads register-bound kernels capped (cuda/occupancy.py)
     predicated: str = "outside_loops"  # TILES_PREDICATED: masked global accesses predicated (cuda/predicated_ops.py)
-    reassociate: bool = False  # TILES_REASSOCIATE: pointer sums column offsets first (lowering/reassociate_pointers.py)
+    reassociate: bool = True  # TILES_REASSOCIATE: pointer sums in loops add columns first (reassociate_pointers.py)
 
     @classmethod
     def from_env(cls) -> CodegenChoices:

@@ -63,7 +63,7 @@ def prepare(kernel: Kernel, emitter: Emitter, fp_fusion: bool = False,
     masked loads and stores (core/descriptors.py) except those ``claim(copy, emitter)`` keeps
     (CUDA: TMA, cuda/hopper/tma.py, which may add a hidden parameter to the copy); with ``fp_fusion``
     products fused into the sums they feed (contract.py); with ``reassociate`` (tensor-core emitters)
-    pointer sums reassociated (reassociate_pointers.py); last, legalize.py spells out the cases
+    pointer sums inside loops reassociated (reassociate_pointers.py); last, legalize.py spells out the cases
     the emitter does not (division by 0 or -1, out-of-range shifts, int1 arithmetic)."""
     kernel = copy.deepcopy(kernel)
     keep = claim(kernel, emitter) if claim is not None else (lambda instr: False)
@@ -75,7 +75,7 @@ def prepare(kernel: Kernel, emitter: Emitter, fp_fusion: bool = False,
         kernel = contract_multiply_adds(kernel)
     if isinstance(emitter, TensorCoreEmitter):  # GPUs read along addresses; tensor cores stage B as rows
         kernel = transpose_column_loads(kernel, emitter.mma_shape(D.float16, D.float32, "ieee") is not None)
-        if reassociate:  # an experiment (CodegenChoices.reassociate); LLVM's pointer arithmetic wraps
+        if reassociate:  # CodegenChoices.reassociate; LLVM's pointer arithmetic wraps
             kernel = reassociate_pointer_sums(kernel)
     from .legalize import legalize
     return legalize(split_tile_constants(kernel), emitter.legality)
