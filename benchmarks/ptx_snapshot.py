@@ -43,7 +43,7 @@ def _ptx(fn: Any, sig: dict[str, str], consts: dict[str, Any], warps: int, stage
     from tiles.backends.cuda import nvptx_target, toolchain
     from tiles.backends.cuda.choices import lower_chosen
     ir = fn.compile(sig, consts, backend="cuda", num_warps=warps, num_stages=stages).ir
-    options = Options(warps, stages, fp_fusion=fp_fusion, codegen=CodegenChoices())
+    options = Options(warps, stages, fp_fusion=fp_fusion, codegen=CodegenChoices.from_env())  # TILES_* for A/B
     for name in off:
         options = options.without(name)
     caps = registry.get("cuda").target()
