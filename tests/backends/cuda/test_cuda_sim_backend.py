@@ -110,3 +110,28 @@ def test_masked_row_softmax_with_edge_values():
     x[1, 3], x[2, 0], x[3, 36] = -0.0, np.float32(3e38), -np.inf
     interp, sim = both(row_stats_kernel, (5,), lambda: [x.copy(), np.full_like(x, 9.0), 37, 37], BLOCK=64)
     np.testing.assert_allclose(sim[1], interp[1], rtol=1e-6, atol=1e-6)
+
+
+@tiles.jit
+def small_dot_kernel(x_ptr, y_ptr, out_ptr, sums_ptr, M: tl.constexpr, N: tl.constexpr):
+    rows = tl.arange(0, M)[:, None]
+    cols = tl.arange(0, N)[None, :]
+    x = tl.load(x_ptr + rows * N + cols)
+    acc = tl.dot(x, x, tl.load(y_ptr + rows * N + cols))  # the accumulator comes from a blocked load
+    tl.store(out_ptr + rows * N + cols, acc + cols)
+    tl.store(sums_ptr + tl.arange(0, M), tl.sum(tl.where(cols == 0, acc, 0.0), axis=1))
+
+
+@pytest.mark.parametrize("warps", [4, 8])
+def test_a_tile_with_one_element_per_thread_enters_the_mma_layout(rng, warps):
+    # 16 x 16 over 8 warps: each thread holds one element of a blocked tile, so its handles are
+    # trivially "all equal"; taking that for a uniform tile put the thread's one value in every
+    # fragment slot (the accumulator, `+ cols` and `cols == 0` came out wrong)
+    x = rng.integers(-4, 5, (16, 16)).astype(np.float16)
+    y = rng.standard_normal((16, 16)).astype(np.float32)
+    want = x.astype(np.float64) @ x.astype(np.float64) + y
+    interp, sim = both(small_dot_kernel, (1,), lambda: [x.copy(), y.copy(), np.zeros((16, 16), np.float32),
+                                                         np.zeros(16, np.float32)], M=16, N=16, num_warps=warps)
+    for out in (interp, sim):
+        np.testing.assert_allclose(out[2], want + np.arange(16), rtol=1e-5, atol=1e-4)
+        np.testing.assert_allclose(out[3], want[:, 0], rtol=1e-5, atol=1e-4)

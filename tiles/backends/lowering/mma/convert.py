@@ -93,9 +93,8 @@ def fragment_pairs(lw: Lowering, lay: MMALayout, ld: int) -> Iterator[tuple[int,
 
 
 def from_blocked(lw: Lowering, handles: list[Handle], lay: MMALayout, dtype: DType) -> list[Handle]:
-    """Blocked layout -> MMA layout (a tile of one repeated handle needs no data movement)."""
-    if all(h == handles[0] for h in handles):
-        return [handles[0]] * lay.per_thread
+    """Blocked layout -> MMA layout, through local memory (a uniform tile needs none: its caller
+    repeats the handle, ``fragments.frag_handles``)."""
     e = lw.e
     ld = padded(lay.n, dtype.itemsize)
     lw.reserve_local(align16(lay.batch * lay.m * ld * dtype.itemsize))

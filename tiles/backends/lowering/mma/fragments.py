@@ -44,8 +44,6 @@ def row_to_blocked(lw: TensorCoreLowering, handles: list[Handle], lay: RowLayout
 
 def row_from_blocked(lw: TensorCoreLowering, handles: list[Handle], lay: RowLayout, dtype: ScalarType,
                      shape: tuple[int, ...]) -> list[Handle]:
-    if all(h == handles[0] for h in handles):
-        return [handles[0]] * lay.per_thread
     e = lw.e
     lw.reserve_local(lw.local_size(dtype, lay.m))
     relayout.stage(lw, handles, lw.layout(shape), dtype)
@@ -61,11 +59,30 @@ def frag_handles(lw: TensorCoreLowering, v: Value, lay: Frag) -> list[Handle]:
     if v in st.mma and st.plan.values.get(v) == lay:
         return st.mma[v]
     hs = lw.env[v]
-    if v.type.numel > 1 and not all(h == hs[0] for h in hs) and can_remat(v, st.defs, [24]):
+    if uniform(v, st.defs):  # the same value at every coordinate: each slot takes it
+        return [hs[0]] * lay.per_thread
+    if can_remat(v, st.defs, [24]):
         return [value_at(lw, st.defs, v, coords) for coords in frag_coords(lw, lay, v.type.shape)]
     if isinstance(lay, RowLayout):
         return row_from_blocked(lw, hs, lay, v.type.dtype, v.type.shape)
     return from_blocked(lw, hs, lay, v.type.element)  # type: ignore[arg-type]
+
+
+def uniform(v: Value, defs: dict[Value, Instr]) -> bool:
+    """Whether every element of ``v`` is one value, as its IR shows (a splat constant, a broadcast
+    scalar, elementwise ops of those).  Equal handles in a thread do not show it: a thread holding
+    one element of a tile (as many threads as elements), or only elements of one row, has them
+    equal while other threads hold other values."""
+    if v.type.numel == 1:
+        return True
+    d = defs.get(v)
+    if d is None or d.regions:
+        return False
+    if d.op is Op.CONST:
+        return True
+    if d.op in (Op.BROADCAST, Op.RESHAPE, Op.HINT) or d.op in _EW:
+        return all(uniform(o, defs) for o in d.operands)
+    return False
 
 
 def frag_coords(lw: TensorCoreLowering, lay: Frag, shape: tuple[int, ...]) -> list[list[Any]]:
