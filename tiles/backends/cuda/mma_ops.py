@@ -18,20 +18,25 @@ def sm_version(arch: str) -> int | None:
     return int(m.group(1)) if m else None
 
 
+def mma_tile_shape(arch: str, in_dtype: DType, acc_dtype: DType, input_precision: str) -> tuple[int, int, int] | None:
+    """The mma.sync shape (m, n, k) the CUDA emitter gives a dot of these types on ``arch``, or None."""
+    sm = sm_version(arch)
+    if sm is None or sm < 80:
+        return None
+    if in_dtype.name in ("float16", "bfloat16") and acc_dtype.name in ("float32", "float16", "bfloat16"):
+        return (16, 8, 16)
+    if in_dtype.name == "float32" and acc_dtype.name == "float32" and input_precision == "tf32":
+        return (16, 8, 8)
+    if in_dtype.name in ("int8", "uint8") and acc_dtype.name == "int32":
+        return (16, 8, 32)
+    if in_dtype.name in ("float8e4nv", "float8e5") and acc_dtype.name == "float32" and sm >= 89:
+        return (16, 8, 32)  # wgmma only (plan.py drops fp8 dots that do not fit it)
+    return None
+
+
 class PTXMMAOps(LLVMBuilder):
     def mma_shape(self, in_dtype: DType, acc_dtype: DType, input_precision: str) -> tuple[int, int, int] | None:
-        sm = sm_version(self.t.arch)
-        if sm is None or sm < 80:
-            return None
-        if in_dtype.name in ("float16", "bfloat16") and acc_dtype.name in ("float32", "float16", "bfloat16"):
-            return (16, 8, 16)
-        if in_dtype.name == "float32" and acc_dtype.name == "float32" and input_precision == "tf32":
-            return (16, 8, 8)
-        if in_dtype.name in ("int8", "uint8") and acc_dtype.name == "int32":
-            return (16, 8, 32)
-        if in_dtype.name in ("float8e4nv", "float8e5") and acc_dtype.name == "float32" and sm >= 89:
-            return (16, 8, 32)  # wgmma only (plan.py drops fp8 dots that do not fit it)
-        return None
+        return mma_tile_shape(self.t.arch, in_dtype, acc_dtype, input_precision)
 
     def mma(self, shape: tuple[int, int, int], a: Sequence[Any], b: Sequence[Any], c: Sequence[Any],
             in_dtype: DType) -> list[Any]:

@@ -250,11 +250,11 @@ class SimEmitter(TensorCoreEmitter):
         old = np.zeros(self.threads, nd)
         act = np.nonzero(ok)[0]
         if len(act):
-            addr = p.v[act].astype(np.int64)
-            assert ((addr >= 0) & (addr % nd.itemsize == 0)).all() and addr.max() + nd.itemsize <= len(self.mem)
+            idx = self._elements(self.mem, p.v[act], nd)
+            assert idx is not None, "misaligned atomic"
             vals = value.v[act].astype(nd).view(view_as) if bitwise else value.v[act].astype(nd)
             cmps = None if cmp is None else cmp.v[act].astype(nd).view(view_as)
-            got = atomics.apply(kind, self.mem.view(view_as), addr // nd.itemsize, vals, cmps, True)
+            got = atomics.apply(kind, self.mem.view(view_as), idx, vals, cmps, True)
             assert got is not None
             old[act] = got.view(nd)
         return H(old != 0 if dtype.is_bool else old)
@@ -304,12 +304,8 @@ class SimEmitter(TensorCoreEmitter):
 
     # tensor cores: mma.sync fp16 -> fp32; with wgmma also tf32, 8-bit ints and fp8
     def mma_shape(self, in_dtype: DType, acc_dtype: DType, input_precision: str) -> Any:
-        from ..mma_ops import PTXMMAOps  # the CUDA emitter's choice, so the lowering takes the same path
-        return PTXMMAOps.mma_shape(self, in_dtype, acc_dtype, input_precision)  # type: ignore[arg-type]
-
-    @property
-    def t(self) -> Target:  # what MMAOps.mma_shape reads
-        return self.target
+        from ..mma_ops import mma_tile_shape  # the CUDA emitter's choice, so the lowering takes the same path
+        return mma_tile_shape(self.target.arch, in_dtype, acc_dtype, input_precision)
 
     def mma(self, shape: Any, a: Sequence[Any], b: Sequence[Any], c: Sequence[Any], in_dtype: DType) -> list[Any]:
         """mma.sync m16n8k{32 bytes of k}: 16-bit, tf32 or 8-bit integer operands, float32 or int32 C."""
@@ -330,13 +326,21 @@ class SimEmitter(TensorCoreEmitter):
                 fd = fa.astype(np.int64) @ fb.astype(np.int64) + fc
                 fd = fd.astype(np.int32)  # wraps like the hardware
             else:
-                fa64, fb64 = fa.astype(np.float32), fb.astype(np.float32)
+                fa32, fb32 = fa.astype(np.float32), fb.astype(np.float32)
                 if in_dtype.name == "float32":  # tf32: the low 13 mantissa bits are not used
-                    fa64, fb64 = ((x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32) for x in (fa64, fb64))
-                fd = (fa64.astype(np.float64) @ fb64.astype(np.float64) + fc).astype(np.float32)
+                    fa32, fb32 = ((x.view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32) for x in (fa32, fb32))
+                fd = (fa32.astype(np.float64) @ fb32.astype(np.float64) + fc).astype(np.float32)
             for i in range(4):
                 outs[i][t] = fd[g + 8 * (i // 2), 2 * q + i % 2]
         return [H(o) for o in outs]
+
+    @staticmethod
+    def _packed(reg: np.ndarray, t0: int, dtype: DType) -> np.ndarray:
+        """The elements of ``dtype`` packed in one 32-bit register of each lane of the warp whose
+        lane 0 is thread t0: (32, 4 // itemsize), low bytes first."""
+        word = np.ascontiguousarray(np.asarray(reg)[t0:t0 + WARP])
+        assert word.dtype.itemsize == 4, word.dtype
+        return word.view(np.uint8).reshape(WARP, 4).view(dtype.np)
 
     @staticmethod
     def _frag_b(regs: Sequence[np.ndarray], t0: int, dtype: DType) -> np.ndarray:
@@ -346,8 +350,7 @@ class SimEmitter(TensorCoreEmitter):
         out = np.zeros((k, 8), dtype.np)
         lane = np.arange(WARP)
         for j, r in enumerate(regs):
-            word = np.ascontiguousarray(np.asarray(r)[t0:t0 + WARP])
-            vals = word.view(np.uint8).reshape(WARP, 4).view(dtype.np)  # (32, per), low bytes first
+            vals = SimEmitter._packed(r, t0, dtype)
             rows = per * (lane % 4) + (k // 2) * j
             for e in range(per):
                 out[rows + e, lane // 4] = vals[:, e]
@@ -362,9 +365,7 @@ class SimEmitter(TensorCoreEmitter):
         out = np.zeros((16, k), dtype.np)
         lane = np.arange(WARP)
         for i, r in enumerate(regs):
-            word = np.ascontiguousarray(np.asarray(r)[t0:t0 + WARP])
-            assert word.dtype.itemsize == 4, word.dtype
-            vals = word.view(np.uint8).reshape(WARP, 4).view(dtype.np)  # (32, per), low bytes first
+            vals = SimEmitter._packed(r, t0, dtype)
             rows = lane // 4 + 8 * (i % 2)
             cols = per * (lane % 4) + (k // 2) * (i // 2)
             for e in range(per):
