@@ -3,13 +3,18 @@ where the kernel loads them (``lowering/broadcast_loads.py``), not moved through
 on the numpy SIMT simulator against numpy at odd, masked sizes, including a vector the kernel
 overwrites between its load and its broadcast (the reads must see the old values)."""
 
+import re
+
 import numpy as np
 import pytest
 
 import tiles
 import tiles.language as tl
+from tiles.backends import registry
 from tiles.backends.base import Options
-from tiles.backends.cuda.simulator.simt import SimEmitter, addresses, run
+from tiles.backends.cuda import nvptx_target, toolchain
+from tiles.backends.cuda.choices import lower_chosen
+from tiles.backends.cuda.simulator.simt import GlobalMemory, SimEmitter, run
 from tiles.backends.lowering.entry import lower_with_tensor_cores
 
 
@@ -28,9 +33,8 @@ def scale_then_overwrite(s_ptr, c_ptr, r_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK
 
 
 def _local_bytes(ir, args, warps):
-    emitter = SimEmitter([np.int64(a) if isinstance(x, np.ndarray) else x for a, x in zip(addresses(args), args)],
-                         (0, 0, 0), (1, 1, 1), np.zeros(sum(a.nbytes + 256 for a in args if isinstance(a, np.ndarray)),
-                                                        np.uint8))
+    memory = GlobalMemory(args)
+    emitter = SimEmitter(memory.values, (0, 0, 0), (1, 1, 1), memory.mem)
     lower_with_tensor_cores(ir, emitter, Options(num_warps=warps))
     return emitter.local_bytes
 
@@ -56,3 +60,40 @@ def test_wide_vector_broadcast_needs_no_local_memory(rng):
             rng.standard_normal(M).astype(np.float32), np.int32(M), np.int32(N)]
     ir = scale_then_overwrite.warmup(*args, BLOCK_M=4, BLOCK_N=128, num_warps=4, backend="cuda", grid=(1,)).ir
     assert _local_bytes(ir, args, 4) == 0
+
+
+def _ptx(ir, warps):
+    lowered = lower_chosen(ir, nvptx_target("sm_90a"), Options(num_warps=warps), registry.get("cuda").target())
+    return toolchain.to_ptx(lowered.code, "sm_90a")
+
+
+@tiles.jit
+def decay_and_project(s_ptr, b_ptr, c_ptr, out_ptr, M, N, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+    # Mamba's state update: b and c (dstate wide) are only used broadcast against the state tile
+    rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+    cols = tl.arange(0, BLOCK_N)
+    tile = (rows[:, None] < M) & (cols[None, :] < N)
+    ptrs = s_ptr + rows[:, None] * N + cols[None, :]
+    s = tl.load(ptrs, mask=tile, other=0.0)
+    b = tl.load(b_ptr + cols, mask=cols < N, other=0.0)
+    c = tl.load(c_ptr + cols, mask=cols < N, other=0.0)
+    s = s * 0.5 + b[None, :]
+    tl.store(ptrs, s, mask=tile)
+    tl.store(out_ptr + rows, tl.sum(s * c[None, :], axis=1), mask=rows < M)
+
+
+def test_vector_read_again_in_the_broadcast_layout_is_not_also_read_in_its_own(rng):
+    # the predicated load of b in its own layout is dead once the broadcast reads b again; LLVM keeps a
+    # sideeffect asm, so the emitter drops it (predicated_ops.py): one 16-byte read each of s, b and c
+    M, N = 64, 128
+    args = [rng.standard_normal((M, N)).astype(np.float32), rng.standard_normal(N).astype(np.float32),
+            rng.standard_normal(N).astype(np.float32), np.zeros(M, np.float32), np.int32(M), np.int32(N)]
+    ir = decay_and_project.warmup(*args, BLOCK_M=4, BLOCK_N=128, num_warps=4, backend="cuda", grid=(16,)).ir
+    loads = re.findall(r"ld\.global(?:\.v\d)?\.b32", _ptx(ir, 4))
+    assert loads == ["ld.global.v4.b32"] * 3, loads
+    s0, b, c = (a.copy() for a in args[:3])
+    out = args[3]
+    run(ir, args, (16,), 128)
+    want = s0 * 0.5 + b[None, :]
+    np.testing.assert_allclose(args[0], want, rtol=1e-6)
+    np.testing.assert_allclose(out, (want * c[None, :]).sum(1), rtol=1e-5, atol=1e-5)

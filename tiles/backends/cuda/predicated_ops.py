@@ -13,24 +13,54 @@ code.  The inline asm is ``sideeffect`` so that LLVM keeps it in program order w
 other memory operations and barriers; ptxas still schedules the instructions themselves.  Masked
 loads first copy the ``other`` values into their destination registers, which the load overwrites
 where the predicate holds.  Element types without a plain bit pattern of 16, 32 or 64 bits (bool,
-pointers, 8-bit scalars) keep the branch.
+pointers, 8-bit scalars) keep the branch.  ``sideeffect`` also keeps a load LLVM would delete as
+unused (one the lowering made and then read again in another layout, ``broadcast_loads.py``): ``finish``
+drops those itself.
 """
 
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 from ...core.dtypes import DType, ScalarType
 from ..llvm.builder import LLVMBuilder, Reg
 
+_PURE = ("bitcast ", "extractvalue ", "insertelement ", "extractelement ")  # what a load's result goes through
+_NAME = re.compile(r"%[\w.]+")
+_DEF = re.compile(r"\s*(%[\w.]+) = (.*)")
 _WORD = {16: ("b16", "h", "i16"), 32: ("b32", "r", "i32"), 64: ("b64", "l", "i64")}  # PTX type, constraint, LLVM
 
 
 class PTXPredicatedMemoryOps(LLVMBuilder):
     predicated_access = ""  # set per lowering from Options.codegen.predicated (choices.py): module doc
     _loop_depth = 0  # loops around the code being emitted
+    _loads: set[str]  # names of the predicated loads' results
+
+    def finish(self, local_bytes: int) -> str:
+        self._drop_unused_loads()
+        return super().finish(local_bytes)  # type: ignore[misc, no-any-return]
+
+    def _drop_unused_loads(self) -> None:
+        """Delete the predicated loads whose values nothing uses, with the unused element moves that
+        follow them (LLVM keeps a ``sideeffect`` asm: module doc)."""
+        loads: set[str] = getattr(self, "_loads", set())
+        while loads:
+            used: set[str] = set()
+            for lines in self.blocks.values():
+                for line in lines:
+                    d = _DEF.match(line)
+                    used.update(_NAME.findall(d.group(2) if d else line))
+            dropped = False
+            for label, lines in self.blocks.items():
+                kept = [line for line in lines if not ((d := _DEF.match(line)) and d.group(1) not in used and (
+                    d.group(1) in loads or d.group(2).startswith(_PURE)))]
+                dropped = dropped or len(kept) < len(lines)
+                self.blocks[label] = kept
+            if not dropped:
+                break
 
     @contextlib.contextmanager
     def _in_loop(self) -> Iterator[None]:
@@ -77,6 +107,7 @@ class PTXPredicatedMemoryOps(LLVMBuilder):
         result = ty if words == 1 else "{" + ", ".join([ty] * words) + "}"
         args = ", ".join(str(a) for a in (mask, *self._as_words(other, word, words), p))
         loaded = self._val(result, f'call {result} asm sideeffect "{text}", "{constraints}"({args})')
+        self.__dict__.setdefault("_loads", set()).add(loaded.name)
         if words == 1:
             return self._val(vt, f"bitcast {loaded} to {vt}")
         packed = Reg("undef", f"<{words} x {ty}>")
