@@ -32,27 +32,28 @@ from realworld_gemm import CONFIGS, KERNELS  # noqa: E402
 
 SMS = 132  # H200
 # label: (kernel, operand type, B stored N x K, WRAP_AND_MASK)
-FORMS: dict[str, tuple[str, str, bool, bool]] = {
-    "tutorial (wrap + K masks)": ("tutorial_matmul", "fp16", False, True),
-    "tutorial (no masks)": ("tutorial_matmul", "fp16", False, False),
-    "persistent": ("persistent_matmul", "fp16", False, False),
-    "flat persistent": ("flat_persistent_matmul", "fp16", False, False),
-    "tutorial bf16": ("tutorial_matmul", "bf16", False, False),
-    "tutorial, B transposed": ("tutorial_matmul", "fp16", True, False),
-    "tutorial fp8 e4m3, B transposed": ("tutorial_matmul", "fp8e4nv", True, False),
-    "grouped": ("grouped_matmul", "fp16", False, False),
+FORMS: dict[str, tuple[str, str, bool, bool, str]] = {  # kernel, A/B type, B transposed, wrap + masks, C type
+    "tutorial (wrap + K masks)": ("tutorial_matmul", "fp16", False, True, "fp16"),
+    "tutorial (no masks)": ("tutorial_matmul", "fp16", False, False, "fp16"),
+    "persistent": ("persistent_matmul", "fp16", False, False, "fp16"),
+    "flat persistent": ("flat_persistent_matmul", "fp16", False, False, "fp16"),
+    "flat persistent, fp32 C": ("flat_persistent_matmul", "fp16", False, False, "fp32"),
+    "tutorial bf16": ("tutorial_matmul", "bf16", False, False, "fp16"),
+    "tutorial, B transposed": ("tutorial_matmul", "fp16", True, False, "fp16"),
+    "tutorial fp8 e4m3, B transposed": ("tutorial_matmul", "fp8e4nv", True, False, "fp16"),
+    "grouped": ("grouped_matmul", "fp16", False, False, "fp16"),
 }
 
 
 def spec(form: str, cfg: tuple[int, ...], size: int) -> tuple[str, dict[str, tuple[str, bool]], dict[str, Any]]:
     """(kernel, {param: (type, divisible by 16)}, constexprs) of one form as the benchmark launches it."""
-    kernel, dtype, trans_b, wrap = FORMS[form]
+    kernel, dtype, trans_b, wrap, out = FORMS[form]
     bm, bn, bk = cfg[:3]
     if kernel == "grouped_matmul":
         sig = {n: ("*i64", True) for n in ("a_addrs", "b_addrs", "c_addrs")}
         sig.update(sizes=("*i32", True), lds=("*i32", True), group_size=("i32", False))
         return kernel, sig, dict(NUM_SMS=SMS, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk)
-    sig = {"a_ptr": (f"*{dtype}", True), "b_ptr": (f"*{dtype}", True), "c_ptr": ("*fp16", True)}
+    sig = {"a_ptr": (f"*{dtype}", True), "b_ptr": (f"*{dtype}", True), "c_ptr": (f"*{out}", True)}
     consts: dict[str, Any] = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=8)
     if kernel == "tutorial_matmul":
         consts["WRAP_AND_MASK"] = wrap

@@ -229,3 +229,16 @@ def test_fp32_output_large_tile_runs_fewer_stages():
     ptx = _ptx(_compile(args, 132, 128, 256, 64, 8, 3), 8, 3)
     assert ptx.count("cp.async.cg.shared.global") == 2 * 12
     assert "wgmma.wait_group.sync.aligned 1;" in ptx and "cp.async.wait_group 0;" in ptx
+
+
+def test_fp32_output_staged_once():
+    """The fp32 tile leaves the MMA layout once, in the epilogue store (its 16-byte stores need a
+    layout of their own): the accumulator the ``if``'s other branch yields stays in registers, so
+    no blocked copy of it is made (before, a second staging, dead, cost 32 shared stores a thread
+    and two barriers per tile)."""
+    *_, args = _args(4096, 4096, 4096)
+    args = (args[0], args[1], np.zeros((4096, 4096), np.float32), *args[3:])
+    ptx = _ptx(_compile(args, 132, 128, 128, 64, 8, 3), 8, 3)
+    pairs = 128 * 128 // (8 * 32) // 2
+    assert ptx.count("st.shared.v2.b32") == pairs, ptx.count("st.shared.v2.b32")
+    assert ptx.count("ld.shared.v4.b32") == pairs // 2

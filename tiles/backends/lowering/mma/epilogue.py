@@ -31,7 +31,7 @@ from ..lower import RULES
 from ..memory import access_width
 from .base import TensorCoreLowering, tc_rule
 from .fragments import frag_handles
-from .plan import MMALayout, Plan, frag_use
+from .plan import MMALayout, Plan, frag_use, frag_yield
 from .remat import can_remat, value_at
 from .staging import Place, SwizzledRows, blocked_place, staging
 
@@ -82,7 +82,8 @@ def _needed_blocked(lw: TensorCoreLowering, plan: Plan, v: Value, claimed: dict[
     if v in lw.kernel.body.yields:
         return True
     for instr in lw.kernel.walk():
-        if any(v in region.yields for region in instr.regions):
+        if any(y is v and not frag_yield(plan, instr, region, k)
+               for region in instr.regions for k, y in enumerate(region.yields)):
             return True
         for idx, o in enumerate(instr.operands):
             if o is v and instr not in claimed and not frag_use(plan, instr, idx):

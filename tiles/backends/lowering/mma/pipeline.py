@@ -363,6 +363,8 @@ def _fitting_stages(lw: TensorCoreLowering, pipe: Pipe, body: Block, stage_bytes
     under_if = [r for i in body.instrs if i.op is Op.IF for region in i.regions
                 for j in walk_block(region) for r in j.results if r in plan.blocked]
     under_if += [v for v, (f, _) in plan.sunk.items() if f in body.instrs]
+    under_if += [j.operands[1] for i in body.instrs if i.op is Op.IF for region in i.regions
+                 for j in walk_block(region) if j in lw.tc.stores]  # staged by the epilogue (epilogue.py)
     above = max((_blocked_copy_bytes(lw, v) for v in under_if), default=0)
     stages = pipe.stages
     while stages >= 2 and -(-stages * stage_bytes // 1024) * 1024 + above > lw.e.target.shared_memory:

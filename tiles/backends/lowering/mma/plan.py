@@ -383,7 +383,7 @@ def _sink_into_branches(plan: Plan, instrs: list[Instr]) -> None:
     ifs = [f for f in instrs if f.op is Op.IF and any(r in plan.values for r in f.results)]
     if not ifs:
         return
-    yielded = {y for i in instrs for r in i.regions for k, y in enumerate(r.yields) if not _frag_yield(plan, i, r, k)}
+    yielded = {y for i in instrs for r in i.regions for k, y in enumerate(r.yields) if not frag_yield(plan, i, r, k)}
     for f in ifs:
         for b, region in enumerate(f.regions):
             inner = list(walk_block(region))
@@ -400,7 +400,7 @@ def _sink_into_branches(plan: Plan, instrs: list[Instr]) -> None:
                     plan.sunk[v] = (f, b)
 
 
-def _frag_yield(plan: Plan, instr: Instr, region: Block, k: int) -> bool:
+def frag_yield(plan: Plan, instr: Instr, region: Block, k: int) -> bool:
     """Whether ``region``'s ``k``-th yield is taken in its fragment layout (no blocked copy)."""
     y = region.yields[k]
     if y not in plan.values:
