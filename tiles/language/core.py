@@ -190,14 +190,24 @@ ceil = _math1("ceil")
 abs = _math1("abs")  # noqa: A001
 
 
-def fdiv(x: Any, y: Any, ieee_rounding: bool = False) -> tensor:
-    """Floating-point division ``x / y``: IEEE-rounded with ``ieee_rounding``, else as ``/``."""
-    return S.truediv(x, y, approximate=not ieee_rounding)
+def fdiv(x: Any, y: Any, ieee_rounding: bool = False, approx: bool = False) -> tensor:
+    """Floating-point division ``x / y`` (integer operands are refused, as Triton refuses them):
+    IEEE-rounded with ``ieee_rounding``, else as ``/`` (also with ``approx``: Triton's 2-ulp bound,
+    float32 only, which ``/``'s declared accuracy meets)."""
+    ieee_rounding, approx = bool(S.unwrap(ieee_rounding)), bool(S.unwrap(approx))
+    if ieee_rounding and approx:
+        raise S.error("fdiv: approx and ieee_rounding cannot both be True")
+    return S.fdiv(x, y, precise=ieee_rounding, name="fdiv", float32_only=approx)
 
 
 def div_rn(x: Any, y: Any) -> tensor:
-    """Floating-point division ``x / y`` rounded to the nearest representable value."""
-    return S.truediv(x, y, approximate=False)
+    """Floating-point division ``x / y`` rounded to the nearest representable value, of float32
+    tiles (as Triton's ``tl.math.div_rn``; ``libdevice.div_rn`` takes float64 too)."""
+    for t in (S.unwrap(x), S.unwrap(y)):
+        if isinstance(t, tensor) and t.dtype != D.float32:
+            raise S.error(f"div_rn needs float32 tiles (as Triton's), got {t.dtype}; convert first with "
+                          "x.to(tl.float32), or use tl.fdiv(x, y, ieee_rounding=True)")
+    return S.fdiv(x, y, precise=True, name="div_rn")
 
 
 def fma(x: Any, y: Any, z: Any) -> tensor:

@@ -107,7 +107,8 @@ def _not_supported(name: str, why: str) -> Callable[..., tensor]:
 _BY_OP: dict[str, Callable[..., tensor]] = {
     "exp": exp, "exp2": exp2, "log": log, "log2": log2, "sqrt": sqrt, "sqrt_rn": sqrt,
     "rsqrt": rsqrt, "rsqrt_rn": rsqrt, "sin": sin, "cos": cos, "erf": erf, "floor": floor,
-    "ceil": ceil, "fma": fma, "fma_rn": fma, "div_rn": div_rn, "fmod": S.mod,
+    "ceil": ceil, "fma": fma, "fma_rn": fma, "div_rn": lambda x, y: S.truediv(x, y, approximate=False),
+    "fmod": S.mod,
     # one rounding each, spelled as FMAs so multiply-add contraction (enable_fp_fusion) never fuses them
     "add_rn": lambda x, y: S.fma(x, 1.0, y), "sub_rn": lambda x, y: S.fma(y, -1.0, x),
     "mul_rn": lambda x, y: S.fma(x, y, -0.0), "rcp_rn": lambda x: S.truediv(1.0, x),

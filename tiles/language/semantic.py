@@ -348,6 +348,18 @@ def truediv(a: Operand, b: Operand, approximate: bool = True) -> tensor:
     return emit(Op.DIV, [x, y], A.Division(True) if approximate else None)
 
 
+def fdiv(a: Operand, b: Operand, precise: bool, name: str, float32_only: bool = False) -> tensor:
+    """``a / b`` of floating operands (after promotion), as Triton's ``fdiv`` and ``div_rn``:
+    ``precise`` rounds to nearest, else the backend's declared division (``truediv``)."""
+    x, y, ctype = _pair(a, b, div_or_mod=True)
+    if not ctype.is_floating:
+        raise error(f"{name} needs floating-point operands (after promotion they are {ctype}); convert them "
+                    "first, e.g. x.to(tl.float32), or use / (which converts integers)", TypeError)
+    if float32_only and ctype != D.float32:
+        raise error(f"{name} with approx=True needs float32 operands, got {ctype}")
+    return emit(Op.DIV, [x, y], None if precise else A.Division(True))
+
+
 def floordiv(a: Operand, b: Operand) -> tensor:
     x, y, ctype = _pair(a, b, div_or_mod=True)
     if not ctype.is_int:
