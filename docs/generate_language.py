@@ -96,6 +96,13 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   the number's literal type (`third = 0.3333` is float32, so `x_fp16 * third` is
   float32 while `x_fp16 * 0.3333` stays float16; `one = 1` has `.to(...)`);
   constexprs stay constexprs (`n = BLOCK`, where Triton would make a tile).
+- **A Python number's literal type** is Triton's: `bool` is int1; an int is int32, uint32, int64 or
+  uint64 by its range; a float is float32 where float32 holds it as a normal number (or it is 0,
+  +-inf or NaN) and float64 otherwise (`1e-40`, `1e300`), so `int32_tile * 1e-300` is float64.
+  `tl.store`, a load's `other=`, the atomics, `tl.atomic_poll`'s expected value and casts take a
+  number as a tile of that type and convert it to the element type, as Triton does:
+  `tl.store(p_fp64, 0.1)` writes float32's 0.1 widened (0.10000000149011612), and
+  `tl.store(p_int32, 2.75)` writes 2 (tests/language/test_number_operands.py).
 - **Promotion** follows Triton: a Python number does not widen a tile of the
   same or higher kind (`uint8_tile + 1` stays `uint8`), so it must be a value of the
   tile's type: `uint8_tile + -1`, `int8_tile + 300` or `int32_tile & 0xFFFFFFFF` is a
