@@ -170,7 +170,10 @@ grid and computes on whole *tiles* (a scalar is a tile of shape `()`).
   stays int32), `acc = 0.0` summing float16 loads (stays float32).  The two
   branches of an `if` must agree the same way (`v = 0` in one and a float32
   tile in the other is refused).  `tl.static_range(start, end, step)` (compile-
-  time ints, no other keywords, as in Triton) unrolls while tracing.
+  time ints, no other keywords, as in Triton) unrolls while tracing; after it the
+  loop variable holds its last value (Python's rule, as Triton), while reading a
+  run-time `for` loop's variable after the loop is refused: Triton's compiled code
+  reads an undefined value there (tiles read the value from before the loop).
 - **`tl.range` options.** `tl.range(start, end, step, num_stages=None,
   loop_unroll_factor=None, disallow_acc_multi_buffer=False, flatten=False,
   warp_specialize=False, disable_licm=False)` takes Triton 3.x's keywords, each a

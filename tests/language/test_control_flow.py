@@ -253,3 +253,50 @@ def conditional_types_kernel(out_ptr):
 def test_conditional_expression_branches_must_agree_in_type():
     with pytest.raises(tiles.CompilationError, match="conditional expression.*float32 in the then-branch but int32"):
         conditional_types_kernel[(2,)](np.empty(2, np.float32))
+
+
+@tiles.jit
+def loop_variable_after_loop(out_ptr, n, HOW: tl.constexpr):
+    i = 100
+    last = -1
+    if HOW == "range":
+        for i in range(0, n):
+            last = i
+        tl.store(out_ptr, last)
+        tl.store(out_ptr + 1, i)
+    elif HOW == "range_copy":
+        for i in range(0, n):
+            last = i * 3
+        tl.store(out_ptr, last)
+    elif HOW == "static":
+        for i in tl.static_range(0, 4):
+            last = i * 2
+        tl.store(out_ptr, last)
+        tl.store(out_ptr + 1, i)
+    elif HOW == "static_reassigned":
+        for i in tl.static_range(1, 7, 2):
+            i = i * 10
+        tl.store(out_ptr + 1, i)
+    else:  # an unrolled loop that runs no iteration leaves the name as it was
+        for i in tl.static_range(3, 3):
+            last = i
+        tl.store(out_ptr, last)
+        tl.store(out_ptr + 1, i)
+
+
+@pytest.mark.parametrize("how, want", [("range_copy", [18, 0]), ("static", [6, 3]), ("static_reassigned", [0, 50]),
+                                       ("static_empty", [-1, 100])])
+def test_loop_variables_after_the_loop(how, want):
+    # as Triton: an unrolled loop's variable holds its last value after the loop (Python's rule)
+    out = np.zeros(2, np.int32)
+    loop_variable_after_loop[(1,)](out, 7, HOW=how)
+    assert out.tolist() == want
+
+
+def test_a_run_time_loops_variable_read_after_the_loop_is_refused():
+    # compiled Triton reads poison there (its interpreter: the last value); tiles read the value from
+    # before the loop (100), silently
+    out = np.zeros(2, np.int32)
+    with pytest.raises(tiles.CompilationError, match="variable of a run-time for loop") as info:
+        loop_variable_after_loop[(1,)](out, 7, HOW="range")
+    assert "test_control_flow.py" in str(info.value) and "tl.store(out_ptr + 1, i)" in str(info.value)

@@ -8,9 +8,10 @@ assigns::
     for i in range(lo, hi):          def __tiles_for_1(__tiles_iv, acc):
         acc += f(i)          ==>         i = __tiles_iv
                                          acc += f(i)
-                                         return (acc,)
-                                     (acc,) = __tiles__.for_(__tiles__.range(lo, hi),
-                                         __tiles_for_1, ('acc',), __tiles__.lookup(locals(), ('acc',)))
+                                         return (acc, i)
+                                     (acc, i) = __tiles__.for_(__tiles__.range(lo, hi),
+                                         __tiles_for_1, ('acc',), __tiles__.lookup(locals(), ('acc',)),
+                                         ('i',), __tiles__.lookup(locals(), ('i',)))
 
 ``and``/``or``/``not``, chained comparisons, ``is``/``is not`` (on constexprs' values),
 ``x if c else y``, ``min``/``max``, ``print`` and ``assert`` become helper calls that work on tiles and on Python
@@ -248,12 +249,15 @@ class _Rewriter:
         n = next(_counter)
         iv = "__tiles_iv"
         bind_target = ast.copy_location(ast.Assign([s.target], ast.Name(iv, ast.Load())), s)
-        fn = self._def(f"__tiles_for_{n}", [iv, *names], [bind_target, *body], names, s)
+        # the body also returns the loop variables: after the loop they hold the last iteration's
+        # values where the loop is unrolled, and are undefined after a run-time loop (control.for_)
+        fn = self._def(f"__tiles_for_{n}", [iv, *names], [bind_target, *body], names + target_names, s)
         it = ExpressionRewriter().visit(s.iter)
         if isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
             it = ast.Call(_h("range"), it.args, it.keywords)
-        call = helper_call("for_", it, ast.Name(fn.name, ast.Load()), _names_tuple(names), self._lookup(names))
-        return [fn, self._bind(names, call, s)]
+        call = helper_call("for_", it, ast.Name(fn.name, ast.Load()), _names_tuple(names), self._lookup(names),
+                           _names_tuple(target_names), self._lookup(target_names))
+        return [fn, self._bind(names + target_names, call, s)]
 
     def while_(self, s: ast.While) -> list[ast.stmt]:
         if s.orelse:

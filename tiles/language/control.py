@@ -35,17 +35,19 @@ def global_allowed(value: Any) -> bool:
 
 
 class _Undefined:
-    """A name not bound on every path; any use explains why."""
+    """A name not bound on every path (or a run-time loop's variable after the loop); any use
+    explains why."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, why: str = "") -> None:
         self.name = name
+        self.why = why or (f"variable {name!r} is not defined on every path through the preceding "
+                           "if/loop; assign it before the branch")
 
     def __repr__(self) -> str:
         return f"<undefined {self.name}>"
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
-        raise S.error(f"variable {self.name!r} is not defined on every path through the "
-                      "preceding if/loop; assign it before the branch")
+        raise S.error(self.why)
 
     __add__ = __radd__ = __sub__ = __rsub__ = __mul__ = __rmul__ = __getattr__ = _fail
     __truediv__ = __floordiv__ = __mod__ = __lt__ = __gt__ = __le__ = __ge__ = _fail
@@ -232,13 +234,27 @@ class _Carried:
 # ---------------------------------------------------------------- for / while / if
 
 
-def for_(iterable: Any, body: Callable[..., tuple[Any, ...]], names: Sequence[str],
-         values: Sequence[Any]) -> tuple[Any, ...]:
+def for_(iterable: Any, body: Callable[..., tuple[Any, ...]], names: Sequence[str], values: Sequence[Any],
+         targets: Sequence[str] = (), before: Sequence[Any] = ()) -> tuple[Any, ...]:
+    """The loop's carried ``names`` after it, then its variables ``targets``: an unrolled loop's
+    (``tl.static_range``, a tuple) hold the last iteration's values, or keep ``before`` when it ran
+    none, as in Python; a run-time loop's are undefined (Triton's compiled code reads poison)."""
+    n = len(names)
     if not isinstance(iterable, range):
-        results = tuple(values)
+        results, last = tuple(values), tuple(before)
         for item in iterable:
-            results = body(item, *results)
-        return results
+            out = body(item, *results)
+            results, last = out[:n], out[n:]
+        return results + last
+    after = tuple(_Undefined(t, f"{t!r} is the variable of a run-time for loop above, read after the loop: "
+                                f"Triton leaves it undefined there (its compiled code reads poison); "
+                                f"keep a value of your own, e.g. assign it inside the loop body to "
+                                f"another name") for t in targets)
+    return _range_loop(iterable, lambda *a: body(*a)[:n], names, values) + after
+
+
+def _range_loop(iterable: range, body: Callable[..., tuple[Any, ...]], names: Sequence[str],
+                values: Sequence[Any]) -> tuple[Any, ...]:
     lb, ub, step = (S.unwrap(v) for v in (iterable.start, iterable.end, iterable.step))
     if all(isinstance(v, int) for v in (lb, ub, step)) and step == 0:
         raise S.error("range() step must not be zero")
