@@ -196,8 +196,10 @@ class CStyleEmitter(GuardedBlocks, CMemory, Emitter):
 
     def fma(self, a: Handle, b: Handle, c: Handle, dtype: DType) -> Handle:
         t = self.d.register[dtype]
+        if dtype in NARROW_FLOATS:  # fma() in float then a narrowing would round twice
+            return self._tmp(t, self._round(dtype, f"tiles_fma_odd({a}, {b}, {c})"))
         if dtype.is_floating:
-            return self._tmp(t, self._round(dtype, f"fma({a}, {b}, {c})"))
+            return self._tmp(t, f"fma({a}, {b}, {c})")
         u = self.unsigned(dtype)
         return self._tmp(t, f"({t})(({u}){a} * ({u}){b} + ({u}){c})")
 

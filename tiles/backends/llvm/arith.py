@@ -190,7 +190,30 @@ class LLVMArithmetic(LLVMBuilder):
             p = self._val(a.ty, f"mul {a}, {b.name}")
             return self._val(a.ty, f"add {p}, {c.name}")
         x, y, z = self._up(a, dtype), self._up(b, dtype), self._up(c, dtype)
+        if self._is_half(dtype):
+            return self._down(self._fma_round_odd(x, y, z), dtype)
         return self._down(self._call(f"llvm.fma.{self._suffix(x.ty)}", x.ty, [x, y, z]), dtype)
+
+    def _fma_round_odd(self, x: Reg, y: Reg, z: Reg) -> Reg:
+        """``x * y + z`` of 16-bit floats widened to float, rounded to odd (the last bit set where
+        inexact), so that narrowing it is the one rounding of the exact result: the product is exact
+        in float, the sum's error comes from TwoSum.  A float fma then a narrowing rounds twice
+        (8.8125 * -6 + 2^-126 gave bfloat16 -53, not -52.75)."""
+        f = "float"
+        p = self._val(f, f"fmul {x}, {y.name}")
+        s = self._val(f, f"fadd {p}, {z.name}")
+        v = self._val(f, f"fsub {s}, {p.name}")
+        p_err = self._val(f, f"fsub {p}, {self._val(f, f'fsub {s}, {v.name}').name}")
+        err = self._val(f, f"fadd {p_err}, {self._val(f, f'fsub {z}, {v.name}').name}")
+        bits = self._val("i32", f"bitcast {s} to i32")
+        low = self._val("i32", f"and {bits}, 1")
+        even = self._val("i1", f"icmp eq {low}, 0")
+        inexact = self._val("i1", f"fcmp one {err}, 0.0")  # false for NaN (an infinite sum)
+        signs = self._val("i32", f"xor {bits}, {self._val('i32', f'bitcast {err} to i32').name}")
+        toward_err = self._val("i32", f"select i1 {self._val('i1', f'icmp sge {signs}, 0').name}, i32 1, i32 -1")
+        nudge = self._val("i1", f"and i1 {even.name}, {inexact.name}")
+        odd = self._val("i32", f"select i1 {nudge.name}, {self._val('i32', f'add {bits}, {toward_err.name}')}, {bits}")
+        return self._val("float", f"bitcast {odd} to float")
 
     def cast(self, a: Any, src: DType, dst: DType, rounding: str = "rtne") -> Reg:
         st, dt = self.ty(src), self.ty(dst)

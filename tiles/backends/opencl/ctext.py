@@ -103,6 +103,16 @@ inline uchar tiles_f8e5_bits(float x) { return tiles_f8e5_encode(x, false, false
 inline float tiles_round_f8e5(float x) { return tiles_f8e5_from_bits(tiles_f8e5_bits(x)); }
 inline float tiles_round_f8e5_satfinite(float x) { return tiles_f8e5_from_bits(tiles_f8e5_encode(x, false, true)); }
 inline float tiles_round_f8e5_rtz(float x) { return tiles_f8e5_from_bits(tiles_f8e5_encode(x, true, false)); }
+/* a * b + c of 16- and 8-bit floats held in floats, rounded to odd (the last bit set where inexact),
+   so that rounding it to the narrow type is the one rounding of the exact result: the product is
+   exact in float, the sum's error comes from TwoSum (FP_CONTRACT is off).  fma() in float then a
+   narrowing rounds twice (8.8125 * -6 + 2^-126 gave bfloat16 -53, not -52.75). */
+inline float tiles_fma_odd(float a, float b, float c) {
+  float p = a * b, s = p + c, v = s - p;
+  float err = (p - (s - v)) + (c - v);
+  if (!(err != 0.0f) || isnan(err) || (as_uint(s) & 1u)) return s;
+  return nextafter(s, err > 0.0f ? INFINITY : -INFINITY);
+}
 """
 
 PRELUDE_FP64 = """\
