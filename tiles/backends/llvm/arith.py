@@ -28,7 +28,7 @@ from .builder import (
     _hex_double,
     _zero_literal,
 )
-from .mathfn import lower_math_fn
+from .mathfn import lower_math_fn, nextafter
 
 
 class LLVMArithmetic(LLVMBuilder):
@@ -205,15 +205,12 @@ class LLVMArithmetic(LLVMBuilder):
         v = self._val(f, f"fsub {s}, {p.name}")
         p_err = self._val(f, f"fsub {p}, {self._val(f, f'fsub {s}, {v.name}').name}")
         err = self._val(f, f"fadd {p_err}, {self._val(f, f'fsub {z}, {v.name}').name}")
-        bits = self._val("i32", f"bitcast {s} to i32")
-        low = self._val("i32", f"and {bits}, 1")
-        even = self._val("i1", f"icmp eq {low}, 0")
         inexact = self._val("i1", f"fcmp one {err}, 0.0")  # false for NaN (an infinite sum)
-        signs = self._val("i32", f"xor {bits}, {self._val('i32', f'bitcast {err} to i32').name}")
-        toward_err = self._val("i32", f"select i1 {self._val('i1', f'icmp sge {signs}, 0').name}, i32 1, i32 -1")
-        nudge = self._val("i1", f"and i1 {even.name}, {inexact.name}")
-        odd = self._val("i32", f"select i1 {nudge.name}, {self._val('i32', f'add {bits}, {toward_err.name}')}, {bits}")
-        return self._val("float", f"bitcast {odd} to float")
+        low = self._val("i32", f"and {self._val('i32', f'bitcast {s} to i32')}, 1")
+        nudge = self._val("i1", f"and i1 {inexact.name}, {self._val('i1', f'icmp eq {low}, 0').name}")
+        toward = self._val(f, f"select {self._val('i1', f'fcmp ogt {err}, 0.0')}, float {_hex_double(np.inf)}, "
+                           f"float {_hex_double(-np.inf)}")
+        return self._val(f, f"select {nudge}, {nextafter(self, s, toward)}, {s}")
 
     def cast(self, a: Any, src: DType, dst: DType, rounding: str = "rtne") -> Reg:
         st, dt = self.ty(src), self.ty(dst)

@@ -120,7 +120,7 @@ def _generic(b: LLVMBuilder, fn: MathFunction, spelling: str, args: list[Reg], d
         either = b._val(ty, f"fadd {x}, {y.name}")
         return b._val(ty, f"select {nan}, {either}, {r}")
     if spelling == "nextafter":
-        return _nextafter(b, x, args[1])
+        return nextafter(b, x, args[1])
     if spelling in ("ilogb", "logb"):
         return _exponent(b, x, sfx, spelling)
     if spelling == "llvm.ldexp":
@@ -136,7 +136,7 @@ def _generic(b: LLVMBuilder, fn: MathFunction, spelling: str, args: list[Reg], d
     return _to_i32(b, r) if fn.result == "i32" else r
 
 
-def _nextafter(b: LLVMBuilder, x: Reg, y: Reg) -> Reg:
+def nextafter(b: LLVMBuilder, x: Reg, y: Reg) -> Reg:
     """The neighbour of x toward y: one step of the bit pattern, the smallest subnormal (with y's
     sign) from zero, y itself when x == y, NaN when either is."""
     ty = x.ty
